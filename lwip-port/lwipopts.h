@@ -1,0 +1,108 @@
+/*
+ * lwIP options for tunsplit: NO_SYS, raw API, one netif (the TUN), TCP sized
+ * for throughput on a local, lossless TUN hop.  lwIP is compiled from its
+ * unmodified source; everything tunsplit needs is set here or done through
+ * the input hooks (see tsnetif.h).
+ */
+#ifndef TUNSPLIT_LWIPOPTS_H
+#define TUNSPLIT_LWIPOPTS_H
+
+#define NO_SYS                      1
+#define LWIP_SOCKET                 0
+#define LWIP_NETCONN                0
+#define LWIP_RAW                    0
+#define LWIP_DNS                    0
+#define LWIP_DHCP                   0
+#define LWIP_AUTOIP                 0
+#define LWIP_IGMP                   0
+#define LWIP_ARP                    0
+#define LWIP_ETHERNET               0
+#define LWIP_STATS                  0
+#define LWIP_NETIF_STATUS_CALLBACK  0
+#define LWIP_NETIF_LINK_CALLBACK    0
+#define LWIP_SINGLE_NETIF           1
+#define SYS_LIGHTWEIGHT_PROT        0
+
+/* Memory: libc malloc for the heap and the pools.  MTU 65535 needs pbufs
+ * larger than MEM_SIZE's 16-bit sizes allow, and malloc'd pools let the
+ * flow limit (enforced by tunsplit, not by pool sizes) decide how many
+ * pcbs exist.  mem_trim is a no-op here, so packets are copied into
+ * right-sized pbufs on input. */
+#define MEM_LIBC_MALLOC             1
+#define MEMP_MEM_MALLOC             1
+#define MEM_ALIGNMENT               8
+#define MEMP_NUM_TCP_PCB            65535
+#define MEMP_NUM_TCP_PCB_LISTEN     65535
+#define MEMP_NUM_TCP_SEG            65535
+#define MEMP_NUM_PBUF               65535
+#define MEMP_NUM_REASSDATA          64
+#define MEMP_NUM_FRAG_PBUF          256
+#define IP_REASS_MAX_PBUFS          1024
+#define PBUF_POOL_SIZE              0
+
+/* IP: both families, reassembly on (bounded above), no forwarding. */
+#define LWIP_IPV4                   1
+#define LWIP_IPV6                   1
+#define LWIP_IPV6_MLD               0
+#define LWIP_IPV6_AUTOCONFIG        0
+#define LWIP_IPV6_DHCP6             0
+#define LWIP_IPV6_SEND_ROUTER_SOLICIT 0
+#define LWIP_ND6_QUEUEING           0
+#define LWIP_IPV6_DUP_DETECT_ATTEMPTS 0
+#define LWIP_IPV6_SCOPES            0
+#define IPV6_FRAG_COPYHEADER        1   /* required on 64-bit (ip6_frag.c) */
+#define IP_REASSEMBLY               1
+#define IP_FRAG                     1
+#define IP_DEFAULT_TTL              64
+#define LWIP_ICMP                   1
+#define LWIP_UDP                    1
+#define LWIP_BROADCAST_PING         0
+#define LWIP_MULTICAST_PING         0
+
+/* TCP.  The TUN MTU is a local hop (kernel <-> us), so big segments are
+ * free; lwIP advertises min(TCP_MSS, MTU - 40). */
+#define LWIP_TCP                    1
+#define TCP_MSS                     16320
+#define LWIP_WND_SCALE              1
+#define TCP_RCV_SCALE               4
+#define TCP_WND                     (256 * 1024)
+#define TCP_SND_BUF                 (256 * 1024)
+#define TCP_SND_QUEUELEN            ((4 * TCP_SND_BUF + TCP_MSS - 1) / TCP_MSS + 64)
+#define TCP_SNDLOWAT                (TCP_SND_BUF / 4)
+#define TCP_SNDQUEUELOWAT           (TCP_SND_QUEUELEN / 2)
+#define TCP_WND_UPDATE_THRESHOLD    (TCP_WND / 8)
+#define TCP_QUEUE_OOSEQ             0   /* the TUN does not reorder */
+#define TCP_OVERSIZE                TCP_MSS
+#define LWIP_CHECKSUM_ON_COPY       1
+#define LWIP_TCP_KEEPALIVE          0
+#define TCP_LISTEN_BACKLOG          0
+#define SO_REUSE                    1
+#define LWIP_CALLBACK_API           1
+#define LWIP_DISABLE_TCP_SANITY_CHECKS 1
+#define LWIP_TCP_PCB_NUM_EXT_ARGS   0
+
+/* Checksums: packets come from the local kernel's TUN, which always fills
+ * valid IP/TCP checksums; verifying them was the dominant CPU cost in
+ * measurements.  Generation stays on, with our fast routine. */
+#define CHECKSUM_CHECK_IP           0
+#define CHECKSUM_CHECK_TCP          0
+#define CHECKSUM_CHECK_UDP          0
+#define CHECKSUM_CHECK_ICMP         0
+#define CHECKSUM_CHECK_ICMP6        0
+#define LWIP_CHKSUM                 tsnetif_chksum
+
+/* Hooks: accept any destination address and port (tsnetif.c). */
+#define LWIP_HOOK_FILENAME          "tsnetif_hooks.h"
+#define LWIP_HOOK_IP4_INPUT(p, inp) tsnetif_ip4_input_hook((p), (inp))
+#define LWIP_HOOK_IP6_INPUT(p, inp) tsnetif_ip6_input_hook((p), (inp))
+
+#define LWIP_NETIF_API              0
+#define LWIP_HAVE_LOOPIF            0
+#define LWIP_NETIF_LOOPBACK         0
+#define LWIP_TIMERS                 1
+
+#ifndef LWIP_DEBUG
+#define LWIP_NOASSERT               1
+#endif
+
+#endif

@@ -1,0 +1,88 @@
+/*
+ * Configuration: YAML to struct conf, fully validated, then read-only.
+ * Errors are reported as "file:line:col: key: message"; unknown keys are
+ * errors.  Exactly one role section, `client:` or `server:`, per file.
+ */
+#ifndef TUNSPLIT_CONF_H
+#define TUNSPLIT_CONF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <net/if.h>
+
+#include "addr.h"
+
+#define CONF_KEY_LEN	32
+#define CONF_MAX_LISTEN	8
+#define CONF_NAME_MAX	64
+#define CONF_CC_MAX	16
+
+enum conf_role { CONF_ROLE_CLIENT = 1, CONF_ROLE_SERVER = 2 };
+
+struct conf_user {
+	char	 name[CONF_NAME_MAX];
+	uint8_t	 key[CONF_KEY_LEN];
+};
+
+struct conf {
+	enum conf_role	 role;
+	int		 log_level;	/* enum log_level */
+	bool		 log_syslog;
+
+	struct {
+		char		 name[IFNAMSIZ];	/* default "tun0" */
+		unsigned	 mtu;			/* 576..65535, default 9000 */
+		bool		 has_addr4, has_addr6;
+		struct cidr	 addr4, addr6;		/* addresses of the TUN itself */
+	} tun;
+
+	struct {
+		char		*server_host;		/* host name or numeric */
+		uint16_t	 server_port;
+		char		*sni;			/* default: server_host */
+		char		*ca_file;		/* NULL: system store */
+		bool		 insecure;		/* skip verification (loudly) */
+		uint8_t		 key[CONF_KEY_LEN];
+		char		 congestion[CONF_CC_MAX]; /* default "bbr" */
+		uint32_t	 mark;			/* SO_MARK on outer sockets, 0 = none */
+		unsigned	 max_flows;		/* default 4096 */
+		unsigned	 connect_timeout_ms;	/* default 10000 */
+		unsigned	 idle_timeout_ms;	/* default 300000 */
+	} client;
+
+	struct {
+		struct addr	 listen[CONF_MAX_LISTEN];
+		size_t		 nlisten;
+		char		*cert_file;
+		char		*cert_key_file;
+		struct conf_user *users;
+		size_t		 nusers;
+		char		 congestion[CONF_CC_MAX];
+		uint32_t	 mark;
+		unsigned	 max_conns;		/* default 8192 */
+		unsigned	 connect_timeout_ms;	/* default 10000 */
+		unsigned	 idle_timeout_ms;	/* default 300000 */
+		unsigned	 handshake_timeout_ms;	/* default 10000 */
+		unsigned	 time_window_s;		/* header timestamp skew, default 120 */
+		struct cidr	*egress_allow;		/* overrides the default deny list */
+		size_t		 negress_allow;
+		struct cidr	*egress_deny;		/* extra denies */
+		size_t		 negress_deny;
+	} server;
+};
+
+/* Parse from a file or a buffer.  On failure returns NULL and writes a
+ * one-line message ("file:line:col: key: message") into err. */
+struct conf *conf_load_file(const char *path, char *err, size_t errlen);
+struct conf *conf_load_buf(const char *name, const char *buf, size_t len,
+    char *err, size_t errlen);
+void conf_free(struct conf *c);		/* wipes keys; accepts NULL */
+/* Effective configuration as YAML, secrets redacted (check -c). */
+void conf_dump(const struct conf *c, FILE *fp);
+
+/* "30s" "250ms" "5m" "1h" or bare seconds -> ms; -1 when invalid. */
+long long conf_parse_duration_ms(const char *s);
+
+#endif

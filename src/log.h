@@ -1,0 +1,26 @@
+/* Logging: stderr or syslog, one line per event.  Never log secrets. */
+#ifndef TUNSPLIT_LOG_H
+#define TUNSPLIT_LOG_H
+
+#include <stdbool.h>
+
+enum log_level { LOG_LVL_ERROR, LOG_LVL_WARN, LOG_LVL_INFO, LOG_LVL_DEBUG };
+
+void log_init(enum log_level level, bool use_syslog, const char *ident);
+void log_set_level(enum log_level level);
+enum log_level log_get_level(void);
+/* "error" "warn" "info" "debug" -> level; -1 when unknown. */
+int log_level_parse(const char *name);
+
+#define LOG_PRINTF(a, b) __attribute__((format(printf, a, b)))
+void log_warn(const char *fmt, ...) LOG_PRINTF(1, 2);   /* appends strerror(errno) */
+void log_warnx(const char *fmt, ...) LOG_PRINTF(1, 2);
+void log_info(const char *fmt, ...) LOG_PRINTF(1, 2);
+void log_debug(const char *fmt, ...) LOG_PRINTF(1, 2);
+/* Start-up failures and broken invariants only: log and exit(1). */
+void fatal(const char *fmt, ...) LOG_PRINTF(1, 2) __attribute__((noreturn));
+void fatalx(const char *fmt, ...) LOG_PRINTF(1, 2) __attribute__((noreturn));
+/* Logs and clears OpenSSL's error queue, prefixed by the message. */
+void log_ssl_errors(const char *fmt, ...) LOG_PRINTF(1, 2);
+
+#endif

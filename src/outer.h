@@ -1,0 +1,58 @@
+/*
+ * The outer stream: TLS 1.3 over a non-blocking TCP socket (OpenSSL),
+ * opaque to its users.  Partial writes are on; a call that returns -1 with
+ * errno EAGAIN must be retried later with the same arguments (for writes:
+ * the same bytes, the buffer may move) once outer_events() is ready.
+ *
+ * Half-close: outer_shutdown_write() sends close_notify and shuts the TCP
+ * write side; the peer's outer_read() then returns 0 while it can still
+ * write back.  Abortive close: outer_abort() (RST on the wire).
+ */
+#ifndef TUNSPLIT_OUTER_H
+#define TUNSPLIT_OUTER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct ssl_ctx_st;
+struct outer;
+
+/* Client context: TLS 1.3 only, verification against ca_file (NULL: the
+ * system store) unless insecure, ALPN "h2,http/1.1", X25519 first, client
+ * session cache for resumption.  NULL on error (logged). */
+struct ssl_ctx_st *outer_ctx_client(const char *ca_file, bool insecure);
+/* Server context: TLS 1.3, certificate chain and key files.  NULL on error. */
+struct ssl_ctx_st *outer_ctx_server(const char *cert_file, const char *key_file);
+void outer_ctx_free(struct ssl_ctx_st *ctx);
+
+/* Wraps a connected (or connecting) non-blocking fd; takes ownership of fd
+ * even on failure.  sni: server name for the client side (also verified
+ * against the certificate), NULL on the server side. */
+struct outer *outer_new(struct ssl_ctx_st *ctx, int fd, bool client,
+    const char *sni);
+int  outer_fd(const struct outer *o);
+
+/* 1 when the handshake is done, 0 in progress (see outer_events), -1 error. */
+int  outer_handshake(struct outer *o);
+bool outer_handshake_done(const struct outer *o);
+bool outer_session_reused(const struct outer *o);
+
+/* > 0 bytes read; 0 end of stream (close_notify or TCP FIN); -1 with errno
+ * EAGAIN (retry when outer_events() fires), ECONNRESET or EPROTO. */
+ssize_t outer_read(struct outer *o, void *buf, size_t len);
+/* > 0 bytes written (may be short); -1 with errno EAGAIN, EPIPE, ... */
+ssize_t outer_write(struct outer *o, const void *buf, size_t len);
+/* Bytes decrypted and buffered inside TLS: readable without an fd event. */
+size_t outer_pending(const struct outer *o);
+/* 0 done, -1 EAGAIN (retry), -1 other errno. */
+int  outer_shutdown_write(struct outer *o);
+
+/* EPOLLIN/EPOLLOUT that the last blocked operation waits for (0 if none). */
+uint32_t outer_events(const struct outer *o);
+
+void outer_abort(struct outer *o);	/* RST, free; accepts NULL */
+void outer_free(struct outer *o);	/* close, free; accepts NULL */
+
+#endif

@@ -1,0 +1,89 @@
+/*
+ * The tunsplit wire format (pure encode/decode, no I/O).  See
+ * doc/PROTOCOL.md.  Request header, client -> server, version 1:
+ *
+ *   off  size
+ *   0    1    version (1)
+ *   1    1    kind: 1 TCP, 2 UDP association, 3 ICMP echo
+ *   2    2    total header length H, big endian (incl. MAC), <= PROTO_REQ_MAX
+ *   4    8    timestamp, unix seconds, big endian
+ *   12   16   nonce (random)
+ *   28   8    user id (auth_user_id(key))
+ *   36   1    address type: 1 IPv4, 3 domain, 4 IPv6
+ *   37   n    address: 4 bytes | 1-byte length + name | 16 bytes
+ *   ..   2    port, big endian
+ *   ..   2    padding length P, big endian
+ *   ..   P    padding (random bytes)
+ *   H-32 32   MAC: BLAKE2b-256 keyed with the user key over bytes [0, H-32)
+ *
+ * Response, server -> client: one status byte (enum proto_status), then the
+ * relayed stream.
+ */
+#ifndef TUNSPLIT_PROTO_H
+#define TUNSPLIT_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define PROTO_VERSION		1
+#define PROTO_REQ_MAX		1024
+#define PROTO_REQ_FIXED		37	/* bytes before the address */
+#define PROTO_MAC_LEN		32
+#define PROTO_NONCE_LEN		16
+#define PROTO_USER_ID_LEN	8
+#define PROTO_KEY_LEN		32
+
+enum proto_kind { PROTO_KIND_TCP = 1, PROTO_KIND_UDP = 2, PROTO_KIND_ICMP = 3 };
+enum proto_atyp { PROTO_ATYP_IPV4 = 1, PROTO_ATYP_DOMAIN = 3, PROTO_ATYP_IPV6 = 4 };
+
+enum proto_status {
+	PROTO_OK		= 0,
+	PROTO_ERR_GENERAL	= 1,
+	PROTO_ERR_DENIED	= 2,	/* egress policy */
+	PROTO_ERR_NET_UNREACH	= 3,
+	PROTO_ERR_HOST_UNREACH	= 4,
+	PROTO_ERR_REFUSED	= 5,
+	PROTO_ERR_TIMEOUT	= 6,
+	PROTO_ERR_UNSUPPORTED	= 7,	/* kind or address type */
+	PROTO_ERR_RESOLVE	= 8,
+	PROTO_ERR_LIMIT		= 9,	/* server connection limit */
+};
+
+struct proto_dest {
+	uint8_t		 atyp;
+	uint8_t		 ip[16];	/* 4 or 16 bytes used */
+	char		 domain[256];	/* NUL-terminated when atyp == DOMAIN */
+	uint16_t	 port;
+};
+
+struct proto_req {
+	uint8_t		 version;
+	uint8_t		 kind;
+	uint16_t	 len;		/* total header length on the wire */
+	uint64_t	 ts;
+	uint8_t		 nonce[PROTO_NONCE_LEN];
+	uint8_t		 user_id[PROTO_USER_ID_LEN];
+	struct proto_dest dest;
+};
+
+/* Encodes r (version/len computed; ts/nonce as given) with pad_len random
+ * padding bytes and the MAC under key.  Returns the length, or -1 if out
+ * is too small or a field is invalid. */
+ssize_t proto_req_encode(uint8_t *out, size_t outlen, const struct proto_req *r,
+    const uint8_t key[PROTO_KEY_LEN], size_t pad_len);
+
+/* Parses a header prefix without checking the MAC.  Returns the total
+ * header length when complete, 0 when more bytes are needed, -1 when
+ * malformed (bad version, kind, atyp, lengths). */
+ssize_t proto_req_parse(const uint8_t *in, size_t len, struct proto_req *r);
+
+/* Constant-time MAC check of a complete header of length r->len. 0 or -1. */
+int proto_req_verify_mac(const uint8_t *in, size_t len,
+    const uint8_t key[PROTO_KEY_LEN]);
+
+const char *proto_status_str(uint8_t status);
+/* errno from connect() -> status */
+uint8_t proto_status_from_errno(int err);
+
+#endif

@@ -1,0 +1,28 @@
+/* TUN device: open and configure (Linux first). */
+#ifndef TUNSPLIT_TUN_H
+#define TUNSPLIT_TUN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <net/if.h>
+
+#include "addr.h"
+
+#define TUN_MTU_MIN	576
+#define TUN_MTU_MAX	65535
+
+struct tun_config {
+	const char	*name;		/* requested name ("tun%d" allowed) */
+	unsigned	 mtu;
+	const struct cidr *addr4;	/* NULL: none */
+	const struct cidr *addr6;	/* NULL: none */
+};
+
+/* Creates the device (IFF_TUN | IFF_NO_PI), sets MTU, addresses, up; the
+ * fd is non-blocking and close-on-exec.  Returns the fd, or -1 with a
+ * clear message in err (no /dev/net/tun, permission, name too long or
+ * taken, invalid MTU, ...).  The actual name goes to ifname. */
+int tun_open(const struct tun_config *tc, char ifname[IFNAMSIZ],
+    char *err, size_t errlen);
+
+#endif
