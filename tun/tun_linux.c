@@ -1,1 +1,274 @@
-/* placeholder: being written */
+/*
+ * Linux TUN device: /dev/net/tun, then the classic SIOCSIF* ioctls for
+ * MTU, addresses and link state (no netlink dependency).  The device is
+ * not persistent: closing the fd removes it, which is also our cleanup on
+ * any failure after creation.
+ */
+#include "config.h"
+
+#include "tun.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <linux/if_tun.h>
+#include <linux/ipv6.h>
+
+#define TUN_DEV		"/dev/net/tun"
+#define TUN_IPV6_MTU_MIN 1280
+
+static void __attribute__((format(printf, 4, 5)))
+tun_err(char *err, size_t errlen, int e, const char *fmt, ...)
+{
+	va_list	ap;
+	size_t	n;
+
+	if (err == NULL || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	n = strlen(err);
+	if (e == EPERM || e == EACCES)
+		snprintf(err + n, errlen - n, ": permission denied "
+		    "(need CAP_NET_ADMIN)");
+	else if (e != 0)
+		snprintf(err + n, errlen - n, ": %s", strerror(e));
+}
+
+/* The kernel's rules (dev_valid_name) plus at most one "%d" template. */
+static int
+tun_check_name(const char *name, char *err, size_t errlen)
+{
+	const char	*p, *pct;
+
+	if (strlen(name) >= IFNAMSIZ) {
+		tun_err(err, errlen, 0, "interface name '%s' is too long "
+		    "(max %d)", name, IFNAMSIZ - 1);
+		return -1;
+	}
+	if (*name == '\0' || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		goto bad;
+	for (p = name; *p != '\0'; p++)
+		if (*p == '/' || *p == ':' || isspace((unsigned char)*p))
+			goto bad;
+	if ((pct = strchr(name, '%')) != NULL &&
+	    (pct[1] != 'd' || strchr(pct + 1, '%') != NULL))
+		goto bad;
+	return 0;
+bad:
+	tun_err(err, errlen, 0, "interface name '%s' is invalid", name);
+	return -1;
+}
+
+static int
+tun_check_config(const struct tun_config *tc, const char *name, char *err,
+    size_t errlen)
+{
+	if (tun_check_name(name, err, errlen) == -1)
+		return -1;
+	if (tc->mtu < TUN_MTU_MIN || tc->mtu > TUN_MTU_MAX) {
+		tun_err(err, errlen, 0, "MTU %u out of range (%d..%d)",
+		    tc->mtu, TUN_MTU_MIN, TUN_MTU_MAX);
+		return -1;
+	}
+	if (tc->addr4 != NULL && (tc->addr4->family != AF_INET ||
+	    tc->addr4->prefix > 32)) {
+		tun_err(err, errlen, 0, "IPv4 address is not an IPv4 prefix");
+		return -1;
+	}
+	if (tc->addr6 != NULL && (tc->addr6->family != AF_INET6 ||
+	    tc->addr6->prefix > 128)) {
+		tun_err(err, errlen, 0, "IPv6 address is not an IPv6 prefix");
+		return -1;
+	}
+	/* Below 1280 the kernel disables IPv6 on the link. */
+	if (tc->addr6 != NULL && tc->mtu < TUN_IPV6_MTU_MIN) {
+		tun_err(err, errlen, 0, "MTU %u is below the IPv6 minimum %d",
+		    tc->mtu, TUN_IPV6_MTU_MIN);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+tun_create(const char *name, char ifname[IFNAMSIZ], char *err, size_t errlen)
+{
+	struct ifreq	ifr;
+	int		fd, e;
+
+	if ((fd = open(TUN_DEV, O_RDWR | O_NONBLOCK | O_CLOEXEC)) == -1) {
+		e = errno;
+		if (e == ENOENT || e == ENODEV || e == ENXIO)
+			tun_err(err, errlen, 0, TUN_DEV ": no such device "
+			    "(is the tun module loaded?)");
+		else
+			tun_err(err, errlen, e, TUN_DEV);
+		return -1;
+	}
+	memset(&ifr, 0, sizeof(ifr));
+	ifr.ifr_flags = IFF_TUN | IFF_NO_PI;
+	memcpy(ifr.ifr_name, name, strlen(name));
+	if (ioctl(fd, TUNSETIFF, &ifr) == -1) {
+		e = errno;
+		if (e == EBUSY || e == EINVAL)
+			tun_err(err, errlen, 0, "interface '%s' is busy or "
+			    "not a tun device", name);
+		else
+			tun_err(err, errlen, e, "create interface '%s'", name);
+		close(fd);
+		return -1;
+	}
+	memcpy(ifname, ifr.ifr_name, IFNAMSIZ);
+	ifname[IFNAMSIZ - 1] = '\0';
+	return fd;
+}
+
+static void
+tun_ifreq(struct ifreq *ifr, const char *ifname)
+{
+	memset(ifr, 0, sizeof(*ifr));
+	memcpy(ifr->ifr_name, ifname, strnlen(ifname, IFNAMSIZ - 1));
+}
+
+static int
+tun_set_mtu(int ctl, const char *ifname, unsigned mtu, char *err,
+    size_t errlen)
+{
+	struct ifreq	ifr;
+
+	tun_ifreq(&ifr, ifname);
+	ifr.ifr_mtu = (int)mtu;
+	if (ioctl(ctl, SIOCSIFMTU, &ifr) == -1) {
+		tun_err(err, errlen, errno, "set MTU %u on %s", mtu, ifname);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+tun_set_addr4(int ctl, const char *ifname, const struct cidr *c, char *err,
+    size_t errlen)
+{
+	struct ifreq		 ifr;
+	struct sockaddr_in	*sin = (struct sockaddr_in *)(void *)&ifr.ifr_addr;
+	char			 cs[INET6_ADDRSTRLEN + 8];
+	uint32_t		 mask;
+
+	tun_ifreq(&ifr, ifname);
+	sin->sin_family = AF_INET;
+	memcpy(&sin->sin_addr, c->bytes, 4);
+	if (ioctl(ctl, SIOCSIFADDR, &ifr) == -1)
+		goto fail;
+	mask = c->prefix == 0 ? 0 : 0xffffffffU << (32 - c->prefix);
+	tun_ifreq(&ifr, ifname);
+	sin->sin_family = AF_INET;
+	sin->sin_addr.s_addr = htonl(mask);
+	if (ioctl(ctl, SIOCSIFNETMASK, &ifr) == -1)
+		goto fail;
+	return 0;
+fail:
+	tun_err(err, errlen, errno, "set address %s on %s",
+	    cidr_fmt(c, cs, sizeof(cs)), ifname);
+	return -1;
+}
+
+static int
+tun_set_addr6(const char *ifname, const struct cidr *c, char *err,
+    size_t errlen)
+{
+	struct in6_ifreq	ifr6;
+	char			cs[INET6_ADDRSTRLEN + 8];
+	int			ctl, rc = -1;
+
+	cidr_fmt(c, cs, sizeof(cs));
+	if ((ctl = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0)) == -1) {
+		tun_err(err, errlen, errno, "set address %s on %s: IPv6 socket",
+		    cs, ifname);
+		return -1;
+	}
+	memset(&ifr6, 0, sizeof(ifr6));
+	memcpy(&ifr6.ifr6_addr, c->bytes, 16);
+	ifr6.ifr6_prefixlen = c->prefix;
+	if ((ifr6.ifr6_ifindex = (int)if_nametoindex(ifname)) == 0 ||
+	    ioctl(ctl, SIOCSIFADDR, &ifr6) == -1)
+		tun_err(err, errlen, errno, "set address %s on %s", cs, ifname);
+	else
+		rc = 0;
+	close(ctl);
+	return rc;
+}
+
+static int
+tun_set_up(int ctl, const char *ifname, char *err, size_t errlen)
+{
+	struct ifreq	ifr;
+
+	tun_ifreq(&ifr, ifname);
+	if (ioctl(ctl, SIOCGIFFLAGS, &ifr) == -1)
+		goto fail;
+	ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+	if (ioctl(ctl, SIOCSIFFLAGS, &ifr) == -1)
+		goto fail;
+	return 0;
+fail:
+	tun_err(err, errlen, errno, "bring %s up", ifname);
+	return -1;
+}
+
+/* MTU, addresses, then up: IPv6 needs the final MTU before an address. */
+static int
+tun_configure(const struct tun_config *tc, const char *ifname, char *err,
+    size_t errlen)
+{
+	int	ctl, rc = -1;
+
+	if ((ctl = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) == -1) {
+		tun_err(err, errlen, errno, "configure %s: socket", ifname);
+		return -1;
+	}
+	if (tun_set_mtu(ctl, ifname, tc->mtu, err, errlen) == -1)
+		goto out;
+	if (tc->addr4 != NULL &&
+	    tun_set_addr4(ctl, ifname, tc->addr4, err, errlen) == -1)
+		goto out;
+	if (tc->addr6 != NULL &&
+	    tun_set_addr6(ifname, tc->addr6, err, errlen) == -1)
+		goto out;
+	if (tun_set_up(ctl, ifname, err, errlen) == -1)
+		goto out;
+	rc = 0;
+out:
+	close(ctl);
+	return rc;
+}
+
+int
+tun_open(const struct tun_config *tc, char ifname[IFNAMSIZ], char *err,
+    size_t errlen)
+{
+	const char	*name;
+	int		 fd;
+
+	if (err != NULL && errlen > 0)
+		*err = '\0';
+	name = tc->name != NULL ? tc->name : "tun%d";
+	if (tun_check_config(tc, name, err, errlen) == -1)
+		return -1;
+	if ((fd = tun_create(name, ifname, err, errlen)) == -1)
+		return -1;
+	if (tun_configure(tc, ifname, err, errlen) == -1) {
+		close(fd);	/* non-persistent: this removes the device */
+		return -1;
+	}
+	return fd;
+}
