@@ -100,6 +100,8 @@
 #define LWIP_HAVE_LOOPIF            0
 #define LWIP_NETIF_LOOPBACK         0
 #define LWIP_TIMERS                 1
+/* We use the libc byte-order functions; lwIP must not redefine them. */
+#define LWIP_DONT_PROVIDE_BYTEORDER_FUNCTIONS 1
 
 #ifndef LWIP_DEBUG
 #define LWIP_NOASSERT               1

@@ -1,1 +1,439 @@
-/* placeholder: being written */
+/*
+ * The TUN netif: packets in from the TUN, lwIP output back to it, and the
+ * input hooks that make unmodified lwIP terminate TCP for any destination.
+ *
+ * Hooks run before lwIP validates anything, so they bounds-check first.
+ * For TCP they write the packet's destination into the netif's address
+ * field in place (ip4_input_accept / ip6_input then accept it; never via
+ * netif_set_ipaddr, which would abort pcbs), and on a SYN for a port with
+ * no listener they create one before lwIP processes that same SYN.
+ */
+#include "tsnetif.h"
+#include "tsnetif_hooks.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/uio.h>
+
+#include "lwip/init.h"
+#include "lwip/ip.h"
+#include "lwip/netif.h"
+#include "lwip/pbuf.h"
+#include "lwip/tcp.h"
+#include "lwip/timeouts.h"
+#include "lwip/priv/tcp_priv.h"
+
+#include "log.h"
+
+#define TS_RX_MAX	65536
+#define TS_IOV_MAX	64
+#define TS_BACKLOG	255	/* SYN_RCVD pcbs per port (u8 in lwIP) */
+
+#define IPPROTO_TCP_	6
+#define IPPROTO_FRAG6_	44
+#define TH_FIN		0x01
+#define TH_SYN		0x02
+#define TH_RST		0x04
+#define TH_ACK		0x10
+
+static struct netif	 ts_netif;
+static int		 ts_fd = -1;
+static struct tsnetif_ops ts_ops;
+static struct tsnetif_stats ts_stats;
+static struct tcp_pcb	*ts_listeners[65536];
+static uint8_t		 ts_rx[TS_RX_MAX];
+
+static uint16_t
+be16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static uint32_t
+be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+	    (uint32_t)p[2] << 8 | p[3];
+}
+
+/* Internet checksum (non-inverted, in the byte order of the data) for
+ * lwIP's output path: eight bytes per step with end-around carry. */
+uint16_t
+tsnetif_chksum(const void *dataptr, int len)
+{
+	const uint8_t *p = dataptr;
+	uint64_t sum = 0, v;
+	uint16_t w;
+
+	while (len >= 8) {
+		memcpy(&v, p, 8);
+		sum += v;
+		if (sum < v)
+			sum++;
+		p += 8;
+		len -= 8;
+	}
+	sum = (sum & 0xffffffffu) + (sum >> 32);
+	while (len >= 2) {
+		memcpy(&w, p, 2);
+		sum += w;
+		p += 2;
+		len -= 2;
+	}
+	if (len > 0) {
+		w = 0;
+		memcpy(&w, p, 1);
+		sum += w;
+	}
+	sum = (sum & 0xffffffffu) + (sum >> 32);
+	sum = (sum & 0xffffffffu) + (sum >> 32);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)sum;
+}
+
+static err_t
+ts_write_pbuf(struct pbuf *p)
+{
+	struct iovec iov[TS_IOV_MAX];
+	struct pbuf *q;
+	ssize_t n;
+	int cnt = 0;
+
+	for (q = p; q != NULL && cnt < TS_IOV_MAX; q = q->next) {
+		iov[cnt].iov_base = q->payload;
+		iov[cnt++].iov_len = q->len;
+	}
+	if (q != NULL) {
+		/* Longer chain than iovecs: linearise (rare; tot_len is
+		 * 16-bit, so it always fits). */
+		pbuf_copy_partial(p, ts_rx, p->tot_len, 0);
+		iov[0].iov_base = ts_rx;
+		iov[0].iov_len = p->tot_len;
+		cnt = 1;
+	}
+	do
+		n = writev(ts_fd, iov, cnt);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		goto fail;
+	ts_stats.tx_packets++;
+	ts_stats.tx_bytes += (uint64_t)n;
+	return ERR_OK;
+fail:
+	/* The TUN queue is full or gone: the packet is lost, and lwIP's
+	 * retransmission recovers it, as on any lossy link. */
+	if (ts_stats.tx_errors++ == 0)
+		log_warn("tun write");
+	return ERR_OK;
+}
+
+static err_t
+ts_output4(struct netif *n, struct pbuf *p, const ip4_addr_t *dst)
+{
+	(void)n;
+	(void)dst;
+	return ts_write_pbuf(p);
+}
+
+static err_t
+ts_output6(struct netif *n, struct pbuf *p, const ip6_addr_t *dst)
+{
+	(void)n;
+	(void)dst;
+	return ts_write_pbuf(p);
+}
+
+static err_t
+ts_netif_init(struct netif *n)
+{
+	n->name[0] = 't';
+	n->name[1] = 's';
+	n->output = ts_output4;
+	n->output_ip6 = ts_output6;
+	n->flags = 0;	/* point to point: no broadcast, no ARP */
+	return ERR_OK;
+}
+
+static bool
+ts_listener_ensure(uint16_t port)
+{
+	struct tcp_pcb *pcb, *lpcb;
+	err_t err;
+
+	if (ts_listeners[port] != NULL)
+		return true;
+	if ((pcb = tcp_new_ip_type(IPADDR_TYPE_ANY)) == NULL)
+		return false;
+	ip_set_option(pcb, SOF_REUSEADDR);
+	if (tcp_bind(pcb, IP_ANY_TYPE, port) != ERR_OK) {
+		tcp_close(pcb);
+		return false;
+	}
+	lpcb = tcp_listen_with_backlog_and_err(pcb, TS_BACKLOG, &err);
+	if (lpcb == NULL) {
+		tcp_close(pcb);
+		return false;
+	}
+	tcp_arg(lpcb, ts_ops.arg);
+	tcp_accept(lpcb, ts_ops.accept);
+	ts_listeners[port] = lpcb;
+	ts_stats.listeners++;
+	return true;
+}
+
+static bool
+ts_pcb_exists(const ip_addr_t *local, const ip_addr_t *remote,
+    uint16_t lport, uint16_t rport)
+{
+	struct tcp_pcb *pcb;
+
+	for (pcb = tcp_active_pcbs; pcb != NULL; pcb = pcb->next)
+		if (pcb->local_port == lport && pcb->remote_port == rport &&
+		    ip_addr_cmp(&pcb->local_ip, local) &&
+		    ip_addr_cmp(&pcb->remote_ip, remote))
+			return true;
+	return false;
+}
+
+/* A TCP segment for `local` from `remote`; th points at the TCP header,
+ * tcplen bytes long (>= 20).  Returns true when the hook consumed it. */
+static bool
+ts_tcp_syn(const ip_addr_t *local, const ip_addr_t *remote,
+    const uint8_t *th, size_t tcplen)
+{
+	uint16_t sport, dport;
+	uint8_t flags;
+
+	(void)tcplen;
+	flags = th[13];
+	if ((flags & (TH_SYN | TH_ACK | TH_RST)) != TH_SYN)
+		return false;
+	sport = be16(th);
+	dport = be16(th + 2);
+	if (ts_ops.syn_allowed != NULL && !ts_ops.syn_allowed(ts_ops.arg) &&
+	    !ts_pcb_exists(local, remote, dport, sport)) {
+		/* Flow limit: refuse the SYN itself, as a full host would. */
+		tcp_rst(NULL, 0, be32(th + 4) + 1, local, remote, dport, sport);
+		ts_stats.syn_refused++;
+		return true;
+	}
+	if (!ts_listener_ensure(dport)) {
+		log_warnx("tsnetif: cannot create a listener for port %u",
+		    dport);
+		return true;	/* dropped: the app's SYN will be retried */
+	}
+	return false;
+}
+
+static int
+ts_other(struct pbuf *p, const uint8_t *pkt, size_t len)
+{
+	if (ts_ops.other == NULL || !ts_ops.other(ts_ops.arg, pkt, len))
+		ts_stats.rx_unsupported++;
+	pbuf_free(p);
+	return 1;
+}
+
+static int
+ts_drop(struct pbuf *p)
+{
+	ts_stats.rx_malformed++;
+	pbuf_free(p);
+	return 1;
+}
+
+int
+tsnetif_ip4_input_hook(struct pbuf *p, struct netif *inp)
+{
+	const uint8_t *h = p->payload;
+	size_t n = p->len, ihl, tot;
+	ip_addr_t local, remote;
+
+	if (n < 20 || h[0] >> 4 != 4)
+		return ts_drop(p);
+	ihl = (size_t)(h[0] & 0x0f) * 4;
+	tot = be16(h + 2);
+	if (ihl < 20 || tot < ihl || tot > n)
+		return ts_drop(p);
+	if (h[16] == 0 || h[16] >= 224)		/* 0/8, multicast, class E */
+		return ts_other(p, h, tot);
+	if (h[9] != IPPROTO_TCP_)
+		return ts_other(p, h, tot);
+
+	memcpy(&ip_2_ip4(&inp->ip_addr)->addr, h + 16, 4);
+	if ((be16(h + 6) & 0x3fff) != 0)
+		return 0;	/* fragment: lwIP reassembles */
+	if (tot - ihl < 20)
+		return ts_drop(p);
+	IP_ADDR4(&local, h[16], h[17], h[18], h[19]);
+	IP_ADDR4(&remote, h[12], h[13], h[14], h[15]);
+	if (ts_tcp_syn(&local, &remote, h + ihl, tot - ihl)) {
+		pbuf_free(p);
+		return 1;
+	}
+	return 0;
+}
+
+int
+tsnetif_ip6_input_hook(struct pbuf *p, struct netif *inp)
+{
+	const uint8_t *h = p->payload;
+	size_t n = p->len, tot;
+	ip_addr_t local, remote;
+	uint8_t nh;
+
+	if (n < 40 || h[0] >> 4 != 6)
+		return ts_drop(p);
+	tot = 40 + (size_t)be16(h + 4);
+	if (tot > n)
+		return ts_drop(p);
+	if (h[24] == 0xff)			/* multicast */
+		return ts_other(p, h, tot);
+	nh = h[6];
+	if (nh == IPPROTO_FRAG6_) {
+		/* lwIP reassembles TCP fragments; others go to the handler. */
+		if (tot < 48 || h[40] != IPPROTO_TCP_)
+			return ts_other(p, h, tot);
+	} else if (nh != IPPROTO_TCP_)
+		return ts_other(p, h, tot);
+
+	memcpy(ip_2_ip6(&inp->ip6_addr[0])->addr, h + 24, 16);
+	if (nh != IPPROTO_TCP_)
+		return 0;
+	if (tot - 40 < 20)
+		return ts_drop(p);
+	memset(&local, 0, sizeof(local));
+	memset(&remote, 0, sizeof(remote));
+	IP_SET_TYPE_VAL(local, IPADDR_TYPE_V6);
+	IP_SET_TYPE_VAL(remote, IPADDR_TYPE_V6);
+	memcpy(ip_2_ip6(&local)->addr, h + 24, 16);
+	memcpy(ip_2_ip6(&remote)->addr, h + 8, 16);
+	if (ts_tcp_syn(&local, &remote, h + 40, tot - 40)) {
+		pbuf_free(p);
+		return 1;
+	}
+	return 0;
+}
+
+void
+tsnetif_input(const uint8_t *pkt, size_t len)
+{
+	struct pbuf *p;
+
+	ts_stats.rx_packets++;
+	ts_stats.rx_bytes += len;
+	if (len == 0 || len > 0xffff) {
+		ts_stats.rx_malformed++;
+		return;
+	}
+	/* Right-sized copy: lwIP may keep this pbuf queued for a while, and
+	 * mem_trim cannot shrink it later. */
+	if ((p = pbuf_alloc(PBUF_RAW, (u16_t)len, PBUF_RAM)) == NULL) {
+		ts_stats.tx_errors++;
+		return;
+	}
+	memcpy(p->payload, pkt, len);
+	if (ts_netif.input(p, &ts_netif) != ERR_OK)
+		pbuf_free(p);
+}
+
+int
+tsnetif_poll(unsigned max)
+{
+	unsigned i;
+	ssize_t n;
+
+	for (i = 0; i < max; i++) {
+		n = read(ts_fd, ts_rx, sizeof(ts_rx));
+		if (n < 0) {
+			if (errno == EINTR) {
+				i--;
+				continue;
+			}
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				break;
+			log_warn("tun read");
+			return -1;
+		}
+		tsnetif_input(ts_rx, (size_t)n);
+	}
+	return (int)i;
+}
+
+int
+tsnetif_output_raw(const uint8_t *pkt, size_t len)
+{
+	ssize_t n;
+
+	do
+		n = write(ts_fd, pkt, len);
+	while (n < 0 && errno == EINTR);
+	if (n < 0) {
+		ts_stats.tx_errors++;
+		return -1;
+	}
+	ts_stats.tx_packets++;
+	ts_stats.tx_bytes += len;
+	return 0;
+}
+
+uint32_t
+tsnetif_timers(void)
+{
+	sys_check_timeouts();
+	return sys_timeouts_sleeptime();
+}
+
+const struct tsnetif_stats *
+tsnetif_stats(void)
+{
+	return &ts_stats;
+}
+
+int
+tsnetif_init(int fd, unsigned mtu, const struct tsnetif_ops *ops)
+{
+	ip4_addr_t addr, mask, gw;
+
+	ts_fd = fd;
+	ts_ops = *ops;
+	lwip_init();
+	/* A placeholder address: the hooks overwrite it per packet, and
+	 * ip4_route() needs it non-zero for netif_default to be used. */
+	IP4_ADDR(&addr, 10, 255, 255, 254);
+	IP4_ADDR(&mask, 255, 255, 255, 255);
+	ip4_addr_set_zero(&gw);
+	if (netif_add(&ts_netif, &addr, &mask, &gw, NULL, ts_netif_init,
+	    ip_input) == NULL) {
+		log_warnx("tsnetif: netif_add failed");
+		return -1;
+	}
+	ts_netif.mtu = (u16_t)(mtu > 0xffff ? 0xffff : mtu);
+	ts_netif.mtu6 = ts_netif.mtu;
+	ip_addr_set_zero_ip6(&ts_netif.ip6_addr[0]);
+	ts_netif.ip6_addr[0].u_addr.ip6.addr[3] = PP_HTONL(1);
+	netif_ip6_addr_set_state(&ts_netif, 0, IP6_ADDR_PREFERRED);
+	netif_set_default(&ts_netif);
+	netif_set_link_up(&ts_netif);
+	netif_set_up(&ts_netif);
+	return 0;
+}
+
+void
+tsnetif_shutdown(void)
+{
+	unsigned port;
+
+	for (port = 0; port < 65536; port++) {
+		if (ts_listeners[port] == NULL)
+			continue;
+		tcp_close(ts_listeners[port]);
+		ts_listeners[port] = NULL;
+	}
+	ts_stats.listeners = 0;
+	netif_remove(&ts_netif);
+	memset(&ts_netif, 0, sizeof(ts_netif));
+	ts_fd = -1;
+}

@@ -1,0 +1,62 @@
+/*
+ * The TUN netif for lwIP: one netif that accepts TCP for any destination
+ * address and port, fed with whole IP packets read from the TUN and writing
+ * lwIP's output back to it.  lwIP is unmodified; the input hooks
+ * (tsnetif_hooks.h) rewrite the netif's address in place and create
+ * listeners on demand (LWIP-NOTES.md).
+ *
+ * Non-TCP traffic never reaches lwIP: ICMP echo requests, UDP and anything
+ * else are handed to the optional handler below or dropped and counted, so
+ * lwIP never answers a ping or sends unreachables from a remote address.
+ */
+#ifndef TUNSPLIT_TSNETIF_H
+#define TUNSPLIT_TSNETIF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lwip/err.h"
+
+struct tcp_pcb;
+
+struct tsnetif_stats {
+	uint64_t	 rx_packets, rx_bytes;	/* read from the TUN */
+	uint64_t	 tx_packets, tx_bytes;	/* written to the TUN */
+	uint64_t	 rx_malformed;		/* failed bounds checks */
+	uint64_t	 rx_unsupported;	/* not TCP and not taken by a handler */
+	uint64_t	 tx_errors;		/* TUN write failures (packet lost) */
+	uint64_t	 syn_refused;		/* SYNs answered with RST: flow limit */
+	uint64_t	 listeners;		/* ports with an on-demand listener */
+};
+
+struct tsnetif_ops {
+	/* lwIP accept callback for every accepted connection. */
+	err_t	(*accept)(void *arg, struct tcp_pcb *pcb, err_t err);
+	/* false: refuse new SYNs with RST (flow limit reached). */
+	bool	(*syn_allowed)(void *arg);
+	/* Non-TCP packets (UDP, ICMP echo): return true if consumed.  pkt
+	 * points at the IP header, len is the IP total length (bounds
+	 * checked against the read size). NULL: such packets are dropped. */
+	bool	(*other)(void *arg, const uint8_t *pkt, size_t len);
+	void	*arg;
+};
+
+/* Initialises lwIP and the netif.  fd: the TUN (non-blocking), mtu its MTU.
+ * Returns 0 or -1 (logged). */
+int  tsnetif_init(int fd, unsigned mtu, const struct tsnetif_ops *ops);
+void tsnetif_shutdown(void);
+
+/* Reads and processes up to max packets from the TUN.  Returns the number
+ * read, 0 when the TUN had nothing (EAGAIN), -1 on a fatal read error. */
+int  tsnetif_poll(unsigned max);
+/* Feeds one packet (tests and fuzzers: no fd needed). */
+void tsnetif_input(const uint8_t *pkt, size_t len);
+/* Writes a raw IP packet to the TUN (UDP/ICMP replies).  0 or -1. */
+int  tsnetif_output_raw(const uint8_t *pkt, size_t len);
+/* Runs lwIP's timers when due; returns ms until the next one. */
+uint32_t tsnetif_timers(void);
+
+const struct tsnetif_stats *tsnetif_stats(void);
+
+#endif

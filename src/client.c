@@ -1,1 +1,211 @@
-/* placeholder: being written */
+/*
+ * The client role: one loop owns the TUN fd, lwIP (NO_SYS, so only this
+ * thread ever touches it) and every outer stream.
+ */
+#include "client.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <netdb.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+
+#include "addr.h"
+#include "auth.h"
+#include "conf.h"
+#include "flow_tcp.h"
+#include "log.h"
+#include "loop.h"
+#include "outer.h"
+#include "tsnetif.h"
+#include "tun.h"
+
+#define CLIENT_TUN_BATCH	64	/* packets per wakeup, for fairness */
+
+struct client {
+	const struct conf	*conf;
+	struct loop		*loop;
+	int			 tun_fd;
+	int			 sig_fd;
+	bool			 lwip_up;
+	struct loop_fd		 tun_lfd;
+	struct loop_fd		 sig_lfd;
+	struct loop_timer	 lwip_timer;
+	struct flow_env		 env;	/* last: holds the staging buffer */
+};
+
+static void
+client_on_tun(struct loop_fd *lfd, uint32_t revents)
+{
+	struct client *cl = container_of(lfd, struct client, tun_lfd);
+
+	(void)revents;
+	if (tsnetif_poll(CLIENT_TUN_BATCH) < 0) {
+		log_warnx("tun device failed; stopping");
+		loop_stop(cl->loop);
+	}
+}
+
+static void
+client_on_lwip_timer(struct loop_timer *t)
+{
+	struct client *cl = container_of(t, struct client, lwip_timer);
+	uint32_t next = tsnetif_timers();
+
+	if (next == 0 || next > 250)
+		next = next == 0 ? 1 : 250;
+	loop_timer_set(cl->loop, t, next);
+}
+
+static void
+client_on_signal(struct loop_fd *lfd, uint32_t revents)
+{
+	struct client *cl = container_of(lfd, struct client, sig_lfd);
+	struct signalfd_siginfo si;
+
+	(void)revents;
+	if (read(cl->sig_fd, &si, sizeof(si)) != sizeof(si))
+		return;
+	log_info("signal %u: shutting down", si.ssi_signo);
+	loop_stop(cl->loop);
+}
+
+static int
+client_resolve(const struct conf *c, struct addr *out)
+{
+	struct addrinfo hints, *res;
+	char port[8];
+	int rc;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_ADDRCONFIG;
+	snprintf(port, sizeof(port), "%u", c->client.server_port);
+	if ((rc = getaddrinfo(c->client.server_host, port, &hints, &res)) != 0) {
+		log_warnx("server %s: %s", c->client.server_host, gai_strerror(rc));
+		return -1;
+	}
+	memcpy(&out->u.ss, res->ai_addr, res->ai_addrlen);
+	out->len = res->ai_addrlen;
+	freeaddrinfo(res);
+	return 0;
+}
+
+static int
+client_signals(struct client *cl)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	if ((cl->sig_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC)) < 0) {
+		log_warn("signalfd");
+		return -1;
+	}
+	return loop_fd_add(cl->loop, &cl->sig_lfd, cl->sig_fd, EPOLLIN,
+	    client_on_signal);
+}
+
+static int
+client_open_tun(struct client *cl)
+{
+	const struct conf *c = cl->conf;
+	struct tun_config tc;
+	char name[IFNAMSIZ], err[256];
+
+	memset(&tc, 0, sizeof(tc));
+	tc.name = c->tun.name;
+	tc.mtu = c->tun.mtu;
+	tc.addr4 = c->tun.has_addr4 ? &c->tun.addr4 : NULL;
+	tc.addr6 = c->tun.has_addr6 ? &c->tun.addr6 : NULL;
+	if ((cl->tun_fd = tun_open(&tc, name, err, sizeof(err))) < 0) {
+		log_warnx("tun: %s", err);
+		return -1;
+	}
+	log_info("tun %s up, mtu %u", name, c->tun.mtu);
+	return 0;
+}
+
+static int
+client_setup(struct client *cl)
+{
+	const struct conf *c = cl->conf;
+	struct tsnetif_ops ops;
+	char sbuf[ADDR_STRLEN];
+
+	if ((cl->loop = loop_new()) == NULL || client_signals(cl) < 0)
+		return -1;
+	cl->env.loop = cl->loop;
+	cl->env.conf = c;
+	if (client_resolve(c, &cl->env.server) < 0)
+		return -1;
+	if (c->client.insecure)
+		log_warnx("client.insecure is set: the server's certificate "
+		    "is NOT verified; anyone on the path can impersonate it");
+	if ((cl->env.ssl_ctx = outer_ctx_client(c->client.ca_file,
+	    c->client.insecure)) == NULL)
+		return -1;
+	auth_user_id(c->client.key, cl->env.user_id);
+	if (flow_env_init(&cl->env) < 0 || client_open_tun(cl) < 0)
+		return -1;
+	memset(&ops, 0, sizeof(ops));
+	ops.accept = flow_tcp_accept;
+	ops.syn_allowed = flow_tcp_syn_allowed;
+	ops.arg = &cl->env;
+	if (tsnetif_init(cl->tun_fd, c->tun.mtu, &ops) < 0)
+		return -1;
+	cl->lwip_up = true;
+	if (loop_fd_add(cl->loop, &cl->tun_lfd, cl->tun_fd, EPOLLIN,
+	    client_on_tun) < 0)
+		return -1;
+	loop_timer_init(&cl->lwip_timer, client_on_lwip_timer);
+	loop_timer_set(cl->loop, &cl->lwip_timer, 250);
+	log_info("client ready: server %s (sni %s), max %u flows",
+	    addr_fmt(&cl->env.server, sbuf, sizeof(sbuf)),
+	    c->client.sni != NULL ? c->client.sni : c->client.server_host,
+	    c->client.max_flows);
+	return 0;
+}
+
+int
+client_run(const struct conf *c)
+{
+	struct client *cl;
+	int rc = 1;
+
+	if ((cl = calloc(1, sizeof(*cl))) == NULL) {
+		log_warn("client");
+		return 1;
+	}
+	cl->conf = c;
+	cl->tun_fd = cl->sig_fd = -1;
+	if (client_setup(cl) == 0 && loop_run(cl->loop) == 0)
+		rc = 0;
+	if (cl->loop != NULL) {
+		flow_close_all(&cl->env);
+		loop_fd_del(cl->loop, &cl->tun_lfd);
+		if (cl->lwip_up)
+			tsnetif_shutdown();
+		loop_timer_cancel(cl->loop, &cl->lwip_timer);
+		loop_fd_del(cl->loop, &cl->sig_lfd);
+	}
+	if (cl->tun_fd >= 0)
+		close(cl->tun_fd);
+	if (cl->sig_fd >= 0)
+		close(cl->sig_fd);
+	outer_ctx_free(cl->env.ssl_ctx);
+	loop_free(cl->loop);
+	log_info("client stopped: %llu flows, up %llu down %llu bytes",
+	    (unsigned long long)cl->env.stats.accepted,
+	    (unsigned long long)cl->env.stats.bytes_up,
+	    (unsigned long long)cl->env.stats.bytes_down);
+	free(cl);
+	return rc;
+}

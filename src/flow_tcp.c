@@ -1,1 +1,690 @@
-/* placeholder: being written */
+/*
+ * Client TCP flows: lwIP pcb <-> outer TLS stream.  See flow_tcp.h for the
+ * ownership and backpressure rules.
+ *
+ * Life of a flow: the app's handshake completes in lwIP (fast connect) and
+ * the flow dials the server at once; once TLS is up the request header and
+ * whatever the app already sent leave together.  The first byte back is
+ * the server's connect status: non-zero resets the app's connection.
+ */
+#include "flow_tcp.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/epoll.h>
+
+#include <sodium.h>
+
+#include "lwip/tcp.h"
+#include "lwip/pbuf.h"
+
+#include "conf.h"
+#include "log.h"
+#include "loop.h"
+#include "outer.h"
+#include "sock.h"
+
+enum flow_phase {
+	FLOW_CONNECT,		/* outer TCP connect in progress */
+	FLOW_TLS,		/* TLS handshake */
+	FLOW_RELAY,		/* header sent or queued; relaying */
+};
+
+struct flow {
+	uint64_t	 id;
+	struct flow_env	*env;
+	struct flow	*next, *prev;		/* env->all, or env->reap */
+	struct flow	*dirty_next;
+	bool		 dirty;
+	bool		 closing;
+
+	enum flow_phase	 phase;
+	struct tcp_pcb	*pcb;			/* NULL once lwIP freed it */
+	struct outer	*out;
+	int		 fd;
+	struct loop_fd	 lfd;
+	struct loop_timer timer;
+	struct addr	 dst;
+
+	/* app -> server: header bytes first, then queued pbufs.  The pbufs
+	 * are linked through ->next by hand (see flow_queue_append); only
+	 * ->len of each is meaningful. */
+	uint8_t		*hdr;
+	size_t		 hdr_len, hdr_off;
+	struct pbuf	*inq, *inq_tail;
+	size_t		 inq_len;
+	size_t		 retry_len;		/* blocked write to repeat */
+
+	bool		 app_fin;		/* app sent FIN */
+	bool		 out_shut;		/* close_notify sent */
+	bool		 out_eof;		/* server finished sending */
+	bool		 app_shut;		/* FIN queued to the app */
+	bool		 status_ok;		/* server connected the target */
+	bool		 down_blocked;		/* waiting for lwIP send room */
+	bool		 write_blocked;		/* outer write wants an event */
+	bool		 hup;			/* socket hung up: no more events */
+	bool		 ack_pending;
+
+	uint64_t	 start_ms, last_ms;
+	uint64_t	 up, down;
+};
+
+static void flow_mark_dirty(struct flow *);
+static void flow_update_events(struct flow *);
+
+static const char *
+flow_dst(const struct flow *f, char *buf, size_t len)
+{
+	return addr_fmt(&f->dst, buf, len);
+}
+
+static void
+flow_list_remove(struct flow **head, struct flow *f)
+{
+	if (f->prev != NULL)
+		f->prev->next = f->next;
+	else
+		*head = f->next;
+	if (f->next != NULL)
+		f->next->prev = f->prev;
+	f->next = f->prev = NULL;
+}
+
+static void
+flow_list_push(struct flow **head, struct flow *f)
+{
+	f->prev = NULL;
+	f->next = *head;
+	if (*head != NULL)
+		(*head)->prev = f;
+	*head = f;
+}
+
+static void
+flow_detach_pcb(struct flow *f, bool abort_app)
+{
+	struct tcp_pcb *pcb = f->pcb;
+
+	if (pcb == NULL)
+		return;
+	f->pcb = NULL;
+	tcp_arg(pcb, NULL);
+	tcp_recv(pcb, NULL);
+	tcp_sent(pcb, NULL);
+	tcp_err(pcb, NULL);
+	if (!abort_app && tcp_close(pcb) == ERR_OK)
+		return;
+	tcp_abort(pcb);
+}
+
+/*
+ * The single teardown.  abort: reset both sides (RST to the app, RST on
+ * the outer stream); otherwise close both gracefully.  Idempotent; the
+ * struct is freed at the end of the loop iteration.
+ */
+static void
+flow_close(struct flow *f, bool abort, const char *reason)
+{
+	struct flow_env *env = f->env;
+	char dst[ADDR_STRLEN];
+
+	if (f->closing)
+		return;
+	f->closing = true;
+	flow_detach_pcb(f, abort);
+	loop_fd_del(env->loop, &f->lfd);
+	loop_timer_cancel(env->loop, &f->timer);
+	if (f->out != NULL) {
+		if (abort)
+			outer_abort(f->out);
+		else
+			outer_free(f->out);
+		f->out = NULL;
+	} else if (f->fd >= 0) {
+		sock_close_rst(f->fd);
+	}
+	f->fd = -1;
+	if (f->inq != NULL)
+		pbuf_free(f->inq);
+	f->inq = f->inq_tail = NULL;
+	free(f->hdr);
+	f->hdr = NULL;
+	env->nflows--;
+	env->stats.bytes_up += f->up;
+	env->stats.bytes_down += f->down;
+	log_info("flow %llu %s: %s, up %llu down %llu bytes, %llu ms",
+	    (unsigned long long)f->id, flow_dst(f, dst, sizeof(dst)), reason,
+	    (unsigned long long)f->up, (unsigned long long)f->down,
+	    (unsigned long long)(loop_now(env->loop) - f->start_ms));
+	flow_list_remove(&env->all, f);
+	flow_list_push(&env->reap, f);
+}
+
+static void
+flow_fail(struct flow *f, const char *reason)
+{
+	f->env->stats.failed++;
+	flow_close(f, true, reason);
+}
+
+/* ---- lwIP callbacks: queue and mark, never tear down ----------------- */
+
+/* Appends a pbuf chain without pbuf_cat(): pbuf_cat walks the whole queue
+ * to fix tot_len, which is quadratic in the queue length; we track the
+ * queue's length ourselves and never use tot_len of queued pbufs. */
+static void
+flow_queue_append(struct flow *f, struct pbuf *p)
+{
+	struct pbuf *last;
+
+	f->inq_len += p->tot_len;
+	for (last = p; last->next != NULL; last = last->next)
+		;
+	if (f->inq_tail != NULL)
+		f->inq_tail->next = p;
+	else
+		f->inq = p;
+	f->inq_tail = last;
+}
+
+static err_t
+flow_on_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
+{
+	struct flow *f = arg;
+
+	(void)pcb;
+	if (p == NULL) {
+		f->app_fin = true;
+	} else if (err != ERR_OK) {
+		pbuf_free(p);
+		return ERR_OK;
+	} else {
+		flow_queue_append(f, p);
+		f->ack_pending = true;
+	}
+	flow_mark_dirty(f);
+	return ERR_OK;
+}
+
+static err_t
+flow_on_sent(void *arg, struct tcp_pcb *pcb, u16_t len)
+{
+	struct flow *f = arg;
+
+	(void)pcb;
+	(void)len;
+	if (f->down_blocked)
+		flow_mark_dirty(f);
+	return ERR_OK;
+}
+
+static void
+flow_on_err(void *arg, err_t err)
+{
+	struct flow *f = arg;
+
+	/* lwIP has already freed the pcb. */
+	f->pcb = NULL;
+	flow_close(f, true, err == ERR_RST ? "app reset" : "app connection aborted");
+}
+
+/* ---- app -> server ---------------------------------------------------- */
+
+/* Copies up to max pending bytes (header first, then queue) to out. */
+static size_t
+flow_gather(struct flow *f, uint8_t *out, size_t max)
+{
+	size_t n = 0, k;
+	struct pbuf *q;
+
+	if (f->hdr_off < f->hdr_len) {
+		k = f->hdr_len - f->hdr_off;
+		if (k > max)
+			k = max;
+		memcpy(out, f->hdr + f->hdr_off, k);
+		n = k;
+	}
+	for (q = f->inq; q != NULL && n < max; q = q->next) {
+		k = q->len;
+		if (k > max - n)
+			k = max - n;
+		memcpy(out + n, q->payload, k);
+		n += k;
+	}
+	return n;
+}
+
+static void
+flow_consume(struct flow *f, size_t n)
+{
+	size_t k;
+
+	k = f->hdr_len - f->hdr_off;
+	if (k > n)
+		k = n;
+	f->hdr_off += k;
+	n -= k;
+	if (f->hdr != NULL && f->hdr_off == f->hdr_len) {
+		sodium_memzero(f->hdr, f->hdr_len);
+		free(f->hdr);
+		f->hdr = NULL;
+		f->hdr_len = f->hdr_off = 0;
+	}
+	f->up += n;
+	f->inq_len -= n;
+	while (n > 0) {
+		k = n > 0xffff ? 0xffff : n;
+		if (f->pcb != NULL)
+			tcp_recved(f->pcb, (u16_t)k);
+		f->inq = pbuf_free_header(f->inq, (u16_t)k);
+		n -= k;
+	}
+	if (f->inq == NULL)
+		f->inq_tail = NULL;
+}
+
+static int
+flow_pump_up(struct flow *f)
+{
+	uint8_t *stage = f->env->stage;
+	size_t n;
+	ssize_t w;
+
+	f->write_blocked = false;
+	while (f->hdr_off < f->hdr_len || f->inq_len > 0) {
+		n = flow_gather(f, stage, f->retry_len ? f->retry_len : FLOW_STAGE);
+		w = outer_write(f->out, stage, n);
+		if (w < 0) {
+			if (errno != EAGAIN)
+				return -1;
+			f->retry_len = n;
+			f->write_blocked = true;
+			return 0;
+		}
+		f->retry_len = 0;
+		f->last_ms = loop_now(f->env->loop);
+		flow_consume(f, (size_t)w);
+	}
+	if (f->app_fin && !f->out_shut) {
+		if (outer_shutdown_write(f->out) == 0)
+			f->out_shut = true;
+		else if (errno == EAGAIN)
+			f->write_blocked = true;
+		else
+			return -1;
+	}
+	return 0;
+}
+
+/* ---- server -> app ---------------------------------------------------- */
+
+/* Room lwIP can take without failing tcp_write (bytes and segments). */
+static size_t
+flow_app_room(const struct flow *f)
+{
+	size_t room = tcp_sndbuf(f->pcb);
+
+	if (tcp_sndqueuelen(f->pcb) + 4 + FLOW_STAGE / TCP_MSS >= TCP_SND_QUEUELEN)
+		return 0;
+	return room > FLOW_STAGE ? FLOW_STAGE : room;
+}
+
+static int
+flow_take_status(struct flow *f, uint8_t **data, ssize_t *n)
+{
+	char dst[ADDR_STRLEN];
+	uint8_t st = (*data)[0];
+
+	if (st != PROTO_OK) {
+		log_info("flow %llu %s: server: %s", (unsigned long long)f->id,
+		    flow_dst(f, dst, sizeof(dst)), proto_status_str(st));
+		return -1;
+	}
+	f->status_ok = true;
+	(*data)++;
+	(*n)--;
+	return 0;
+}
+
+static int
+flow_pump_down(struct flow *f, const char **why)
+{
+	uint8_t *data;
+	size_t room;
+	ssize_t r;
+
+	f->down_blocked = false;
+	while (!f->out_eof && f->pcb != NULL) {
+		if ((room = flow_app_room(f)) < 1024) {
+			f->down_blocked = true;
+			break;
+		}
+		data = f->env->stage;
+		r = outer_read(f->out, data, room);
+		if (r == 0) {
+			f->out_eof = true;
+			if (!f->status_ok) {
+				*why = "server closed before connect status";
+				return -1;
+			}
+			break;
+		}
+		if (r < 0) {
+			if (errno == EAGAIN)
+				break;
+			*why = "server reset";
+			return -1;
+		}
+		f->last_ms = loop_now(f->env->loop);
+		if (!f->status_ok && flow_take_status(f, &data, &r) < 0) {
+			*why = "target connect failed";
+			return -1;
+		}
+		if (r > 0 && tcp_write(f->pcb, data, (u16_t)r,
+		    TCP_WRITE_FLAG_COPY) != ERR_OK) {
+			*why = "lwIP out of memory";
+			return -1;
+		}
+		f->down += (uint64_t)r;
+	}
+	if (f->out_eof && !f->app_shut && f->pcb != NULL) {
+		if (tcp_shutdown(f->pcb, 0, 1) != ERR_OK) {
+			*why = "lwIP shutdown failed";
+			return -1;
+		}
+		f->app_shut = true;
+	}
+	return 0;
+}
+
+/* ---- the per-iteration pass ------------------------------------------ */
+
+static void
+flow_mark_dirty(struct flow *f)
+{
+	if (f->dirty || f->closing)
+		return;
+	f->dirty = true;
+	f->dirty_next = f->env->dirty;
+	f->env->dirty = f;
+}
+
+static bool
+flow_done(const struct flow *f)
+{
+	return f->app_fin && f->out_shut && f->out_eof && f->app_shut &&
+	    f->inq_len == 0;
+}
+
+static void
+flow_work(struct flow *f)
+{
+	const char *why = "outer write failed";
+
+	if (f->phase != FLOW_RELAY)
+		return;
+	if (flow_pump_up(f) < 0) {
+		flow_fail(f, why);
+		return;
+	}
+	if (flow_pump_down(f, &why) < 0) {
+		flow_fail(f, why);
+		return;
+	}
+	if (f->pcb != NULL) {
+		if (f->ack_pending)
+			tcp_set_flags(f->pcb, TF_ACK_NOW);	/* ACK now, not at the 250 ms timer */
+		tcp_output(f->pcb);
+	}
+	f->ack_pending = false;
+	if (flow_done(f)) {
+		flow_close(f, false, "closed");
+		return;
+	}
+	flow_update_events(f);
+}
+
+static void
+flow_on_iteration(void *arg)
+{
+	struct flow_env *env = arg;
+	struct flow *f, *next;
+
+	while ((f = env->dirty) != NULL) {
+		env->dirty = NULL;
+		for (; f != NULL; f = next) {
+			next = f->dirty_next;
+			f->dirty = false;
+			if (!f->closing)
+				flow_work(f);
+		}
+	}
+	while ((f = env->reap) != NULL) {
+		env->reap = f->next;
+		free(f);
+	}
+}
+
+/* ---- outer stream events ------------------------------------------------ */
+
+static void
+flow_update_events(struct flow *f)
+{
+	uint32_t ev = 0;
+
+	if (f->closing)
+		return;
+	if (f->hup) {
+		loop_fd_del(f->env->loop, &f->lfd);
+		return;
+	}
+	switch (f->phase) {
+	case FLOW_CONNECT:
+		ev = EPOLLOUT;
+		break;
+	case FLOW_TLS:
+		ev = outer_events(f->out);
+		break;
+	case FLOW_RELAY:
+		if (!f->out_eof && !f->down_blocked)
+			ev |= EPOLLIN;
+		if (f->write_blocked)
+			ev |= EPOLLOUT | outer_events(f->out);
+		break;
+	}
+	loop_fd_mod(f->env->loop, &f->lfd, ev);
+}
+
+static int
+flow_start_relay(struct flow *f)
+{
+	struct flow_env *env = f->env;
+	struct proto_req req;
+	uint8_t buf[PROTO_REQ_MAX];
+	ssize_t n;
+
+	memset(&req, 0, sizeof(req));
+	req.kind = PROTO_KIND_TCP;
+	req.ts = (uint64_t)time(NULL);
+	randombytes_buf(req.nonce, sizeof(req.nonce));
+	memcpy(req.user_id, env->user_id, sizeof(req.user_id));
+	if (addr_family(&f->dst) == AF_INET) {
+		req.dest.atyp = PROTO_ATYP_IPV4;
+		memcpy(req.dest.ip, &f->dst.u.sin.sin_addr, 4);
+	} else {
+		req.dest.atyp = PROTO_ATYP_IPV6;
+		memcpy(req.dest.ip, &f->dst.u.sin6.sin6_addr, 16);
+	}
+	req.dest.port = addr_port(&f->dst);
+	n = proto_req_encode(buf, sizeof(buf), &req, env->conf->client.key, 0);
+	if (n < 0 || (f->hdr = malloc((size_t)n)) == NULL)
+		return -1;
+	memcpy(f->hdr, buf, (size_t)n);
+	sodium_memzero(buf, sizeof(buf));
+	f->hdr_len = (size_t)n;
+	f->hdr_off = 0;
+	f->phase = FLOW_RELAY;
+	flow_mark_dirty(f);
+	return 0;
+}
+
+static void
+flow_on_io(struct loop_fd *lfd, uint32_t revents)
+{
+	struct flow *f = container_of(lfd, struct flow, lfd);
+	int err, rc;
+
+	if (f->closing)
+		return;
+	switch (f->phase) {
+	case FLOW_CONNECT:
+		if ((err = sock_connect_error(f->fd)) != 0) {
+			errno = err;
+			log_warn("flow %llu: connect to server",
+			    (unsigned long long)f->id);
+			flow_fail(f, "server unreachable");
+			return;
+		}
+		f->phase = FLOW_TLS;
+		/* FALLTHROUGH */
+	case FLOW_TLS:
+		if ((rc = outer_handshake(f->out)) < 0) {
+			flow_fail(f, "TLS handshake with server failed");
+			return;
+		}
+		if (rc == 1 && flow_start_relay(f) < 0) {
+			flow_fail(f, "out of memory");
+			return;
+		}
+		break;
+	case FLOW_RELAY:
+		/* Hung up: the rest is already in the socket buffer; stop
+		 * polling (level-triggered HUP would spin) and let the
+		 * pumps, driven by lwIP, read it out. */
+		if (revents & (EPOLLHUP | EPOLLERR))
+			f->hup = true;
+		flow_mark_dirty(f);
+		break;
+	}
+	flow_update_events(f);
+}
+
+static void
+flow_on_timer(struct loop_timer *t)
+{
+	struct flow *f = container_of(t, struct flow, timer);
+	const struct conf *c = f->env->conf;
+	uint64_t now = loop_now(f->env->loop), idle_at;
+
+	if (!f->status_ok) {
+		flow_fail(f, "connect timeout");
+		return;
+	}
+	idle_at = f->last_ms + c->client.idle_timeout_ms;
+	if (now >= idle_at) {
+		flow_close(f, true, "idle timeout");
+		return;
+	}
+	loop_timer_set(f->env->loop, &f->timer, idle_at - now);
+}
+
+/* ---- accept ------------------------------------------------------------- */
+
+static void
+flow_set_dst(struct flow *f, const struct tcp_pcb *pcb)
+{
+	if (IP_IS_V6_VAL(pcb->local_ip))
+		addr_from_raw(&f->dst, AF_INET6, ip_2_ip6(&pcb->local_ip)->addr,
+		    pcb->local_port);
+	else
+		addr_from_raw(&f->dst, AF_INET, &ip_2_ip4(&pcb->local_ip)->addr,
+		    pcb->local_port);
+}
+
+bool
+flow_tcp_syn_allowed(void *arg)
+{
+	struct flow_env *env = arg;
+
+	return env->nflows < env->conf->client.max_flows;
+}
+
+static struct flow *
+flow_new(struct flow_env *env, struct tcp_pcb *pcb)
+{
+	const struct conf *c = env->conf;
+	struct flow *f;
+
+	if ((f = calloc(1, sizeof(*f))) == NULL)
+		return NULL;
+	f->env = env;
+	f->id = ++env->next_id;
+	f->fd = -1;
+	flow_set_dst(f, pcb);
+	f->fd = sock_connect(&env->server, c->client.congestion, c->client.mark);
+	if (f->fd < 0) {
+		log_warn("flow %llu: socket to server", (unsigned long long)f->id);
+		goto fail;
+	}
+	f->out = outer_new(env->ssl_ctx, f->fd, true, c->client.sni);
+	if (f->out == NULL) {
+		f->fd = -1;	/* outer_new closed it */
+		goto fail;
+	}
+	if (loop_fd_add(env->loop, &f->lfd, f->fd, EPOLLOUT, flow_on_io) < 0) {
+		outer_abort(f->out);
+		goto fail;
+	}
+	return f;
+fail:
+	if (f->out == NULL && f->fd >= 0)
+		sock_close_rst(f->fd);
+	free(f);
+	return NULL;
+}
+
+err_t
+flow_tcp_accept(void *arg, struct tcp_pcb *pcb, err_t err)
+{
+	struct flow_env *env = arg;
+	struct flow *f;
+
+	if (err != ERR_OK || pcb == NULL)
+		return ERR_VAL;
+	if (env->nflows >= env->conf->client.max_flows ||
+	    (f = flow_new(env, pcb)) == NULL) {
+		env->stats.refused++;
+		tcp_abort(pcb);
+		return ERR_ABRT;
+	}
+	f->pcb = pcb;
+	f->phase = FLOW_CONNECT;
+	f->start_ms = f->last_ms = loop_now(env->loop);
+	tcp_arg(pcb, f);
+	tcp_recv(pcb, flow_on_recv);
+	tcp_sent(pcb, flow_on_sent);
+	tcp_err(pcb, flow_on_err);
+	tcp_nagle_disable(pcb);
+	loop_timer_init(&f->timer, flow_on_timer);
+	loop_timer_set(env->loop, &f->timer, env->conf->client.connect_timeout_ms);
+	env->nflows++;
+	env->stats.accepted++;
+	flow_list_push(&env->all, f);
+	return ERR_OK;
+}
+
+int
+flow_env_init(struct flow_env *env)
+{
+	return loop_on_iteration(env->loop, flow_on_iteration, env);
+}
+
+void
+flow_close_all(struct flow_env *env)
+{
+	while (env->all != NULL)
+		flow_close(env->all, true, "shutdown");
+	flow_on_iteration(env);
+}

@@ -1,0 +1,64 @@
+/*
+ * Client TCP flows: one lwIP pcb (the app's connection, terminated
+ * locally) relayed to one outer TLS stream to the server.
+ *
+ * Ownership: the flow owns its pcb, its outer stream and the pbufs it has
+ * taken from lwIP but not yet written out.  lwIP callbacks only queue data
+ * and mark the flow dirty; all I/O happens in flow_env's per-iteration
+ * pass, so no callback ever tears a flow down under lwIP's feet.
+ *
+ * Backpressure: bytes from the app are acknowledged to lwIP (tcp_recved,
+ * which reopens the app's window) only once the outer stream accepted
+ * them; the outer stream is read only while lwIP has send-buffer room.
+ * Per flow at most TCP_WND bytes wait in the queue and TCP_SND_BUF in
+ * lwIP: nothing is unbounded.
+ */
+#ifndef TUNSPLIT_FLOW_TCP_H
+#define TUNSPLIT_FLOW_TCP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "addr.h"
+#include "proto.h"
+#include "lwip/err.h"
+
+struct conf;
+struct loop;
+struct ssl_ctx_st;
+struct tcp_pcb;
+struct flow;
+
+#define FLOW_STAGE	16384	/* one TLS record */
+
+struct flow_stats {
+	uint64_t	 accepted;	/* flows created */
+	uint64_t	 refused;	/* over the limit or out of resources */
+	uint64_t	 failed;	/* server or target failure -> RST */
+	uint64_t	 bytes_up, bytes_down;
+};
+
+struct flow_env {
+	struct loop		*loop;
+	const struct conf	*conf;
+	struct ssl_ctx_st	*ssl_ctx;
+	struct addr		 server;
+	uint8_t			 user_id[PROTO_USER_ID_LEN];
+	unsigned		 nflows;
+	uint64_t		 next_id;
+	struct flow_stats	 stats;
+	struct flow		*all;	/* live flows */
+	struct flow		*dirty;	/* flows with work for this iteration */
+	struct flow		*reap;	/* closed, freed at iteration end */
+	uint8_t			 stage[FLOW_STAGE];
+};
+
+/* Registers the per-iteration pass on env->loop.  0 or -1. */
+int  flow_env_init(struct flow_env *env);
+/* tsnetif_ops callbacks (arg is the flow_env). */
+err_t flow_tcp_accept(void *arg, struct tcp_pcb *pcb, err_t err);
+bool flow_tcp_syn_allowed(void *arg);
+/* Resets every flow (shutdown). */
+void flow_close_all(struct flow_env *env);
+
+#endif
