@@ -1,0 +1,435 @@
+# shellcheck shell=bash
+# Shared set-up for the tunsplit end-to-end tests (and scripts/demo.sh).
+# Source it from bash, then call ts_init NAME.
+#
+# Topology: three network namespaces per test run, suffixed with the PID of
+# the test so that runs never clash.
+#
+#   tsc$$ (client)                 tss$$ (server)                  tst$$ (target)
+#  +------------------+          +---------------------+          +-----------------+
+#  | apps, tunsplit   |  veth    | tunsplit run        |  veth    | target servers  |
+#  | client, ts0 TUN  |----------| ip_forward = 0      |----------| (tools.py serve,|
+#  | 198.18.0.1/15    | eth0     | eth0         eth1   |     eth0 |  nginx)         |
+#  | fdfe:dcba:9876::1|          |                     |          |                 |
+#  | eth0 10.77.1.1/24|          | 10.77.1.2/24        |          | 10.77.2.2/24    |
+#  |      fd77:1::1/64|          | fd77:1::2/64        |          | fd77:2::2/64    |
+#  +------------------+          |         10.77.2.1/24|          | default via     |
+#   routes: 10.77.2.0/24 dev ts0 |         fd77:2::1/64|          |  10.77.2.1 and  |
+#           fd77:2::/64  dev ts0 +---------------------+          |  fd77:2::1      |
+#                                                                 +-----------------+
+#
+# The server namespace does not forward, so the only way from tsc to tst is
+# app -> ts0 -> tunsplit client -> TLS over 10.77.1.0/24 -> tunsplit server
+# -> fresh TCP over 10.77.2.0/24 -> target.  ts_prove_no_forward checks that
+# before the client starts.  Only addresses inside these namespaces are ever
+# contacted.
+
+TS_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+TS_SRCDIR=${TS_SRCDIR:-$(cd "$TS_LIB_DIR/../.." && pwd)}
+TS_TOOLS=$TS_LIB_DIR/tools.py
+TS_PY=${PYTHON:-python3}
+
+TS_C_ADDR4=10.77.1.1 TS_C_ADDR6=fd77:1::1
+TS_S_ADDR4=10.77.1.2 TS_S_ADDR6=fd77:1::2
+TS_S2_ADDR4=10.77.2.1 TS_S2_ADDR6=fd77:2::1
+TS_T_ADDR4=10.77.2.2 TS_T_ADDR6=fd77:2::2
+TS_T_NET4=10.77.2.0/24 TS_T_NET6=fd77:2::/64
+TS_SERVER_PORT=8443
+TS_TUN=ts0
+TS_SNI=tunsplit.test
+
+TS_PIDS=()
+TS_NSES=()
+TS_FAILED=0
+TS_DONE=0
+
+ts_log() { printf '%s: %s\n' "$TS_NAME" "$*"; }
+
+ts_skip() {
+	printf 'SKIP: %s: %s\n' "$TS_NAME" "$*"
+	TS_DONE=1
+	exit 77
+}
+
+ts_pass() {
+	printf 'PASS: %s: %s\n' "$TS_NAME" "$*"
+	TS_DONE=1
+	exit 0
+}
+
+ts_fail() {
+	TS_FAILED=1
+	printf 'FAIL: %s: %s\n' "$TS_NAME" "$*"
+	ts_dump_logs
+	TS_DONE=1
+	exit 1
+}
+
+ts_dump_logs() {
+	local f
+	[ -n "${TS_TMP:-}" ] && [ -d "$TS_TMP" ] || return 0
+	for f in "$TS_TMP"/*.log; do
+		[ -f "$f" ] || continue
+		printf '\n----- %s (last 60 lines) -----\n' "$(basename "$f")"
+		tail -n 60 "$f"
+	done
+	printf -- '----- end of logs -----\n'
+}
+
+# ts_init NAME: check we can run at all, then create the temp dir and the
+# cleanup trap.  Exits 77 (skip) when not root or without /dev/net/tun.
+ts_init() {
+	TS_NAME=$1
+	[ "$(id -u)" -eq 0 ] || ts_skip "needs root (network namespaces, TUN)"
+	[ -c /dev/net/tun ] || ts_skip "no /dev/net/tun"
+	local t
+	for t in ip openssl "$TS_PY" timeout; do
+		command -v "$t" >/dev/null 2>&1 || ts_skip "missing tool: $t"
+	done
+	TUNSPLIT=${TUNSPLIT:-}
+	if [ -z "$TUNSPLIT" ]; then
+		for t in "$TS_SRCDIR/tunsplit" "$TS_SRCDIR"/build*/tunsplit \
+		    "$(command -v tunsplit 2>/dev/null)"; do
+			[ -n "$t" ] && [ -x "$t" ] && { TUNSPLIT=$t; break; }
+		done
+	fi
+	TS_TMP=$(mktemp -d "${TMPDIR:-/tmp}/tunsplit-$TS_NAME.XXXXXX")
+	# Traversable for nginx workers (they drop to an unprivileged user);
+	# key files inside stay 0600.
+	chmod 711 "$TS_TMP"
+	NS_C=tsc$$ NS_S=tss$$ NS_T=tst$$
+	trap ts_cleanup EXIT
+	trap 'ts_fail "interrupted by signal"' INT TERM HUP
+	[ -n "$TUNSPLIT" ] && [ -x "$TUNSPLIT" ] ||
+	    ts_fail "tunsplit binary not found (set TUNSPLIT=path)"
+	# A global bound so that nothing ever hangs a test run.
+	(
+		trap 'kill "$sp" 2>/dev/null; exit 0' TERM
+		sleep "${TS_DEADLINE:-900}" &
+		sp=$!
+		wait "$sp" && kill -TERM $$
+	) >/dev/null 2>&1 &
+	TS_WATCHDOG=$!
+	ts_log "temp dir $TS_TMP, namespaces $NS_C $NS_S $NS_T, binary $TUNSPLIT"
+}
+
+ts_cleanup() {
+	local rc=$? pid ns
+	trap - EXIT INT TERM HUP
+	[ "$TS_DONE" = 1 ] || { [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ] && {
+		printf 'FAIL: %s: exited with status %d\n' "$TS_NAME" "$rc"
+		ts_dump_logs; TS_FAILED=1; }; }
+	[ -n "${TS_WATCHDOG:-}" ] && kill "$TS_WATCHDOG" 2>/dev/null
+	for pid in "${TS_PIDS[@]}"; do
+		kill -TERM "$pid" 2>/dev/null
+	done
+	# Processes left inside our own namespaces are ours as well.
+	for ns in "${TS_NSES[@]}"; do
+		for pid in $(ip netns pids "$ns" 2>/dev/null); do
+			kill -TERM "$pid" 2>/dev/null
+		done
+	done
+	sleep 0.3
+	for pid in "${TS_PIDS[@]}"; do
+		kill -KILL "$pid" 2>/dev/null
+	done
+	for ns in "${TS_NSES[@]}"; do
+		for pid in $(ip netns pids "$ns" 2>/dev/null); do
+			kill -KILL "$pid" 2>/dev/null
+		done
+		ip netns del "$ns" 2>/dev/null
+	done
+	wait 2>/dev/null
+	if [ -n "${TS_TMP:-}" ] && [ -d "$TS_TMP" ]; then
+		if [ "$TS_FAILED" = 1 ] || [ -n "${TS_KEEP:-}" ]; then
+			printf '%s: logs kept in %s\n' "$TS_NAME" "$TS_TMP"
+		else
+			rm -rf "$TS_TMP"
+		fi
+	fi
+	exit "$rc"
+}
+
+# ---- topology --------------------------------------------------------------
+
+ts_ns_add() {
+	ip netns add "$1" || ts_fail "ip netns add $1"
+	TS_NSES+=("$1")
+	ip -n "$1" link set lo up
+	# No duplicate address detection: addresses are usable at once.
+	ip netns exec "$1" sysctl -qw net.ipv6.conf.all.accept_dad=0 \
+	    net.ipv6.conf.default.accept_dad=0 >/dev/null
+}
+
+ts_topology_up() {
+	ts_ns_add "$NS_C"
+	ts_ns_add "$NS_S"
+	ts_ns_add "$NS_T"
+	ip -n "$NS_C" link add eth0 type veth peer name eth0 netns "$NS_S" ||
+	    ts_fail "veth client-server"
+	ip -n "$NS_T" link add eth0 type veth peer name eth1 netns "$NS_S" ||
+	    ts_fail "veth target-server"
+	ip -n "$NS_C" addr add "$TS_C_ADDR4/24" dev eth0
+	ip -n "$NS_C" addr add "$TS_C_ADDR6/64" dev eth0 nodad
+	ip -n "$NS_S" addr add "$TS_S_ADDR4/24" dev eth0
+	ip -n "$NS_S" addr add "$TS_S_ADDR6/64" dev eth0 nodad
+	ip -n "$NS_S" addr add "$TS_S2_ADDR4/24" dev eth1
+	ip -n "$NS_S" addr add "$TS_S2_ADDR6/64" dev eth1 nodad
+	ip -n "$NS_T" addr add "$TS_T_ADDR4/24" dev eth0
+	ip -n "$NS_T" addr add "$TS_T_ADDR6/64" dev eth0 nodad
+	ip -n "$NS_C" link set eth0 up
+	ip -n "$NS_S" link set eth0 up
+	ip -n "$NS_S" link set eth1 up
+	ip -n "$NS_T" link set eth0 up
+	ip -n "$NS_T" route add default via "$TS_S2_ADDR4"
+	ip -n "$NS_T" -6 route add default via "$TS_S2_ADDR6"
+	# The server namespace must never route between its two links.
+	ip netns exec "$NS_S" sysctl -qw net.ipv4.ip_forward=0 \
+	    net.ipv6.conf.all.forwarding=0 >/dev/null ||
+	    ts_fail "cannot disable forwarding in $NS_S"
+	ts_log "topology up"
+}
+
+# Prove that the target is unreachable from the client namespace without the
+# tunnel, even with routes pointing at the server: the server does not
+# forward.  The routes are removed again afterwards.
+ts_prove_no_forward() {
+	local port=${1:-9000}
+	ip -n "$NS_C" route add "$TS_T_NET4" via "$TS_S_ADDR4" ||
+	    ts_fail "temporary route"
+	ip -n "$NS_C" -6 route add "$TS_T_NET6" via "$TS_S_ADDR6" ||
+	    ts_fail "temporary route6"
+	if ts_app probe --host "$TS_T_ADDR4" --port "$port" --timeout 2 \
+	    >>"$TS_TMP/probe.log" 2>&1; then
+		ts_fail "$TS_T_ADDR4:$port reachable without the tunnel (server namespace forwards?)"
+	fi
+	if ts_app probe --host "$TS_T_ADDR6" --port "$port" --timeout 2 \
+	    >>"$TS_TMP/probe.log" 2>&1; then
+		ts_fail "$TS_T_ADDR6 reachable without the tunnel (server namespace forwards?)"
+	fi
+	ip -n "$NS_C" route del "$TS_T_NET4" via "$TS_S_ADDR4"
+	ip -n "$NS_C" -6 route del "$TS_T_NET6" via "$TS_S_ADDR6"
+	ts_log "target unreachable without the tunnel (checked v4 and v6)"
+}
+
+# ---- certificates and configuration ---------------------------------------
+
+ts_make_pki() {
+	local d=$TS_TMP o
+	o=$d/openssl.log
+	printf 'basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\nsubjectAltName=DNS:%s\n' \
+	    "$TS_SNI" >"$d/server.ext"
+	{
+		openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
+		    -nodes -keyout "$d/ca.key" -out "$d/ca.pem" -days 2 \
+		    -subj "/CN=tunsplit throwaway test CA" &&
+		openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
+		    -nodes -keyout "$d/server.key" -out "$d/server.csr" \
+		    -subj "/CN=$TS_SNI" &&
+		openssl x509 -req -in "$d/server.csr" -CA "$d/ca.pem" \
+		    -CAkey "$d/ca.key" -CAcreateserial -days 2 \
+		    -extfile "$d/server.ext" -out "$d/server.pem" &&
+		openssl verify -CAfile "$d/ca.pem" "$d/server.pem"
+	} >"$o" 2>&1 || { cat "$o"; ts_fail "openssl: could not make the test PKI"; }
+	chmod 600 "$d/ca.key" "$d/server.key"
+	ts_log "throwaway CA and server certificate (SAN DNS:$TS_SNI) made"
+}
+
+# ts_write_configs [client-extra-yaml [server-extra-yaml]]
+# Extra lines are appended inside the client:/server: sections (indent 2).
+ts_write_configs() {
+	local key lvl=${TS_LOG_LEVEL:-info}
+	key=$("$TUNSPLIT" genkey 2>"$TS_TMP/genkey.log") ||
+	    ts_fail "tunsplit genkey failed: $(cat "$TS_TMP/genkey.log")"
+	[ -n "$key" ] || ts_fail "tunsplit genkey printed nothing"
+	TS_KEY=$key
+	umask 077
+	cat >"$TS_TMP/client.yaml" <<EOF
+log: {level: $lvl}
+tun: {name: $TS_TUN, mtu: ${TS_MTU:-9000}, address: [198.18.0.1/15, "fdfe:dcba:9876::1/64"]}
+client:
+  server: "$TS_S_ADDR4:$TS_SERVER_PORT"
+  sni: $TS_SNI
+  ca: $TS_TMP/ca.pem
+  key: "$key"
+  congestion: bbr
+  max_flows: ${TS_MAX_FLOWS:-4096}
+  connect_timeout: 10s
+  idle_timeout: 5m
+${1:-}
+EOF
+	cat >"$TS_TMP/server.yaml" <<EOF
+log: {level: $lvl}
+server:
+  listen: ["$TS_S_ADDR4:$TS_SERVER_PORT", "[$TS_S_ADDR6]:$TS_SERVER_PORT"]
+  cert: $TS_TMP/server.pem
+  cert_key: $TS_TMP/server.key
+  users: [{name: test, key: "$key"}]
+  egress: {allow: [$TS_T_NET4, "$TS_T_NET6"]}
+${2:-}
+EOF
+	umask 022
+	"$TUNSPLIT" check -c "$TS_TMP/client.yaml" >"$TS_TMP/check-client.log" 2>&1 ||
+	    ts_fail "tunsplit check rejects the client config: $(cat "$TS_TMP/check-client.log")"
+	"$TUNSPLIT" check -c "$TS_TMP/server.yaml" >"$TS_TMP/check-server.log" 2>&1 ||
+	    ts_fail "tunsplit check rejects the server config: $(cat "$TS_TMP/check-server.log")"
+	ts_log "configs written and accepted by 'tunsplit check'"
+}
+
+# ---- processes --------------------------------------------------------------
+
+# ts_bg NS LOGNAME CMD...: run CMD in namespace NS in the background, output
+# appended to $TS_TMP/LOGNAME.log; the PID is left in TS_LAST_PID.  `ip netns
+# exec` execs the command, so the PID is the command's own.
+ts_bg() {
+	local ns=$1 name=$2
+	shift 2
+	ip netns exec "$ns" "$@" >>"$TS_TMP/$name.log" 2>&1 </dev/null &
+	TS_LAST_PID=$!
+	TS_PIDS+=("$TS_LAST_PID")
+}
+
+ts_alive() { kill -0 "$1" 2>/dev/null; }
+
+# ts_wait_port NS PORT [SECONDS [PID]]: wait until something listens on TCP
+# PORT in NS; fail early when PID (the process expected to listen) died.
+ts_wait_port() {
+	local ns=$1 port=$2 secs=${3:-10} pid=${4:-} i
+	for i in $(seq $((secs * 10))); do
+		if ip netns exec "$ns" ss -Hltn "sport = :$port" 2>/dev/null |
+		    grep -q LISTEN; then
+			return 0
+		fi
+		[ -n "$pid" ] && ! ts_alive "$pid" && return 1
+		sleep 0.1
+	done
+	return 1
+}
+
+ts_start_server() {
+	ts_bg "$NS_S" server "$TUNSPLIT" run -c "$TS_TMP/server.yaml"
+	TS_SERVER_PID=$TS_LAST_PID
+	ts_wait_port "$NS_S" "$TS_SERVER_PORT" 10 "$TS_SERVER_PID" ||
+	    ts_fail "server did not listen on port $TS_SERVER_PORT"
+	ts_log "server up (pid $TS_SERVER_PID)"
+}
+
+ts_stop_server() {
+	local sig=${1:-TERM}
+	kill "-$sig" "$TS_SERVER_PID" 2>/dev/null
+	wait "$TS_SERVER_PID" 2>/dev/null
+	ts_log "server (pid $TS_SERVER_PID) stopped with SIG$sig"
+}
+
+# Start the client, wait for it to create and raise the TUN, then route the
+# target networks through it.
+ts_start_client() {
+	local i up=
+	ts_bg "$NS_C" client "$TUNSPLIT" run -c "$TS_TMP/client.yaml"
+	TS_CLIENT_PID=$TS_LAST_PID
+	for i in $(seq 50); do
+		ts_alive "$TS_CLIENT_PID" || ts_fail "client exited during start-up"
+		if ip -n "$NS_C" link show "$TS_TUN" 2>/dev/null | grep -q '[<,]UP[,>]'; then
+			up=1
+			break
+		fi
+		sleep 0.1
+	done
+	[ -n "$up" ] || ts_fail "client did not bring up $TS_TUN within 5 s"
+	# The IPv6 address must have left the tentative state before use.
+	for i in $(seq 30); do
+		[ -z "$(ip -n "$NS_C" -6 addr show dev "$TS_TUN" tentative 2>/dev/null)" ] && break
+		sleep 0.1
+	done
+	ip -n "$NS_C" route add "$TS_T_NET4" dev "$TS_TUN" ||
+	    ts_fail "route $TS_T_NET4 dev $TS_TUN"
+	ip -n "$NS_C" -6 route add "$TS_T_NET6" dev "$TS_TUN" ||
+	    ts_fail "route $TS_T_NET6 dev $TS_TUN"
+	ts_log "client up (pid $TS_CLIENT_PID), $TS_T_NET4 and $TS_T_NET6 routed via $TS_TUN"
+}
+
+# ts_start_target [tools.py serve options...]: the target server on port
+# $TS_TARGET_PORT (default 9000), IPv4 and IPv6.
+ts_start_target() {
+	TS_TARGET_PORT=${TS_TARGET_PORT:-9000}
+	ts_bg "$NS_T" target "$TS_PY" -u "$TS_TOOLS" serve --bind "$TS_T_ADDR4" \
+	    --bind "$TS_T_ADDR6" --port "$TS_TARGET_PORT" "$@"
+	TS_TARGET_PID=$TS_LAST_PID
+	ts_wait_port "$NS_T" "$TS_TARGET_PORT" 10 "$TS_TARGET_PID" ||
+	    ts_fail "target did not listen on port $TS_TARGET_PORT"
+}
+
+# ts_start_http DIR [PORT]: nginx (or python's http.server as a fallback)
+# serving DIR on the target, IPv4 and IPv6.
+ts_start_http() {
+	local dir=$1 port=${2:-8080} t
+	TS_HTTP_PORT=$port
+	chmod 755 "$dir"
+	if command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ]; then
+		mkdir -p "$TS_TMP/nginx"
+		for t in body proxy fastcgi uwsgi scgi; do mkdir -p "$TS_TMP/nginx/$t"; done
+		cat >"$TS_TMP/nginx.conf" <<EOF
+worker_processes 1;
+pid $TS_TMP/nginx/nginx.pid;
+error_log $TS_TMP/nginx-error.log warn;
+daemon off;
+events { worker_connections 1024; }
+http {
+	access_log $TS_TMP/nginx-access.log;
+	client_body_temp_path $TS_TMP/nginx/body;
+	proxy_temp_path $TS_TMP/nginx/proxy;
+	fastcgi_temp_path $TS_TMP/nginx/fastcgi;
+	uwsgi_temp_path $TS_TMP/nginx/uwsgi;
+	scgi_temp_path $TS_TMP/nginx/scgi;
+	default_type application/octet-stream;
+	sendfile on;
+	server {
+		listen $TS_T_ADDR4:$port;
+		listen [$TS_T_ADDR6]:$port;
+		root $dir;
+	}
+}
+EOF
+		ts_bg "$NS_T" http "$(command -v nginx || echo /usr/sbin/nginx)" \
+		    -c "$TS_TMP/nginx.conf"
+		TS_HTTP_WHAT=nginx
+	else
+		ts_bg "$NS_T" http "$TS_PY" -m http.server --bind "::" \
+		    --directory "$dir" "$port"
+		TS_HTTP_WHAT="python3 http.server"
+	fi
+	TS_HTTP_PID=$TS_LAST_PID
+	ts_wait_port "$NS_T" "$port" 10 "$TS_HTTP_PID" ||
+	    ts_fail "$TS_HTTP_WHAT did not listen on port $port"
+	ts_log "$TS_HTTP_WHAT serving $dir on port $port"
+}
+
+# ts_app ARGS...: run a tools.py app in the client namespace (foreground).
+ts_app() {
+	ip netns exec "$NS_C" timeout "${TS_APP_TIMEOUT:-300}" \
+	    "$TS_PY" -u "$TS_TOOLS" "$@"
+}
+
+# Everything up to a working tunnel, for most tests.
+ts_standard_setup() {
+	ts_topology_up
+	ts_make_pki
+	ts_write_configs "$@"
+	ts_start_target ${TS_TARGET_ARGS:-}
+	ts_prove_no_forward "$TS_TARGET_PORT"
+	ts_start_server
+	ts_start_client
+}
+
+# Resident set size of PID in KiB (0 when gone).
+ts_rss_kb() {
+	local kb
+	kb=$(awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null)
+	echo "${kb:-0}"
+}
+
+# The daemons must still be running at the end of a test.
+ts_check_alive() {
+	ts_alive "$TS_CLIENT_PID" || ts_fail "the client died"
+	ts_alive "$TS_SERVER_PID" || ts_fail "the server died"
+}
