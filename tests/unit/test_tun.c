@@ -14,6 +14,7 @@
 #include <cmocka.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <ifaddrs.h>
 #include <poll.h>
 #include <sched.h>
@@ -23,6 +24,7 @@
 #include <netinet/in.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 
 #include "tun.h"
 
@@ -263,6 +265,31 @@ test_small_error_buffer(void **state)
 	assert_int_equal(tun_open(&tc, ifname, NULL, 0), -1);
 }
 
+/* Without CAP_NET_ADMIN (uid nobody in a child) the error says so. */
+static void
+test_permission_denied(void **state)
+{
+	char	ifname[IFNAMSIZ], err[256];
+	pid_t	pid;
+	int	status;
+
+	(void)state;
+	assert_true((pid = fork()) >= 0);
+	if (pid == 0) {
+		if (setgroups(0, NULL) == -1 || setgid(65534) == -1 ||
+		    setuid(65534) == -1)
+			_exit(2);
+		if (open_named("tsperm", 1500, ifname, err, sizeof(err)) != -1)
+			_exit(3);
+		fprintf(stderr, "as nobody: %s\n", err);
+		_exit(strstr(err, "permission denied (need CAP_NET_ADMIN)") ?
+		    0 : 4);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 int
 main(void)
 {
@@ -273,6 +300,7 @@ main(void)
 		cmocka_unit_test(test_bad_mtu_and_addresses),
 		cmocka_unit_test(test_busy),
 		cmocka_unit_test(test_small_error_buffer),
+		cmocka_unit_test(test_permission_denied),
 	};
 
 	if (geteuid() != 0 || access("/dev/net/tun", R_OK | W_OK) != 0) {
