@@ -433,6 +433,12 @@ tsnetif_shutdown(void)
 		ts_listeners[port] = NULL;
 	}
 	ts_stats.listeners = 0;
+	/* Whatever lwIP still holds (half-open handshakes, TIME_WAIT, pcbs
+	 * finishing a graceful close) goes too. */
+	while (tcp_active_pcbs != NULL)
+		tcp_abort(tcp_active_pcbs);
+	while (tcp_tw_pcbs != NULL)
+		tcp_abort(tcp_tw_pcbs);
 	netif_remove(&ts_netif);
 	memset(&ts_netif, 0, sizeof(ts_netif));
 	ts_fd = -1;
