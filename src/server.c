@@ -1,1 +1,451 @@
-/* placeholder: being written */
+/*
+ * The server role: listeners, accepting, signals and the egress policy.
+ * Sessions (TLS, authentication, dial, relay) live in sess.c.
+ *
+ * Process model: one thread, one epoll loop, owning every listener and
+ * session.  Listeners are opened with SO_REUSEPORT so that more processes
+ * (or, later, one loop per worker thread) can share the ports; nothing here
+ * assumes it is the only listener.
+ */
+#include "config.h"
+
+#include "server.h"
+
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "addr.h"
+#include "auth.h"
+#include "conf.h"
+#include "log.h"
+#include "loop.h"
+#include "outer.h"
+#include "sess.h"
+#include "sock.h"
+
+#define SERVER_BACKLOG		1024
+#define SERVER_ACCEPT_BURST	128	/* accepts per wake-up, for fairness */
+#define SERVER_ACCEPT_PAUSE_MS	100	/* after EMFILE/ENFILE */
+#define SERVER_LOG_INTERVAL_MS	1000	/* rate limit for peer-caused floods */
+
+struct server;
+
+struct listener {
+	struct server		*srv;
+	struct loop_fd		 lfd;
+};
+
+struct server {
+	const struct conf	*conf;
+	struct loop		*loop;
+	struct sess_env		 env;
+	struct listener		 listeners[CONF_MAX_LISTEN];
+	size_t			 nlisteners;
+	struct loop_timer	 accept_timer;
+	uint64_t		 emfile_log_ms;
+	uint64_t		 limit_log_ms;
+	int			 sigfd;
+	struct loop_fd		 sig_lfd;
+	sigset_t		 oldmask;
+	bool			 sigmasked;
+};
+
+/* ---- egress policy ------------------------------------------------- */
+
+static const struct cidr egress_default_deny[] = {
+	{ AF_INET,  { 0 }, 8 },			/* "this" network */
+	{ AF_INET,  { 10 }, 8 },
+	{ AF_INET,  { 100, 64 }, 10 },		/* CGNAT */
+	{ AF_INET,  { 127 }, 8 },
+	{ AF_INET,  { 169, 254 }, 16 },		/* link-local, cloud metadata */
+	{ AF_INET,  { 172, 16 }, 12 },
+	{ AF_INET,  { 192, 168 }, 16 },
+	{ AF_INET,  { 224 }, 4 },		/* multicast */
+	{ AF_INET,  { 240 }, 4 },		/* reserved, broadcast */
+	{ AF_INET6, { 0 }, 128 },		/* unspecified */
+	{ AF_INET6, { [15] = 1 }, 128 },	/* loopback */
+	{ AF_INET6, { 0xfc }, 7 },		/* unique local */
+	{ AF_INET6, { 0xfe, 0x80 }, 10 },	/* link-local */
+	{ AF_INET6, { 0xff }, 8 },		/* multicast */
+};
+
+#define NITEMS(a)	(sizeof(a) / sizeof((a)[0]))
+
+/* IPv4-mapped IPv6 addresses reach IPv4 hosts: judge them as IPv4. */
+static const uint8_t *
+egress_ip(const struct addr *a, int *family)
+{
+	static const uint8_t	 mapped[12] = { [10] = 0xff, [11] = 0xff };
+	const uint8_t		*ip;
+	size_t			 len;
+
+	ip = addr_ip(a, &len);
+	*family = addr_family(a);
+	if (*family == AF_INET6 && memcmp(ip, mapped, sizeof(mapped)) == 0) {
+		*family = AF_INET;
+		ip += sizeof(mapped);
+	}
+	return ip;
+}
+
+static bool
+egress_in(const struct cidr *list, size_t n, int family, const uint8_t *ip)
+{
+	size_t	 i;
+
+	for (i = 0; i < n; i++)
+		if (cidr_match(&list[i], family, ip))
+			return true;
+	return false;
+}
+
+static bool
+egress_is_wildcard(int family, const uint8_t *ip)
+{
+	static const uint8_t	 zero[16];
+
+	return memcmp(ip, zero, family == AF_INET ? 4 : 16) == 0;
+}
+
+static bool
+egress_is_loopback(int family, const uint8_t *ip)
+{
+	static const uint8_t	 one[16] = { [15] = 1 };
+
+	if (family == AF_INET)
+		return ip[0] == 127;
+	return memcmp(ip, one, sizeof(one)) == 0;
+}
+
+/*
+ * The server's own listen addresses.  exact: the address and port of a
+ * listener, or a loopback/unspecified address on the port of a wildcard
+ * listener -- dialing those loops back into this server.  Otherwise: a
+ * listener's (non-wildcard) address on any port.
+ */
+static bool
+egress_is_self(const struct conf *c, int family, const uint8_t *ip,
+    uint16_t port, bool exact)
+{
+	const struct addr	*l;
+	const uint8_t		*lip;
+	size_t			 i;
+	int			 lfamily;
+
+	for (i = 0; i < c->server.nlisten; i++) {
+		l = &c->server.listen[i];
+		lip = egress_ip(l, &lfamily);
+		if (lfamily != family)
+			continue;
+		if (egress_is_wildcard(lfamily, lip)) {
+			if (exact && addr_port(l) == port &&
+			    (egress_is_wildcard(family, ip) ||
+			    egress_is_loopback(family, ip)))
+				return true;
+			continue;
+		}
+		if (memcmp(lip, ip, family == AF_INET ? 4 : 16) == 0 &&
+		    (!exact || addr_port(l) == port))
+			return true;
+	}
+	return false;
+}
+
+bool
+server_egress_allowed(const struct conf *c, const struct addr *a)
+{
+	const uint8_t	*ip;
+	int		 family;
+	uint16_t	 port = addr_port(a);
+
+	ip = egress_ip(a, &family);
+	if (egress_is_self(c, family, ip, port, true))
+		return false;
+	if (egress_in(c->server.egress_deny, c->server.negress_deny, family, ip))
+		return false;
+	if (egress_in(c->server.egress_allow, c->server.negress_allow, family,
+	    ip))
+		return true;
+	if (egress_in(egress_default_deny, NITEMS(egress_default_deny),
+	    family, ip))
+		return false;
+	return !egress_is_self(c, family, ip, port, false);
+}
+
+/* ---- accepting ---------------------------------------------------- */
+
+static bool
+server_log_due(struct server *srv, uint64_t *last_ms)
+{
+	uint64_t	 now = loop_now(srv->loop);
+
+	if (*last_ms != 0 && now - *last_ms < SERVER_LOG_INTERVAL_MS)
+		return false;
+	*last_ms = now;
+	return true;
+}
+
+
+static void
+server_accept_enable(struct server *srv, bool on)
+{
+	size_t	 i;
+
+	for (i = 0; i < srv->nlisteners; i++)
+		if (loop_fd_mod(srv->loop, &srv->listeners[i].lfd,
+		    on ? EPOLLIN : 0) == -1)
+			log_warn("epoll listener");
+}
+
+/*
+ * Out of descriptors: the pending connection stays in the backlog and the
+ * listener stays readable, so accepting again at once would spin.  Stop
+ * watching the listeners for a moment instead.
+ */
+static void
+server_accept_pause(struct server *srv)
+{
+	if (server_log_due(srv, &srv->emfile_log_ms))
+		log_warn("accept (pausing accepts for %d ms)",
+		    SERVER_ACCEPT_PAUSE_MS);
+	server_accept_enable(srv, false);
+	loop_timer_set(srv->loop, &srv->accept_timer, SERVER_ACCEPT_PAUSE_MS);
+}
+
+static void
+server_on_accept_timer(struct loop_timer *t)
+{
+	struct server	*srv = container_of(t, struct server, accept_timer);
+
+	server_accept_enable(srv, true);
+}
+
+/* Errors that concern one pending connection, not the listener. */
+static bool
+server_accept_transient(int err)
+{
+	switch (err) {
+	case EINTR:
+	case ECONNABORTED:
+	case EPROTO:
+	case EPERM:
+	case ENETDOWN:
+	case ENOPROTOOPT:
+	case EHOSTDOWN:
+	case ENONET:
+	case EHOSTUNREACH:
+	case EOPNOTSUPP:
+	case ENETUNREACH:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static void
+server_on_accept(struct loop_fd *lfd, uint32_t revents)
+{
+	struct listener	*ln = container_of(lfd, struct listener, lfd);
+	struct server	*srv = ln->srv;
+	unsigned	 max = srv->conf->server.max_conns;
+	struct addr	 peer;
+	int		 fd, n;
+
+	(void)revents;
+	for (n = 0; n < SERVER_ACCEPT_BURST; n++) {
+		peer.len = sizeof(peer.u.ss);
+		fd = accept4(lfd->fd, &peer.u.sa, &peer.len,
+		    SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd == -1) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return;
+			if (server_accept_transient(errno))
+				continue;
+			if (errno == EMFILE || errno == ENFILE ||
+			    errno == ENOBUFS || errno == ENOMEM) {
+				server_accept_pause(srv);
+				return;
+			}
+			log_warn("accept");
+			return;
+		}
+		if (max != 0 && srv->env.nlive >= max) {
+			if (server_log_due(srv, &srv->limit_log_ms))
+				log_warnx("max_conns %u reached: closing new "
+				    "connections", max);
+			close(fd);
+			continue;
+		}
+		sess_new(&srv->env, fd, &peer);
+	}
+}
+
+/* ---- start, stop ---------------------------------------------------- */
+
+static void
+server_close_listeners(struct server *srv)
+{
+	size_t	 i;
+
+	loop_timer_cancel(srv->loop, &srv->accept_timer);
+	for (i = 0; i < srv->nlisteners; i++) {
+		loop_fd_del(srv->loop, &srv->listeners[i].lfd);
+		close(srv->listeners[i].lfd.fd);
+	}
+	srv->nlisteners = 0;
+}
+
+static void
+server_on_signal(struct loop_fd *lfd, uint32_t revents)
+{
+	struct server		*srv = container_of(lfd, struct server, sig_lfd);
+	struct signalfd_siginfo	 si;
+
+	(void)revents;
+	if (read(srv->sigfd, &si, sizeof(si)) != (ssize_t)sizeof(si))
+		return;
+	log_info("received %s, shutting down", strsignal((int)si.ssi_signo));
+	server_close_listeners(srv);
+	sess_close_all(&srv->env, "shutdown");
+	loop_stop(srv->loop);
+}
+
+static int
+server_listen(struct server *srv)
+{
+	const struct conf	*c = srv->conf;
+	struct listener		*ln;
+	char			 a[ADDR_STRLEN];
+	size_t			 i;
+	int			 fd;
+
+	for (i = 0; i < c->server.nlisten; i++) {
+		addr_fmt(&c->server.listen[i], a, sizeof(a));
+		fd = sock_listen(&c->server.listen[i], true, SERVER_BACKLOG);
+		if (fd == -1) {
+			log_warn("listen on %s", a);
+			return -1;
+		}
+		ln = &srv->listeners[srv->nlisteners];
+		ln->srv = srv;
+		if (loop_fd_add(srv->loop, &ln->lfd, fd, EPOLLIN,
+		    server_on_accept) == -1) {
+			log_warn("epoll listener %s", a);
+			close(fd);
+			return -1;
+		}
+		srv->nlisteners++;
+		log_info("listening on %s", a);
+	}
+	return 0;
+}
+
+/* SIGINT/SIGTERM arrive through a signalfd, as loop events. */
+static int
+server_signals(struct server *srv)
+{
+	sigset_t	 set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	if (sigprocmask(SIG_BLOCK, &set, &srv->oldmask) == -1) {
+		log_warn("sigprocmask");
+		return -1;
+	}
+	srv->sigmasked = true;
+	srv->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (srv->sigfd == -1) {
+		log_warn("signalfd");
+		return -1;
+	}
+	if (loop_fd_add(srv->loop, &srv->sig_lfd, srv->sigfd, EPOLLIN,
+	    server_on_signal) == -1) {
+		log_warn("epoll signalfd");
+		return -1;
+	}
+	return 0;
+}
+
+static int
+server_open(struct server *srv)
+{
+	const struct conf	*c = srv->conf;
+	struct ssl_ctx_st	*ctx;
+	struct auth		*auth;
+
+	if ((srv->loop = loop_new()) == NULL) {
+		log_warnx("cannot create the event loop");
+		return -1;
+	}
+	loop_timer_init(&srv->accept_timer, server_on_accept_timer);
+	if (c->server.cert_file == NULL || c->server.cert_key_file == NULL) {
+		log_warnx("server: cert and cert_key are required");
+		return -1;
+	}
+	if ((ctx = outer_ctx_server(c->server.cert_file,
+	    c->server.cert_key_file)) == NULL) {
+		log_warnx("server: cannot load certificate %s with key %s",
+		    c->server.cert_file, c->server.cert_key_file);
+		return -1;
+	}
+	if ((auth = auth_new(c)) == NULL) {
+		outer_ctx_free(ctx);
+		log_warnx("server: cannot set up the user table");
+		return -1;
+	}
+	sess_env_init(&srv->env, c, srv->loop, ctx, auth);
+	if (loop_on_iteration(srv->loop, sess_reap, &srv->env) == -1) {
+		log_warnx("cannot register the session reaper");
+		return -1;
+	}
+	if (server_signals(srv) == -1 || server_listen(srv) == -1)
+		return -1;
+	return 0;
+}
+
+static void
+server_cleanup(struct server *srv)
+{
+	if (srv->loop != NULL) {
+		server_close_listeners(srv);
+		sess_close_all(&srv->env, "shutdown");
+		sess_reap(&srv->env);
+		if (srv->sigfd != -1) {
+			loop_fd_del(srv->loop, &srv->sig_lfd);
+			close(srv->sigfd);
+		}
+	}
+	if (srv->sigmasked)
+		(void)sigprocmask(SIG_SETMASK, &srv->oldmask, NULL);
+	auth_free(srv->env.auth);
+	outer_ctx_free(srv->env.ctx);
+	loop_free(srv->loop);
+}
+
+int
+server_run(const struct conf *c)
+{
+	struct server	 srv = { .conf = c, .sigfd = -1 };
+	int		 rc = 1;
+
+	/* Writes to a peer that went away must fail with EPIPE. */
+	(void)signal(SIGPIPE, SIG_IGN);
+	if (server_open(&srv) == 0) {
+		log_info("server: %zu users, max_conns %u", c->server.nusers,
+		    c->server.max_conns);
+		if (loop_run(srv.loop) == 0)
+			rc = 0;
+		else
+			log_warn("event loop");
+	}
+	server_cleanup(&srv);
+	return rc;
+}

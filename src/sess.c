@@ -1,0 +1,632 @@
+/*
+ * Server sessions.
+ *
+ * A session walks a straight line of states:
+ *
+ *   HANDSHAKE  TLS handshake            \ both bounded by one deadline,
+ *   HEADER     request header read      / handshake_timeout
+ *   CONNECT    target dial in progress    connect_timeout
+ *   RELAY      bytes both ways            idle_timeout
+ *
+ * A request that is answered with an error status still goes through
+ * RELAY, with no target: the status byte is flushed, the outer write side
+ * is shut and client input is discarded until the client closes (bounded by
+ * SESS_LINGER_MS), so the client reads the status before the EOF instead
+ * of an RST caused by unread data.
+ *
+ * Teardown has one path, sess_close(), which is idempotent and moves the
+ * session to the dead list; the memory is freed at the end of the loop
+ * iteration (sess_reap) because the current epoll batch may still hold its
+ * events.
+ */
+#include "config.h"
+
+#include "sess.h"
+
+#include <sys/epoll.h>
+#include <sys/socket.h>
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "addr.h"
+#include "auth.h"
+#include "buf.h"
+#include "conf.h"
+#include "log.h"
+#include "loop.h"
+#include "outer.h"
+#include "proto.h"
+#include "relay.h"
+#include "server.h"
+#include "sock.h"
+
+#define SESS_LINGER_MS	5000	/* error status sent, client to close */
+
+enum sess_state {
+	SESS_HANDSHAKE,
+	SESS_HEADER,
+	SESS_CONNECT,
+	SESS_RELAY,
+	SESS_CLOSED,
+};
+
+/* How sess_close() ends each side. */
+#define SESS_RST_OUTER	0x1	/* RST to the client */
+#define SESS_RST_TARGET	0x2	/* RST to the target */
+
+struct sess {
+	LIST_ENTRY(sess)	 entry;		/* env's live or dead list */
+	struct sess_env		*env;
+	unsigned long long	 id;
+	enum sess_state		 state;
+
+	struct outer		*outer;
+	struct loop_fd		 outer_lfd;
+	bool			 outer_parked;
+	int			 target_fd;
+	struct loop_fd		 target_lfd;
+	bool			 target_parked;
+	struct loop_timer	 timer;		/* the current state's deadline */
+
+	struct buf		 hdr;		/* request header as read */
+	struct relay		 relay;
+	bool			 answer_only;	/* relay without a target */
+
+	struct addr		 peer;
+	struct addr		 target;
+	bool			 has_target;
+	size_t			 user;
+	bool			 has_user;
+
+	uint64_t		 start_ms;
+	uint64_t		 last_io_ms;
+	uint64_t		 last_bytes;
+	const char		*reason;	/* why it ends, once decided */
+	int			 err;		/* errno behind reason, or 0 */
+};
+
+static void sess_on_outer(struct loop_fd *, uint32_t);
+static void sess_on_target(struct loop_fd *, uint32_t);
+static void sess_relay(struct sess *, uint32_t, uint32_t);
+
+/* ---- teardown ------------------------------------------- */
+
+static void
+sess_log_summary(const struct sess *s, const char *reason)
+{
+	const struct conf	*c = s->env->conf;
+	char			 peer[ADDR_STRLEN], target[ADDR_STRLEN] = "-";
+
+	addr_fmt(&s->peer, peer, sizeof(peer));
+	if (s->has_target)
+		addr_fmt(&s->target, target, sizeof(target));
+	log_info("sess %llu: closed: %s -> %s user %s: up %llu down %llu "
+	    "bytes, %llu ms: %s%s%s%s", s->id, peer, target,
+	    s->has_user ? c->server.users[s->user].name : "-",
+	    (unsigned long long)s->relay.bytes_to_fd,
+	    (unsigned long long)s->relay.bytes_to_outer,
+	    (unsigned long long)(loop_now(s->env->loop) - s->start_ms), reason,
+	    s->err != 0 ? " (" : "", s->err != 0 ? strerror(s->err) : "",
+	    s->err != 0 ? ")" : "");
+}
+
+static void
+sess_drop_target(struct sess *s, bool rst)
+{
+	if (s->target_fd == -1)
+		return;
+	loop_fd_del(s->env->loop, &s->target_lfd);
+	if (rst)
+		sock_close_rst(s->target_fd);
+	else
+		close(s->target_fd);
+	s->target_fd = -1;
+}
+
+/* The single teardown path; idempotent.  rst: SESS_RST_* flags. */
+static void
+sess_close(struct sess *s, const char *reason, int rst)
+{
+	struct sess_env	*env = s->env;
+
+	if (s->state == SESS_CLOSED)
+		return;
+	s->state = SESS_CLOSED;
+	loop_timer_cancel(env->loop, &s->timer);
+	loop_fd_del(env->loop, &s->outer_lfd);
+	if (rst & SESS_RST_OUTER)
+		outer_abort(s->outer);
+	else
+		outer_free(s->outer);
+	s->outer = NULL;
+	sess_drop_target(s, (rst & SESS_RST_TARGET) != 0);
+	relay_free(&s->relay);
+	buf_free(&s->hdr);
+	sess_log_summary(s, reason);
+
+	LIST_REMOVE(s, entry);
+	LIST_INSERT_HEAD(&env->dead, s, entry);
+	env->nlive--;
+}
+
+/* Closes with the reason decided earlier (an error answer), if any. */
+static void
+sess_end(struct sess *s, const char *fallback_reason, int err, int rst)
+{
+	if (s->reason == NULL) {
+		s->reason = fallback_reason;
+		s->err = err;
+	}
+	sess_close(s, s->reason, rst);
+}
+
+/*
+ * The client failed authentication or sent a malformed or incomplete
+ * header.  Everything it sent is still in s->hdr, and relay.outer_eof says
+ * whether it has already half-closed: the cover-site fallback hooks in here
+ * (dial the cover site, relay_start with s->hdr's bytes queued in to_fd)
+ * so that a prober sees an ordinary website.  Until then: close.
+ */
+static void
+sess_reject(struct sess *s, const char *reason)
+{
+	char	 peer[ADDR_STRLEN];
+
+	log_info("sess %llu: rejected %s: %s", s->id,
+	    addr_fmt(&s->peer, peer, sizeof(peer)), reason);
+	sess_close(s, reason, 0);
+}
+
+/* ---- readiness ------------------------------------------ */
+
+/*
+ * Sets the interest of a relayed fd.  epoll reports EPOLLHUP whatever the
+ * interest; while the relay cannot take that side's input (buffer full) the
+ * level-triggered hang-up would wake the loop again and again, so the fd is
+ * parked -- taken out of the loop -- until there is something to wait for.
+ */
+static int
+sess_watch(struct sess *s, struct loop_fd *lfd, int fd, bool *parked,
+    uint32_t ev, uint32_t revents, void (*cb)(struct loop_fd *, uint32_t))
+{
+	struct loop	*l = s->env->loop;
+
+	if (*parked) {
+		if (ev == 0)
+			return 0;
+		if (loop_fd_add(l, lfd, fd, ev, cb) == -1)
+			return -1;
+		*parked = false;
+		return 0;
+	}
+	if ((revents & EPOLLHUP) && ev == 0) {
+		loop_fd_del(l, lfd);
+		*parked = true;
+		return 0;
+	}
+	return loop_fd_mod(l, lfd, ev);
+}
+
+static void
+sess_watch_relay(struct sess *s, uint32_t oev, uint32_t tev)
+{
+	if (sess_watch(s, &s->outer_lfd, outer_fd(s->outer), &s->outer_parked,
+	    relay_outer_events(&s->relay), oev, sess_on_outer) == -1)
+		goto fail;
+	if (s->target_fd != -1 && sess_watch(s, &s->target_lfd, s->target_fd,
+	    &s->target_parked, relay_fd_events(&s->relay), tev,
+	    sess_on_target) == -1)
+		goto fail;
+	return;
+fail:
+	sess_end(s, "epoll", errno, 0);
+}
+
+static void
+sess_watch_outer(struct sess *s)
+{
+	uint32_t	 ev = outer_events(s->outer);
+
+	if (loop_fd_mod(s->env->loop, &s->outer_lfd, ev != 0 ? ev : EPOLLIN)
+	    == -1)
+		sess_end(s, "epoll", errno, 0);
+}
+
+static void
+sess_timer_set(struct sess *s, unsigned ms)
+{
+	if (ms == 0)
+		loop_timer_cancel(s->env->loop, &s->timer);
+	else
+		loop_timer_set(s->env->loop, &s->timer, ms);
+}
+
+/* ---- request -------------------------------------------- */
+
+/*
+ * Answers the request with an error status and closes gracefully: the relay
+ * runs without a target so the status byte is flushed, the outer write
+ * side shut, and whatever the client still sends is discarded until it
+ * closes.
+ */
+static void
+sess_answer(struct sess *s, uint8_t status, const char *reason, int err)
+{
+	s->reason = reason;
+	s->err = err;
+	if (buf_append(&s->relay.to_outer, &status, 1) != 1) {
+		sess_close(s, "out of memory", 0);
+		return;
+	}
+	s->answer_only = true;
+	relay_start(&s->relay, s->outer, -1);
+	s->state = SESS_RELAY;
+	sess_timer_set(s, SESS_LINGER_MS);
+	log_debug("sess %llu: answered %s", s->id, proto_status_str(status));
+	sess_relay(s, 0, 0);
+}
+
+static void
+sess_connected(struct sess *s)
+{
+	const struct conf	*c = s->env->conf;
+	uint8_t			 status = PROTO_OK;
+
+	/* to_outer is still empty: the status byte goes out first. */
+	if (buf_append(&s->relay.to_outer, &status, 1) != 1) {
+		sess_close(s, "out of memory", SESS_RST_TARGET);
+		return;
+	}
+	relay_start(&s->relay, s->outer, s->target_fd);
+	s->state = SESS_RELAY;
+	s->last_io_ms = loop_now(s->env->loop);
+	sess_timer_set(s, c->server.idle_timeout_ms);
+	sess_relay(s, 0, 0);
+}
+
+static void
+sess_connect_done(struct sess *s)
+{
+	int	 err;
+
+	err = sock_connect_error(s->target_fd);
+	if (err == EINPROGRESS || err == EALREADY)
+		return;
+	if (err != 0) {
+		sess_drop_target(s, false);
+		sess_answer(s, proto_status_from_errno(err), "connect failed",
+		    err);
+		return;
+	}
+	sess_connected(s);
+}
+
+static void
+sess_dial(struct sess *s)
+{
+	const struct conf	*c = s->env->conf;
+	struct loop		*l = s->env->loop;
+	int			 fd, err;
+
+	fd = sock_connect(&s->target, c->server.congestion, c->server.mark);
+	if (fd == -1) {
+		err = errno;
+		sess_answer(s, proto_status_from_errno(err), "connect failed",
+		    err);
+		return;
+	}
+	s->target_fd = fd;
+	if (loop_fd_add(l, &s->target_lfd, fd, EPOLLOUT, sess_on_target) == -1) {
+		err = errno;
+		sess_drop_target(s, false);
+		sess_answer(s, PROTO_ERR_GENERAL, "epoll", err);
+		return;
+	}
+	/* The client's further bytes wait in TLS and the socket until the
+	 * target is up; only a hang-up or reset is noticed meanwhile. */
+	if (loop_fd_mod(l, &s->outer_lfd, 0) == -1) {
+		sess_close(s, "epoll", SESS_RST_TARGET);
+		return;
+	}
+	s->state = SESS_CONNECT;
+	sess_timer_set(s, c->server.connect_timeout_ms);
+}
+
+/* Domain destinations need a resolver that does not block the loop (a
+ * resolver thread); until there is one they are answered UNSUPPORTED. */
+static void
+sess_route(struct sess *s, const struct proto_req *req)
+{
+	char	 target[ADDR_STRLEN];
+
+	if (req->kind != PROTO_KIND_TCP) {
+		sess_answer(s, PROTO_ERR_UNSUPPORTED, "unsupported kind", 0);
+		return;
+	}
+	if (req->dest.atyp != PROTO_ATYP_IPV4 &&
+	    req->dest.atyp != PROTO_ATYP_IPV6) {
+		sess_answer(s, PROTO_ERR_UNSUPPORTED,
+		    "unsupported address type", 0);
+		return;
+	}
+	addr_from_raw(&s->target, req->dest.atyp == PROTO_ATYP_IPV4 ?
+	    AF_INET : AF_INET6, req->dest.ip, req->dest.port);
+	s->has_target = true;
+	log_debug("sess %llu: user %s -> %s", s->id,
+	    s->env->conf->server.users[s->user].name,
+	    addr_fmt(&s->target, target, sizeof(target)));
+	if (!server_egress_allowed(s->env->conf, &s->target)) {
+		sess_answer(s, PROTO_ERR_DENIED, "egress denied", 0);
+		return;
+	}
+	sess_dial(s);
+}
+
+static void
+sess_request(struct sess *s, const struct proto_req *req, size_t hlen)
+{
+	const uint8_t	*hdr = buf_head(&s->hdr);
+	size_t		 early = buf_len(&s->hdr) - hlen;
+	int		 rc;
+
+	rc = auth_check(s->env->auth, hdr, hlen, req, (uint64_t)time(NULL),
+	    &s->user);
+	if (rc != AUTH_OK) {
+		sess_reject(s, auth_result_str(rc));
+		return;
+	}
+	s->has_user = true;
+	/* Bytes behind the header in the same read are the client's first
+	 * payload (early data) for the target. */
+	if (buf_append(&s->relay.to_fd, hdr + hlen, early) != early) {
+		sess_close(s, "out of memory", 0);
+		return;
+	}
+	buf_free(&s->hdr);
+	loop_timer_cancel(s->env->loop, &s->timer);
+	sess_route(s, req);
+}
+
+static void
+sess_read_header(struct sess *s)
+{
+	struct proto_req	 req;
+	uint8_t			*tail;
+	size_t			 room;
+	ssize_t			 n, hlen;
+
+	for (;;) {
+		/* The buffer holds PROTO_REQ_MAX: a complete header fits. */
+		if ((tail = buf_tail(&s->hdr, &room)) == NULL) {
+			sess_reject(s, "header too long");
+			return;
+		}
+		n = outer_read(s->outer, tail, room);
+		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			sess_watch_outer(s);
+			return;
+		}
+		if (n == -1) {
+			s->err = errno;
+			sess_close(s, "read error before request", 0);
+			return;
+		}
+		if (n == 0) {
+			s->relay.outer_eof = true;	/* for the fallback */
+			sess_reject(s, "end of stream in header");
+			return;
+		}
+		buf_commit(&s->hdr, (size_t)n);
+		hlen = proto_req_parse(buf_head(&s->hdr), buf_len(&s->hdr), &req);
+		if (hlen == -1) {
+			sess_reject(s, "malformed header");
+			return;
+		}
+		if (hlen > 0) {
+			sess_request(s, &req, (size_t)hlen);
+			return;
+		}
+	}
+}
+
+static void
+sess_handshake(struct sess *s)
+{
+	switch (outer_handshake(s->outer)) {
+	case 1:
+		s->state = SESS_HEADER;
+		/* The header may already sit decrypted inside TLS, which
+		 * produces no further fd event: read now. */
+		sess_read_header(s);
+		return;
+	case 0:
+		sess_watch_outer(s);
+		return;
+	default:
+		sess_close(s, "tls handshake failed", 0);
+		return;
+	}
+}
+
+/* ---- events --------------------------------------------- */
+
+static void
+sess_relay(struct sess *s, uint32_t oev, uint32_t tev)
+{
+	struct relay	*r = &s->relay;
+	uint64_t	 bytes;
+
+	if (oev & EPOLLERR) {
+		sess_end(s, "client reset", sock_connect_error(outer_fd(s->outer)),
+		    SESS_RST_TARGET);
+		return;
+	}
+	if ((tev & EPOLLERR) && s->target_fd != -1) {
+		sess_end(s, "target reset", sock_connect_error(s->target_fd),
+		    SESS_RST_OUTER);
+		return;
+	}
+	switch (relay_run(r)) {
+	case RELAY_RUNNING:
+		break;
+	case RELAY_DONE:
+		sess_end(s, "done", 0, 0);
+		return;
+	case RELAY_OUTER_FAILED:
+		sess_end(s, "client error", r->err, SESS_RST_TARGET);
+		return;
+	case RELAY_FD_FAILED:
+		sess_end(s, "target error", r->err, SESS_RST_OUTER);
+		return;
+	}
+	bytes = r->bytes_to_fd + r->bytes_to_outer;
+	if (bytes != s->last_bytes) {
+		s->last_bytes = bytes;
+		s->last_io_ms = loop_now(s->env->loop);
+	}
+	sess_watch_relay(s, oev, tev);
+}
+
+static void
+sess_on_outer(struct loop_fd *lfd, uint32_t revents)
+{
+	struct sess	*s = container_of(lfd, struct sess, outer_lfd);
+
+	switch (s->state) {
+	case SESS_HANDSHAKE:
+		sess_handshake(s);
+		break;
+	case SESS_HEADER:
+		sess_read_header(s);
+		break;
+	case SESS_CONNECT:
+		/* Interest is 0 here: only an error or hang-up wakes us. */
+		sess_close(s, "client gone during connect", SESS_RST_TARGET);
+		break;
+	case SESS_RELAY:
+		sess_relay(s, revents, 0);
+		break;
+	case SESS_CLOSED:
+		break;
+	}
+}
+
+static void
+sess_on_target(struct loop_fd *lfd, uint32_t revents)
+{
+	struct sess	*s = container_of(lfd, struct sess, target_lfd);
+
+	if (s->state == SESS_CONNECT)
+		sess_connect_done(s);
+	else if (s->state == SESS_RELAY)
+		sess_relay(s, 0, revents);
+}
+
+static void
+sess_on_timer(struct loop_timer *t)
+{
+	struct sess	*s = container_of(t, struct sess, timer);
+	unsigned	 idle = s->env->conf->server.idle_timeout_ms;
+	uint64_t	 quiet;
+
+	switch (s->state) {
+	case SESS_HANDSHAKE:
+		sess_close(s, "handshake timeout", 0);
+		break;
+	case SESS_HEADER:
+		sess_close(s, "header timeout", 0);
+		break;
+	case SESS_CONNECT:
+		sess_drop_target(s, false);
+		sess_answer(s, proto_status_from_errno(ETIMEDOUT),
+		    "connect timeout", 0);
+		break;
+	case SESS_RELAY:
+		if (s->answer_only) {
+			sess_end(s, "linger timeout", 0, 0);
+			break;
+		}
+		quiet = loop_now(s->env->loop) - s->last_io_ms;
+		if (quiet >= idle)
+			sess_close(s, "idle timeout", 0);
+		else
+			sess_timer_set(s, (unsigned)(idle - quiet));
+		break;
+	case SESS_CLOSED:
+		break;
+	}
+}
+
+void
+sess_new(struct sess_env *env, int fd, const struct addr *peer)
+{
+	const struct conf	*c = env->conf;
+	struct sess		*s;
+
+	if ((s = calloc(1, sizeof(*s))) == NULL) {
+		log_warn("session");
+		close(fd);
+		return;
+	}
+	if (c->server.congestion[0] != '\0')
+		(void)sock_set_cc(fd, c->server.congestion);
+	sock_set_nodelay(fd);
+	s->env = env;
+	s->id = ++env->next_id;
+	s->peer = *peer;
+	s->target_fd = -1;
+	s->start_ms = s->last_io_ms = loop_now(env->loop);
+	buf_init(&s->hdr, PROTO_REQ_MAX);
+	relay_init(&s->relay, RELAY_BUF_SIZE);
+	loop_timer_init(&s->timer, sess_on_timer);
+	/* outer_new owns fd from here on, even when it fails. */
+	if ((s->outer = outer_new(env->ctx, fd, false, NULL)) == NULL)
+		goto fail;
+	if (loop_fd_add(env->loop, &s->outer_lfd, fd, EPOLLIN,
+	    sess_on_outer) == -1) {
+		log_warn("sess %llu: epoll", s->id);
+		goto fail;
+	}
+	LIST_INSERT_HEAD(&env->live, s, entry);
+	env->nlive++;
+	s->state = SESS_HANDSHAKE;
+	sess_timer_set(s, c->server.handshake_timeout_ms);
+	return;
+fail:
+	outer_free(s->outer);
+	free(s);
+}
+
+void
+sess_env_init(struct sess_env *e, const struct conf *c, struct loop *l,
+    struct ssl_ctx_st *ctx, struct auth *auth)
+{
+	*e = (struct sess_env){ .conf = c, .loop = l, .ctx = ctx, .auth = auth };
+	LIST_INIT(&e->live);
+	LIST_INIT(&e->dead);
+}
+
+void
+sess_close_all(struct sess_env *e, const char *reason)
+{
+	while (!LIST_EMPTY(&e->live))
+		sess_close(LIST_FIRST(&e->live), reason, 0);
+}
+
+void
+sess_reap(void *arg)
+{
+	struct sess_env	*e = arg;
+	struct sess	*s;
+
+	while ((s = LIST_FIRST(&e->dead)) != NULL) {
+		LIST_REMOVE(s, entry);
+		free(s);
+	}
+}
