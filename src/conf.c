@@ -1,1 +1,1414 @@
-/* placeholder: being written */
+/*
+ * Configuration loader.  libyaml composes the whole document first
+ * (yaml_parser_load), so every node still carries its line and column while
+ * we validate it.  The walk is driven by one key table per mapping: a key
+ * names its handler, its field and its range, and the walker alone deals
+ * with unknown keys, duplicates and error positions.
+ */
+#include "conf.h"
+
+#include <sys/stat.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sodium.h>
+#include <yaml.h>
+
+#include "auth.h"
+#include "log.h"
+
+#define CONF_FILE_MAX		(1024 * 1024)
+#define CONF_KEYFILE_MAX	1024
+#define CONF_MAX_USERS		10000
+#define CONF_MAX_CIDRS		1024
+#define CONF_HOST_MAX		253
+
+struct ctx {
+	const char		*name;
+	yaml_document_t		*doc;
+	struct conf		*c;
+	char			*err;
+	size_t			 errlen;
+	bool			 failed;
+	uint8_t			*visited;	/* per node index: aliases */
+	size_t			 nnodes;
+	char			 path[256];	/* "server.users[1].key" */
+	const struct conf_map	*map;		/* mapping being walked */
+	uint32_t		 seen;		/* its keys seen so far */
+	yaml_node_t		*knode;		/* key of the value handled */
+	yaml_node_t		*tun_knode;
+	bool			 inline_key;
+	char			 vis[64];
+};
+
+struct conf_key;
+typedef int (*conf_key_fn)(struct ctx *, yaml_node_t *,
+    const struct conf_key *, void *);
+
+/* One key of a mapping; off is relative to the base the walker got. */
+struct conf_key {
+	const char		*name;
+	conf_key_fn		 fn;
+	size_t			 off;
+	long long		 min, max;	/* range, or buffer size */
+	const struct conf_map	*sub;
+};
+
+struct conf_map {
+	const struct conf_key	*keys;
+	int			(*check)(struct ctx *, yaml_node_t *, void *);
+};
+
+#define FIELD(base, k, type)	((type *)(void *)((char *)(base) + (k)->off))
+
+static int conf_verr(struct ctx *, const yaml_mark_t *, const char *,
+    va_list) LOG_PRINTF(3, 0);
+static int conf_err(struct ctx *, const yaml_node_t *, const char *, ...)
+    LOG_PRINTF(3, 4);
+
+/* ---- errors and paths ------------------------------------------------ */
+
+static int
+conf_verr(struct ctx *x, const yaml_mark_t *m, const char *fmt, va_list ap)
+{
+	char	msg[256];
+
+	/* The first error is the one the user needs; later ones are noise. */
+	if (x->failed)
+		return -1;
+	x->failed = true;
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (x->errlen == 0)
+		return -1;
+	if (x->path[0] != '\0')
+		snprintf(x->err, x->errlen, "%s:%zu:%zu: %s: %s", x->name,
+		    m->line + 1, m->column + 1, x->path, msg);
+	else
+		snprintf(x->err, x->errlen, "%s:%zu:%zu: %s", x->name,
+		    m->line + 1, m->column + 1, msg);
+	return -1;
+}
+
+static int
+conf_err(struct ctx *x, const yaml_node_t *n, const char *fmt, ...)
+{
+	va_list	ap;
+
+	va_start(ap, fmt);
+	conf_verr(x, &n->start_mark, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* Printable, bounded copy of user text for messages (never of secrets). */
+static const char *
+conf_vis(struct ctx *x, const char *s)
+{
+	size_t	i, o = 0;
+
+	for (i = 0; s[i] != '\0' && o < sizeof(x->vis) - 4; i++)
+		x->vis[o++] = s[i] >= 0x20 && s[i] < 0x7f ? s[i] : '?';
+	if (s[i] != '\0') {
+		memcpy(x->vis + o, "...", 3);
+		o += 3;
+	}
+	x->vis[o] = '\0';
+	return x->vis;
+}
+
+static size_t
+path_push(struct ctx *x, const char *key)
+{
+	size_t	old = strlen(x->path), i, o = old;
+
+	if (old > 0 && o < sizeof(x->path) - 1)
+		x->path[o++] = '.';
+	for (i = 0; key[i] != '\0' && o < sizeof(x->path) - 1; i++)
+		x->path[o++] = key[i] > 0x20 && key[i] < 0x7f ? key[i] : '?';
+	x->path[o] = '\0';
+	return old;
+}
+
+static size_t
+path_push_index(struct ctx *x, size_t i)
+{
+	size_t	old = strlen(x->path);
+
+	snprintf(x->path + old, sizeof(x->path) - old, "[%zu]", i);
+	return old;
+}
+
+static void
+path_pop(struct ctx *x, size_t old)
+{
+	x->path[old] = '\0';
+}
+
+/* ---- nodes ------------------------------------------------------------ */
+
+/*
+ * Every node is visited once: a second visit can only come from an alias,
+ * which this schema never needs and which could blow up the walk.  The
+ * node's own mark is its anchor's, so the error goes to where (the key or
+ * list holding the alias) when given.
+ */
+static yaml_node_t *
+node_get(struct ctx *x, int idx, const yaml_node_t *where)
+{
+	yaml_node_t	*n = yaml_document_get_node(x->doc, idx);
+
+	if (n == NULL || (size_t)idx > x->nnodes)
+		return NULL;
+	if (x->visited[idx]) {
+		conf_err(x, where != NULL ? where : n,
+		    "aliases are not supported");
+		return NULL;
+	}
+	x->visited[idx] = 1;
+	return n;
+}
+
+static bool
+node_is_null(const yaml_node_t *n)
+{
+	const char	*s = (const char *)n->data.scalar.value;
+
+	if (n->type != YAML_SCALAR_NODE ||
+	    n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+		return false;
+	return *s == '\0' || strcmp(s, "~") == 0 || strcmp(s, "null") == 0 ||
+	    strcmp(s, "Null") == 0 || strcmp(s, "NULL") == 0;
+}
+
+static const char *
+node_kind(const yaml_node_t *n)
+{
+	if (n->type == YAML_MAPPING_NODE)
+		return "a mapping";
+	if (n->type == YAML_SEQUENCE_NODE)
+		return "a list";
+	return node_is_null(n) ? "nothing" : "a single value";
+}
+
+/* The scalar's text, or NULL once the reason is reported. */
+static const char *
+scalar(struct ctx *x, yaml_node_t *n)
+{
+	const char	*s;
+
+	if (n->type != YAML_SCALAR_NODE || node_is_null(n)) {
+		conf_err(x, n, "expected a value, found %s", node_kind(n));
+		return NULL;
+	}
+	s = (const char *)n->data.scalar.value;
+	if (strlen(s) != n->data.scalar.length) {
+		conf_err(x, n, "NUL character in value");
+		return NULL;
+	}
+	if (*s == '\0') {
+		conf_err(x, n, "empty value");
+		return NULL;
+	}
+	return s;
+}
+
+static size_t
+list_count(const yaml_node_t *n)
+{
+	if (n->type == YAML_SEQUENCE_NODE)
+		return (size_t)(n->data.sequence.items.top -
+		    n->data.sequence.items.start);
+	return 1;
+}
+
+typedef int (*item_fn)(struct ctx *, yaml_node_t *, size_t, void *);
+
+/* A single value or a list of between min and max values. */
+static int
+list_walk(struct ctx *x, yaml_node_t *n, size_t min, size_t max, item_fn fn,
+    void *arg)
+{
+	yaml_node_item_t	*it;
+	yaml_node_t		*item;
+	size_t			 i, old;
+
+	if (n->type == YAML_SCALAR_NODE && !node_is_null(n))
+		return fn(x, n, 0, arg);
+	if (n->type != YAML_SEQUENCE_NODE)
+		return conf_err(x, n, "expected a value or a list, found %s",
+		    node_kind(n));
+	if (list_count(n) < min)
+		return conf_err(x, n, "empty list");
+	if (list_count(n) > max)
+		return conf_err(x, n, "too many entries (max %zu)", max);
+	for (it = n->data.sequence.items.start, i = 0;
+	    it < n->data.sequence.items.top; it++, i++) {
+		old = path_push_index(x, i);
+		if ((item = node_get(x, *it, n)) == NULL ||
+		    fn(x, item, i, arg) == -1)
+			return -1;
+		path_pop(x, old);
+	}
+	return 0;
+}
+
+static int
+key_index(const struct conf_map *m, const char *name)
+{
+	int	i;
+
+	for (i = 0; m->keys[i].name != NULL; i++)
+		if (strcmp(m->keys[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+/* Whether key name was seen in the mapping being walked. */
+static bool
+seen(const struct ctx *x, const char *name)
+{
+	int	i = key_index(x->map, name);
+
+	return i >= 0 && (x->seen & (1u << i));
+}
+
+static int
+map_walk(struct ctx *x, yaml_node_t *n, const struct conf_map *m, void *base)
+{
+	const struct conf_map	*omap = x->map;
+	yaml_node_pair_t	*p;
+	yaml_node_t		*k, *v;
+	uint32_t		 oseen = x->seen;
+	size_t			 old;
+	int			 i, rc = -1;
+
+	if (n->type != YAML_MAPPING_NODE)
+		return conf_err(x, n, "expected a mapping, found %s",
+		    node_kind(n));
+	x->map = m;
+	x->seen = 0;
+	for (p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top;
+	    p++) {
+		if ((k = node_get(x, p->key, NULL)) == NULL)
+			goto out;
+		if (k->type != YAML_SCALAR_NODE) {
+			conf_err(x, k, "keys must be plain names");
+			goto out;
+		}
+		old = path_push(x, (const char *)k->data.scalar.value);
+		if ((i = key_index(m, (const char *)k->data.scalar.value)) < 0) {
+			conf_err(x, k, "unknown key");
+			goto out;
+		}
+		if (x->seen & (1u << i)) {
+			conf_err(x, k, "duplicate key");
+			goto out;
+		}
+		x->seen |= 1u << i;
+		x->knode = k;
+		if ((v = node_get(x, p->value, k)) == NULL ||
+		    m->keys[i].fn(x, v, &m->keys[i], base) == -1)
+			goto out;
+		path_pop(x, old);
+	}
+	if (m->check != NULL && m->check(x, n, base) == -1)
+		goto out;
+	rc = 0;
+out:
+	x->map = omap;
+	x->seen = oseen;
+	return rc;
+}
+
+static int
+require(struct ctx *x, yaml_node_t *map, const char *name)
+{
+	if (seen(x, name))
+		return 0;
+	path_push(x, name);
+	return conf_err(x, map, "missing required key");
+}
+
+/* ---- value parsers ---------------------------------------------------- */
+
+/* Decimal or 0x hex; no sign, no space, no trailing junk. */
+static int
+parse_u64(const char *s, unsigned long long *out)
+{
+	const char	*digits = "0123456789";
+	char		*end;
+	int		 base = 10;
+
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+		s += 2;
+		base = 16;
+		digits = "0123456789abcdefABCDEF";
+	}
+	/* strtoull alone would take signs, spaces and a second "0x". */
+	if (*s == '\0' || strspn(s, digits) != strlen(s))
+		return -1;
+	errno = 0;
+	*out = strtoull(s, &end, base);
+	if (errno != 0 || *end != '\0')
+		return -1;
+	return 0;
+}
+
+long long
+conf_parse_duration_ms(const char *s)
+{
+	static const struct {
+		const char	*unit;
+		long long	 ms;
+	} units[] = {
+		{ "", 1000 }, { "ms", 1 }, { "s", 1000 }, { "m", 60000 },
+		{ "h", 3600000 },
+	};
+	long long	v = 0;
+	size_t		i;
+
+	if (s == NULL || *s < '0' || *s > '9')
+		return -1;
+	for (; *s >= '0' && *s <= '9'; s++) {
+		if (v > (LLONG_MAX - (*s - '0')) / 10)
+			return -1;
+		v = v * 10 + (*s - '0');
+	}
+	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcmp(s, units[i].unit) != 0)
+			continue;
+		if (v > LLONG_MAX / units[i].ms)
+			return -1;
+		return v * units[i].ms;
+	}
+	return -1;
+}
+
+/* The largest unit that represents ms exactly. */
+static const char *
+duration_fmt(long long ms, char *out, size_t outlen)
+{
+	if (ms != 0 && ms % 3600000 == 0)
+		snprintf(out, outlen, "%lldh", ms / 3600000);
+	else if (ms != 0 && ms % 60000 == 0)
+		snprintf(out, outlen, "%lldm", ms / 60000);
+	else if (ms % 1000 == 0)
+		snprintf(out, outlen, "%llds", ms / 1000);
+	else
+		snprintf(out, outlen, "%lldms", ms);
+	return out;
+}
+
+/* Host name (or IPv4 literal) as a resolver or SNI would take it. */
+static bool
+host_valid(const char *s)
+{
+	size_t	i, n = strlen(s);
+
+	if (n == 0 || n > CONF_HOST_MAX || s[0] == '.' || s[0] == '-')
+		return false;
+	for (i = 0; i < n; i++)
+		if (strchr("abcdefghijklmnopqrstuvwxyz"
+		    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_", s[i]) == NULL ||
+		    (s[i] == '.' && s[i + 1] == '.'))
+			return false;
+	return true;
+}
+
+/* Names of things: interfaces, users, congestion control algorithms. */
+static bool
+word_valid(const char *s)
+{
+	if (strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
+		return false;
+	for (; *s != '\0'; s++)
+		if (strchr("abcdefghijklmnopqrstuvwxyz"
+		    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_@", *s) == NULL)
+			return false;
+	return true;
+}
+
+/* ---- generic handlers ------------------------------------------------- */
+
+static int
+key_bool(struct ctx *x, yaml_node_t *n, const struct conf_key *k, void *base)
+{
+	const char	*s = scalar(x, n);
+
+	if (s == NULL)
+		return -1;
+	if (strcmp(s, "true") == 0 || strcmp(s, "yes") == 0)
+		*FIELD(base, k, bool) = true;
+	else if (strcmp(s, "false") == 0 || strcmp(s, "no") == 0)
+		*FIELD(base, k, bool) = false;
+	else
+		return conf_err(x, n, "'%s' is not true, false, yes or no",
+		    conf_vis(x, s));
+	return 0;
+}
+
+static int
+number(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
+    unsigned long long *v)
+{
+	const char	*s = scalar(x, n);
+
+	if (s == NULL)
+		return -1;
+	if (parse_u64(s, v) == -1)
+		return conf_err(x, n, "'%s' is not an integer", conf_vis(x, s));
+	if (*v < (unsigned long long)k->min || *v > (unsigned long long)k->max)
+		return conf_err(x, n, "%s out of range (%lld..%lld)",
+		    conf_vis(x, s), k->min, k->max);
+	return 0;
+}
+
+static int
+key_uint(struct ctx *x, yaml_node_t *n, const struct conf_key *k, void *base)
+{
+	unsigned long long	v;
+
+	if (number(x, n, k, &v) == -1)
+		return -1;
+	*FIELD(base, k, unsigned) = (unsigned)v;
+	return 0;
+}
+
+static int
+key_u32(struct ctx *x, yaml_node_t *n, const struct conf_key *k, void *base)
+{
+	unsigned long long	v;
+
+	if (number(x, n, k, &v) == -1)
+		return -1;
+	*FIELD(base, k, uint32_t) = (uint32_t)v;
+	return 0;
+}
+
+static int
+duration(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
+    long long *ms)
+{
+	const char	*s = scalar(x, n);
+	char		 lo[32], hi[32];
+
+	if (s == NULL)
+		return -1;
+	if ((*ms = conf_parse_duration_ms(s)) == -1)
+		return conf_err(x, n, "'%s' is not a duration (250ms, 30s, 5m, "
+		    "1h)", conf_vis(x, s));
+	if (*ms < k->min || *ms > k->max)
+		return conf_err(x, n, "%s out of range (%s..%s)", conf_vis(x, s),
+		    duration_fmt(k->min, lo, sizeof(lo)),
+		    duration_fmt(k->max, hi, sizeof(hi)));
+	return 0;
+}
+
+static int
+key_ms(struct ctx *x, yaml_node_t *n, const struct conf_key *k, void *base)
+{
+	long long	ms;
+
+	if (duration(x, n, k, &ms) == -1)
+		return -1;
+	*FIELD(base, k, unsigned) = (unsigned)ms;
+	return 0;
+}
+
+static int
+key_secs(struct ctx *x, yaml_node_t *n, const struct conf_key *k, void *base)
+{
+	long long	ms;
+
+	if (duration(x, n, k, &ms) == -1)
+		return -1;
+	if (ms % 1000 != 0)
+		return conf_err(x, n, "must be whole seconds");
+	*FIELD(base, k, unsigned) = (unsigned)(ms / 1000);
+	return 0;
+}
+
+/* A file name, kept as given; existence is checked when it is used. */
+static int
+key_path(struct ctx *x, yaml_node_t *n, const struct conf_key *k, void *base)
+{
+	const char	*s = scalar(x, n);
+
+	if (s == NULL)
+		return -1;
+	if (strlen(s) >= PATH_MAX)
+		return conf_err(x, n, "path too long");
+	if ((*FIELD(base, k, char *) = strdup(s)) == NULL)
+		return conf_err(x, n, "out of memory");
+	return 0;
+}
+
+/* A name into a fixed buffer of k->max bytes. */
+static int
+key_word(struct ctx *x, yaml_node_t *n, const struct conf_key *k, void *base)
+{
+	const char	*s = scalar(x, n);
+
+	if (s == NULL)
+		return -1;
+	if (strlen(s) >= (size_t)k->max)
+		return conf_err(x, n, "'%s' too long (max %lld characters)",
+		    conf_vis(x, s), k->max - 1);
+	if (!word_valid(s))
+		return conf_err(x, n, "'%s' contains characters other than "
+		    "letters, digits, '.', '-', '_' or '@'", conf_vis(x, s));
+	memcpy(FIELD(base, k, char), s, strlen(s) + 1);
+	return 0;
+}
+
+static int
+key_map(struct ctx *x, yaml_node_t *n, const struct conf_key *k, void *base)
+{
+	return map_walk(x, n, k->sub, base);
+}
+
+/* ---- keys ------------------------------------------------------------- */
+
+static int
+key_key(struct ctx *x, yaml_node_t *n, const struct conf_key *k, void *base)
+{
+	const char	*s = scalar(x, n);
+
+	if (s == NULL)
+		return -1;
+	if (seen(x, "key_file"))
+		return conf_err(x, n, "key and key_file are mutually exclusive");
+	if (auth_key_parse(s, FIELD(base, k, uint8_t)) == -1)
+		return conf_err(x, n, "not a valid key (base64 of %d bytes, "
+		    "see tunsplit genkey)", CONF_KEY_LEN);
+	x->inline_key = true;
+	return 0;
+}
+
+static int
+key_file(struct ctx *x, yaml_node_t *n, const struct conf_key *k, void *base)
+{
+	char		 buf[CONF_KEYFILE_MAX + 1], *s, *e;
+	const char	*path = scalar(x, n);
+	struct stat	 st;
+	ssize_t		 r;
+	size_t		 len = 0;
+	int		 fd, rc = -1;
+
+	if (path == NULL)
+		return -1;
+	if (seen(x, "key"))
+		return conf_err(x, n, "key and key_file are mutually exclusive");
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) == -1)
+		return conf_err(x, n, "%s: %s", conf_vis(x, path),
+		    strerror(errno));
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
+		conf_err(x, n, "%s: not a regular file", conf_vis(x, path));
+		goto out;
+	}
+	if (st.st_mode & (S_IRGRP | S_IROTH))
+		log_warnx("%s: key file is readable by group or others",
+		    conf_vis(x, path));
+	while (len < sizeof(buf) &&
+	    (r = read(fd, buf + len, sizeof(buf) - len)) != 0) {
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r == -1) {
+			conf_err(x, n, "%s: %s", conf_vis(x, path),
+			    strerror(errno));
+			goto out;
+		}
+		len += (size_t)r;
+	}
+	if (len == sizeof(buf)) {
+		conf_err(x, n, "%s: too large for a key file",
+		    conf_vis(x, path));
+		goto out;
+	}
+	buf[len] = '\0';
+	for (s = buf; *s == ' ' || *s == '\t' || *s == '\r' || *s == '\n'; s++)
+		;
+	for (e = buf + len; e > s && (e[-1] == ' ' || e[-1] == '\t' ||
+	    e[-1] == '\r' || e[-1] == '\n'); e--)
+		;
+	*e = '\0';
+	if (auth_key_parse(s, FIELD(base, k, uint8_t)) == -1) {
+		conf_err(x, n, "%s: not a valid key (base64 of %d bytes, see "
+		    "tunsplit genkey)", conf_vis(x, path), CONF_KEY_LEN);
+		goto out;
+	}
+	rc = 0;
+out:
+	sodium_memzero(buf, sizeof(buf));
+	close(fd);
+	return rc;
+}
+
+static int
+check_key(struct ctx *x, yaml_node_t *map)
+{
+	if (seen(x, "key") || seen(x, "key_file"))
+		return 0;
+	path_push(x, "key");
+	return conf_err(x, map, "missing required key (or key_file)");
+}
+
+/* ---- log, tun ---------------------------------------------------------- */
+
+static int
+key_level(struct ctx *x, yaml_node_t *n, const struct conf_key *k, void *base)
+{
+	const char	*s = scalar(x, n);
+	int		 lvl;
+
+	if (s == NULL)
+		return -1;
+	if ((lvl = log_level_parse(s)) == -1)
+		return conf_err(x, n, "'%s' is not error, warn, info or debug",
+		    conf_vis(x, s));
+	*FIELD(base, k, int) = lvl;
+	return 0;
+}
+
+static int
+tun_addr_item(struct ctx *x, yaml_node_t *n, size_t i, void *arg)
+{
+	struct conf	*c = arg;
+	const char	*s = scalar(x, n);
+	struct cidr	 cidr;
+
+	(void)i;
+	if (s == NULL)
+		return -1;
+	if (cidr_parse(&cidr, s) == -1)
+		return conf_err(x, n, "'%s' is not an address/prefix",
+		    conf_vis(x, s));
+	if (cidr.family == AF_INET ? c->tun.has_addr4 : c->tun.has_addr6)
+		return conf_err(x, n, "only one IPv%d address allowed",
+		    cidr.family == AF_INET ? 4 : 6);
+	if (cidr.family == AF_INET) {
+		c->tun.addr4 = cidr;
+		c->tun.has_addr4 = true;
+	} else {
+		c->tun.addr6 = cidr;
+		c->tun.has_addr6 = true;
+	}
+	return 0;
+}
+
+static int
+key_tun_addr(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
+    void *base)
+{
+	(void)k;
+	x->c->tun.has_addr4 = x->c->tun.has_addr6 = false;
+	return list_walk(x, n, 1, 2, tun_addr_item, base);
+}
+
+/* ---- client ------------------------------------------------------------ */
+
+static int
+key_server_addr(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
+    void *base)
+{
+	const char		*s = scalar(x, n), *colon, *h;
+	struct in6_addr		 in6;
+	char			 host[CONF_HOST_MAX + 1];
+	unsigned long long	 port;
+	size_t			 hlen;
+
+	(void)k;
+	(void)base;
+	if (s == NULL)
+		return -1;
+	if (*s == '[') {
+		h = s + 1;
+		if ((colon = strchr(h, ']')) == NULL || colon[1] != ':')
+			goto bad;
+		hlen = (size_t)(colon++ - h);
+	} else {
+		h = s;
+		if ((colon = strrchr(s, ':')) == NULL)
+			return conf_err(x, n, "'%s' has no port (host:port)",
+			    conf_vis(x, s));
+		if (memchr(s, ':', (size_t)(colon - s)) != NULL)
+			return conf_err(x, n, "IPv6 address needs brackets "
+			    "([addr]:port)");
+		hlen = (size_t)(colon - h);
+	}
+	if (hlen == 0 || hlen >= sizeof(host))
+		goto bad;
+	memcpy(host, h, hlen);
+	host[hlen] = '\0';
+	if (h != s ? inet_pton(AF_INET6, host, &in6) != 1 : !host_valid(host))
+		goto bad;
+	if (strspn(colon + 1, "0123456789") != strlen(colon + 1) ||
+	    parse_u64(colon + 1, &port) == -1 || port < 1 || port > 65535)
+		return conf_err(x, n, "'%s' has no valid port (1..65535)",
+		    conf_vis(x, s));
+	if ((x->c->client.server_host = strdup(host)) == NULL)
+		return conf_err(x, n, "out of memory");
+	x->c->client.server_port = (uint16_t)port;
+	return 0;
+bad:
+	return conf_err(x, n, "'%s' is not host:port", conf_vis(x, s));
+}
+
+static int
+key_sni(struct ctx *x, yaml_node_t *n, const struct conf_key *k, void *base)
+{
+	const char	*s = scalar(x, n);
+
+	struct in6_addr	 in6;
+
+	if (s == NULL)
+		return -1;
+	/* An address is accepted (it is what an address-only server.
+	 * defaults to); it is then a name to verify, not one to send. */
+	if (!host_valid(s) && inet_pton(AF_INET6, s, &in6) != 1)
+		return conf_err(x, n, "'%s' is not a host name", conf_vis(x, s));
+	return key_path(x, n, k, base);
+}
+
+static int
+check_client(struct ctx *x, yaml_node_t *map, void *base)
+{
+	(void)base;
+	if (require(x, map, "server") == -1 || check_key(x, map) == -1)
+		return -1;
+	return 0;
+}
+
+/* ---- server ------------------------------------------------------------ */
+
+static int
+listen_item(struct ctx *x, yaml_node_t *n, size_t i, void *arg)
+{
+	struct conf	*c = arg;
+	const char	*s = scalar(x, n);
+	size_t		 j;
+
+	if (s == NULL)
+		return -1;
+	if (addr_parse(&c->server.listen[i], s) == -1 ||
+	    addr_port(&c->server.listen[i]) == 0)
+		return conf_err(x, n, "'%s' is not a numeric address:port "
+		    "(0.0.0.0:443, [::]:443)", conf_vis(x, s));
+	for (j = 0; j < i; j++)
+		if (addr_eq(&c->server.listen[j], &c->server.listen[i]))
+			return conf_err(x, n, "duplicate listen address");
+	c->server.nlisten = i + 1;
+	return 0;
+}
+
+static int
+key_listen(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
+    void *base)
+{
+	(void)k;
+	return list_walk(x, n, 1, CONF_MAX_LISTEN, listen_item, base);
+}
+
+static int check_user(struct ctx *, yaml_node_t *, void *);
+
+static const struct conf_key keys_user[] = {
+	{ "name", key_word, offsetof(struct conf_user, name), 0,
+	    CONF_NAME_MAX, NULL },
+	{ "key", key_key, offsetof(struct conf_user, key), 0, 0, NULL },
+	{ "key_file", key_file, offsetof(struct conf_user, key), 0, 0, NULL },
+	{ NULL, NULL, 0, 0, 0, NULL }
+};
+static const struct conf_map map_user = { keys_user, check_user };
+
+static int
+check_user(struct ctx *x, yaml_node_t *map, void *base)
+{
+	struct conf_user	*u = base, *users = x->c->server.users;
+	size_t			 j;
+
+	if (require(x, map, "name") == -1 || check_key(x, map) == -1)
+		return -1;
+	for (j = 0; &users[j] < u; j++) {
+		if (strcmp(users[j].name, u->name) == 0) {
+			path_push(x, "name");
+			return conf_err(x, map, "duplicate user name '%s'",
+			    u->name);
+		}
+		if (sodium_memcmp(users[j].key, u->key, CONF_KEY_LEN) == 0) {
+			path_push(x, "key");
+			return conf_err(x, map, "same key as user '%s'",
+			    users[j].name);
+		}
+	}
+	return 0;
+}
+
+static int
+user_item(struct ctx *x, yaml_node_t *n, size_t i, void *arg)
+{
+	struct conf	*c = arg;
+
+	return map_walk(x, n, &map_user, &c->server.users[i]);
+}
+
+static int
+key_users(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
+    void *base)
+{
+	struct conf	*c = base;
+
+	(void)k;
+	if (n->type != YAML_SEQUENCE_NODE)
+		return conf_err(x, n, "expected a list of users, found %s",
+		    node_kind(n));
+	if (list_count(n) == 0)
+		return conf_err(x, n, "at least one user is required");
+	if (list_count(n) > CONF_MAX_USERS)
+		return conf_err(x, n, "too many users (max %d)", CONF_MAX_USERS);
+	/* Sized once: growing would leave copies of keys behind. */
+	if ((c->server.users = calloc(list_count(n),
+	    sizeof(*c->server.users))) == NULL)
+		return conf_err(x, n, "out of memory");
+	c->server.nusers = list_count(n);
+	return list_walk(x, n, 1, CONF_MAX_USERS, user_item, base);
+}
+
+struct cidr_list {
+	struct cidr	*v;
+	size_t		*n;
+};
+
+static int
+cidr_item(struct ctx *x, yaml_node_t *n, size_t i, void *arg)
+{
+	struct cidr_list	*l = arg;
+	const char		*s = scalar(x, n);
+
+	if (s == NULL)
+		return -1;
+	if (cidr_parse(&l->v[i], s) == -1)
+		return conf_err(x, n, "'%s' is not an address/prefix",
+		    conf_vis(x, s));
+	*l->n = i + 1;
+	return 0;
+}
+
+static int
+cidrs(struct ctx *x, yaml_node_t *n, struct cidr **v, size_t *nv)
+{
+	struct cidr_list	l = { NULL, nv };
+
+	/* Count errors are list_walk's to report, with their position. */
+	if (list_count(n) > 0 && list_count(n) <= CONF_MAX_CIDRS &&
+	    (*v = calloc(list_count(n), sizeof(**v))) == NULL)
+		return conf_err(x, n, "out of memory");
+	l.v = *v;
+	return list_walk(x, n, 0, CONF_MAX_CIDRS, cidr_item, &l);
+}
+
+static int
+key_allow(struct ctx *x, yaml_node_t *n, const struct conf_key *k, void *base)
+{
+	(void)k;
+	(void)base;
+	return cidrs(x, n, &x->c->server.egress_allow,
+	    &x->c->server.negress_allow);
+}
+
+static int
+key_deny(struct ctx *x, yaml_node_t *n, const struct conf_key *k, void *base)
+{
+	(void)k;
+	(void)base;
+	return cidrs(x, n, &x->c->server.egress_deny,
+	    &x->c->server.negress_deny);
+}
+
+static int
+check_server(struct ctx *x, yaml_node_t *map, void *base)
+{
+	(void)base;
+	if (require(x, map, "listen") == -1 || require(x, map, "cert") == -1 ||
+	    require(x, map, "cert_key") == -1 || require(x, map, "users") == -1)
+		return -1;
+	return 0;
+}
+
+/* ---- tables ------------------------------------------------------------ */
+
+#define C(f)	offsetof(struct conf, f)
+#define MS_MAX	(24LL * 3600 * 1000)
+
+static const struct conf_key keys_log[] = {
+	{ "level", key_level, C(log_level), 0, 0, NULL },
+	{ "syslog", key_bool, C(log_syslog), 0, 0, NULL },
+	{ NULL, NULL, 0, 0, 0, NULL }
+};
+
+static const struct conf_key keys_tun[] = {
+	{ "name", key_word, C(tun.name), 0, IFNAMSIZ, NULL },
+	{ "mtu", key_uint, C(tun.mtu), 576, 65535, NULL },
+	{ "address", key_tun_addr, 0, 0, 0, NULL },
+	{ NULL, NULL, 0, 0, 0, NULL }
+};
+
+static const struct conf_key keys_client[] = {
+	{ "server", key_server_addr, 0, 0, 0, NULL },
+	{ "sni", key_sni, C(client.sni), 0, 0, NULL },
+	{ "ca", key_path, C(client.ca_file), 0, 0, NULL },
+	{ "insecure", key_bool, C(client.insecure), 0, 0, NULL },
+	{ "key", key_key, C(client.key), 0, 0, NULL },
+	{ "key_file", key_file, C(client.key), 0, 0, NULL },
+	{ "congestion", key_word, C(client.congestion), 0, CONF_CC_MAX, NULL },
+	{ "mark", key_u32, C(client.mark), 0, UINT32_MAX, NULL },
+	{ "max_flows", key_uint, C(client.max_flows), 1, 1000000, NULL },
+	{ "connect_timeout", key_ms, C(client.connect_timeout_ms), 100,
+	    600000, NULL },
+	{ "idle_timeout", key_ms, C(client.idle_timeout_ms), 1000, MS_MAX,
+	    NULL },
+	{ NULL, NULL, 0, 0, 0, NULL }
+};
+
+static const struct conf_key keys_egress[] = {
+	{ "allow", key_allow, 0, 0, 0, NULL },
+	{ "deny", key_deny, 0, 0, 0, NULL },
+	{ NULL, NULL, 0, 0, 0, NULL }
+};
+static const struct conf_map map_egress = { keys_egress, NULL };
+
+static const struct conf_key keys_server[] = {
+	{ "listen", key_listen, 0, 0, 0, NULL },
+	{ "cert", key_path, C(server.cert_file), 0, 0, NULL },
+	{ "cert_key", key_path, C(server.cert_key_file), 0, 0, NULL },
+	{ "users", key_users, 0, 0, 0, NULL },
+	{ "congestion", key_word, C(server.congestion), 0, CONF_CC_MAX, NULL },
+	{ "mark", key_u32, C(server.mark), 0, UINT32_MAX, NULL },
+	{ "max_conns", key_uint, C(server.max_conns), 1, 1000000, NULL },
+	{ "connect_timeout", key_ms, C(server.connect_timeout_ms), 100,
+	    600000, NULL },
+	{ "idle_timeout", key_ms, C(server.idle_timeout_ms), 1000, MS_MAX,
+	    NULL },
+	{ "handshake_timeout", key_ms, C(server.handshake_timeout_ms), 100,
+	    600000, NULL },
+	{ "time_window", key_secs, C(server.time_window_s), 1000, 3600000,
+	    NULL },
+	{ "egress", key_map, 0, 0, 0, &map_egress },
+	{ NULL, NULL, 0, 0, 0, NULL }
+};
+
+static const struct conf_map map_log = { keys_log, NULL };
+static const struct conf_map map_tun = { keys_tun, NULL };
+static const struct conf_map map_client = { keys_client, check_client };
+static const struct conf_map map_server = { keys_server, check_server };
+
+static int
+key_role(struct ctx *x, yaml_node_t *n, const struct conf_key *k, void *base)
+{
+	if (x->c->role != 0)
+		return conf_err(x, x->knode, "client: and server: are mutually "
+		    "exclusive");
+	x->c->role = (enum conf_role)k->min;
+	return map_walk(x, n, k->sub, base);
+}
+
+static int
+key_tun(struct ctx *x, yaml_node_t *n, const struct conf_key *k, void *base)
+{
+	x->tun_knode = x->knode;
+	return map_walk(x, n, k->sub, base);
+}
+
+static int check_top(struct ctx *, yaml_node_t *, void *);
+
+static const struct conf_key keys_top[] = {
+	{ "log", key_map, 0, 0, 0, &map_log },
+	{ "tun", key_tun, 0, 0, 0, &map_tun },
+	{ "client", key_role, 0, CONF_ROLE_CLIENT, 0, &map_client },
+	{ "server", key_role, 0, CONF_ROLE_SERVER, 0, &map_server },
+	{ NULL, NULL, 0, 0, 0, NULL }
+};
+static const struct conf_map map_top = { keys_top, check_top };
+
+static int
+check_top(struct ctx *x, yaml_node_t *map, void *base)
+{
+	struct conf	*c = base;
+
+	if (c->role == 0)
+		return conf_err(x, map, "a client: or a server: section is "
+		    "required");
+	if (x->tun_knode != NULL && c->role != CONF_ROLE_CLIENT) {
+		path_push(x, "tun");
+		return conf_err(x, x->tun_knode, "only valid with client:");
+	}
+	if (c->role == CONF_ROLE_CLIENT && c->client.sni == NULL &&
+	    (c->client.sni = strdup(c->client.server_host)) == NULL)
+		return conf_err(x, map, "out of memory");
+	return 0;
+}
+
+/* ---- load -------------------------------------------------------------- */
+
+static struct conf *
+conf_new(void)
+{
+	static const uint8_t	 a4[4] = { 198, 18, 0, 1 };
+	static const uint8_t	 a6[16] = { 0xfd, 0xfe, 0xdc, 0xba, 0x98, 0x76,
+	    0, 0, 0, 0, 0, 0, 0, 0, 0, 1 };
+	struct conf		*c;
+
+	if ((c = calloc(1, sizeof(*c))) == NULL)
+		return NULL;
+	c->log_level = LOG_LVL_INFO;
+	snprintf(c->tun.name, sizeof(c->tun.name), "tun0");
+	c->tun.mtu = 9000;
+	c->tun.has_addr4 = c->tun.has_addr6 = true;
+	c->tun.addr4.family = AF_INET;
+	memcpy(c->tun.addr4.bytes, a4, sizeof(a4));
+	c->tun.addr4.prefix = 15;
+	c->tun.addr6.family = AF_INET6;
+	memcpy(c->tun.addr6.bytes, a6, sizeof(a6));
+	c->tun.addr6.prefix = 64;
+	snprintf(c->client.congestion, sizeof(c->client.congestion), "bbr");
+	c->client.max_flows = 4096;
+	c->client.connect_timeout_ms = 10000;
+	c->client.idle_timeout_ms = 300000;
+	snprintf(c->server.congestion, sizeof(c->server.congestion), "bbr");
+	c->server.max_conns = 8192;
+	c->server.connect_timeout_ms = 10000;
+	c->server.idle_timeout_ms = 300000;
+	c->server.handshake_timeout_ms = 10000;
+	c->server.time_window_s = 120;
+	return c;
+}
+
+void
+conf_free(struct conf *c)
+{
+	if (c == NULL)
+		return;
+	free(c->client.server_host);
+	free(c->client.sni);
+	free(c->client.ca_file);
+	free(c->server.cert_file);
+	free(c->server.cert_key_file);
+	if (c->server.users != NULL)
+		sodium_memzero(c->server.users,
+		    c->server.nusers * sizeof(*c->server.users));
+	free(c->server.users);
+	free(c->server.egress_allow);
+	free(c->server.egress_deny);
+	sodium_memzero(c, sizeof(*c));
+	free(c);
+}
+
+/* Reader errors carry a byte offset instead of a mark. */
+static void
+syntax_err(struct ctx *x, const yaml_parser_t *p, const char *buf, size_t len)
+{
+	yaml_mark_t	m = p->problem_mark;
+	size_t		i;
+
+	if (p->error == YAML_MEMORY_ERROR) {
+		snprintf(x->err, x->errlen, "%s: out of memory", x->name);
+		return;
+	}
+	if (p->error == YAML_READER_ERROR) {
+		memset(&m, 0, sizeof(m));
+		for (i = 0; i < p->problem_offset && i < len; i++) {
+			if (buf[i] == '\n') {
+				m.line++;
+				m.column = 0;
+			} else
+				m.column++;
+		}
+	}
+	/* The context mark says where the unfinished construct began: the
+	 * opening quote of an unterminated string, say. */
+	if (p->context != NULL)
+		snprintf(x->err, x->errlen, "%s:%zu:%zu: syntax error: %s %s "
+		    "at %zu:%zu", x->name, m.line + 1, m.column + 1,
+		    p->problem != NULL ? p->problem : "unknown", p->context,
+		    p->context_mark.line + 1, p->context_mark.column + 1);
+	else
+		snprintf(x->err, x->errlen, "%s:%zu:%zu: syntax error: %s",
+		    x->name, m.line + 1, m.column + 1,
+		    p->problem != NULL ? p->problem : "unknown");
+}
+
+/* Secrets may sit in scalars and in the parser's buffers. */
+static void
+doc_wipe(yaml_document_t *d)
+{
+	yaml_node_t	*n;
+
+	for (n = d->nodes.start; n < d->nodes.top; n++)
+		if (n->type == YAML_SCALAR_NODE)
+			sodium_memzero(n->data.scalar.value,
+			    n->data.scalar.length);
+}
+
+static struct conf *
+conf_load(const char *name, const char *buf, size_t len, char *err,
+    size_t errlen, bool shared)
+{
+	yaml_parser_t	 parser;
+	yaml_document_t	 doc, extra;
+	yaml_node_t	*root;
+	struct ctx	 x;
+	struct conf	*c = NULL;
+	bool		 have_doc = false;
+
+	memset(&x, 0, sizeof(x));
+	x.name = name != NULL ? name : "<config>";
+	x.err = err;
+	x.errlen = err != NULL ? errlen : 0;
+	if (x.errlen > 0)
+		err[0] = '\0';
+	if (!yaml_parser_initialize(&parser)) {
+		snprintf(x.err, x.errlen, "%s: out of memory", x.name);
+		return NULL;
+	}
+	yaml_parser_set_input_string(&parser, (const unsigned char *)buf, len);
+	if (!yaml_parser_load(&parser, &doc)) {
+		syntax_err(&x, &parser, buf, len);
+		goto out;
+	}
+	have_doc = true;
+	if ((root = yaml_document_get_root_node(&doc)) == NULL) {
+		snprintf(x.err, x.errlen, "%s:1:1: empty configuration",
+		    x.name);
+		goto out;
+	}
+	if (!yaml_parser_load(&parser, &extra)) {
+		syntax_err(&x, &parser, buf, len);
+		goto out;
+	}
+	if ((root = yaml_document_get_root_node(&extra)) != NULL)
+		conf_err(&x, root, "only one YAML document is allowed");
+	doc_wipe(&extra);
+	yaml_document_delete(&extra);
+	if (x.failed)
+		goto out;
+
+	x.doc = &doc;
+	x.nnodes = (size_t)(doc.nodes.top - doc.nodes.start);
+	if ((x.visited = calloc(x.nnodes + 1, 1)) == NULL ||
+	    (c = x.c = conf_new()) == NULL) {
+		snprintf(x.err, x.errlen, "%s: out of memory", x.name);
+		goto out;
+	}
+	if ((root = node_get(&x, 1, NULL)) == NULL ||
+	    map_walk(&x, root, &map_top, c) == -1) {
+		conf_free(c);
+		c = NULL;
+		goto out;
+	}
+	if (shared && x.inline_key)
+		log_warnx("%s: holds keys and is readable by group or others",
+		    x.name);
+out:
+	free(x.visited);
+	if (have_doc) {
+		doc_wipe(&doc);
+		yaml_document_delete(&doc);
+	}
+	if (parser.raw_buffer.start != NULL)
+		sodium_memzero(parser.raw_buffer.start,
+		    (size_t)(parser.raw_buffer.end - parser.raw_buffer.start));
+	if (parser.buffer.start != NULL)
+		sodium_memzero(parser.buffer.start,
+		    (size_t)(parser.buffer.end - parser.buffer.start));
+	yaml_parser_delete(&parser);
+	return c;
+}
+
+struct conf *
+conf_load_buf(const char *name, const char *buf, size_t len, char *err,
+    size_t errlen)
+{
+	return conf_load(name, buf, len, err, errlen, false);
+}
+
+struct conf *
+conf_load_file(const char *path, char *err, size_t errlen)
+{
+	struct conf	*c = NULL;
+	struct stat	 st;
+	char		*buf = NULL;
+	size_t		 len = 0;
+	ssize_t		 r;
+	int		 fd;
+
+	if (err == NULL)
+		errlen = 0;
+	else if (errlen > 0)
+		err[0] = '\0';
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) == -1) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return NULL;
+	}
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "%s: not a regular file", path);
+		goto out;
+	}
+	if ((buf = malloc(CONF_FILE_MAX + 1)) == NULL) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		goto out;
+	}
+	while (len <= CONF_FILE_MAX &&
+	    (r = read(fd, buf + len, CONF_FILE_MAX + 1 - len)) != 0) {
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r == -1) {
+			snprintf(err, errlen, "%s: %s", path, strerror(errno));
+			goto out;
+		}
+		len += (size_t)r;
+	}
+	if (len > CONF_FILE_MAX) {
+		snprintf(err, errlen, "%s: larger than %d bytes", path,
+		    CONF_FILE_MAX);
+		goto out;
+	}
+	c = conf_load(path, buf, len, err, errlen,
+	    (st.st_mode & (S_IRGRP | S_IROTH)) != 0);
+out:
+	if (buf != NULL) {
+		sodium_memzero(buf, len);
+		free(buf);
+	}
+	close(fd);
+	return c;
+}
+
+/* ---- dump -------------------------------------------------------------- */
+
+/* Double-quoted YAML string, so that any name reads back as it was. */
+static void
+dump_str(FILE *fp, const char *s)
+{
+	fputc('"', fp);
+	for (; *s != '\0'; s++) {
+		if (*s == '"' || *s == '\\')
+			fprintf(fp, "\\%c", *s);
+		else if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			fprintf(fp, "\\x%02x", (unsigned char)*s);
+		else
+			fputc(*s, fp);
+	}
+	fputc('"', fp);
+}
+
+static void
+dump_kv(FILE *fp, const char *indent, const char *key, const char *s)
+{
+	fprintf(fp, "%s%s: ", indent, key);
+	dump_str(fp, s);
+	fputc('\n', fp);
+}
+
+static void
+dump_ms(FILE *fp, const char *key, unsigned ms)
+{
+	char	buf[32];
+
+	fprintf(fp, "  %s: %s\n", key, duration_fmt(ms, buf, sizeof(buf)));
+}
+
+static void
+dump_cidrs(FILE *fp, const char *key, const struct cidr *v, size_t n)
+{
+	char	buf[INET6_ADDRSTRLEN + 8];
+	size_t	i;
+
+	fprintf(fp, "    %s:%s\n", key, n == 0 ? " []" : "");
+	for (i = 0; i < n; i++)
+		fprintf(fp, "      - %s\n", cidr_fmt(&v[i], buf, sizeof(buf)));
+}
+
+static void
+dump_client(const struct conf *c, FILE *fp)
+{
+	char	buf[INET6_ADDRSTRLEN + 8];
+
+	fprintf(fp, "tun:\n");
+	dump_kv(fp, "  ", "name", c->tun.name);
+	fprintf(fp, "  mtu: %u\n  address:\n", c->tun.mtu);
+	if (c->tun.has_addr4)
+		fprintf(fp, "    - %s\n",
+		    cidr_fmt(&c->tun.addr4, buf, sizeof(buf)));
+	if (c->tun.has_addr6)
+		fprintf(fp, "    - %s\n",
+		    cidr_fmt(&c->tun.addr6, buf, sizeof(buf)));
+	fprintf(fp, "client:\n  server: \"%s%s%s:%u\"\n",
+	    strchr(c->client.server_host, ':') ? "[" : "",
+	    c->client.server_host,
+	    strchr(c->client.server_host, ':') ? "]" : "",
+	    c->client.server_port);
+	dump_kv(fp, "  ", "sni", c->client.sni);
+	if (c->client.ca_file != NULL)
+		dump_kv(fp, "  ", "ca", c->client.ca_file);
+	else
+		fprintf(fp, "  # ca: system trust store\n");
+	fprintf(fp, "  insecure: %s\n", c->client.insecure ? "true" : "false");
+	fprintf(fp, "  key: (redacted)\n");
+	dump_kv(fp, "  ", "congestion", c->client.congestion);
+	fprintf(fp, "  mark: %u\n", c->client.mark);
+	fprintf(fp, "  max_flows: %u\n", c->client.max_flows);
+	dump_ms(fp, "connect_timeout", c->client.connect_timeout_ms);
+	dump_ms(fp, "idle_timeout", c->client.idle_timeout_ms);
+}
+
+static void
+dump_server(const struct conf *c, FILE *fp)
+{
+	char	buf[ADDR_STRLEN];
+	size_t	i;
+
+	fprintf(fp, "server:\n  listen:\n");
+	for (i = 0; i < c->server.nlisten; i++)
+		fprintf(fp, "    - \"%s\"\n",
+		    addr_fmt(&c->server.listen[i], buf, sizeof(buf)));
+	dump_kv(fp, "  ", "cert", c->server.cert_file);
+	dump_kv(fp, "  ", "cert_key", c->server.cert_key_file);
+	fprintf(fp, "  users:\n");
+	for (i = 0; i < c->server.nusers; i++) {
+		dump_kv(fp, "    - ", "name", c->server.users[i].name);
+		fprintf(fp, "      key: (redacted)\n");
+	}
+	dump_kv(fp, "  ", "congestion", c->server.congestion);
+	fprintf(fp, "  mark: %u\n", c->server.mark);
+	fprintf(fp, "  max_conns: %u\n", c->server.max_conns);
+	dump_ms(fp, "connect_timeout", c->server.connect_timeout_ms);
+	dump_ms(fp, "idle_timeout", c->server.idle_timeout_ms);
+	dump_ms(fp, "handshake_timeout", c->server.handshake_timeout_ms);
+	dump_ms(fp, "time_window", c->server.time_window_s * 1000);
+	fprintf(fp, "  egress:\n");
+	dump_cidrs(fp, "allow", c->server.egress_allow,
+	    c->server.negress_allow);
+	dump_cidrs(fp, "deny", c->server.egress_deny, c->server.negress_deny);
+}
+
+void
+conf_dump(const struct conf *c, FILE *fp)
+{
+	static const char *const levels[] = {
+		[LOG_LVL_ERROR] = "error", [LOG_LVL_WARN] = "warn",
+		[LOG_LVL_INFO] = "info", [LOG_LVL_DEBUG] = "debug",
+	};
+
+	fprintf(fp, "log:\n  level: %s\n  syslog: %s\n",
+	    c->log_level >= 0 && c->log_level <= LOG_LVL_DEBUG ?
+	    levels[c->log_level] : "info", c->log_syslog ? "true" : "false");
+	if (c->role == CONF_ROLE_CLIENT)
+		dump_client(c, fp);
+	else
+		dump_server(c, fp);
+}
