@@ -1,1 +1,750 @@
-/* placeholder: being written */
+/*
+ * The outer stream: TLS 1.3 over a non-blocking socket (OpenSSL 3).
+ *
+ * I/O goes through our own small BIO rather than OpenSSL's socket BIO, for
+ * one reason: OpenSSL writes with write(2), which raises SIGPIPE when the
+ * peer is gone; ours uses send(MSG_NOSIGNAL), so a dead peer is an EPIPE
+ * and never a signal, whatever the process's SIGPIPE disposition.
+ *
+ * Each operation (handshake, read, write, shutdown) remembers which fd
+ * event it is blocked on; outer_events() is their union, so a flow with a
+ * blocked read and a blocked write waits for both.
+ *
+ * Client session cache: TLS 1.3 tickets arrive after the handshake (inside
+ * a later SSL_read), so they are captured by the new-session callback as
+ * they come and kept in a small per-context cache keyed by server name.
+ * A ticket is used once, as browsers do: reusing one would let an observer
+ * link connections by its identity.  Each resumption brings a new ticket,
+ * so a client that makes connections one after another always has one.
+ */
+#include "config.h"
+
+#include "outer.h"
+
+#include <sys/socket.h>
+#include <sys/epoll.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include "log.h"
+
+#define OUTER_SESS_MAX	8	/* tickets kept per client context */
+
+struct outer {
+	SSL		*ssl;
+	int		 fd;
+	bool		 client;
+	bool		 hs_done;
+	bool		 shut_sent;	/* close_notify written */
+	bool		 wr_closed;	/* TCP write side shut too */
+	bool		 eof;		/* recv() returned 0 */
+	uint32_t	 want_hs, want_rd, want_wr, want_shut;
+	char		*sni;		/* client: verified name, cache key */
+};
+
+struct outer_sess {
+	char		*host;
+	SSL_SESSION	*sess;
+};
+
+/* Oldest first.  Locked: the context may be shared between threads. */
+struct outer_cache {
+	pthread_mutex_t	 lock;
+	struct outer_sess ent[OUTER_SESS_MAX];
+	size_t		 n;
+};
+
+static pthread_once_t	 outer_once = PTHREAD_ONCE_INIT;
+static BIO_METHOD	*outer_bio_meth;
+static int		 outer_cache_idx = -1;
+static bool		 outer_free_buffers_ok;
+
+/* ---- BIO -------------------------------------------------------------- */
+
+static bool
+outer_errno_retry(int e)
+{
+	return e == EAGAIN || e == EWOULDBLOCK || e == EINTR;
+}
+
+static int
+outer_bio_write(BIO *b, const char *buf, int len)
+{
+	struct outer	*o = BIO_get_data(b);
+	ssize_t		 n;
+
+	BIO_clear_retry_flags(b);
+	n = send(o->fd, buf, (size_t)len, MSG_NOSIGNAL);
+	if (n < 0 && outer_errno_retry(errno))
+		BIO_set_retry_write(b);
+	return (int)n;
+}
+
+static int
+outer_bio_read(BIO *b, char *buf, int len)
+{
+	struct outer	*o = BIO_get_data(b);
+	ssize_t		 n;
+
+	BIO_clear_retry_flags(b);
+	n = recv(o->fd, buf, (size_t)len, 0);
+	if (n < 0 && outer_errno_retry(errno))
+		BIO_set_retry_read(b);
+	if (n == 0)
+		o->eof = true;
+	return (int)n;
+}
+
+static long
+outer_bio_ctrl(BIO *b, int cmd, long num, void *ptr)
+{
+	struct outer	*o = BIO_get_data(b);
+
+	(void)num;
+	switch (cmd) {
+	case BIO_CTRL_FLUSH:
+		return 1;
+	case BIO_CTRL_EOF:
+		return o->eof;
+	case BIO_C_GET_FD:
+		if (ptr != NULL)
+			*(int *)ptr = o->fd;
+		return o->fd;
+	default:
+		return 0;
+	}
+}
+
+static void
+outer_cache_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx,
+    long argl, void *argp)
+{
+	struct outer_cache	*c = ptr;
+	size_t			 i;
+
+	(void)parent;
+	(void)ad;
+	(void)idx;
+	(void)argl;
+	(void)argp;
+	if (c == NULL)
+		return;
+	for (i = 0; i < c->n; i++) {
+		SSL_SESSION_free(c->ent[i].sess);
+		free(c->ent[i].host);
+	}
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
+/*
+ * SSL_free_buffers() could free a buffer still holding a partial record
+ * before CVE-2024-4741 was fixed (3.0.14, 3.1.6, 3.2.2, 3.3.1).  Older
+ * libraries only lose the idle-memory saving.
+ */
+static bool
+outer_free_buffers_safe(void)
+{
+	unsigned long	v = OpenSSL_version_num();
+	unsigned long	major = v >> 28, minor = (v >> 20) & 0xff;
+	unsigned long	patch = (v >> 4) & 0xff;
+
+	if (major != 3)
+		return major > 3;
+	switch (minor) {
+	case 0:
+		return patch >= 14;
+	case 1:
+		return patch >= 6;
+	case 2:
+		return patch >= 2;
+	case 3:
+		return patch >= 1;
+	default:
+		return true;
+	}
+}
+
+static void
+outer_init_once(void)
+{
+	BIO_METHOD	*m;
+
+	m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK |
+	    BIO_TYPE_DESCRIPTOR, "tunsplit socket");
+	if (m == NULL || BIO_meth_set_write(m, outer_bio_write) != 1 ||
+	    BIO_meth_set_read(m, outer_bio_read) != 1 ||
+	    BIO_meth_set_ctrl(m, outer_bio_ctrl) != 1) {
+		BIO_meth_free(m);
+		return;
+	}
+	outer_bio_meth = m;
+	outer_free_buffers_ok = outer_free_buffers_safe();
+	/* The cache is freed with the context, not in outer_ctx_free():
+	 * SSL objects hold references and may still deliver tickets. */
+	outer_cache_idx = SSL_CTX_get_ex_new_index(0, NULL, NULL, NULL,
+	    outer_cache_free);
+}
+
+static int
+outer_init(void)
+{
+	pthread_once(&outer_once, outer_init_once);
+	if (outer_bio_meth == NULL || outer_cache_idx < 0) {
+		log_ssl_errors("outer: initialisation");
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- session cache ---------------------------------------------------- */
+
+static void
+outer_cache_remove(struct outer_cache *c, size_t i)
+{
+	free(c->ent[i].host);
+	memmove(&c->ent[i], &c->ent[i + 1], (c->n - i - 1) * sizeof(c->ent[0]));
+	c->n--;
+}
+
+static int
+outer_on_new_session(SSL *ssl, SSL_SESSION *sess)
+{
+	struct outer		*o = SSL_get_app_data(ssl);
+	struct outer_cache	*c;
+	char			*host;
+
+	c = SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), outer_cache_idx);
+	if (c == NULL || o == NULL || o->sni == NULL ||
+	    !SSL_SESSION_is_resumable(sess))
+		return 0;
+	if ((host = strdup(o->sni)) == NULL)
+		return 0;
+	pthread_mutex_lock(&c->lock);
+	if (c->n == OUTER_SESS_MAX) {
+		SSL_SESSION_free(c->ent[0].sess);
+		outer_cache_remove(c, 0);
+	}
+	c->ent[c->n].host = host;
+	c->ent[c->n].sess = sess;
+	c->n++;
+	pthread_mutex_unlock(&c->lock);
+	return 1;	/* we keep the reference */
+}
+
+/* Newest usable ticket for host, removed from the cache (single use). */
+static SSL_SESSION *
+outer_cache_take(SSL_CTX *ctx, const char *host)
+{
+	struct outer_cache	*c;
+	SSL_SESSION		*s, *found = NULL;
+	long			 now = (long)time(NULL);
+	size_t			 i;
+
+	if ((c = SSL_CTX_get_ex_data(ctx, outer_cache_idx)) == NULL)
+		return NULL;
+	pthread_mutex_lock(&c->lock);
+	for (i = c->n; i-- > 0 && found == NULL;) {
+		if (strcmp(c->ent[i].host, host) != 0)
+			continue;
+		s = c->ent[i].sess;
+		outer_cache_remove(c, i);
+		if (SSL_SESSION_is_resumable(s) &&
+		    SSL_SESSION_get_time(s) + SSL_SESSION_get_timeout(s) > now)
+			found = s;
+		else
+			SSL_SESSION_free(s);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return found;
+}
+
+/* ---- contexts --------------------------------------------------------- */
+
+static int
+outer_ctx_common(SSL_CTX *ctx)
+{
+	if (SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION) != 1)
+		return -1;
+	/* Partial writes so a short socket write is a short outer_write();
+	 * moving buffer because callers retry from queues that may move;
+	 * released buffers so an idle flow holds no 16 KiB records. */
+	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE |
+	    SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS);
+	/* A TCP FIN without close_notify ends the stream like one with it:
+	 * the relayed byte stream carries its own framing, and a peer that
+	 * just closes its socket must read as a FIN, not as an error. */
+	SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
+	return 0;
+}
+
+SSL_CTX *
+outer_ctx_client(const char *ca_file, bool insecure)
+{
+	static const unsigned char alpn[] = "\x02h2\x08http/1.1";
+	/* Arrays, not literals: the OpenSSL macros cast away const. */
+	static char		 groups[] = "X25519:P-256";
+	static const char	 suites[] = "TLS_AES_128_GCM_SHA256:"
+	    "TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256";
+	SSL_CTX			*ctx = NULL;
+	struct outer_cache	*c = NULL;
+
+	if (outer_init() == -1)
+		return NULL;
+	ERR_clear_error();
+	if ((ctx = SSL_CTX_new(TLS_client_method())) == NULL ||
+	    outer_ctx_common(ctx) == -1)
+		goto fail;
+	if (SSL_CTX_set1_groups_list(ctx, groups) != 1 ||
+	    SSL_CTX_set_ciphersuites(ctx, suites) != 1 ||
+	    SSL_CTX_set_alpn_protos(ctx, alpn, sizeof(alpn) - 1) != 0)
+		goto fail;
+	if (insecure) {
+		SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
+	} else {
+		SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+		if (ca_file != NULL) {
+			if (SSL_CTX_load_verify_locations(ctx, ca_file,
+			    NULL) != 1)
+				goto fail;
+		} else if (SSL_CTX_set_default_verify_paths(ctx) != 1)
+			goto fail;
+	}
+
+	if ((c = calloc(1, sizeof(*c))) == NULL)
+		goto fail;
+	if (pthread_mutex_init(&c->lock, NULL) != 0) {
+		free(c);
+		goto fail;
+	}
+	if (SSL_CTX_set_ex_data(ctx, outer_cache_idx, c) != 1) {
+		outer_cache_free(NULL, c, NULL, 0, 0, NULL);
+		goto fail;
+	}
+	/* Sessions live only in our cache; OpenSSL's internal client store
+	 * would keep every ticket. */
+	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT |
+	    SSL_SESS_CACHE_NO_INTERNAL_STORE);
+	SSL_CTX_sess_set_new_cb(ctx, outer_on_new_session);
+	return ctx;
+
+fail:
+	log_ssl_errors("outer: client TLS context%s%s",
+	    ca_file != NULL ? " with CA file " : "",
+	    ca_file != NULL ? ca_file : "");
+	SSL_CTX_free(ctx);
+	return NULL;
+}
+
+/*
+ * ALPN: answer like a web server.  http/1.1 is preferred to h2 because a
+ * connection that fails authentication is spliced to the cover site as a
+ * byte stream, and a plain-text cover site speaks HTTP/1.1; a prober that
+ * negotiated h2 would get nonsense back.  Unknown protocols only: no ALPN
+ * in the answer, as servers do.
+ */
+static int
+outer_on_alpn(SSL *ssl, const unsigned char **out, unsigned char *outlen,
+    const unsigned char *in, unsigned int inlen, void *arg)
+{
+	static const unsigned char prefs[] = "\x08http/1.1\x02h2";
+	unsigned char	*sel = NULL;
+
+	(void)ssl;
+	(void)arg;
+	if (SSL_select_next_proto(&sel, outlen, prefs, sizeof(prefs) - 1, in,
+	    inlen) != OPENSSL_NPN_NEGOTIATED)
+		return SSL_TLSEXT_ERR_NOACK;
+	*out = sel;
+	return SSL_TLSEXT_ERR_OK;
+}
+
+SSL_CTX *
+outer_ctx_server(const char *cert_file, const char *key_file)
+{
+	SSL_CTX	*ctx = NULL;
+
+	if (cert_file == NULL || key_file == NULL) {
+		log_warnx("outer: server TLS context needs a certificate "
+		    "and a key");
+		return NULL;
+	}
+	if (outer_init() == -1)
+		return NULL;
+	ERR_clear_error();
+	if ((ctx = SSL_CTX_new(TLS_server_method())) == NULL ||
+	    outer_ctx_common(ctx) == -1)
+		goto fail;
+	if (SSL_CTX_use_certificate_chain_file(ctx, cert_file) != 1) {
+		log_ssl_errors("outer: certificate %s", cert_file);
+		goto fail_quiet;
+	}
+	if (SSL_CTX_use_PrivateKey_file(ctx, key_file, SSL_FILETYPE_PEM) != 1 ||
+	    SSL_CTX_check_private_key(ctx) != 1) {
+		log_ssl_errors("outer: private key %s", key_file);
+		goto fail_quiet;
+	}
+	SSL_CTX_set_alpn_select_cb(ctx, outer_on_alpn, NULL);
+	/* Stateless TLS 1.3 tickets (OpenSSL's default, 2 per full
+	 * handshake, 1 per resumption) let clients resume without server
+	 * memory. */
+	SSL_CTX_clear_options(ctx, SSL_OP_NO_TICKET);
+	return ctx;
+
+fail:
+	log_ssl_errors("outer: server TLS context");
+fail_quiet:
+	SSL_CTX_free(ctx);
+	return NULL;
+}
+
+void
+outer_ctx_free(SSL_CTX *ctx)
+{
+	SSL_CTX_free(ctx);	/* accepts NULL; the cache goes with it */
+}
+
+/* ---- streams ---------------------------------------------------------- */
+
+static bool
+outer_is_ip(const char *s)
+{
+	struct in6_addr	a;
+
+	return inet_pton(AF_INET, s, &a) == 1 || inet_pton(AF_INET6, s, &a) == 1;
+}
+
+static int
+outer_client_setup(struct outer *o, SSL_CTX *ctx)
+{
+	SSL_SESSION	*sess;
+	bool		 verify;
+
+	verify = SSL_CTX_get_verify_mode(ctx) != SSL_VERIFY_NONE;
+	if (o->sni == NULL) {
+		if (verify) {
+			log_warnx("outer: no server name to verify");
+			return -1;
+		}
+		return 0;
+	}
+	if (outer_is_ip(o->sni)) {
+		/* No SNI for addresses (RFC 6066); check the IP SAN. */
+		if (verify && X509_VERIFY_PARAM_set1_ip_asc(
+		    SSL_get0_param(o->ssl), o->sni) != 1)
+			return -1;
+	} else {
+		if (SSL_set_tlsext_host_name(o->ssl, o->sni) != 1)
+			return -1;
+		if (verify) {
+			SSL_set_hostflags(o->ssl,
+			    X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+			if (SSL_set1_host(o->ssl, o->sni) != 1)
+				return -1;
+		}
+	}
+	if ((sess = outer_cache_take(ctx, o->sni)) != NULL) {
+		if (SSL_set_session(o->ssl, sess) != 1) {
+			SSL_SESSION_free(sess);
+			return -1;
+		}
+		SSL_SESSION_free(sess);		/* the SSL holds its own */
+	}
+	return 0;
+}
+
+struct outer *
+outer_new(SSL_CTX *ctx, int fd, bool client, const char *sni)
+{
+	struct outer	*o = NULL;
+	BIO		*bio;
+
+	if (ctx == NULL || fd < 0) {
+		errno = EINVAL;
+		goto fail;
+	}
+	if (outer_init() == -1)
+		goto fail;
+	if ((o = calloc(1, sizeof(*o))) == NULL)
+		goto fail;
+	o->fd = fd;
+	o->client = client;
+	if (client && sni != NULL && *sni != '\0' &&
+	    (o->sni = strdup(sni)) == NULL)
+		goto fail;
+	ERR_clear_error();
+	if ((o->ssl = SSL_new(ctx)) == NULL)
+		goto fail;
+	if ((bio = BIO_new(outer_bio_meth)) == NULL)
+		goto fail;
+	BIO_set_data(bio, o);
+	BIO_set_init(bio, 1);
+	SSL_set_bio(o->ssl, bio, bio);		/* the SSL owns it now */
+	if (SSL_set_app_data(o->ssl, o) != 1)
+		goto fail;
+	if (client) {
+		SSL_set_connect_state(o->ssl);
+		if (outer_client_setup(o, ctx) == -1)
+			goto fail;
+	} else
+		SSL_set_accept_state(o->ssl);
+	return o;
+
+fail:
+	log_ssl_errors("outer: new %s stream on fd %d",
+	    client ? "client" : "server", fd);
+	if (o != NULL) {
+		SSL_free(o->ssl);
+		free(o->sni);
+		free(o);
+	}
+	if (fd >= 0)
+		close(fd);
+	return NULL;
+}
+
+int
+outer_fd(const struct outer *o)
+{
+	return o->fd;
+}
+
+/* Peers cause these failures, so they are logged only when debugging. */
+static void
+outer_log_failure(const struct outer *o, const char *what)
+{
+	if (log_get_level() >= LOG_LVL_DEBUG)
+		log_ssl_errors("outer fd %d: %s", o->fd, what);
+	else
+		ERR_clear_error();
+}
+
+/*
+ * Maps a failed SSL call (ret <= 0) to our contract: 0 for end of stream,
+ * -1 with errno EAGAIN (and *want set), or -1 with ECONNRESET, EPIPE or
+ * EPROTO.
+ */
+static int
+outer_error(struct outer *o, int ret, uint32_t *want, const char *what)
+{
+	int	saved = errno;
+
+	*want = 0;
+	switch (SSL_get_error(o->ssl, ret)) {
+	case SSL_ERROR_WANT_READ:
+		*want = EPOLLIN;
+		errno = EAGAIN;
+		return -1;
+	case SSL_ERROR_WANT_WRITE:
+		*want = EPOLLOUT;
+		errno = EAGAIN;
+		return -1;
+	case SSL_ERROR_ZERO_RETURN:
+		return 0;
+	case SSL_ERROR_SYSCALL:
+		outer_log_failure(o, what);
+		errno = saved == EPIPE ? EPIPE : ECONNRESET;
+		return -1;
+	default:
+		outer_log_failure(o, what);
+		errno = EPROTO;
+		return -1;
+	}
+}
+
+int
+outer_handshake(struct outer *o)
+{
+	long	 v;
+	int	 r, saved;
+
+	if (o->hs_done)
+		return 1;
+	ERR_clear_error();
+	if ((r = SSL_do_handshake(o->ssl)) == 1) {
+		o->hs_done = true;
+		o->want_hs = 0;
+		return 1;
+	}
+	if (outer_error(o, r, &o->want_hs, "handshake") == 0) {
+		errno = ECONNRESET;		/* closed mid-handshake */
+		return -1;
+	}
+	if (errno == EAGAIN)
+		return 0;
+	if (o->client && (v = SSL_get_verify_result(o->ssl)) != X509_V_OK) {
+		/* Our own server failing verification is worth a warning:
+		 * a wrong configuration or someone in the middle. */
+		saved = errno;
+		log_warnx("outer: certificate of %s not accepted: %s",
+		    o->sni != NULL ? o->sni : "server",
+		    X509_verify_cert_error_string(v));
+		errno = saved;
+	}
+	return -1;
+}
+
+bool
+outer_handshake_done(const struct outer *o)
+{
+	return o->hs_done;
+}
+
+bool
+outer_session_reused(const struct outer *o)
+{
+	return SSL_session_reused(o->ssl) == 1;
+}
+
+ssize_t
+outer_read(struct outer *o, void *buf, size_t len)
+{
+	size_t	n;
+	int	r, rc;
+
+	if (len == 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	ERR_clear_error();
+	r = SSL_read_ex(o->ssl, buf, len, &n);
+	if (!o->hs_done && SSL_is_init_finished(o->ssl)) {
+		o->hs_done = true;
+		o->want_hs = 0;
+	}
+	if (r == 1) {
+		o->want_rd = 0;
+		return (ssize_t)n;
+	}
+	if ((rc = outer_error(o, r, &o->want_rd, "read")) == -1 &&
+	    errno == EAGAIN && o->want_rd == EPOLLIN && o->hs_done &&
+	    outer_free_buffers_ok) {
+		/* Idle: drop the 17 KiB read buffer.  RELEASE_BUFFERS alone
+		 * keeps it after a read that ends in EAGAIN (and after
+		 * post-handshake messages); SSL_free_buffers() refuses while
+		 * a partial record is buffered. */
+		(void)SSL_free_buffers(o->ssl);
+		errno = EAGAIN;
+	}
+	return rc;
+}
+
+ssize_t
+outer_write(struct outer *o, const void *buf, size_t len)
+{
+	size_t	n;
+	int	r;
+
+	if (o->shut_sent) {
+		errno = EPIPE;
+		return -1;
+	}
+	if (len == 0)
+		return 0;
+	ERR_clear_error();
+	r = SSL_write_ex(o->ssl, buf, len, &n);
+	if (!o->hs_done && SSL_is_init_finished(o->ssl)) {
+		o->hs_done = true;
+		o->want_hs = 0;
+	}
+	if (r == 1) {
+		o->want_wr = 0;
+		return (ssize_t)n;
+	}
+	if (outer_error(o, r, &o->want_wr, "write") == 0) {
+		errno = EPIPE;
+		return -1;
+	}
+	return -1;
+}
+
+size_t
+outer_pending(const struct outer *o)
+{
+	int	n = SSL_pending(o->ssl);
+
+	return n > 0 ? (size_t)n : 0;
+}
+
+/*
+ * SSL_shutdown() is called until it has written close_notify (it returns
+ * 0 or 1) and never again: a further call would wait for, and consume up
+ * to, the peer's close_notify, eating application data on the way.  Any
+ * outer_write() that returned EAGAIN must have been completed first.
+ */
+int
+outer_shutdown_write(struct outer *o)
+{
+	int	r;
+
+	if (o->wr_closed)
+		return 0;
+	if (!o->hs_done) {
+		if ((r = outer_handshake(o)) == 0)
+			errno = EAGAIN;
+		if (r != 1)
+			return -1;
+	}
+	if (!o->shut_sent) {
+		ERR_clear_error();
+		if ((r = SSL_shutdown(o->ssl)) < 0) {
+			if (outer_error(o, r, &o->want_shut, "shutdown") == 0)
+				errno = EPIPE;
+			return -1;
+		}
+		o->shut_sent = true;
+		o->want_shut = 0;
+	}
+	if (shutdown(o->fd, SHUT_WR) == -1 && errno != ENOTCONN)
+		return -1;
+	o->wr_closed = true;
+	return 0;
+}
+
+uint32_t
+outer_events(const struct outer *o)
+{
+	return o->want_hs | o->want_rd | o->want_wr | o->want_shut;
+}
+
+static void
+outer_release(struct outer *o)
+{
+	/* Marked as shut down so that SSL_free() does not flag the session
+	 * (and the tickets it came with) as unresumable: closing a flow is
+	 * not a TLS failure. */
+	SSL_set_shutdown(o->ssl, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
+	SSL_free(o->ssl);
+	close(o->fd);
+	free(o->sni);
+	free(o);
+}
+
+void
+outer_abort(struct outer *o)
+{
+	struct linger	l = { .l_onoff = 1, .l_linger = 0 };
+
+	if (o == NULL)
+		return;
+	/* Linger 0: close() sends RST instead of FIN. */
+	(void)setsockopt(o->fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+	outer_release(o);
+}
+
+void
+outer_free(struct outer *o)
+{
+	if (o == NULL)
+		return;
+	outer_release(o);
+}

@@ -7,6 +7,8 @@
  * Half-close: outer_shutdown_write() sends close_notify and shuts the TCP
  * write side; the peer's outer_read() then returns 0 while it can still
  * write back.  Abortive close: outer_abort() (RST on the wire).
+ *
+ * Writes use send(MSG_NOSIGNAL): a dead peer is EPIPE, never SIGPIPE.
  */
 #ifndef TUNSPLIT_OUTER_H
 #define TUNSPLIT_OUTER_H
