@@ -343,6 +343,8 @@ static const struct bad bad_client[] = {
 	    "t.yaml:2:7: client.ca: ", "empty value" },
 	{ "client:\n  ca:\n  server: a.example:1\n  key: " K1 "\n",
 	    "t.yaml:2:6: client.ca: ", "expected a value, found nothing" },
+	{ "client:\n  ca: [/a, /b]\n  server: a.example:1\n  key: " K1 "\n",
+	    "t.yaml:2:7: client.ca: ", "expected a value, found a list" },
 	{ "client:\n  insecure: 2\n  server: a.example:1\n  key: " K1 "\n",
 	    "t.yaml:2:13: client.insecure: ", "is not true, false, yes or no" },
 	{ "client:\n  key: abc\n  server: a.example:1\n",
@@ -421,6 +423,9 @@ static const struct bad bad_server[] = {
 	    "missing required key" },
 	{ "server:\n  listen: 0.0.0.0:1\n  cert: [/c]\n  cert_key: /k\n",
 	    "t.yaml:3:9: server.cert: ", "expected a value, found a list" },
+	{ "server:\n  cert_key: {file: /k}\n",
+	    "t.yaml:2:13: server.cert_key: ",
+	    "expected a value, found a mapping" },
 	{ "server:\n  listen: 0.0.0.0:1\n  cert: /c\n  cert_key: /k\n",
 	    "t.yaml:2:3: server.users: ", "missing required key" },
 	{ "server:\n  users: []\n", "t.yaml:2:10: server.users: ",
@@ -438,6 +443,9 @@ static const struct bad bad_server[] = {
 	{ "server:\n  users:\n    - name: a\n      key: " K1 "\n"
 	    "      key_file: /k\n",
 	    "t.yaml:5:17: server.users[0].key_file: ", "mutually exclusive" },
+	{ "server:\n  users:\n    - name: a\n      key_file: /nonexistent/k\n",
+	    "t.yaml:4:17: server.users[0].key_file: ",
+	    "/nonexistent/k: No such file or directory" },
 	{ "server:\n  users:\n    - name: a\n      key: nope\n",
 	    "t.yaml:4:12: server.users[0].key: ", "not a valid key" },
 	{ "server:\n  users:\n    - name: a\n      key: " K1 "\n"
@@ -593,6 +601,13 @@ test_key_file(void **state)
 	conf_free(c);
 	free(yaml);
 
+	/* key after key_file conflicts just as the other way round. */
+	assert_true(asprintf(&yaml, "client:\n  key_file: %s\n  key: " K1
+	    "\n  server: a.example:1\n", kf) > 0);
+	expect_err(yaml, "t.yaml:3:8: client.key: ", "key and key_file are "
+	    "mutually exclusive");
+	free(yaml);
+
 	/* The error names the file, never its content. */
 	assert_true(asprintf(&yaml, "client:\n  server: a.example:1\n"
 	    "  key_file: %s\n", bad) > 0);
@@ -608,6 +623,18 @@ test_key_file(void **state)
 	unlink(bad);
 	free(kf);
 	free(bad);
+}
+
+/* Whatever is wrong with a key, the message never quotes it. */
+static void
+test_key_not_echoed(void **state)
+{
+	(void)state;
+	assert_null(load("client:\n  server: a.example:1\n  key: " K1 "=\n"));
+	assert_non_null(strstr(errbuf, "client.key: not a valid key"));
+	assert_null(strstr(errbuf, "AAECAwQF"));
+	assert_null(load("client:\n  server: a.example:1\n  key: [" K1 "]\n"));
+	assert_null(strstr(errbuf, "AAECAwQF"));
 }
 
 static void
@@ -798,6 +825,7 @@ main(void)
 		cmocka_unit_test(test_bad_top),
 		cmocka_unit_test(test_bad_syntax),
 		cmocka_unit_test(test_key_file),
+		cmocka_unit_test(test_key_not_echoed),
 		cmocka_unit_test(test_load_file),
 		cmocka_unit_test(test_duration),
 		cmocka_unit_test(test_dump),
