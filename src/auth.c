@@ -39,8 +39,8 @@
 #include "log.h"
 
 #define AUTH_ID_INFO		"tunsplit user id"
-#define AUTH_REPLAY_CAP		65536u			/* nonces remembered */
-#define AUTH_REPLAY_IDX		(2 * AUTH_REPLAY_CAP)	/* power of two */
+#define AUTH_REPLAY_CAP		65536u	/* nonces remembered */
+#define AUTH_REPLAY_IDX		(2 * AUTH_REPLAY_CAP) /* power of 2 */
 #define AUTH_REPLAY_EMPTY	UINT32_MAX
 
 struct auth_user {

@@ -48,7 +48,7 @@ struct outer {
 	bool		 wr_closed;	/* TCP write side shut too */
 	bool		 eof;		/* recv() returned 0 */
 	uint32_t	 want_hs, want_rd, want_wr, want_shut;
-	char		*sni;		/* client: verified name, cache key */
+	char		*sni;		/* client: name to verify; cache key */
 };
 
 struct outer_sess {
@@ -420,7 +420,8 @@ outer_is_ip(const char *s)
 {
 	struct in6_addr	a;
 
-	return inet_pton(AF_INET, s, &a) == 1 || inet_pton(AF_INET6, s, &a) == 1;
+	return inet_pton(AF_INET, s, &a) == 1 ||
+	    inet_pton(AF_INET6, s, &a) == 1;
 }
 
 static int
@@ -457,7 +458,7 @@ outer_client_setup(struct outer *o, SSL_CTX *ctx)
 			SSL_SESSION_free(sess);
 			return -1;
 		}
-		SSL_SESSION_free(sess);		/* the SSL holds its own */
+		SSL_SESSION_free(sess);	/* the SSL holds its own */
 	}
 	return 0;
 }

@@ -29,7 +29,8 @@
 /* port + padding length */
 #define PROTO_TAIL_FIELDS	4
 /* Smallest possible header: a one-byte domain name, no padding. */
-#define PROTO_REQ_MIN	(PROTO_REQ_FIXED + 2 + PROTO_TAIL_FIELDS + PROTO_MAC_LEN)
+#define PROTO_REQ_MIN \
+	(PROTO_REQ_FIXED + 2 + PROTO_TAIL_FIELDS + PROTO_MAC_LEN)
 
 static void
 put16(uint8_t *p, uint16_t v)
@@ -111,7 +112,9 @@ proto_req_encode(uint8_t *out, size_t outlen, const struct proto_req *r,
 
 	if (out == NULL || r == NULL || key == NULL)
 		goto inval;
-	if (!proto_kind_valid(r->kind) || (alen = proto_addr_len(&r->dest)) == 0)
+	if (!proto_kind_valid(r->kind))
+		goto inval;
+	if ((alen = proto_addr_len(&r->dest)) == 0)
 		goto inval;
 	if (pad_len > PROTO_REQ_MAX)
 		goto inval;

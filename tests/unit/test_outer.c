@@ -479,7 +479,8 @@ write_all(struct outer *o, const void *buf, size_t len)
 	ssize_t		 n;
 
 	while (off < len) {
-		if ((n = outer_write(o, (const char *)buf + off, len - off)) > 0) {
+		n = outer_write(o, (const char *)buf + off, len - off);
+		if (n > 0) {
 			off += (size_t)n;
 			continue;
 		}
@@ -758,7 +759,7 @@ test_verification(void **state)
 	assert_non_null(sys = outer_ctx_client(NULL, false));
 
 	expect_fail(other, x->s, SNI);			/* wrong CA */
-	expect_fail(sys, x->s, SNI);			/* not in the system store */
+	expect_fail(sys, x->s, SNI);		/* no system CA for it */
 	expect_fail(x->c, x->s, "other.test");		/* wrong name */
 	expect_fail(x->c, x->s, "sub." SNI);
 	expect_fail(x->c, x->s, "127.0.0.2");		/* wrong IP */

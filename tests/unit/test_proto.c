@@ -289,7 +289,8 @@ test_limits(void **state)
 	/* Invalid fields refused by the encoder. */
 	dest_dom(&r.dest, "", 1);
 	assert_int_equal(proto_req_encode(out, sizeof(out), &r, key, 0), -1);
-	memset(r.dest.domain, 'a', sizeof(r.dest.domain));	/* 256, no NUL */
+	/* 256 bytes, no NUL */
+	memset(r.dest.domain, 'a', sizeof(r.dest.domain));
 	assert_int_equal(proto_req_encode(out, sizeof(out), &r, key, 0), -1);
 	dest_v4(&r.dest, 1);
 	r.dest.atyp = 2;
@@ -485,7 +486,8 @@ test_status(void **state)
 	int	s;
 
 	(void)state;
-	assert_int_equal(proto_status_from_errno(ECONNREFUSED), PROTO_ERR_REFUSED);
+	assert_int_equal(proto_status_from_errno(ECONNREFUSED),
+	    PROTO_ERR_REFUSED);
 	assert_int_equal(proto_status_from_errno(ENETUNREACH),
 	    PROTO_ERR_NET_UNREACH);
 	assert_int_equal(proto_status_from_errno(EHOSTUNREACH),
