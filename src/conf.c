@@ -40,7 +40,7 @@ struct ctx {
 	size_t			 nnodes;
 	char			 path[256];	/* "server.users[1].key" */
 	const struct conf_map	*map;		/* mapping being walked */
-	uint32_t		 seen;		/* its keys seen so far */
+	uint32_t		 seen;		/* its keys seen so far (<= 32) */
 	yaml_node_t		*knode;		/* key of the value handled */
 	yaml_node_t		*tun_knode;
 	bool			 inline_key;
@@ -297,7 +297,8 @@ map_walk(struct ctx *x, yaml_node_t *n, const struct conf_map *m, void *base)
 	    p++) {
 		if ((k = node_get(x, p->key, NULL)) == NULL)
 			goto out;
-		if (k->type != YAML_SCALAR_NODE) {
+		if (k->type != YAML_SCALAR_NODE || strlen((const char *)
+		    k->data.scalar.value) != k->data.scalar.length) {
 			conf_err(x, k, "keys must be plain names");
 			goto out;
 		}
@@ -1206,6 +1207,10 @@ conf_load(const char *name, const char *buf, size_t len, char *err,
 	}
 	if ((root = node_get(&x, 1, NULL)) == NULL ||
 	    map_walk(&x, root, &map_top, c) == -1) {
+		/* Only a node libyaml failed to give back errs silently. */
+		if (!x.failed)
+			snprintf(x.err, x.errlen, "%s: malformed document",
+			    x.name);
 		conf_free(c);
 		c = NULL;
 		goto out;

@@ -507,6 +507,8 @@ static const struct bad bad_top[] = {
 	{ CLIENT "Client: {}\n", "t.yaml:4:1: Client: ", "unknown key" },
 	{ CLIENT "log: {}\nlog: {}\n", "t.yaml:5:1: log: ", "duplicate key" },
 	{ CLIENT "? [a]\n: b\n", "t.yaml:4:3: ", "keys must be plain names" },
+	{ CLIENT "\"log\\0x\": {}\n", "t.yaml:4:1: ",
+	    "keys must be plain names" },
 	{ CLIENT "---\n" CLIENT, "t.yaml:5:1: ",
 	    "only one YAML document is allowed" },
 	{ "log: &l\n  level: info\ntun: *l\n" CLIENT, "t.yaml:3:1: tun: ",
