@@ -308,6 +308,7 @@ static void
 test_malformed_dropped(void **state)
 {
 	static const uint8_t app[4] = { 10, 9, 0, 2 }, dst[4] = { 10, 77, 2, 2 };
+	static const uint8_t app6[16] = { 0xfd, 0x77, 1 }, dst6[16] = { 0xfd, 0x77, 2 };
 	uint8_t pkt[128], out[256];
 	uint64_t before = tsnetif_stats()->rx_malformed;
 	size_t len, i;
@@ -323,7 +324,7 @@ test_malformed_dropped(void **state)
 	tsnetif_input(pkt, len);
 	pkt[0] = 0x75;				/* version 7 */
 	tsnetif_input(pkt, len);
-	mk_tcp6(pkt, app, dst, 1, 2, 3, 0x02);
+	mk_tcp6(pkt, app6, dst6, 1, 2, 3, 0x02);
 	put16(pkt + 4, 1000);			/* IPv6 payload > packet */
 	tsnetif_input(pkt, 60);
 	assert_int_equal(out_read(out, sizeof(out)), 0);
