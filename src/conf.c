@@ -11,6 +11,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -1327,6 +1328,16 @@ dump_ms(FILE *fp, const char *key, unsigned ms)
 	fprintf(fp, "  %s: %s\n", key, duration_fmt(ms, buf, sizeof(buf)));
 }
 
+/* Marks are written in hex everywhere else (ip rule, iptables). */
+static void
+dump_mark(FILE *fp, uint32_t mark)
+{
+	if (mark == 0)
+		fprintf(fp, "  mark: 0\n");
+	else
+		fprintf(fp, "  mark: 0x%" PRIx32 "\n", mark);
+}
+
 static void
 dump_cidrs(FILE *fp, const char *key, const struct cidr *v, size_t n)
 {
@@ -1365,7 +1376,7 @@ dump_client(const struct conf *c, FILE *fp)
 	fprintf(fp, "  insecure: %s\n", c->client.insecure ? "true" : "false");
 	fprintf(fp, "  key: (redacted)\n");
 	dump_kv(fp, "  ", "congestion", c->client.congestion);
-	fprintf(fp, "  mark: %u\n", c->client.mark);
+	dump_mark(fp, c->client.mark);
 	fprintf(fp, "  max_flows: %u\n", c->client.max_flows);
 	dump_ms(fp, "connect_timeout", c->client.connect_timeout_ms);
 	dump_ms(fp, "idle_timeout", c->client.idle_timeout_ms);
@@ -1389,7 +1400,7 @@ dump_server(const struct conf *c, FILE *fp)
 		fprintf(fp, "      key: (redacted)\n");
 	}
 	dump_kv(fp, "  ", "congestion", c->server.congestion);
-	fprintf(fp, "  mark: %u\n", c->server.mark);
+	dump_mark(fp, c->server.mark);
 	fprintf(fp, "  max_conns: %u\n", c->server.max_conns);
 	dump_ms(fp, "connect_timeout", c->server.connect_timeout_ms);
 	dump_ms(fp, "idle_timeout", c->server.idle_timeout_ms);
