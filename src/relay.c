@@ -24,6 +24,21 @@ relay_again(int err)
 	return err == EAGAIN || err == EWOULDBLOCK;
 }
 
+/*
+ * What a blocked outer operation waits for.  outer_events() is the union
+ * over the outer's blocked operations; relay_run() retries every operation
+ * the relay still wants on each pass, so the value recorded at the last
+ * block is current, and it is used only while the relay wants that
+ * operation (see relay_outer_events).
+ */
+static uint32_t
+relay_blocked_on(const struct relay *r, uint32_t natural)
+{
+	uint32_t	 ev = outer_events(r->outer);
+
+	return ev != 0 ? ev : natural;
+}
+
 void
 relay_init(struct relay *r, size_t bufsz)
 {
@@ -102,7 +117,7 @@ relay_flush_outer(struct relay *r, bool *progress)
 		    buf_len(&r->to_outer));
 		if (n == -1) {
 			if (relay_again(errno)) {
-				r->outer_wr_ev = outer_events(r->outer);
+				r->outer_wr_ev = relay_blocked_on(r, EPOLLOUT);
 				return 0;
 			}
 			r->err = errno;
@@ -116,7 +131,7 @@ relay_flush_outer(struct relay *r, bool *progress)
 	if (r->fd_eof && !r->outer_shut) {
 		if (outer_shutdown_write(r->outer) == -1) {
 			if (relay_again(errno)) {
-				r->outer_wr_ev = outer_events(r->outer);
+				r->outer_wr_ev = relay_blocked_on(r, EPOLLOUT);
 				return 0;
 			}
 			r->err = errno;
@@ -141,7 +156,7 @@ relay_fill_from_outer(struct relay *r, bool *progress)
 		n = outer_read(r->outer, tail, room);
 		if (n == -1) {
 			if (relay_again(errno)) {
-				r->outer_rd_ev = outer_events(r->outer);
+				r->outer_rd_ev = relay_blocked_on(r, EPOLLIN);
 				break;
 			}
 			r->err = errno;
@@ -220,9 +235,9 @@ relay_outer_events(const struct relay *r)
 	uint32_t ev = 0;
 
 	if (!r->outer_eof && buf_room(&r->to_fd) > 0)
-		ev |= r->outer_rd_ev != 0 ? r->outer_rd_ev : EPOLLIN;
+		ev |= r->outer_rd_ev;
 	if (buf_len(&r->to_outer) > 0 || (r->fd_eof && !r->outer_shut))
-		ev |= r->outer_wr_ev != 0 ? r->outer_wr_ev : EPOLLOUT;
+		ev |= r->outer_wr_ev;
 	return ev;
 }
 
