@@ -95,7 +95,7 @@ static void sess_on_outer(struct loop_fd *, uint32_t);
 static void sess_on_target(struct loop_fd *, uint32_t);
 static void sess_relay(struct sess *, uint32_t, uint32_t);
 
-/* ---- teardown ------------------------------------------- */
+/* ---- teardown ---------------------------------------------------- */
 
 static void
 sess_log_summary(const struct sess *s, const char *reason)
@@ -183,7 +183,7 @@ sess_reject(struct sess *s, const char *reason)
 	sess_close(s, reason, 0);
 }
 
-/* ---- readiness ------------------------------------------ */
+/* ---- readiness --------------------------------------------------- */
 
 /*
  * Sets the interest of a relayed fd.  epoll reports EPOLLHUP whatever the
@@ -247,7 +247,7 @@ sess_timer_set(struct sess *s, unsigned ms)
 		loop_timer_set(s->env->loop, &s->timer, ms);
 }
 
-/* ---- request -------------------------------------------- */
+/* ---- request ----------------------------------------------------- */
 
 /*
  * Answers the request with an error status and closes gracefully: the relay
@@ -454,7 +454,7 @@ sess_handshake(struct sess *s)
 	}
 }
 
-/* ---- events --------------------------------------------- */
+/* ---- events ------------------------------------------------------ */
 
 static void
 sess_relay(struct sess *s, uint32_t oev, uint32_t tev)
@@ -540,7 +540,9 @@ sess_on_timer(struct loop_timer *t)
 		sess_close(s, "handshake timeout", 0);
 		break;
 	case SESS_HEADER:
-		sess_close(s, "header timeout", 0);
+		/* A stalled partial request goes the way of any other that
+		 * is not ours (a cover site answers it, once there is one). */
+		sess_reject(s, "header timeout");
 		break;
 	case SESS_CONNECT:
 		sess_drop_target(s, false);
