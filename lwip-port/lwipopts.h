@@ -71,7 +71,14 @@
 #define TCP_SNDLOWAT                (TCP_SND_BUF / 4)
 #define TCP_SNDQUEUELOWAT           (TCP_SND_QUEUELEN / 2)
 #define TCP_WND_UPDATE_THRESHOLD    (TCP_WND / 8)
-#define TCP_QUEUE_OOSEQ             0   /* the TUN does not reorder */
+/* The TUN does not reorder, but the kernel drops when its queue toward us
+ * overflows: keep out-of-order segments (bounded per pcb) and SACK them,
+ * so the app's TCP repairs a hole in one RTT instead of timing out. */
+#define TCP_QUEUE_OOSEQ             1
+#define TCP_OOSEQ_MAX_BYTES         TCP_WND
+#define TCP_OOSEQ_MAX_PBUFS         256
+#define LWIP_TCP_SACK_OUT           1
+#define LWIP_TCP_MAX_SACK_NUM       4
 #define TCP_OVERSIZE                TCP_MSS
 #define LWIP_CHECKSUM_ON_COPY       1
 #define LWIP_TCP_KEEPALIVE          0

@@ -25,7 +25,7 @@
 #include "tsnetif.h"
 #include "tun.h"
 
-#define CLIENT_TUN_BATCH	64	/* packets per wakeup, for fairness */
+#define CLIENT_TUN_BATCH	256	/* packets per wakeup, for fairness */
 
 struct client {
 	const struct conf	*conf;

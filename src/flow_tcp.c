@@ -306,6 +306,11 @@ flow_pump_up(struct flow *f)
 		f->retry_len = 0;
 		f->last_ms = loop_now(f->env->loop);
 		flow_consume(f, (size_t)w);
+		/* tcp_recved() only announces a window opened by more than
+		 * TCP_WND_UPDATE_THRESHOLD; a sender that saw a small window
+		 * would otherwise wait for its persist timer (seconds, with
+		 * backoff).  Announce every opening, once per iteration. */
+		f->ack_pending = true;
 	}
 	if (f->app_fin && !f->out_shut) {
 		if (outer_shutdown_write(f->out) == 0)

@@ -10,6 +10,7 @@
 
 #define TUN_MTU_MIN	576
 #define TUN_MTU_MAX	65535
+#define TUN_TXQLEN	4096	/* packets the kernel queues for us */
 
 struct tun_config {
 	const char	*name;		/* requested name ("tun%d" allowed) */

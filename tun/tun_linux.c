@@ -155,6 +155,22 @@ tun_set_mtu(int ctl, const char *ifname, unsigned mtu, char *err,
 	return 0;
 }
 
+/*
+ * The kernel queues packets for us on the device's qdisc; with the default
+ * 500 a burst from many flows overflows it while we are busy elsewhere in
+ * the loop, and every drop becomes a retransmission (often a timeout) in
+ * some app.  Failure is not fatal: the default still works.
+ */
+static void
+tun_set_txqlen(int ctl, const char *ifname)
+{
+	struct ifreq	ifr;
+
+	tun_ifreq(&ifr, ifname);
+	ifr.ifr_qlen = TUN_TXQLEN;
+	(void)ioctl(ctl, SIOCSIFTXQLEN, &ifr);
+}
+
 static int
 tun_set_addr4(int ctl, const char *ifname, const struct cidr *c, char *err,
     size_t errlen)
@@ -238,6 +254,7 @@ tun_configure(const struct tun_config *tc, const char *ifname, char *err,
 	}
 	if (tun_set_mtu(ctl, ifname, tc->mtu, err, errlen) == -1)
 		goto out;
+	tun_set_txqlen(ctl, ifname);
 	if (tc->addr4 != NULL &&
 	    tun_set_addr4(ctl, ifname, tc->addr4, err, errlen) == -1)
 		goto out;
