@@ -280,10 +280,10 @@ outer_ctx_common(SSL_CTX *ctx)
 	 * released buffers so an idle flow holds no 16 KiB records. */
 	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE |
 	    SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS);
-	/* A TCP FIN without close_notify ends the stream like one with it:
-	 * the relayed byte stream carries its own framing, and a peer that
-	 * just closes its socket must read as a FIN, not as an error. */
-	SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
+	/* A TCP FIN without close_notify is NOT an end of stream: it is what
+	 * a killed peer (or an attacker truncating the stream) produces, and
+	 * the relayed stream has no framing of its own to notice.  OpenSSL's
+	 * default reports it as an error, which becomes a reset upstream. */
 	return 0;
 }
 

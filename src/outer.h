@@ -41,8 +41,9 @@ int  outer_handshake(struct outer *o);
 bool outer_handshake_done(const struct outer *o);
 bool outer_session_reused(const struct outer *o);
 
-/* > 0 bytes read; 0 end of stream (close_notify or TCP FIN); -1 with errno
- * EAGAIN (retry when outer_events() fires), ECONNRESET or EPROTO. */
+/* > 0 bytes read; 0 end of stream (close_notify); -1 with errno
+ * EAGAIN (retry when outer_events() fires), ECONNRESET or EPROTO (also for
+ * a TCP FIN without close_notify: a truncated stream). */
 ssize_t outer_read(struct outer *o, void *buf, size_t len);
 /* > 0 bytes written (may be short); -1 with errno EAGAIN, EPIPE, ... */
 ssize_t outer_write(struct outer *o, const void *buf, size_t len);

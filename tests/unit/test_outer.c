@@ -621,8 +621,12 @@ test_eof_without_close_notify(void **state)
 	pair_connect(&p, x->c, x->s, false);
 	write_all(p.s, "bye", 3);
 	outer_free(p.s);
+	/* The data before the FIN arrives; the FIN itself, without
+	 * close_notify, is a truncation (a killed peer), never a clean end. */
 	assert_int_equal(read_wait(p.c, buf, sizeof(buf)), 3);
-	assert_int_equal(read_wait(p.c, buf, sizeof(buf)), 0);
+	errno = 0;
+	assert_int_equal(read_wait(p.c, buf, sizeof(buf)), -1);
+	assert_true(errno == EPROTO || errno == ECONNRESET);
 	outer_free(p.c);
 }
 
