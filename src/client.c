@@ -71,6 +71,10 @@ client_on_signal(struct loop_fd *lfd, uint32_t revents)
 	(void)revents;
 	if (read(cl->sig_fd, &si, sizeof(si)) != sizeof(si))
 		return;
+	if (si.ssi_signo == SIGHUP) {
+		log_warnx("SIGHUP: reloading is not implemented yet; ignored");
+		return;
+	}
 	log_info("signal %u: shutting down", si.ssi_signo);
 	loop_stop(cl->loop);
 }
@@ -104,6 +108,7 @@ client_signals(struct client *cl)
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	if ((cl->sig_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC)) < 0) {
 		log_warn("signalfd");
