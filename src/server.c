@@ -57,7 +57,7 @@ struct server {
 	bool			 sigmasked;
 };
 
-/* ---- egress policy ------------------------------------------------- */
+/* ---- egress policy ----------------------------------------------- */
 
 static const struct cidr egress_default_deny[] = {
 	{ AF_INET,  { 0 }, 8 },			/* "this" network */
@@ -158,6 +158,14 @@ egress_is_self(const struct conf *c, int family, const uint8_t *ip,
 	return false;
 }
 
+/*
+ * In order: a listener itself is never dialed; a deny entry beats an allow
+ * entry (both are the operator's words, deny is the safe reading); an allow
+ * entry beats the default denies and the listeners' addresses on other
+ * ports.  A wildcard listener's port on the host's other addresses is not
+ * caught (that would need the interface list); such a loop still needs a
+ * fresh authenticated header per hop.
+ */
 bool
 server_egress_allowed(const struct conf *c, const struct addr *a)
 {
@@ -179,7 +187,7 @@ server_egress_allowed(const struct conf *c, const struct addr *a)
 	return !egress_is_self(c, family, ip, port, false);
 }
 
-/* ---- accepting ---------------------------------------------------- */
+/* ---- accepting --------------------------------------------------- */
 
 static bool
 server_log_due(struct server *srv, uint64_t *last_ms)
@@ -287,7 +295,7 @@ server_on_accept(struct loop_fd *lfd, uint32_t revents)
 	}
 }
 
-/* ---- start, stop ---------------------------------------------------- */
+/* ---- start, stop ------------------------------------------------- */
 
 static void
 server_close_listeners(struct server *srv)
