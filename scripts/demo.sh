@@ -36,9 +36,6 @@ ts_init demo
 
 step "network namespaces: client $NS_C, server $NS_S, target $NS_T"
 ts_topology_up
-ip -n "$NS_C" -br addr show dev eth0
-ip -n "$NS_S" -br addr show
-ip -n "$NS_T" -br addr show dev eth0
 
 step "throwaway CA, server certificate, shared key, configs"
 ts_make_pki
@@ -59,8 +56,13 @@ ts_prove_no_forward 80
 step "tunsplit server and client"
 ts_start_server
 ts_start_client
-ip -n "$NS_C" -br addr show dev "$TS_TUN"
-ip -n "$NS_C" route show dev "$TS_TUN"
+for ns in "$NS_C" "$NS_S" "$NS_T"; do
+	printf '%s:\n' "$ns"
+	ip -n "$ns" -br addr show | grep -v '^lo ' | sed 's/^/  /'
+done
+printf 'routes via %s in %s:\n' "$TS_TUN" "$NS_C"
+ip -n "$NS_C" route show dev "$TS_TUN" | sed 's/^/  /'
+ip -n "$NS_C" -6 route show dev "$TS_TUN" | grep -v '^fe80' | sed 's/^/  /'
 
 curl_ns() {
 	ip netns exec "$NS_C" timeout 300 curl --noproxy '*' -sS --max-time 280 "$@"
@@ -75,7 +77,7 @@ stats=$(curl_ns -o "$out" -w '%{http_code} %{size_download} %{time_total}' \
     "http://$TS_T_ADDR4/big.bin") || ts_fail "file fetch failed"
 read -r code bytes secs <<<"$stats"
 got=$(sha256sum <"$out" | cut -d' ' -f1)
-mbit=$(awk -v b="$bytes" -v s="$secs" 'BEGIN { printf "%.1f", s > 0 ? b * 8 / s / 1e6 : 0 }')
+mbit=$(awk -v b="$bytes" -v s="$secs" 'BEGIN { printf "%.1f", (s > 0 ? b * 8 / s / 1e6 : 0) }')
 printf '  HTTP status : %s\n' "$code"
 printf '  bytes       : %s\n' "$bytes"
 printf '  time        : %s s\n' "$secs"

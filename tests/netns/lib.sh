@@ -157,8 +157,14 @@ ts_ns_add() {
 	TS_NSES+=("$1")
 	ip -n "$1" link set lo up
 	# No duplicate address detection: addresses are usable at once.
-	ip netns exec "$1" sysctl -qw net.ipv6.conf.all.accept_dad=0 \
-	    net.ipv6.conf.default.accept_dad=0 >/dev/null
+	ts_sysctl "$1" net/ipv6/conf/all/accept_dad 0
+	ts_sysctl "$1" net/ipv6/conf/default/accept_dad 0
+}
+
+# ts_sysctl NS KEY VALUE: set a per-namespace sysctl (no procps needed;
+# /proc/sys/net belongs to the namespace of the process that opens it).
+ts_sysctl() {
+	ip netns exec "$1" sh -c 'echo "$2" >"/proc/sys/$1"' sh "$2" "$3"
 }
 
 ts_topology_up() {
@@ -184,8 +190,8 @@ ts_topology_up() {
 	ip -n "$NS_T" route add default via "$TS_S2_ADDR4"
 	ip -n "$NS_T" -6 route add default via "$TS_S2_ADDR6"
 	# The server namespace must never route between its two links.
-	ip netns exec "$NS_S" sysctl -qw net.ipv4.ip_forward=0 \
-	    net.ipv6.conf.all.forwarding=0 >/dev/null ||
+	ts_sysctl "$NS_S" net/ipv4/ip_forward 0 &&
+	    ts_sysctl "$NS_S" net/ipv6/conf/all/forwarding 0 ||
 	    ts_fail "cannot disable forwarding in $NS_S"
 	ts_log "topology up"
 }
