@@ -39,6 +39,7 @@
 #define MEMP_NUM_FRAG_PBUF          256
 #define IP_REASS_MAX_PBUFS          1024
 #define PBUF_POOL_SIZE              0
+#define PBUF_POOL_BUFSIZE           512 /* never allocated; keeps the pool descriptor in u16 */
 
 /* IP: both families, reassembly on (bounded above), no forwarding. */
 #define LWIP_IPV4                   1
@@ -60,9 +61,10 @@
 #define LWIP_MULTICAST_PING         0
 
 /* TCP.  The TUN MTU is a local hop (kernel <-> us), so big segments are
- * free; lwIP advertises min(TCP_MSS, MTU - 40). */
+ * free: per-packet work in the kernel's TUN path dominates at MTU 1500.
+ * lwIP advertises min(TCP_MSS, MTU - 40), so TCP_MSS only caps it. */
 #define LWIP_TCP                    1
-#define TCP_MSS                     16320
+#define TCP_MSS                     65495
 #define LWIP_WND_SCALE              1
 #define TCP_RCV_SCALE               4
 #define TCP_WND                     (256 * 1024)
@@ -79,7 +81,10 @@
 #define TCP_OOSEQ_MAX_PBUFS         256
 #define LWIP_TCP_SACK_OUT           1
 #define LWIP_TCP_MAX_SACK_NUM       4
-#define TCP_OVERSIZE                TCP_MSS
+/* Spare room allocated past a tcp_write() for the next one to fill.  Not
+ * TCP_MSS (64 KiB here): small writes on many flows would each pin 64 KiB
+ * until acknowledged. */
+#define TCP_OVERSIZE                4096
 #define LWIP_CHECKSUM_ON_COPY       1
 #define LWIP_TCP_KEEPALIVE          0
 #define TCP_LISTEN_BACKLOG          0
