@@ -715,9 +715,10 @@ key_tun_addr(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
 
 /* ---- client ------------------------------------------------------------ */
 
+/* "host:port" or "[v6]:port" with a host name or address; *host is
+ * allocated. */
 static int
-key_server_addr(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
-    void *base)
+hostport(struct ctx *x, yaml_node_t *n, char **hostp, uint16_t *portp)
 {
 	const char		*s = scalar(x, n), *colon, *h;
 	struct in6_addr		 in6;
@@ -725,8 +726,6 @@ key_server_addr(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
 	unsigned long long	 port;
 	size_t			 hlen;
 
-	(void)k;
-	(void)base;
 	if (s == NULL)
 		return -1;
 	if (*s == '[') {
@@ -754,12 +753,50 @@ key_server_addr(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
 	    parse_u64(colon + 1, &port) == -1 || port < 1 || port > 65535)
 		return conf_err(x, n, "'%s' has no valid port (1..65535)",
 		    conf_vis(x, s));
-	if ((x->c->client.server_host = strdup(host)) == NULL)
+	if ((*hostp = strdup(host)) == NULL)
 		return conf_err(x, n, "out of memory");
-	x->c->client.server_port = (uint16_t)port;
+	*portp = (uint16_t)port;
 	return 0;
 bad:
 	return conf_err(x, n, "'%s' is not host:port", conf_vis(x, s));
+}
+
+static int
+key_server_addr(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
+    void *base)
+{
+	(void)k;
+	(void)base;
+	return hostport(x, n, &x->c->client.server_host,
+	    &x->c->client.server_port);
+}
+
+/*
+ * SHA-256 of the server's SubjectPublicKeyInfo, base64 -- the form curl's
+ * --pinnedpubkey takes, whose "sha256//" prefix is accepted too.
+ */
+static int
+key_pin(struct ctx *x, yaml_node_t *n, const struct conf_key *k, void *base)
+{
+	const char	*s = scalar(x, n), *end = NULL;
+	uint8_t		 pin[32];
+	size_t		 binlen = 0;
+
+	(void)k;
+	(void)base;
+	if (s == NULL)
+		return -1;
+	if (strncmp(s, "sha256//", 8) == 0)
+		s += 8;
+	if (strlen(s) != 44 || sodium_base642bin(pin, sizeof(pin), s,
+	    strlen(s), NULL, &binlen, &end,
+	    sodium_base64_VARIANT_ORIGINAL) != 0 || binlen != sizeof(pin) ||
+	    *end != '\0')
+		return conf_err(x, n, "'%s' is not a base64 SHA-256 digest "
+		    "(44 characters)", conf_vis(x, s));
+	memcpy(x->c->client.pin_sha256, pin, sizeof(pin));
+	x->c->client.has_pin = true;
+	return 0;
 }
 
 static int
@@ -933,12 +970,26 @@ key_deny(struct ctx *x, yaml_node_t *n, const struct conf_key *k, void *base)
 }
 
 static int
+key_fallback(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
+    void *base)
+{
+	(void)k;
+	(void)base;
+	return hostport(x, n, &x->c->server.fallback_host,
+	    &x->c->server.fallback_port);
+}
+
+static int
 check_server(struct ctx *x, yaml_node_t *map, void *base)
 {
 	(void)base;
 	if (require(x, map, "listen") == -1 || require(x, map, "cert") == -1 ||
 	    require(x, map, "cert_key") == -1 || require(x, map, "users") == -1)
 		return -1;
+	if (x->c->server.fallback_tls && !seen(x, "fallback")) {
+		path_push(x, "fallback_tls");
+		return conf_err(x, map, "needs fallback (the cover site)");
+	}
 	return 0;
 }
 
@@ -965,6 +1016,7 @@ static const struct conf_key keys_client[] = {
 	{ "sni", key_sni, C(client.sni), 0, 0, NULL },
 	{ "ca", key_path, C(client.ca_file), 0, 0, NULL },
 	{ "insecure", key_bool, C(client.insecure), 0, 0, NULL },
+	{ "pin_sha256", key_pin, 0, 0, 0, NULL },
 	{ "key", key_key, C(client.key), 0, 0, NULL },
 	{ "key_file", key_file, C(client.key), 0, 0, NULL },
 	{ "congestion", key_word, C(client.congestion), 0, CONF_CC_MAX, NULL },
@@ -1001,6 +1053,8 @@ static const struct conf_key keys_server[] = {
 	{ "time_window", key_secs, C(server.time_window_s), 1000, 3600000,
 	    NULL },
 	{ "egress", key_map, 0, 0, 0, &map_egress },
+	{ "fallback", key_fallback, 0, 0, 0, NULL },
+	{ "fallback_tls", key_bool, C(server.fallback_tls), 0, 0, NULL },
 	{ NULL, NULL, 0, 0, 0, NULL }
 };
 
@@ -1095,6 +1149,7 @@ conf_free(struct conf *c)
 {
 	if (c == NULL)
 		return;
+	free(c->path);
 	free(c->client.server_host);
 	free(c->client.sni);
 	free(c->client.ca_file);
@@ -1106,6 +1161,7 @@ conf_free(struct conf *c)
 	free(c->server.users);
 	free(c->server.egress_allow);
 	free(c->server.egress_deny);
+	free(c->server.fallback_host);
 	sodium_memzero(c, sizeof(*c));
 	free(c);
 }
@@ -1285,6 +1341,12 @@ conf_load_file(const char *path, char *err, size_t errlen)
 	}
 	c = conf_load(path, buf, len, err, errlen,
 	    (st.st_mode & (S_IRGRP | S_IROTH)) != 0);
+	/* Kept so that a server can read the same file again on SIGHUP. */
+	if (c != NULL && (c->path = strdup(path)) == NULL) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		conf_free(c);
+		c = NULL;
+	}
 out:
 	if (buf != NULL) {
 		sodium_memzero(buf, len);
@@ -1350,9 +1412,20 @@ dump_cidrs(FILE *fp, const char *key, const struct cidr *v, size_t n)
 }
 
 static void
+dump_hostport(FILE *fp, const char *key, const char *host, uint16_t port)
+{
+	bool	v6 = strchr(host, ':') != NULL;
+
+	fprintf(fp, "  %s: \"%s%s%s:%u\"\n", key, v6 ? "[" : "", host,
+	    v6 ? "]" : "", port);
+}
+
+static void
 dump_client(const struct conf *c, FILE *fp)
 {
 	char	buf[INET6_ADDRSTRLEN + 8];
+	char	pin[sodium_base64_ENCODED_LEN(32,
+	    sodium_base64_VARIANT_ORIGINAL)];
 
 	fprintf(fp, "tun:\n");
 	dump_kv(fp, "  ", "name", c->tun.name);
@@ -1363,10 +1436,8 @@ dump_client(const struct conf *c, FILE *fp)
 	if (c->tun.has_addr6)
 		fprintf(fp, "    - %s\n",
 		    cidr_fmt(&c->tun.addr6, buf, sizeof(buf)));
-	fprintf(fp, "client:\n  server: \"%s%s%s:%u\"\n",
-	    strchr(c->client.server_host, ':') ? "[" : "",
-	    c->client.server_host,
-	    strchr(c->client.server_host, ':') ? "]" : "",
+	fprintf(fp, "client:\n");
+	dump_hostport(fp, "server", c->client.server_host,
 	    c->client.server_port);
 	dump_kv(fp, "  ", "sni", c->client.sni);
 	if (c->client.ca_file != NULL)
@@ -1374,6 +1445,12 @@ dump_client(const struct conf *c, FILE *fp)
 	else
 		fprintf(fp, "  # ca: system trust store\n");
 	fprintf(fp, "  insecure: %s\n", c->client.insecure ? "true" : "false");
+	if (c->client.has_pin) {
+		sodium_bin2base64(pin, sizeof(pin), c->client.pin_sha256,
+		    sizeof(c->client.pin_sha256),
+		    sodium_base64_VARIANT_ORIGINAL);
+		fprintf(fp, "  pin_sha256: \"%s\"\n", pin);
+	}
 	fprintf(fp, "  key: (redacted)\n");
 	dump_kv(fp, "  ", "congestion", c->client.congestion);
 	dump_mark(fp, c->client.mark);
@@ -1410,6 +1487,14 @@ dump_server(const struct conf *c, FILE *fp)
 	dump_cidrs(fp, "allow", c->server.egress_allow,
 	    c->server.negress_allow);
 	dump_cidrs(fp, "deny", c->server.egress_deny, c->server.negress_deny);
+	if (c->server.fallback_host != NULL) {
+		dump_hostport(fp, "fallback", c->server.fallback_host,
+		    c->server.fallback_port);
+		fprintf(fp, "  fallback_tls: %s\n",
+		    c->server.fallback_tls ? "true" : "false");
+	} else
+		fprintf(fp, "  # fallback: none (unauthenticated connections "
+		    "are closed)\n");
 }
 
 void

@@ -27,6 +27,7 @@ struct conf_user {
 };
 
 struct conf {
+	char		*path;		/* file it was loaded from, or NULL */
 	enum conf_role	 role;
 	int		 log_level;	/* enum log_level */
 	bool		 log_syslog;
@@ -44,6 +45,8 @@ struct conf {
 		char		*sni;			/* default: server_host */
 		char		*ca_file;		/* NULL: system store */
 		bool		 insecure;		/* skip verification (loudly) */
+		bool		 has_pin;
+		uint8_t		 pin_sha256[32];	/* SHA-256 of the server's SPKI */
 		uint8_t		 key[CONF_KEY_LEN];
 		char		 congestion[CONF_CC_MAX]; /* default "bbr" */
 		uint32_t	 mark;			/* SO_MARK on outer sockets, 0 = none */
@@ -70,6 +73,9 @@ struct conf {
 		size_t		 negress_allow;
 		struct cidr	*egress_deny;		/* extra denies */
 		size_t		 negress_deny;
+		char		*fallback_host;		/* cover site, NULL: none */
+		uint16_t	 fallback_port;
+		bool		 fallback_tls;		/* cover site speaks TLS */
 	} server;
 };
 

@@ -78,6 +78,7 @@ test_client_values(void **state)
 	    "  sni: www.example.com\n"
 	    "  ca: /etc/tunsplit/ca.pem\n"
 	    "  insecure: false\n"
+	    "  pin_sha256: \"sha256//" K2 "\"\n"
 	    "  key: " K1 "\n"
 	    "  congestion: cubic\n"
 	    "  mark: 0x1f\n"
@@ -106,6 +107,9 @@ test_client_values(void **state)
 	assert_string_equal(c->client.sni, "www.example.com");
 	assert_string_equal(c->client.ca_file, "/etc/tunsplit/ca.pem");
 	assert_false(c->client.insecure);
+	assert_true(c->client.has_pin);
+	assert_int_equal(c->client.pin_sha256[0], 0xff);
+	assert_int_equal(c->client.pin_sha256[31], 0xff);
 	assert_memory_equal(c->client.key, k1, 32);
 	assert_string_equal(c->client.congestion, "cubic");
 	assert_int_equal(c->client.mark, 31);
@@ -138,6 +142,8 @@ test_client_defaults(void **state)
 	assert_string_equal(c->client.sni, "vpn.example.org");
 	assert_null(c->client.ca_file);
 	assert_false(c->client.insecure);
+	assert_false(c->client.has_pin);
+	assert_null(c->path);
 	assert_string_equal(c->client.congestion, "bbr");
 	assert_int_equal(c->client.mark, 0);
 	assert_int_equal(c->client.max_flows, 4096);
@@ -182,6 +188,8 @@ test_server_values(void **state)
 	    "    deny:\n"
 	    "      - 203.0.113.0/24\n"
 	    "      - 2001:db8::/32\n"
+	    "  fallback: \"[::1]:8080\"\n"
+	    "  fallback_tls: yes\n"
 	    "log: {level: warn}\n";
 	struct conf		*c;
 	char			 buf[ADDR_STRLEN];
@@ -217,6 +225,17 @@ test_server_values(void **state)
 	assert_int_equal(c->server.negress_deny, 2);
 	assert_string_equal(cidr_fmt(&c->server.egress_deny[1], buf,
 	    sizeof(buf)), "2001:db8::/32");
+	assert_string_equal(c->server.fallback_host, "::1");
+	assert_int_equal(c->server.fallback_port, 8080);
+	assert_true(c->server.fallback_tls);
+	conf_free(c);
+
+	c = load(SERVER "  fallback: www.example.org:443\n");
+	if (c == NULL)
+		fail_msg("%s", errbuf);
+	assert_string_equal(c->server.fallback_host, "www.example.org");
+	assert_int_equal(c->server.fallback_port, 443);
+	assert_false(c->server.fallback_tls);
 	conf_free(c);
 }
 
@@ -240,6 +259,8 @@ test_server_defaults(void **state)
 	assert_int_equal(c->server.time_window_s, 120);
 	assert_int_equal(c->server.negress_allow, 0);
 	assert_int_equal(c->server.negress_deny, 0);
+	assert_null(c->server.fallback_host);
+	assert_false(c->server.fallback_tls);
 	conf_free(c);
 
 	/* An empty allow list is fine: it allows nothing extra. */
@@ -394,6 +415,22 @@ static const struct bad bad_client[] = {
 	    "  key: " K1 "\n", "t.yaml:3:3: client.server: ", "duplicate key" },
 	{ "client: []\n", "t.yaml:1:9: client: ",
 	    "expected a mapping, found a list" },
+	{ "client:\n  pin_sha256: abc\n  server: a.example:1\n  key: " K1
+	    "\n", "t.yaml:2:15: client.pin_sha256: ",
+	    "'abc' is not a base64 SHA-256 digest" },
+	{ "client:\n  pin_sha256: " K1 "=\n  server: a.example:1\n  key: "
+	    K1 "\n", "t.yaml:2:15: client.pin_sha256: ", "is not a base64" },
+	{ "client:\n  pin_sha256: \"sha256//\"\n  server: a.example:1\n"
+	    "  key: " K1 "\n", "t.yaml:2:15: client.pin_sha256: ",
+	    "is not a base64" },
+	/* 44 characters, but 33 bytes' worth: no padding where one is due. */
+	{ "client:\n  pin_sha256: "
+	    "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8g\n"
+	    "  server: a.example:1\n  key: " K1 "\n",
+	    "t.yaml:2:15: client.pin_sha256: ", "is not a base64" },
+	{ "client:\n  pin_sha256: [" K1 "]\n  server: a.example:1\n  key: "
+	    K1 "\n", "t.yaml:2:15: client.pin_sha256: ",
+	    "expected a value, found a list" },
 };
 
 #define S_HEAD	"server:\n  cert: /c.pem\n  cert_key: /k.pem\n" \
@@ -491,6 +528,20 @@ static const struct bad bad_server[] = {
 	{ "server:\n  egress: [10.0.0.0/8]\n", "t.yaml:2:11: server.egress: ",
 	    "expected a mapping, found a list" },
 	{ "server:\n  sni: x\n", "t.yaml:2:3: server.sni: ", "unknown key" },
+	{ "server:\n  fallback: 127.0.0.1\n", "t.yaml:2:13: server.fallback: ",
+	    "has no port" },
+	{ "server:\n  fallback: \"::1:80\"\n",
+	    "t.yaml:2:13: server.fallback: ", "IPv6 address needs brackets" },
+	{ "server:\n  fallback: 127.0.0.1:0\n",
+	    "t.yaml:2:13: server.fallback: ", "has no valid port" },
+	{ "server:\n  fallback: \"bad host:80\"\n",
+	    "t.yaml:2:13: server.fallback: ", "is not host:port" },
+	{ "server:\n  fallback: [127.0.0.1:80]\n",
+	    "t.yaml:2:13: server.fallback: ", "expected a value, found a list" },
+	{ "server:\n  fallback_tls: sure\n",
+	    "t.yaml:2:17: server.fallback_tls: ", "is not true, false" },
+	{ S_HEAD "  listen: 0.0.0.0:1\n  fallback_tls: true\n",
+	    "t.yaml:2:3: server.fallback_tls: ", "needs fallback" },
 };
 
 static const struct bad bad_top[] = {
@@ -651,6 +702,9 @@ test_load_file(void **state)
 	if (c == NULL)
 		fail_msg("%s", errbuf);
 	assert_int_equal(c->log_level, LOG_LVL_ERROR);
+	/* The path is kept for reloads. */
+	assert_non_null(c->path);
+	assert_string_equal(c->path, path);
 	conf_free(c);
 	unlink(path);
 
@@ -781,6 +835,8 @@ test_dump(void **state)
 	    "client:\n  server: \"[::1]:1\"\n  ca: \"/a \\\"b\\\"\\\\c\"\n"
 	    "  insecure: yes\n  key: " K1 "\n  connect_timeout: 1500ms\n"
 	    "  idle_timeout: 90s\n  mark: 0xffffffff\n", k1);
+	roundtrip("client:\n  server: a.example:1\n  key: " K1 "\n"
+	    "  pin_sha256: " K3 "\n", k1);
 	roundtrip(SERVER, k1);
 	roundtrip("server:\n  listen: [\"[::1]:5\", 127.0.0.1:6]\n"
 	    "  cert: /c\n  cert_key: /k\n  users:\n"
@@ -789,6 +845,9 @@ test_dump(void **state)
 	    "    - {name: d, key: \"" K3 "\"}\n"
 	    "  time_window: 1h\n"
 	    "  egress: {allow: [10.0.0.0/8, \"::1\"], deny: [1.2.3.4/32]}\n", k3);
+	roundtrip(SERVER "  fallback: \"[fd00::80]:8080\"\n", k1);
+	roundtrip(SERVER "  fallback: cover.example:443\n"
+	    "  fallback_tls: true\n", k1);
 }
 
 /* Everything under examples/ must stay loadable. */
