@@ -11,8 +11,10 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +31,7 @@
 #define CONF_MAX_USERS		10000
 #define CONF_MAX_CIDRS		1024
 #define CONF_HOST_MAX		253
+#define CONF_METRICS_PORT	9353
 
 struct ctx {
 	const char		*name;
@@ -818,9 +821,17 @@ key_sni(struct ctx *x, yaml_node_t *n, const struct conf_key *k, void *base)
 static int
 check_client(struct ctx *x, yaml_node_t *map, void *base)
 {
-	(void)base;
+	struct conf	*c = base;
+
 	if (require(x, map, "server") == -1 || check_key(x, map) == -1)
 		return -1;
+	/* Without a mark the outer connections would be routed into the
+	 * TUN they come from. */
+	if (c->client.route_auto && c->client.mark == 0) {
+		path_push(x, "route");
+		return conf_err(x, map, "route: auto needs a mark (e.g. mark: "
+		    "0x7353)");
+	}
 	return 0;
 }
 
@@ -993,6 +1004,139 @@ check_server(struct ctx *x, yaml_node_t *map, void *base)
 	return 0;
 }
 
+/* ---- process: control, metrics, pid file, user ------------------------ */
+
+/* Paths the daemon uses after chdir("/"), so they must be absolute. */
+static int
+key_abspath(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
+    void *base)
+{
+	const char	*s = scalar(x, n);
+
+	if (s == NULL)
+		return -1;
+	if (*s != '/')
+		return conf_err(x, n, "'%s' is not an absolute path",
+		    conf_vis(x, s));
+	return key_path(x, n, k, base);
+}
+
+static int
+key_control(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
+    void *base)
+{
+	const char	*s = scalar(x, n);
+
+	if (s == NULL)
+		return -1;
+	if (strcmp(s, "off") == 0) {
+		FIELD(base, k, char)[0] = '\0';
+		return 0;
+	}
+	if (*s != '/')
+		return conf_err(x, n, "'%s' is not an absolute path (or off)",
+		    conf_vis(x, s));
+	if (strlen(s) >= (size_t)k->max)
+		return conf_err(x, n, "path too long for a socket (max %lld "
+		    "characters)", k->max - 1);
+	memcpy(FIELD(base, k, char), s, strlen(s) + 1);
+	return 0;
+}
+
+/* "9353" (loopback), "127.0.0.1:9353", "[::1]:9353"; numeric only. */
+static int
+key_metrics(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
+    void *base)
+{
+	struct conf		*c = base;
+	const char		*s = scalar(x, n);
+	unsigned long long	 port;
+
+	(void)k;
+	if (s == NULL)
+		return -1;
+	if (strcmp(s, "off") == 0) {
+		c->has_metrics = false;
+		return 0;
+	}
+	if (strchr(s, ':') == NULL) {
+		if (parse_u64(s, &port) == -1 || port < 1 || port > 65535)
+			return conf_err(x, n, "'%s' is not a port (1..65535) or "
+			    "address:port", conf_vis(x, s));
+		addr_from_ip(&c->metrics, "127.0.0.1", (uint16_t)port);
+	} else if (addr_parse(&c->metrics, s) == -1 ||
+	    addr_port(&c->metrics) == 0)
+		return conf_err(x, n, "'%s' is not a numeric address:port "
+		    "(127.0.0.1:%d, [::1]:%d)", conf_vis(x, s),
+		    CONF_METRICS_PORT, CONF_METRICS_PORT);
+	c->has_metrics = true;
+	return 0;
+}
+
+/* Looked up now, so that `check` catches a typo before a restart does. */
+static int
+key_user(struct ctx *x, yaml_node_t *n, const struct conf_key *k, void *base)
+{
+	const char	*s;
+
+	if (key_word(x, n, k, base) == -1)
+		return -1;
+	s = FIELD(base, k, char);
+	if (getpwnam(s) == NULL)
+		return conf_err(x, n, "no such user '%s'", conf_vis(x, s));
+	return 0;
+}
+
+static int
+key_group(struct ctx *x, yaml_node_t *n, const struct conf_key *k, void *base)
+{
+	const char	*s;
+
+	if (key_word(x, n, k, base) == -1)
+		return -1;
+	s = FIELD(base, k, char);
+	if (getgrnam(s) == NULL)
+		return conf_err(x, n, "no such group '%s'", conf_vis(x, s));
+	return 0;
+}
+
+static int
+key_route(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
+    void *base)
+{
+	const char	*s = scalar(x, n);
+
+	if (s == NULL)
+		return -1;
+	if (strcmp(s, "auto") == 0)
+		*FIELD(base, k, bool) = true;
+	else if (strcmp(s, "off") == 0)
+		*FIELD(base, k, bool) = false;
+	else
+		return conf_err(x, n, "'%s' is not auto or off", conf_vis(x, s));
+	return 0;
+}
+
+static int
+key_route_exclude(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
+    void *base)
+{
+	(void)k;
+	(void)base;
+	return cidrs(x, n, &x->c->client.route_exclude,
+	    &x->c->client.nroute_exclude);
+}
+
+static int
+check_log(struct ctx *x, yaml_node_t *map, void *base)
+{
+	struct conf	*c = base;
+
+	(void)map;
+	c->log_syslog_set = seen(x, "syslog");
+	return 0;
+}
+
 /* ---- tables ------------------------------------------------------------ */
 
 #define C(f)	offsetof(struct conf, f)
@@ -1026,6 +1170,8 @@ static const struct conf_key keys_client[] = {
 	    600000, NULL },
 	{ "idle_timeout", key_ms, C(client.idle_timeout_ms), 1000, MS_MAX,
 	    NULL },
+	{ "route", key_route, C(client.route_auto), 0, 0, NULL },
+	{ "route_exclude", key_route_exclude, 0, 0, 0, NULL },
 	{ NULL, NULL, 0, 0, 0, NULL }
 };
 
@@ -1058,7 +1204,7 @@ static const struct conf_key keys_server[] = {
 	{ NULL, NULL, 0, 0, 0, NULL }
 };
 
-static const struct conf_map map_log = { keys_log, NULL };
+static const struct conf_map map_log = { keys_log, check_log };
 static const struct conf_map map_tun = { keys_tun, NULL };
 static const struct conf_map map_client = { keys_client, check_client };
 static const struct conf_map map_server = { keys_server, check_server };
@@ -1087,6 +1233,12 @@ static const struct conf_key keys_top[] = {
 	{ "tun", key_tun, 0, 0, 0, &map_tun },
 	{ "client", key_role, 0, CONF_ROLE_CLIENT, 0, &map_client },
 	{ "server", key_role, 0, CONF_ROLE_SERVER, 0, &map_server },
+	{ "control", key_control, C(control), 0, CONF_SOCK_MAX, NULL },
+	{ "metrics", key_metrics, 0, 0, 0, NULL },
+	{ "pidfile", key_abspath, C(pidfile), 0, 0, NULL },
+	{ "user", key_user, C(user), 0, CONF_NAME_MAX, NULL },
+	{ "group", key_group, C(group), 0, CONF_NAME_MAX, NULL },
+	{ "drain_timeout", key_ms, C(drain_timeout_ms), 0, 3600000, NULL },
 	{ NULL, NULL, 0, 0, 0, NULL }
 };
 static const struct conf_map map_top = { keys_top, check_top };
@@ -1099,6 +1251,10 @@ check_top(struct ctx *x, yaml_node_t *map, void *base)
 	if (c->role == 0)
 		return conf_err(x, map, "a client: or a server: section is "
 		    "required");
+	if (c->group[0] != '\0' && c->user[0] == '\0') {
+		path_push(x, "group");
+		return conf_err(x, map, "group: needs user:");
+	}
 	if (x->tun_knode != NULL && c->role != CONF_ROLE_CLIENT) {
 		path_push(x, "tun");
 		return conf_err(x, x->tun_knode, "only valid with client:");
@@ -1141,6 +1297,8 @@ conf_new(void)
 	c->server.idle_timeout_ms = 300000;
 	c->server.handshake_timeout_ms = 10000;
 	c->server.time_window_s = 120;
+	snprintf(c->control, sizeof(c->control), "%s", CONF_CONTROL_DEFAULT);
+	c->drain_timeout_ms = CONF_DRAIN_DEFAULT_MS;
 	return c;
 }
 
@@ -1153,6 +1311,8 @@ conf_free(struct conf *c)
 	free(c->client.server_host);
 	free(c->client.sni);
 	free(c->client.ca_file);
+	free(c->client.route_exclude);
+	free(c->pidfile);
 	free(c->server.cert_file);
 	free(c->server.cert_key_file);
 	if (c->server.users != NULL)
@@ -1424,6 +1584,7 @@ static void
 dump_client(const struct conf *c, FILE *fp)
 {
 	char	buf[INET6_ADDRSTRLEN + 8];
+	size_t	i;
 	char	pin[sodium_base64_ENCODED_LEN(32,
 	    sodium_base64_VARIANT_ORIGINAL)];
 
@@ -1457,6 +1618,12 @@ dump_client(const struct conf *c, FILE *fp)
 	fprintf(fp, "  max_flows: %u\n", c->client.max_flows);
 	dump_ms(fp, "connect_timeout", c->client.connect_timeout_ms);
 	dump_ms(fp, "idle_timeout", c->client.idle_timeout_ms);
+	fprintf(fp, "  route: %s\n", c->client.route_auto ? "auto" : "off");
+	if (c->client.nroute_exclude > 0)
+		fprintf(fp, "  route_exclude:\n");
+	for (i = 0; i < c->client.nroute_exclude; i++)
+		fprintf(fp, "    - %s\n", cidr_fmt(&c->client.route_exclude[i],
+		    buf, sizeof(buf)));
 }
 
 static void
@@ -1505,9 +1672,30 @@ conf_dump(const struct conf *c, FILE *fp)
 		[LOG_LVL_INFO] = "info", [LOG_LVL_DEBUG] = "debug",
 	};
 
+	char		 buf[ADDR_STRLEN], ms[32];
+
 	fprintf(fp, "log:\n  level: %s\n  syslog: %s\n",
 	    c->log_level >= 0 && c->log_level <= LOG_LVL_DEBUG ?
 	    levels[c->log_level] : "info", c->log_syslog ? "true" : "false");
+	if (c->control[0] != '\0')
+		dump_kv(fp, "", "control", c->control);
+	else
+		fprintf(fp, "control: off\n");
+	if (c->has_metrics)
+		fprintf(fp, "metrics: \"%s\"\n",
+		    addr_fmt(&c->metrics, buf, sizeof(buf)));
+	else
+		fprintf(fp, "metrics: off\n");
+	if (c->pidfile != NULL)
+		dump_kv(fp, "", "pidfile", c->pidfile);
+	else
+		fprintf(fp, "# pidfile: none\n");
+	if (c->user[0] != '\0')
+		dump_kv(fp, "", "user", c->user);
+	if (c->group[0] != '\0')
+		dump_kv(fp, "", "group", c->group);
+	fprintf(fp, "drain_timeout: %s\n",
+	    duration_fmt(c->drain_timeout_ms, ms, sizeof(ms)));
 	if (c->role == CONF_ROLE_CLIENT)
 		dump_client(c, fp);
 	else

@@ -18,6 +18,9 @@
 #define CONF_MAX_LISTEN	8
 #define CONF_NAME_MAX	64
 #define CONF_CC_MAX	16
+#define CONF_SOCK_MAX	108		/* sun_path */
+#define CONF_CONTROL_DEFAULT	"/run/tunsplit/tunsplit.sock"
+#define CONF_DRAIN_DEFAULT_MS	5000
 
 enum conf_role { CONF_ROLE_CLIENT = 1, CONF_ROLE_SERVER = 2 };
 
@@ -31,6 +34,16 @@ struct conf {
 	enum conf_role	 role;
 	int		 log_level;	/* enum log_level */
 	bool		 log_syslog;
+	bool		 log_syslog_set;	/* log.syslog given: run -d keeps it */
+
+	/* Process: control socket, metrics, pid file, privileges, drain. */
+	char		 control[CONF_SOCK_MAX];	/* "" = off */
+	bool		 has_metrics;
+	struct addr	 metrics;		/* default port 9353 on loopback */
+	char		*pidfile;		/* NULL: none */
+	char		 user[CONF_NAME_MAX];	/* "" = keep running as is */
+	char		 group[CONF_NAME_MAX];	/* "" = the user's group */
+	unsigned	 drain_timeout_ms;	/* default 5000 */
 
 	struct {
 		char		 name[IFNAMSIZ];	/* default "tun0" */
@@ -53,6 +66,9 @@ struct conf {
 		unsigned	 max_flows;		/* default 4096 */
 		unsigned	 connect_timeout_ms;	/* default 10000 */
 		unsigned	 idle_timeout_ms;	/* default 300000 */
+		bool		 route_auto;		/* run tunsplit-route up/down */
+		struct cidr	*route_exclude;		/* --exclude for it */
+		size_t		 nroute_exclude;
 	} client;
 
 	struct {
