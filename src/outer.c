@@ -31,7 +31,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
 #include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
@@ -64,9 +67,16 @@ struct outer_cache {
 	size_t		 n;
 };
 
+/* Public-key pin of a client context (outer_ctx_pin). */
+struct outer_pin {
+	uint8_t		 sha256[32];
+	bool		 verify_chain;	/* false: insecure context, pin only */
+};
+
 static pthread_once_t	 outer_once = PTHREAD_ONCE_INIT;
 static BIO_METHOD	*outer_bio_meth;
 static int		 outer_cache_idx = -1;
+static int		 outer_pin_idx = -1;
 static bool		 outer_free_buffers_ok;
 
 /* ---- BIO -------------------------------------------------------------- */
@@ -147,6 +157,18 @@ outer_cache_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx,
 	free(c);
 }
 
+static void
+outer_pin_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx,
+    long argl, void *argp)
+{
+	(void)parent;
+	(void)ad;
+	(void)idx;
+	(void)argl;
+	(void)argp;
+	free(ptr);
+}
+
 /*
  * SSL_free_buffers() could free a buffer still holding a partial record
  * before CVE-2024-4741 was fixed (3.0.14, 3.1.6, 3.2.2, 3.3.1).  Older
@@ -194,13 +216,16 @@ outer_init_once(void)
 	 * SSL objects hold references and may still deliver tickets. */
 	outer_cache_idx = SSL_CTX_get_ex_new_index(0, NULL, NULL, NULL,
 	    outer_cache_free);
+	outer_pin_idx = SSL_CTX_get_ex_new_index(0, NULL, NULL, NULL,
+	    outer_pin_free);
 }
 
 static int
 outer_init(void)
 {
 	pthread_once(&outer_once, outer_init_once);
-	if (outer_bio_meth == NULL || outer_cache_idx < 0) {
+	if (outer_bio_meth == NULL || outer_cache_idx < 0 ||
+	    outer_pin_idx < 0) {
 		log_ssl_errors("outer: initialisation");
 		return -1;
 	}
@@ -349,6 +374,110 @@ fail:
 	    ca_file != NULL ? ca_file : "");
 	SSL_CTX_free(ctx);
 	return NULL;
+}
+
+/* ---- public-key pinning ---------------------------------------------- */
+
+static int
+outer_spki_sha256(X509 *cert, uint8_t out[32])
+{
+	unsigned char	*der = NULL;
+	unsigned int	 mdlen = 0;
+	int		 len, rc = -1;
+
+	if ((len = i2d_X509_PUBKEY(X509_get_X509_PUBKEY(cert), &der)) <= 0)
+		return -1;
+	if (EVP_Digest(der, (size_t)len, out, &mdlen, EVP_sha256(), NULL) == 1 &&
+	    mdlen == 32)
+		rc = 0;
+	OPENSSL_free(der);
+	return rc;
+}
+
+/*
+ * Replaces OpenSSL's chain check (it calls it itself first, unless the
+ * context is insecure) and then compares the leaf's key with the pin.
+ * Runs inside the handshake, so a mismatch aborts it before the client
+ * has sent anything of its own.
+ */
+static int
+outer_on_verify(X509_STORE_CTX *xs, void *arg)
+{
+	const struct outer_pin	*pin = arg;
+	const struct outer	*o;
+	uint8_t			 got[32];
+	SSL			*ssl;
+	X509			*leaf;
+	int			 rc;
+
+	if (pin->verify_chain && (rc = X509_verify_cert(xs)) <= 0)
+		return rc;
+	if ((leaf = X509_STORE_CTX_get0_cert(xs)) == NULL ||
+	    outer_spki_sha256(leaf, got) == -1 ||
+	    CRYPTO_memcmp(got, pin->sha256, sizeof(got)) != 0) {
+		ssl = X509_STORE_CTX_get_ex_data(xs,
+		    SSL_get_ex_data_X509_STORE_CTX_idx());
+		o = ssl != NULL ? SSL_get_app_data(ssl) : NULL;
+		log_warnx("outer: public key of %s does not match "
+		    "pin_sha256", o != NULL && o->sni != NULL ? o->sni :
+		    "server");
+		X509_STORE_CTX_set_error(xs,
+		    X509_V_ERR_APPLICATION_VERIFICATION);
+		return 0;
+	}
+	return 1;
+}
+
+int
+outer_ctx_pin(SSL_CTX *ctx, const uint8_t spki_sha256[32])
+{
+	struct outer_pin	*pin;
+
+	if (ctx == NULL || outer_init() == -1)
+		return -1;
+	if (SSL_CTX_get_ex_data(ctx, outer_pin_idx) != NULL) {
+		log_warnx("outer: context already pinned");
+		return -1;
+	}
+	if ((pin = calloc(1, sizeof(*pin))) == NULL) {
+		log_warn("outer: pin");
+		return -1;
+	}
+	memcpy(pin->sha256, spki_sha256, sizeof(pin->sha256));
+	pin->verify_chain = SSL_CTX_get_verify_mode(ctx) != SSL_VERIFY_NONE;
+	if (SSL_CTX_set_ex_data(ctx, outer_pin_idx, pin) != 1) {
+		free(pin);
+		log_ssl_errors("outer: pin");
+		return -1;
+	}
+	/* An insecure context verifies nothing but the pin; it still needs
+	 * VERIFY_PEER, or OpenSSL ignores what the callback says. */
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	SSL_CTX_set_cert_verify_callback(ctx, outer_on_verify, pin);
+	return 0;
+}
+
+int
+outer_pin_from_file(const char *cert_file, uint8_t spki_sha256[32])
+{
+	X509	*cert = NULL;
+	FILE	*fp;
+	int	 rc = -1;
+
+	if ((fp = fopen(cert_file, "r")) == NULL) {
+		log_warn("%s", cert_file);
+		return -1;
+	}
+	ERR_clear_error();
+	if ((cert = PEM_read_X509(fp, NULL, NULL, NULL)) == NULL)
+		log_ssl_errors("%s: no certificate", cert_file);
+	else if (outer_spki_sha256(cert, spki_sha256) == -1)
+		log_ssl_errors("%s: public key", cert_file);
+	else
+		rc = 0;
+	X509_free(cert);
+	fclose(fp);
+	return rc;
 }
 
 /*

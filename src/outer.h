@@ -25,6 +25,16 @@ struct outer;
  * system store) unless insecure, ALPN "h2,http/1.1", X25519 first, client
  * session cache for resumption.  NULL on error (logged). */
 struct ssl_ctx_st *outer_ctx_client(const char *ca_file, bool insecure);
+/* Public-key pinning for a client context: the server's leaf certificate
+ * must have a SubjectPublicKeyInfo whose SHA-256 is spki_sha256, checked
+ * during the handshake in addition to the chain and name (or instead of
+ * them for an insecure context, which the pin then authenticates).  Call
+ * before the first outer_new() on ctx.  0 or -1 (logged). */
+int outer_ctx_pin(struct ssl_ctx_st *ctx, const uint8_t spki_sha256[32]);
+/* SHA-256 of the SubjectPublicKeyInfo of the first certificate in a PEM
+ * file (what outer_ctx_pin takes).  0 or -1 (logged). */
+int outer_pin_from_file(const char *cert_file, uint8_t spki_sha256[32]);
+
 /* Server context: TLS 1.3, certificate chain and key files.  NULL on error. */
 struct ssl_ctx_st *outer_ctx_server(const char *cert_file, const char *key_file);
 void outer_ctx_free(struct ssl_ctx_st *ctx);

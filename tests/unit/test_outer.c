@@ -786,6 +786,62 @@ test_verification(void **state)
 	outer_ctx_free(sys);
 }
 
+/* Public-key pinning, with and without chain verification. */
+static void
+test_pinning(void **state)
+{
+	struct ctxs	*x = *state;
+	SSL_CTX		*pinned, *bad, *ins_pinned, *ins_bad, *other_ca;
+	uint8_t		 pin[32], wrong[32];
+	struct pair	 p;
+	char		 buf[8];
+	int		 i;
+
+	assert_int_equal(outer_pin_from_file(cert_pem, pin), 0);
+	memcpy(wrong, pin, sizeof(wrong));
+	wrong[31] ^= 1;
+	assert_int_equal(outer_pin_from_file(empty_pem, wrong + 0), -1);
+	assert_int_equal(outer_pin_from_file("/nonexistent/cert.pem", wrong),
+	    -1);
+	assert_int_equal(wrong[31], pin[31] ^ 1);	/* untouched */
+
+	assert_non_null(pinned = outer_ctx_client(ca_pem, false));
+	assert_non_null(bad = outer_ctx_client(ca_pem, false));
+	assert_non_null(ins_pinned = outer_ctx_client(NULL, true));
+	assert_non_null(ins_bad = outer_ctx_client(NULL, true));
+	assert_non_null(other_ca = outer_ctx_client(ca2_pem, false));
+	assert_int_equal(outer_ctx_pin(pinned, pin), 0);
+	assert_int_equal(outer_ctx_pin(pinned, pin), -1);	/* once */
+	assert_int_equal(outer_ctx_pin(bad, wrong), 0);
+	assert_int_equal(outer_ctx_pin(ins_pinned, pin), 0);
+	assert_int_equal(outer_ctx_pin(ins_bad, wrong), 0);
+	assert_int_equal(outer_ctx_pin(other_ca, pin), 0);
+	assert_int_equal(outer_ctx_pin(NULL, pin), -1);
+
+	expect_ok(pinned, x->s, SNI);
+	expect_fail(pinned, x->s, "other.test");	/* name still checked */
+	expect_fail(bad, x->s, SNI);
+	expect_fail(other_ca, x->s, SNI);		/* chain still checked */
+	/* Insecure: the pin alone authenticates the server. */
+	expect_ok(ins_pinned, x->s, "anything.example");
+	expect_fail(ins_bad, x->s, SNI);
+
+	/* Resumed sessions (no certificate sent) come from pinned ones. */
+	for (i = 0; i < 3; i++) {
+		pair_connect(&p, pinned, x->s, false);
+		assert_int_equal(outer_session_reused(p.c), i > 0);
+		write_all(p.s, "hi", 2);
+		assert_int_equal(read_wait(p.c, buf, sizeof(buf)), 2);
+		pair_free(&p);
+	}
+
+	outer_ctx_free(pinned);
+	outer_ctx_free(bad);
+	outer_ctx_free(ins_pinned);
+	outer_ctx_free(ins_bad);
+	outer_ctx_free(other_ca);
+}
+
 /* The server answers non-TLS bytes with a clean protocol error. */
 static void
 test_garbage_peer(void **state)
@@ -987,6 +1043,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_resumption,
 		    setup_ctxs, teardown_ctxs),
 		cmocka_unit_test_setup_teardown(test_verification,
+		    setup_ctxs, teardown_ctxs),
+		cmocka_unit_test_setup_teardown(test_pinning,
 		    setup_ctxs, teardown_ctxs),
 		cmocka_unit_test_setup_teardown(test_garbage_peer,
 		    setup_ctxs, teardown_ctxs),
