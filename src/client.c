@@ -157,6 +157,13 @@ client_setup(struct client *cl)
 	if ((cl->env.ssl_ctx = outer_ctx_client(c->client.ca_file,
 	    c->client.insecure)) == NULL)
 		return -1;
+	if (c->client.has_pin) {
+		if (outer_ctx_pin(cl->env.ssl_ctx, c->client.pin_sha256) == -1)
+			return -1;
+		log_info("server public key pinned (pin_sha256)%s",
+		    c->client.insecure ? "; with insecure, the pin is the "
+		    "only check" : "");
+	}
 	auth_user_id(c->client.key, cl->env.user_id);
 	if (flow_env_init(&cl->env) < 0 || client_open_tun(cl) < 0)
 		return -1;
