@@ -68,6 +68,7 @@ struct flow {
 	bool		 ack_pending;
 
 	uint64_t	 start_ms, last_ms;
+	uint64_t	 dial_us;		/* outer connect started */
 	uint64_t	 up, down;
 };
 
@@ -166,6 +167,7 @@ static void
 flow_fail(struct flow *f, const char *reason)
 {
 	f->env->stats.failed++;
+	stats_reason_add(&f->env->stats.failures, reason);
 	flow_close(f, true, reason);
 }
 
@@ -559,6 +561,9 @@ flow_on_io(struct loop_fd *lfd, uint32_t revents)
 			flow_fail(f, "TLS handshake with server failed");
 			return;
 		}
+		if (rc == 1)
+			stats_hist_add(&f->env->stats.handshake,
+			    stats_now_us() - f->dial_us);
 		if (rc == 1 && flow_start_relay(f) < 0) {
 			flow_fail(f, "out of memory");
 			return;
@@ -613,7 +618,7 @@ flow_tcp_syn_allowed(void *arg)
 {
 	struct flow_env *env = arg;
 
-	return env->nflows < env->conf->client.max_flows;
+	return !env->draining && env->nflows < env->conf->client.max_flows;
 }
 
 static struct flow *
@@ -628,6 +633,7 @@ flow_new(struct flow_env *env, struct tcp_pcb *pcb)
 	f->id = ++env->next_id;
 	f->fd = -1;
 	flow_set_dst(f, pcb);
+	f->dial_us = stats_now_us();
 	f->fd = sock_connect(&env->server, c->client.congestion, c->client.mark);
 	if (f->fd < 0) {
 		log_warn("flow %llu: socket to server", (unsigned long long)f->id);
@@ -692,4 +698,27 @@ flow_close_all(struct flow_env *env)
 	while (env->all != NULL)
 		flow_close(env->all, true, "shutdown");
 	flow_on_iteration(env);
+}
+
+void
+flow_tcp_foreach(struct flow_env *env,
+    void (*cb)(void *arg, const struct flow_info *), void *arg)
+{
+	static const char *const phases[] = {
+		[FLOW_CONNECT] = "connect", [FLOW_TLS] = "tls",
+		[FLOW_RELAY] = "relay",
+	};
+	struct flow_info	 fi;
+	struct flow		*f;
+
+	for (f = env->all; f != NULL; f = f->next) {
+		fi.id = f->id;
+		fi.dst = &f->dst;
+		fi.state = phases[f->phase];
+		fi.start_ms = f->start_ms;
+		fi.up = f->up;
+		fi.down = f->down;
+		fi.fd = f->out != NULL ? outer_fd(f->out) : -1;
+		cb(arg, &fi);
+	}
 }

@@ -21,6 +21,7 @@
 
 #include "addr.h"
 #include "proto.h"
+#include "stats.h"
 #include "lwip/err.h"
 
 struct conf;
@@ -35,7 +36,9 @@ struct flow_stats {
 	uint64_t	 accepted;	/* flows created */
 	uint64_t	 refused;	/* over the limit or out of resources */
 	uint64_t	 failed;	/* server or target failure -> RST */
-	uint64_t	 bytes_up, bytes_down;
+	uint64_t	 bytes_up, bytes_down;	/* of closed flows */
+	struct stats_reasons failures;	/* the failed ones, by reason */
+	struct stats_hist handshake;	/* outer connect start to TLS done */
 };
 
 struct flow_env {
@@ -47,6 +50,7 @@ struct flow_env {
 	unsigned		 nflows;
 	uint64_t		 next_id;
 	struct flow_stats	 stats;
+	bool			 draining;	/* SIGTERM: RST new SYNs */
 	struct flow		*all;	/* live flows */
 	struct flow		*dirty;	/* flows with work for this iteration */
 	struct flow		*reap;	/* closed, freed at iteration end */
@@ -60,5 +64,17 @@ err_t flow_tcp_accept(void *arg, struct tcp_pcb *pcb, err_t err);
 bool flow_tcp_syn_allowed(void *arg);
 /* Resets every flow (shutdown). */
 void flow_close_all(struct flow_env *env);
+
+/* One live flow as the control socket shows it. */
+struct flow_info {
+	uint64_t		 id;
+	const struct addr	*dst;
+	const char		*state;		/* "connect" "tls" "relay" */
+	uint64_t		 start_ms;	/* loop time */
+	uint64_t		 up, down;	/* payload bytes so far */
+	int			 fd;		/* outer socket (TCP_INFO), or -1 */
+};
+void flow_tcp_foreach(struct flow_env *env,
+    void (*cb)(void *arg, const struct flow_info *), void *arg);
 
 #endif
