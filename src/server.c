@@ -285,6 +285,7 @@ server_on_accept(struct loop_fd *lfd, uint32_t revents)
 			return;
 		}
 		if (max != 0 && srv->env.nlive >= max) {
+			srv->env.stats.refused++;
 			if (server_log_due(srv, &srv->limit_log_ms))
 				log_warnx("max_conns %u reached: closing new "
 				    "connections", max);

@@ -88,6 +88,7 @@ struct sess {
 	uint64_t		 last_io_ms;
 	uint64_t		 last_bytes;
 	const char		*reason;	/* why it ends, once decided */
+	bool			 rejected;	/* counted as a rejection */
 	int			 err;		/* errno behind reason, or 0 */
 };
 
@@ -149,6 +150,12 @@ sess_close(struct sess *s, const char *reason, int rst)
 	relay_free(&s->relay);
 	buf_free(&s->hdr);
 	sess_log_summary(s, reason);
+	env->stats.bytes_up += s->relay.bytes_to_fd;
+	env->stats.bytes_down += s->relay.bytes_to_outer;
+	if (!s->rejected && strcmp(reason, "done") != 0) {
+		env->stats.failed++;
+		stats_reason_add(&env->stats.failures, reason);
+	}
 
 	LIST_REMOVE(s, entry);
 	LIST_INSERT_HEAD(&env->dead, s, entry);
@@ -178,6 +185,8 @@ sess_reject(struct sess *s, const char *reason)
 {
 	char	 peer[ADDR_STRLEN];
 
+	s->rejected = true;
+	stats_reason_add(&s->env->stats.rejects, reason);
 	log_info("sess %llu: rejected %s: %s", s->id,
 	    addr_fmt(&s->peer, peer, sizeof(peer)), reason);
 	sess_close(s, reason, 0);
@@ -440,6 +449,8 @@ sess_handshake(struct sess *s)
 {
 	switch (outer_handshake(s->outer)) {
 	case 1:
+		stats_hist_add(&s->env->stats.handshake,
+		    (loop_now(s->env->loop) - s->start_ms) * 1000);
 		s->state = SESS_HEADER;
 		/* The header may already sit decrypted inside TLS, which
 		 * produces no further fd event: read now. */
@@ -630,5 +641,32 @@ sess_reap(void *arg)
 	while ((s = LIST_FIRST(&e->dead)) != NULL) {
 		LIST_REMOVE(s, entry);
 		free(s);
+	}
+}
+
+void
+sess_foreach(struct sess_env *e,
+    void (*cb)(void *arg, const struct sess_info *), void *arg)
+{
+	static const char *const states[] = {
+		[SESS_HANDSHAKE] = "tls", [SESS_HEADER] = "header",
+		[SESS_CONNECT] = "connect", [SESS_RELAY] = "relay",
+		[SESS_CLOSED] = "closed",
+	};
+	const struct conf	*c = e->conf;
+	struct sess_info	 si;
+	struct sess		*s;
+
+	LIST_FOREACH(s, &e->live, entry) {
+		si.id = s->id;
+		si.peer = &s->peer;
+		si.target = s->has_target ? &s->target : NULL;
+		si.user = s->has_user ? c->server.users[s->user].name : NULL;
+		si.state = s->answer_only ? "answer" : states[s->state];
+		si.start_ms = s->start_ms;
+		si.up = s->relay.bytes_to_fd;
+		si.down = s->relay.bytes_to_outer;
+		si.fd = s->outer != NULL ? outer_fd(s->outer) : -1;
+		cb(arg, &si);
 	}
 }

@@ -7,8 +7,12 @@
 #ifndef TUNSPLIT_SESS_H
 #define TUNSPLIT_SESS_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/queue.h>
+
+#include "stats.h"
 
 struct addr;
 struct auth;
@@ -18,6 +22,29 @@ struct sess;
 struct ssl_ctx_st;
 
 LIST_HEAD(sess_list, sess);
+
+/* Counters for the control socket and metrics. */
+struct sess_stats {
+	uint64_t		 refused;	/* closed at accept: max_conns */
+	uint64_t		 failed;	/* ended in an error */
+	uint64_t		 bytes_up;	/* to targets, closed sessions */
+	uint64_t		 bytes_down;	/* to clients (status byte too) */
+	struct stats_reasons	 failures;	/* why the failed ones ended */
+	struct stats_reasons	 rejects;	/* not ours: auth, header */
+	struct stats_hist	 handshake;	/* accept to TLS done */
+};
+
+/* One live session as the control socket shows it. */
+struct sess_info {
+	unsigned long long	 id;
+	const struct addr	*peer;
+	const struct addr	*target;	/* NULL before the request */
+	const char		*user;		/* NULL before authentication */
+	const char		*state;
+	uint64_t		 start_ms;	/* loop time */
+	uint64_t		 up, down;	/* relayed so far */
+	int			 fd;		/* client socket (TCP_INFO), or -1 */
+};
 
 struct sess_env {
 	const struct conf	*conf;
@@ -29,6 +56,7 @@ struct sess_env {
 	struct sess_list	 dead;		/* closed, freed by sess_reap */
 	size_t			 nlive;
 	unsigned long long	 next_id;
+	struct sess_stats	 stats;
 };
 
 void sess_env_init(struct sess_env *e, const struct conf *c, struct loop *l,
@@ -39,5 +67,7 @@ void sess_close_all(struct sess_env *e, const char *reason);
 /* Frees closed sessions; call at the end of a loop iteration, when no
  * event for them can still be pending. */
 void sess_reap(void *env);
+void sess_foreach(struct sess_env *e,
+    void (*cb)(void *arg, const struct sess_info *), void *arg);
 
 #endif
