@@ -20,6 +20,8 @@
 # usage: testbed.sh up [--veth] [-- LINKEM-OPTIONS]   (re)create, idempotent
 #        testbed.sh down                               remove everything
 #        testbed.sh check                              ping, HTTP, UDP, iperf3
+#        testbed.sh services                           restart iperf3, start
+#                                                      any dead service
 #        testbed.sh status
 #
 # Environment: LINKEM (linkem binary; built into $TSB_RUN when unset and
@@ -170,8 +172,9 @@ EOF
 services_start() {
 	if ! pid_alive "$(pidfile_pid "$TSB_RUN/iperf3.pid")"; then
 		rm -f "$TSB_RUN/iperf3.pid"
+		# Daemons must not keep our caller's stdout/stderr open.
 		nsx $NS_T iperf3 -s -D -p 5201 --pidfile "$TSB_RUN/iperf3.pid" \
-		    --logfile "$TSB_RUN/iperf3.log"
+		    --logfile "$TSB_RUN/iperf3.log" </dev/null >/dev/null 2>&1
 	fi
 	if ! pid_alive "$(pidfile_pid "$TSB_RUN/nginx.pid")"; then
 		mkdir -p "$TSB_RUN/www" "$TSB_RUN/nginx-tmp"
@@ -186,12 +189,16 @@ services_start() {
 		chmod -R a+rX "$TSB_RUN/www"
 		nginx_conf >"$TSB_RUN/nginx.conf"
 		nsx $NS_T nginx -c "$TSB_RUN/nginx.conf" -p "$TSB_RUN" \
-		    -e "$TSB_RUN/nginx-error.log"
+		    -e "$TSB_RUN/nginx-error.log" </dev/null >/dev/null 2>&1
 	fi
 	for v in 4 6; do
 		if ! pid_alive "$(pidfile_pid "$TSB_RUN/udpecho$v.pid")"; then
 			# One child per peer echoes that peer's datagrams.
-			nsx $NS_T socat -T 60 UDP$v-LISTEN:7,reuseaddr,fork PIPE \
+			# Not through nsx: $! must be socat itself, and a
+			# function run in the background would hold our
+			# caller's stderr.
+			ip netns exec $NS_T socat -T 60 \
+			    UDP$v-LISTEN:7,reuseaddr,fork PIPE \
 			    </dev/null >/dev/null 2>&1 &
 			echo $! >"$TSB_RUN/udpecho$v.pid"
 		fi
@@ -264,8 +271,16 @@ cmd_status() {
 	return 0
 }
 
+cmd_services() {
+	# A client killed mid-test can leave iperf3 -s waiting for ever.
+	pid_stop "$(pidfile_pid "$TSB_RUN/iperf3.pid")"
+	rm -f "$TSB_RUN/iperf3.pid"
+	services_start
+}
+
 case "${1:-}" in
 up)	shift; cmd_up "$@" ;;
+services) cmd_services ;;
 down)	cmd_down ;;
 check)	cmd_check ;;
 status)	cmd_status ;;
