@@ -29,6 +29,7 @@
 #define TS_RX_MAX	65536
 #define TS_IOV_MAX	64
 #define TS_BACKLOG	255	/* SYN_RCVD pcbs per port (u8 in lwIP) */
+#define TS_RX_SLACK	8	/* zeroed bytes after each input packet */
 
 #define IPPROTO_TCP_	6
 #define IPPROTO_FRAG6_	44
@@ -321,6 +322,7 @@ void
 tsnetif_input(const uint8_t *pkt, size_t len)
 {
 	struct pbuf *p;
+	size_t alloc;
 
 	ts_stats.rx_packets++;
 	ts_stats.rx_bytes += len;
@@ -329,12 +331,20 @@ tsnetif_input(const uint8_t *pkt, size_t len)
 		return;
 	}
 	/* Right-sized copy: lwIP may keep this pbuf queued for a while, and
-	 * mem_trim cannot shrink it later. */
-	if ((p = pbuf_alloc(PBUF_RAW, (u16_t)len, PBUF_RAM)) == NULL) {
+	 * mem_trim cannot shrink it later.  A few zeroed bytes of slack
+	 * follow the packet: lwIP 2.1's tcp_parseopt reads an option's
+	 * length byte before checking that it lies inside the header, one
+	 * byte past the end when the last option is cut short (found by
+	 * fuzzing).  A zero there ends the parse.  A packet that fills the
+	 * 16-bit size cannot end inside its TCP options, so the cap is safe. */
+	alloc = len + TS_RX_SLACK > 0xffff ? 0xffff : len + TS_RX_SLACK;
+	if ((p = pbuf_alloc(PBUF_RAW, (u16_t)alloc, PBUF_RAM)) == NULL) {
 		ts_stats.tx_errors++;
 		return;
 	}
 	memcpy(p->payload, pkt, len);
+	memset((uint8_t *)p->payload + len, 0, alloc - len);
+	p->len = p->tot_len = (u16_t)len;	/* one pbuf, nothing chained */
 	if (ts_netif.input(p, &ts_netif) != ERR_OK)
 		pbuf_free(p);
 }
@@ -395,11 +405,18 @@ tsnetif_stats(void)
 int
 tsnetif_init(int fd, unsigned mtu, const struct tsnetif_ops *ops)
 {
+	static bool lwip_ready;
 	ip4_addr_t addr, mask, gw;
 
 	ts_fd = fd;
 	ts_ops = *ops;
-	lwip_init();
+	/* Once per process: lwip_init() registers lwIP's cyclic timers each
+	 * time it runs, so a second netif (tests, the fuzzer) would stack
+	 * duplicate timers without end. */
+	if (!lwip_ready) {
+		lwip_init();
+		lwip_ready = true;
+	}
 	/* A placeholder address: the hooks overwrite it per packet, and
 	 * ip4_route() needs it non-zero for netif_default to be used. */
 	IP4_ADDR(&addr, 10, 255, 255, 254);
