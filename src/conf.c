@@ -802,6 +802,26 @@ key_pin(struct ctx *x, yaml_node_t *n, const struct conf_key *k, void *base)
 	return 0;
 }
 
+/* The resolver every port-53 query is pinned to: numeric, because a name
+ * would need DNS to find DNS.  A bare address means port 53. */
+static int
+key_dns(struct ctx *x, yaml_node_t *n, const struct conf_key *k, void *base)
+{
+	const char	*s = scalar(x, n);
+	struct addr	*a = &x->c->client.dns;
+
+	(void)k;
+	(void)base;
+	if (s == NULL)
+		return -1;
+	if ((addr_parse(a, s) == -1 || addr_port(a) == 0) &&
+	    addr_from_ip(a, s, 53) == -1)
+		return conf_err(x, n, "'%s' is not a numeric address[:port] "
+		    "(192.0.2.53:53, [2001:db8::53]:53)", conf_vis(x, s));
+	x->c->client.has_dns = true;
+	return 0;
+}
+
 static int
 key_sni(struct ctx *x, yaml_node_t *n, const struct conf_key *k, void *base)
 {
@@ -1170,6 +1190,10 @@ static const struct conf_key keys_client[] = {
 	    600000, NULL },
 	{ "idle_timeout", key_ms, C(client.idle_timeout_ms), 1000, MS_MAX,
 	    NULL },
+	{ "max_udp", key_uint, C(client.max_udp), 1, 1000000, NULL },
+	{ "udp_timeout", key_ms, C(client.udp_timeout_ms), 1000, MS_MAX, NULL },
+	{ "dns_timeout", key_ms, C(client.dns_timeout_ms), 1000, MS_MAX, NULL },
+	{ "dns", key_dns, 0, 0, 0, NULL },
 	{ "route", key_route, C(client.route_auto), 0, 0, NULL },
 	{ "route_exclude", key_route_exclude, 0, 0, 0, NULL },
 	{ NULL, NULL, 0, 0, 0, NULL }
@@ -1291,6 +1315,9 @@ conf_new(void)
 	c->client.max_flows = 4096;
 	c->client.connect_timeout_ms = 10000;
 	c->client.idle_timeout_ms = 300000;
+	c->client.max_udp = 1024;
+	c->client.udp_timeout_ms = 60000;
+	c->client.dns_timeout_ms = 10000;
 	snprintf(c->server.congestion, sizeof(c->server.congestion), "bbr");
 	c->server.max_conns = 8192;
 	c->server.connect_timeout_ms = 10000;
@@ -1618,6 +1645,15 @@ dump_client(const struct conf *c, FILE *fp)
 	fprintf(fp, "  max_flows: %u\n", c->client.max_flows);
 	dump_ms(fp, "connect_timeout", c->client.connect_timeout_ms);
 	dump_ms(fp, "idle_timeout", c->client.idle_timeout_ms);
+	fprintf(fp, "  max_udp: %u\n", c->client.max_udp);
+	dump_ms(fp, "udp_timeout", c->client.udp_timeout_ms);
+	dump_ms(fp, "dns_timeout", c->client.dns_timeout_ms);
+	if (c->client.has_dns) {
+		char	dbuf[ADDR_STRLEN];
+
+		fprintf(fp, "  dns: \"%s\"\n",
+		    addr_fmt(&c->client.dns, dbuf, sizeof(dbuf)));
+	}
 	fprintf(fp, "  route: %s\n", c->client.route_auto ? "auto" : "off");
 	if (c->client.nroute_exclude > 0)
 		fprintf(fp, "  route_exclude:\n");

@@ -66,6 +66,11 @@ struct conf {
 		unsigned	 max_flows;		/* default 4096 */
 		unsigned	 connect_timeout_ms;	/* default 10000 */
 		unsigned	 idle_timeout_ms;	/* default 300000 */
+		unsigned	 max_udp;		/* UDP/ICMP associations, default 1024 */
+		unsigned	 udp_timeout_ms;	/* default 60000 */
+		unsigned	 dns_timeout_ms;	/* port 53 and ICMP, default 10000 */
+		bool		 has_dns;
+		struct addr	 dns;			/* pin port-53 queries here */
 		bool		 route_auto;		/* run tunsplit-route up/down */
 		struct cidr	*route_exclude;		/* --exclude for it */
 		size_t		 nroute_exclude;

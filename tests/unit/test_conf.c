@@ -84,7 +84,11 @@ test_client_values(void **state)
 	    "  mark: 0x1f\n"
 	    "  max_flows: 100\n"
 	    "  connect_timeout: 2500ms\n"
-	    "  idle_timeout: 1h\n";
+	    "  idle_timeout: 1h\n"
+	    "  max_udp: 5\n"
+	    "  udp_timeout: 2m\n"
+	    "  dns_timeout: 3s\n"
+	    "  dns: \"[2001:db8::53]:5353\"\n";
 	struct conf		*c;
 	char			 buf[64];
 
@@ -116,6 +120,20 @@ test_client_values(void **state)
 	assert_int_equal(c->client.max_flows, 100);
 	assert_int_equal(c->client.connect_timeout_ms, 2500);
 	assert_int_equal(c->client.idle_timeout_ms, 3600000);
+	assert_int_equal(c->client.max_udp, 5);
+	assert_int_equal(c->client.udp_timeout_ms, 120000);
+	assert_int_equal(c->client.dns_timeout_ms, 3000);
+	assert_true(c->client.has_dns);
+	assert_string_equal(addr_fmt(&c->client.dns, buf, sizeof(buf)),
+	    "[2001:db8::53]:5353");
+	conf_free(c);
+
+	/* A bare resolver address means port 53. */
+	c = load(CLIENT "  dns: 192.0.2.53\n");
+	if (c == NULL)
+		fail_msg("%s", errbuf);
+	assert_string_equal(addr_fmt(&c->client.dns, buf, sizeof(buf)),
+	    "192.0.2.53:53");
 	conf_free(c);
 }
 
@@ -149,6 +167,10 @@ test_client_defaults(void **state)
 	assert_int_equal(c->client.max_flows, 4096);
 	assert_int_equal(c->client.connect_timeout_ms, 10000);
 	assert_int_equal(c->client.idle_timeout_ms, 300000);
+	assert_int_equal(c->client.max_udp, 1024);
+	assert_int_equal(c->client.udp_timeout_ms, 60000);
+	assert_int_equal(c->client.dns_timeout_ms, 10000);
+	assert_false(c->client.has_dns);
 	conf_free(c);
 
 	/* One address replaces both defaults. */
@@ -409,6 +431,19 @@ static const struct bad bad_client[] = {
 	    "25h out of range (1s..24h)" },
 	{ "client:\n  idle_timeout: 0\n  server: a.example:1\n  key: " K1 "\n",
 	    "t.yaml:2:17: client.idle_timeout: ", "out of range" },
+	{ "client:\n  max_udp: 0\n  server: a.example:1\n  key: " K1 "\n",
+	    "t.yaml:2:12: client.max_udp: ", "0 out of range (1..1000000)" },
+	{ "client:\n  udp_timeout: 500ms\n  server: a.example:1\n  key: " K1
+	    "\n", "t.yaml:2:16: client.udp_timeout: ", "out of range" },
+	{ "client:\n  dns_timeout: 0\n  server: a.example:1\n  key: " K1
+	    "\n", "t.yaml:2:16: client.dns_timeout: ", "out of range" },
+	{ "client:\n  dns: resolver.example\n  server: a.example:1\n  key: "
+	    K1 "\n", "t.yaml:2:8: client.dns: ",
+	    "'resolver.example' is not a numeric address[:port]" },
+	{ "client:\n  dns: \"192.0.2.1:0\"\n  server: a.example:1\n  key: "
+	    K1 "\n", "t.yaml:2:8: client.dns: ", "is not a numeric" },
+	{ "client:\n  dns: \"[2001:db8::1]:x\"\n  server: a.example:1\n  key: "
+	    K1 "\n", "t.yaml:2:8: client.dns: ", "is not a numeric" },
 	{ "client:\n  server: a.example:1\n  key: " K1 "\n  listen: x\n",
 	    "t.yaml:4:3: client.listen: ", "unknown key" },
 	{ "client:\n  server: a.example:1\n  server: a.example:2\n"
@@ -837,6 +872,8 @@ test_dump(void **state)
 	    "  idle_timeout: 90s\n  mark: 0xffffffff\n", k1);
 	roundtrip("client:\n  server: a.example:1\n  key: " K1 "\n"
 	    "  pin_sha256: " K3 "\n", k1);
+	roundtrip(CLIENT "  max_udp: 7\n  udp_timeout: 5m\n"
+	    "  dns_timeout: 2500ms\n  dns: \"[fd00::53]:53\"\n", k1);
 	roundtrip(SERVER, k1);
 	roundtrip("server:\n  listen: [\"[::1]:5\", 127.0.0.1:6]\n"
 	    "  cert: /c\n  cert_key: /k\n  users:\n"
