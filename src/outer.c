@@ -458,6 +458,37 @@ outer_ctx_pin(SSL_CTX *ctx, const uint8_t spki_sha256[32])
 }
 
 int
+outer_ctx_alpn(SSL_CTX *ctx, const char *protos)
+{
+	unsigned char	 wire[256];
+	size_t		 n = 0, len;
+	const char	*p, *comma;
+
+	if (ctx == NULL || protos == NULL)
+		return -1;
+	/* Every name, the last one included, is 1..255 bytes. */
+	for (p = protos;; p = comma + 1) {
+		if ((comma = strchr(p, ',')) == NULL)
+			comma = p + strlen(p);
+		len = (size_t)(comma - p);
+		if (len == 0 || len > 255 || n + 1 + len > sizeof(wire)) {
+			log_warnx("outer: bad ALPN list '%s'", protos);
+			return -1;
+		}
+		wire[n++] = (unsigned char)len;
+		memcpy(wire + n, p, len);
+		n += len;
+		if (*comma == '\0')
+			break;
+	}
+	if (SSL_CTX_set_alpn_protos(ctx, wire, (unsigned)n) != 0) {
+		log_warnx("outer: cannot set ALPN '%s'", protos);
+		return -1;
+	}
+	return 0;
+}
+
+int
 outer_pin_from_file(const char *cert_file, uint8_t spki_sha256[32])
 {
 	X509	*cert = NULL;

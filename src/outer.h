@@ -31,6 +31,9 @@ struct ssl_ctx_st *outer_ctx_client(const char *ca_file, bool insecure);
  * them for an insecure context, which the pin then authenticates).  Call
  * before the first outer_new() on ctx.  0 or -1 (logged). */
 int outer_ctx_pin(struct ssl_ctx_st *ctx, const uint8_t spki_sha256[32]);
+/* Replaces the ALPN list a client context offers ("http/1.1", or several
+ * separated by commas, most preferred first).  0 or -1 (logged). */
+int outer_ctx_alpn(struct ssl_ctx_st *ctx, const char *protos);
 /* SHA-256 of the SubjectPublicKeyInfo of the first certificate in a PEM
  * file (what outer_ctx_pin takes).  0 or -1 (logged). */
 int outer_pin_from_file(const char *cert_file, uint8_t spki_sha256[32]);

@@ -959,6 +959,35 @@ test_alpn(void **state)
 	assert_string_equal(alpn_with(x->s, NULL, 0, buf, sizeof(buf)), "");
 }
 
+/* A client context's ALPN list can be replaced (the cover-site bridge
+ * offers http/1.1 only); an offer the server does not know still gets a
+ * handshake, without ALPN. */
+static void
+test_alpn_client(void **state)
+{
+	struct ctxs	*x = *state;
+	SSL_CTX		*c;
+	char		 long_name[300];
+
+	assert_non_null(c = outer_ctx_client(ca_pem, false));
+	assert_int_equal(outer_ctx_alpn(c, ""), -1);
+	assert_int_equal(outer_ctx_alpn(c, ","), -1);
+	assert_int_equal(outer_ctx_alpn(c, "h2,,http/1.1"), -1);
+	assert_int_equal(outer_ctx_alpn(c, "h2,"), -1);
+	memset(long_name, 'a', sizeof(long_name) - 1);
+	long_name[sizeof(long_name) - 1] = '\0';
+	assert_int_equal(outer_ctx_alpn(c, long_name), -1);
+	assert_int_equal(outer_ctx_alpn(NULL, "h2"), -1);
+	assert_int_equal(outer_ctx_alpn(c, NULL), -1);
+	assert_int_equal(outer_ctx_alpn(c, "http/1.1"), 0);
+	expect_ok(c, x->s, SNI);
+	assert_int_equal(outer_ctx_alpn(c, "h2,http/1.1"), 0);
+	expect_ok(c, x->s, SNI);
+	assert_int_equal(outer_ctx_alpn(c, "foo"), 0);
+	expect_ok(c, x->s, SNI);
+	outer_ctx_free(c);
+}
+
 /*
  * Memory per idle stream, counted through OpenSSL's allocator hooks (the
  * socket and struct outer excluded): after the handshake, some I/O and a
@@ -1049,6 +1078,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_garbage_peer,
 		    setup_ctxs, teardown_ctxs),
 		cmocka_unit_test_setup_teardown(test_alpn,
+		    setup_ctxs, teardown_ctxs),
+		cmocka_unit_test_setup_teardown(test_alpn_client,
 		    setup_ctxs, teardown_ctxs),
 		cmocka_unit_test_setup_teardown(test_idle_memory,
 		    setup_ctxs, teardown_ctxs),
