@@ -18,6 +18,8 @@
 #include "addr.h"
 #include "auth.h"
 #include "conf.h"
+#include "control.h"
+#include "daemon.h"
 #include "flow_tcp.h"
 #include "log.h"
 #include "loop.h"
@@ -36,6 +38,8 @@ struct client {
 	struct loop_fd		 tun_lfd;
 	struct loop_fd		 sig_lfd;
 	struct loop_timer	 lwip_timer;
+	struct control		*ctl;	/* status socket, metrics */
+	struct daemon_drain	 drain;	/* SIGTERM */
 	struct flow_env		 env;	/* last: holds the staging buffer */
 };
 
@@ -72,11 +76,29 @@ client_on_signal(struct loop_fd *lfd, uint32_t revents)
 	if (read(cl->sig_fd, &si, sizeof(si)) != sizeof(si))
 		return;
 	if (si.ssi_signo == SIGHUP) {
-		log_warnx("SIGHUP: reloading is not implemented yet; ignored");
+		/* Live flows keep their streams; new ones use the new key. */
+		if (daemon_reload() == 0)
+			auth_user_id(cl->conf->client.key, cl->env.user_id);
 		return;
 	}
-	log_info("signal %u: shutting down", si.ssi_signo);
-	loop_stop(cl->loop);
+	daemon_drain_signal(&cl->drain, (int)si.ssi_signo);
+}
+
+/* Draining: new SYNs get an RST, live flows run on. */
+static void
+client_stop_accepting(void *arg)
+{
+	struct client *cl = arg;
+
+	cl->env.draining = true;
+}
+
+static size_t
+client_live(void *arg)
+{
+	struct client *cl = arg;
+
+	return cl->env.nflows;
 }
 
 static int
@@ -179,6 +201,12 @@ client_setup(struct client *cl)
 		return -1;
 	loop_timer_init(&cl->lwip_timer, client_on_lwip_timer);
 	loop_timer_set(cl->loop, &cl->lwip_timer, 250);
+	/* Everything privileged is open now: routes, then the drop. */
+	if (daemon_drain_init(&cl->drain, cl->loop, client_stop_accepting,
+	    client_live, cl) < 0 ||
+	    (cl->ctl = control_new_client(cl->loop, c, &cl->env)) == NULL ||
+	    daemon_up(c->tun.name, &cl->env.server) < 0)
+		return -1;
 	log_info("client ready: server %s (sni %s), max %u flows",
 	    addr_fmt(&cl->env.server, sbuf, sizeof(sbuf)),
 	    c->client.sni != NULL ? c->client.sni : c->client.server_host,
@@ -213,6 +241,7 @@ client_run(const struct conf *c)
 	if (cl->sig_fd >= 0)
 		close(cl->sig_fd);
 	outer_ctx_free(cl->env.ssl_ctx);
+	control_free(cl->ctl);
 	loop_free(cl->loop);
 	log_info("client stopped: %llu flows, up %llu down %llu bytes",
 	    (unsigned long long)cl->env.stats.accepted,

@@ -24,6 +24,8 @@
 #include "addr.h"
 #include "auth.h"
 #include "conf.h"
+#include "control.h"
+#include "daemon.h"
 #include "log.h"
 #include "loop.h"
 #include "outer.h"
@@ -55,6 +57,8 @@ struct server {
 	struct loop_fd		 sig_lfd;
 	sigset_t		 oldmask;
 	bool			 sigmasked;
+	struct control		*ctl;		/* status socket, metrics */
+	struct daemon_drain	 drain;		/* SIGTERM */
 };
 
 /* ---- egress policy ----------------------------------------------- */
@@ -320,10 +324,28 @@ server_on_signal(struct loop_fd *lfd, uint32_t revents)
 	(void)revents;
 	if (read(srv->sigfd, &si, sizeof(si)) != (ssize_t)sizeof(si))
 		return;
-	log_info("received %s, shutting down", strsignal((int)si.ssi_signo));
-	server_close_listeners(srv);
-	sess_close_all(&srv->env, "shutdown");
-	loop_stop(srv->loop);
+	if (si.ssi_signo == SIGHUP) {
+		/* Timeouts, limits, egress lists.  Keys and certificates:
+		 * their reload belongs here too, once it exists. */
+		(void)daemon_reload();
+		return;
+	}
+	daemon_drain_signal(&srv->drain, (int)si.ssi_signo);
+}
+
+/* Draining: listeners closed, live sessions run on. */
+static void
+server_stop_accepting(void *arg)
+{
+	server_close_listeners(arg);
+}
+
+static size_t
+server_live(void *arg)
+{
+	struct server	*srv = arg;
+
+	return srv->env.nlive;
 }
 
 static int
@@ -365,6 +387,7 @@ server_signals(struct server *srv)
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
 	if (sigprocmask(SIG_BLOCK, &set, &srv->oldmask) == -1) {
 		log_warn("sigprocmask");
 		return -1;
@@ -417,6 +440,12 @@ server_open(struct server *srv)
 	}
 	if (server_signals(srv) == -1 || server_listen(srv) == -1)
 		return -1;
+	/* Everything privileged is open now. */
+	if (daemon_drain_init(&srv->drain, srv->loop, server_stop_accepting,
+	    server_live, srv) == -1 ||
+	    (srv->ctl = control_new_server(srv->loop, c, &srv->env)) == NULL ||
+	    daemon_up(NULL, NULL) == -1)
+		return -1;
 	return 0;
 }
 
@@ -436,6 +465,7 @@ server_cleanup(struct server *srv)
 		(void)sigprocmask(SIG_SETMASK, &srv->oldmask, NULL);
 	auth_free(srv->env.auth);
 	outer_ctx_free(srv->env.ctx);
+	control_free(srv->ctl);
 	loop_free(srv->loop);
 }
 

@@ -1,0 +1,227 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora of the fuzz harnesses (tests/fuzz/corpus/).
+
+The seeds are committed; this script documents how they were made and
+remakes them: python3 tests/fuzz/mkcorpus.py [--out DIR].  Crashing inputs
+found by fuzzing are committed next to them under their own names and are
+never touched here.
+
+fuzz_tun input: one settings byte, then records [len:2][ctl:1][IP packet]
+(see fuzz_tun.c).  ACK numbers are relative to lwIP's ISN; addresses are
+from the documentation/benchmark ranges and never leave the process.
+"""
+import argparse
+import os
+import struct
+
+CLIENT4, TARGET4 = bytes([198, 18, 0, 1]), bytes([10, 77, 2, 2])
+CLIENT6 = bytes.fromhex("fdfedcba987600000000000000000001")
+TARGET6 = bytes.fromhex("fd770002000000000000000000000002")
+
+
+def csum(b):
+    if len(b) & 1:
+        b += b"\0"
+    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
+    while s >> 16:
+        s = (s & 0xffff) + (s >> 16)
+    return ~s & 0xffff
+
+
+def ip4(proto, payload, src=CLIENT4, dst=TARGET4, ident=1, frag=0, mf=False,
+        tot=None):
+    flags = (0x2000 if mf else 0) | (frag // 8)
+    h = struct.pack("!BBHHHBBH4s4s", 0x45, 0, tot or 20 + len(payload), ident,
+                    flags, 64, proto, 0, src, dst)
+    h = h[:10] + struct.pack("!H", csum(h)) + h[12:]
+    return h + payload
+
+
+def ip6(nh, payload, src=CLIENT6, dst=TARGET6):
+    return struct.pack("!IHBB16s16s", 6 << 28, len(payload), nh, 64, src,
+                       dst) + payload
+
+
+def l4sum(proto, src, dst, seg):
+    if len(src) == 4:
+        pseudo = struct.pack("!4s4sBBH", src, dst, 0, proto, len(seg))
+    else:
+        pseudo = struct.pack("!16s16sIxxxB", src, dst, len(seg), proto)
+    return csum(pseudo + seg)
+
+
+SYN, FIN, RST, PSH, ACK = 0x02, 0x01, 0x04, 0x08, 0x10
+SYN_OPTS = (struct.pack("!BBH", 2, 4, 1460) + b"\x01\x03\x03\x07" +
+            b"\x04\x02\x01\x01")  # MSS, NOP+WS 7, SACK permitted, NOPs
+
+
+def tcp(flags, seq, ack=0, data=b"", sport=40000, dport=80, win=65535,
+        opts=b"", v6=False):
+    off = (20 + len(opts)) // 4
+    seg = struct.pack("!HHIIBBHHH", sport, dport, seq, ack, off << 4, flags,
+                      win, 0, 0) + opts + data
+    src, dst = (CLIENT6, TARGET6) if v6 else (CLIENT4, TARGET4)
+    s = l4sum(6, src, dst, seg)
+    seg = seg[:16] + struct.pack("!H", s) + seg[18:]
+    return ip6(6, seg) if v6 else ip4(6, seg)
+
+
+def udp(data, sport=5353, dport=53, v6=False):
+    seg = struct.pack("!HHHH", sport, dport, 8 + len(data), 0) + data
+    src, dst = (CLIENT6, TARGET6) if v6 else (CLIENT4, TARGET4)
+    seg = seg[:6] + struct.pack("!H", l4sum(17, src, dst, seg)) + seg[8:]
+    return ip6(17, seg) if v6 else ip4(17, seg)
+
+
+def echo(v6=False):
+    if v6:
+        m = struct.pack("!BBHHH", 128, 0, 0, 7, 1) + b"ping" * 8
+        m = m[:2] + struct.pack("!H", l4sum(58, CLIENT6, TARGET6, m)) + m[4:]
+        return ip6(58, m)
+    m = struct.pack("!BBHHH", 8, 0, 0, 7, 1) + b"ping" * 8
+    m = m[:2] + struct.pack("!H", csum(m)) + m[4:]
+    return ip4(1, m)
+
+
+def rec(pkt, ctl=0):
+    return struct.pack("!HB", len(pkt), ctl) + pkt
+
+
+def settings(mtu=2, limit=False, keep=4):
+    return bytes([(keep << 4) | (0x08 if limit else 0) | mtu])
+
+
+# ctl: bits 0-3 clock advance (x 100 ms), bits 4-6 app action, bit 7 raw ack
+WRITE, SHUT, CLOSE, ABORT = 0x10, 0x30, 0x40, 0x50
+
+
+def session(v6=False, mtu=2, port=80):
+    isn = 1000
+    t = lambda *a, **k: tcp(*a, dport=port, v6=v6, **k)  # noqa: E731
+    return settings(mtu) + b"".join([
+        rec(t(SYN, isn, opts=SYN_OPTS)),
+        rec(t(ACK, isn + 1, 1)),
+        rec(t(ACK | PSH, isn + 1, 1, b"GET / HTTP/1.0\r\n\r\n"), WRITE),
+        rec(t(ACK, isn + 19, 4097), 0x02),
+        rec(t(ACK | FIN, isn + 19, 4097), SHUT),
+        rec(t(ACK, isn + 20, 4098), 0x05),
+    ])
+
+
+def tun_seeds():
+    s = {}
+    s["v4_session"] = session()
+    s["v6_session"] = session(v6=True, mtu=4)
+    isn = 5000
+    # Out of order data (SACK), a hole filled later, then a reset.
+    s["v4_ooo_rst"] = settings(3) + b"".join([
+        rec(tcp(SYN, isn, opts=SYN_OPTS)),
+        rec(tcp(ACK, isn + 1, 1)),
+        rec(tcp(ACK, isn + 1001, 1, b"b" * 1000)),
+        rec(tcp(ACK, isn + 2001, 1, b"c" * 1000)),
+        rec(tcp(ACK, isn + 1, 1, b"a" * 1000), 0x01),
+        rec(tcp(RST, isn + 3001, 0), 0x81),
+    ])
+    # The app writes and closes first; the peer's window is zero for a
+    # while (persist timer), then opens.
+    s["v4_zero_window"] = settings(1) + b"".join([
+        rec(tcp(SYN, isn, opts=SYN_OPTS)),
+        rec(tcp(ACK, isn + 1, 1, win=0), WRITE),
+        rec(tcp(ACK, isn + 1, 1, win=0), 0x0f),
+        rec(tcp(ACK, isn + 1, 1, win=0), 0x0f),
+        rec(tcp(ACK, isn + 1, 1, win=65535), CLOSE),
+        rec(tcp(ACK | FIN, isn + 1, 1), 0x0a),
+    ])
+    # A SYN in two IPv4 fragments, and a lone first fragment that must
+    # time out.
+    seg = tcp(SYN, isn, opts=SYN_OPTS)[20:]
+    s["v4_fragments"] = settings() + b"".join([
+        rec(ip4(6, seg[:16], ident=9, mf=True)),
+        rec(ip4(6, seg[16:], ident=9, frag=16)),
+        rec(ip4(6, seg[:8], ident=10, mf=True)),
+        rec(tcp(ACK, isn + 1, 1), 0x0f),
+    ])
+    # IPv6 fragment header (next header 6, offset 0, last fragment).
+    seg6 = tcp(SYN, isn, opts=SYN_OPTS, v6=True)[40:]
+    s["v6_fragment"] = settings(4) + rec(ip6(44, struct.pack(
+        "!BBHI", 6, 0, 0, 0x1234) + seg6))
+    # Not TCP: UDP (v4, v6), ICMP echo (v4, v6), a multicast destination.
+    s["other"] = settings() + b"".join([
+        rec(udp(b"\x12\x34\x01\x00\x00\x01" + b"\0" * 6)),
+        rec(udp(b"hello", v6=True)),
+        rec(echo()),
+        rec(echo(v6=True)),
+        rec(ip4(17, b"\0" * 12, dst=bytes([239, 1, 2, 3]))),
+    ])
+    # Flow limit: five SYNs on different ports with room for two.
+    s["syn_limit"] = settings(limit=True, keep=2) + b"".join(
+        rec(tcp(SYN, isn + i, sport=41000 + i, dport=443 + i)) +
+        rec(tcp(ACK, isn + i + 1, 1, sport=41000 + i, dport=443 + i))
+        for i in range(5))
+    # Malformed: truncated headers, a length beyond the data, wrong
+    # version, a header length below 20.
+    full = tcp(SYN, isn)
+    s["malformed"] = settings() + b"".join([
+        rec(full[:19]),
+        rec(full[:30]),
+        rec(ip4(6, full[20:], tot=200)),
+        rec(b"\x55" + full[1:]),
+        rec(b"\x44" + full[1:]),
+        rec(ip6(6, b"\0" * 10)),
+        rec(b""),
+    ]) + b"\x00\x40\x00" + full[:10]   # last record shorter than stated
+    return s
+
+
+CONF_SEEDS = {
+    "client": """log: {level: debug}
+tun: {name: ts0, mtu: 1500, address: [198.18.0.1/15, "fdfe:dcba:9876::1/64"]}
+client:
+  server: "server.example:8443"
+  sni: www.example.com
+  key: UR8GBfXkCWILEa357of526YctXNYj5edwp3e59D7Z7I=
+  congestion: cubic
+  mark: 0x7353
+  max_flows: 12000
+  connect_timeout: 5s
+  idle_timeout: 2m
+""",
+    "server": """log: {level: info, syslog: true}
+server:
+  listen: ["0.0.0.0:443", "[::]:443"]
+  cert: /etc/tunsplit/cert.pem
+  cert_key: /etc/tunsplit/key.pem
+  users:
+    - {name: alice, key: UR8GBfXkCWILEa357of526YctXNYj5edwp3e59D7Z7I=}
+    - {name: bob, key: "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="}
+  max_conns: 100
+  handshake_timeout: 3s
+  idle_timeout: 300
+  time_window: 60
+  egress: {allow: [10.77.2.0/24, "fd77:2::/64"], deny: [203.0.113.0/24]}
+""",
+    "bad_indent": "client:\n  server: a:1\n    key: x\n",
+    "anchors": "a: &x {level: debug}\nlog: *x\nclient: {server: \"[::1]:1\", key: *x}\n",
+    "flow_seq": "server: {listen: [1.2.3.4:5], users: [], egress: {allow: []}}\n",
+    "both_roles": "client: {}\nserver: {}\n",
+    "durations": "client: {connect_timeout: 250ms, idle_timeout: 1h, server: h:1}\n",
+}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap.add_argument("--out", default=os.path.join(here, "corpus"))
+    a = ap.parse_args()
+    for harness, seeds in (("tun", tun_seeds()), ("conf", CONF_SEEDS)):
+        d = os.path.join(a.out, harness)
+        os.makedirs(d, exist_ok=True)
+        for name, data in seeds.items():
+            if isinstance(data, str):
+                data = data.encode()
+            with open(os.path.join(d, "seed_" + name), "wb") as f:
+                f.write(data)
+
+
+if __name__ == "__main__":
+    main()
