@@ -7,12 +7,17 @@
  */
 #include "config.h"
 
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <openssl/crypto.h>
 #include <sodium.h>
@@ -23,6 +28,8 @@
 #include "auth.h"
 #include "client.h"
 #include "conf.h"
+#include "control.h"
+#include "daemon.h"
 #include "log.h"
 #include "server.h"
 
@@ -42,19 +49,31 @@ struct cmd {
 
 static int cmd_run(const struct cmd *, int, char **);
 static int cmd_check(const struct cmd *, int, char **);
+static int cmd_status(const struct cmd *, int, char **);
 static int cmd_genkey(const struct cmd *, int, char **);
 static int cmd_version(const struct cmd *, int, char **);
 static int cmd_help_cmd(const struct cmd *, int, char **);
 
 static const struct cmd cmds[] = {
-	{ "run", cmd_run, "[-d] [-c file]",
+	{ "run", cmd_run, "[-dv] [-c file] [-p pidfile]",
 	    "run the client or server the configuration describes",
-	    "  -c file  configuration file (default " DEFAULT_CONF ")\n"
-	    "  -d       log at debug level to stderr, whatever log: says\n" },
+	    "  -c file     configuration file (default " DEFAULT_CONF ")\n"
+	    "  -d          run in the background once set up; log to syslog\n"
+	    "              unless log.syslog says otherwise\n"
+	    "  -p pidfile  write and lock a pid file (overrides pidfile:)\n"
+	    "  -v          log at debug level (to stderr in the foreground)\n"
+	    "\nSIGHUP reloads the configuration, SIGTERM drains and stops "
+	    "(twice: at once).\n" },
 	{ "check", cmd_check, "[-q] [-c file]",
 	    "check a configuration and print it with all defaults filled in",
 	    "  -c file  configuration file (default " DEFAULT_CONF ")\n"
 	    "  -q       print nothing; the exit status tells (0 or 3)\n" },
+	{ "status", cmd_status, "[--json] [--flows] [-s socket | -c file]",
+	    "show a running daemon's flows, counters and uptime",
+	    "  -c file    take the control socket from this configuration\n"
+	    "  -f, --flows  list every live flow (outer RTT, retransmits)\n"
+	    "  -j, --json   JSON instead of text\n"
+	    "  -s socket  control socket (default " CONF_CONTROL_DEFAULT ")\n" },
 	{ "genkey", cmd_genkey, "",
 	    "print a new random key, base64, for key: or a key_file", NULL },
 	{ "version", cmd_version, "",
@@ -80,6 +99,13 @@ static const struct option long_help[] = {
 	{ NULL, 0, NULL, 0 }
 };
 
+static const struct option long_status[] = {
+	{ "help", no_argument, NULL, 'h' },
+	{ "json", no_argument, NULL, 'j' },
+	{ "flows", no_argument, NULL, 'f' },
+	{ NULL, 0, NULL, 0 }
+};
+
 static void
 cmd_usage(const struct cmd *cmd, FILE *fp)
 {
@@ -102,15 +128,15 @@ cmd_help(const struct cmd *cmd)
  * after help or the complaint is printed (the caller returns *rc).
  */
 static int
-cmd_getopt(const struct cmd *cmd, int argc, char **argv, const char *opts,
-    int *rc)
+cmd_getopt_long(const struct cmd *cmd, int argc, char **argv,
+    const char *opts, const struct option *longopts, int *rc)
 {
 	char	optstring[32];
 	int	ch;
 
 	/* "+": stop at the first operand; ":": we print the errors. */
 	snprintf(optstring, sizeof(optstring), "+:%sh", opts);
-	ch = getopt_long(argc, argv, optstring, long_help, NULL);
+	ch = getopt_long(argc, argv, optstring, longopts, NULL);
 	switch (ch) {
 	case 'h':
 		cmd_help(cmd);
@@ -130,6 +156,13 @@ cmd_getopt(const struct cmd *cmd, int argc, char **argv, const char *opts,
 	cmd_usage(cmd, stderr);
 	*rc = EXIT_USAGE;
 	return '?';
+}
+
+static int
+cmd_getopt(const struct cmd *cmd, int argc, char **argv, const char *opts,
+    int *rc)
+{
+	return cmd_getopt_long(cmd, argc, argv, opts, long_help, rc);
 }
 
 /* After the options: no operands expected. */
@@ -159,18 +192,24 @@ load(const char *path)
 static int
 cmd_run(const struct cmd *cmd, int argc, char **argv)
 {
-	const char	*path = DEFAULT_CONF;
+	const char	*path = DEFAULT_CONF, *pidfile = NULL;
 	struct conf	*c;
-	bool		 debug = false;
+	bool		 background = false, verbose = false, use_syslog;
 	int		 ch, rc = 0;
 
-	while ((ch = cmd_getopt(cmd, argc, argv, "c:d", &rc)) != -1) {
+	while ((ch = cmd_getopt(cmd, argc, argv, "c:dp:v", &rc)) != -1) {
 		switch (ch) {
 		case 'c':
 			path = optarg;
 			break;
 		case 'd':
-			debug = true;
+			background = true;
+			break;
+		case 'p':
+			pidfile = optarg;
+			break;
+		case 'v':
+			verbose = true;
 			break;
 		default:
 			return rc;
@@ -178,19 +217,37 @@ cmd_run(const struct cmd *cmd, int argc, char **argv)
 	}
 	if (!cmd_no_operands(cmd, argc, argv))
 		return EXIT_USAGE;
+	if (pidfile != NULL && *pidfile != '/') {
+		/* The daemon runs in /, where a relative name means nothing. */
+		fprintf(stderr, "tunsplit run: -p needs an absolute path\n");
+		return EXIT_USAGE;
+	}
 	if ((c = load(path)) == NULL)
 		return EXIT_CONFIG;
-	if (debug)
-		log_init(LOG_LVL_DEBUG, false, "tunsplit");
-	else
-		log_init((enum log_level)c->log_level, c->log_syslog,
-		    "tunsplit");
+	/* In the background stderr goes nowhere: syslog, unless log.syslog
+	 * was given.  -v in the foreground means debug on the terminal. */
+	use_syslog = c->log_syslog;
+	if (background && !c->log_syslog_set)
+		use_syslog = true;
+	else if (verbose && !background)
+		use_syslog = false;
+	log_init(verbose ? LOG_LVL_DEBUG : (enum log_level)c->log_level,
+	    use_syslog, "tunsplit");
+	daemon_init(c, verbose);
+	if (pidfile == NULL)
+		pidfile = c->pidfile;
+	if ((background && daemon_background() == -1) ||
+	    (pidfile != NULL && daemon_pidfile(pidfile) == -1)) {
+		conf_free(c);
+		return EXIT_RUNTIME;
+	}
 	/* A peer closing under us is an error return, never a signal. */
 	signal(SIGPIPE, SIG_IGN);
 	if (c->role == CONF_ROLE_CLIENT)
 		rc = client_run(c);
 	else
 		rc = server_run(c);
+	daemon_down();
 	conf_free(c);
 	return rc;
 }
@@ -225,6 +282,120 @@ cmd_check(const struct cmd *cmd, int argc, char **argv)
 	if (fflush(stdout) == EOF || ferror(stdout))
 		return EXIT_RUNTIME;
 	return 0;
+}
+
+/* One command line to the control socket; the answer goes to stdout. */
+static int
+status_query(const char *sock, const char *line)
+{
+	struct sockaddr_un	 sun;
+	struct timeval		 tv = { CONTROL_TIMEOUT_MS / 1000, 0 };
+	char			 buf[8192];
+	size_t			 total = 0;
+	ssize_t			 n;
+	bool			 err = false;
+	int			 fd;
+
+	if (strlen(sock) >= sizeof(sun.sun_path)) {
+		fprintf(stderr, "tunsplit status: %s: path too long\n", sock);
+		return EXIT_USAGE;
+	}
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	memcpy(sun.sun_path, sock, strlen(sock) + 1);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1 ||
+	    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) == -1 ||
+	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) == -1 ||
+	    connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+		fprintf(stderr, "tunsplit status: %s: %s (is tunsplit "
+		    "running, with this control socket?)\n", sock,
+		    strerror(errno));
+		if (fd != -1)
+			close(fd);
+		return EXIT_RUNTIME;
+	}
+	if (write(fd, line, strlen(line)) != (ssize_t)strlen(line)) {
+		fprintf(stderr, "tunsplit status: %s: %s\n", sock,
+		    strerror(errno));
+		close(fd);
+		return EXIT_RUNTIME;
+	}
+	(void)shutdown(fd, SHUT_WR);
+	while ((n = read(fd, buf, sizeof(buf))) != 0) {
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1) {
+			fprintf(stderr, "tunsplit status: %s: %s\n", sock,
+			    errno == EAGAIN ? "no answer" : strerror(errno));
+			close(fd);
+			return EXIT_RUNTIME;
+		}
+		if (total == 0 && strncmp(buf, "error:", 6) == 0)
+			err = true;
+		fwrite(buf, 1, (size_t)n, err ? stderr : stdout);
+		total += (size_t)n;
+	}
+	close(fd);
+	if (total == 0) {
+		fprintf(stderr, "tunsplit status: %s: empty answer\n", sock);
+		return EXIT_RUNTIME;
+	}
+	if (fflush(stdout) == EOF || ferror(stdout))
+		return EXIT_RUNTIME;
+	return err ? EXIT_RUNTIME : 0;
+}
+
+static int
+cmd_status(const struct cmd *cmd, int argc, char **argv)
+{
+	const char	*sock = NULL, *path = NULL;
+	struct conf	*c = NULL;
+	char		 line[32];
+	bool		 json = false, flows = false;
+	int		 ch, rc = 0;
+
+	while ((ch = cmd_getopt_long(cmd, argc, argv, "c:fjs:", long_status,
+	    &rc)) != -1) {
+		switch (ch) {
+		case 'c':
+			path = optarg;
+			break;
+		case 'f':
+			flows = true;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 's':
+			sock = optarg;
+			break;
+		default:
+			return rc;
+		}
+	}
+	if (!cmd_no_operands(cmd, argc, argv))
+		return EXIT_USAGE;
+	if (sock != NULL && path != NULL) {
+		fprintf(stderr, "tunsplit status: -s and -c are exclusive\n");
+		cmd_usage(cmd, stderr);
+		return EXIT_USAGE;
+	}
+	if (path != NULL) {
+		if ((c = load(path)) == NULL)
+			return EXIT_CONFIG;
+		if (c->control[0] == '\0') {
+			fprintf(stderr, "tunsplit status: %s: control: off\n",
+			    path);
+			conf_free(c);
+			return EXIT_CONFIG;
+		}
+		sock = c->control;
+	}
+	snprintf(line, sizeof(line), "status%s%s\n", json ? " json" : "",
+	    flows ? " flows" : "");
+	rc = status_query(sock != NULL ? sock : CONF_CONTROL_DEFAULT, line);
+	conf_free(c);
+	return rc;
 }
 
 static int

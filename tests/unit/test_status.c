@@ -1,0 +1,480 @@
+/*
+ * stats (reason counters, histogram), status renderings (text, JSON,
+ * Prometheus) and the control socket's command handling, over a real unix
+ * socket served by a loop.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "conf.h"
+#include "control.h"
+#include "flow_tcp.h"
+#include "loop.h"
+#include "stats.h"
+#include "status.h"
+
+/* ---- stats ---- */
+
+static void
+test_reasons(void **state)
+{
+	struct stats_reasons	 r;
+	char			 names[STATS_REASONS_MAX + 2][16], copy[16];
+	int			 i;
+
+	(void)state;
+	memset(&r, 0, sizeof(r));
+	stats_reason_add(&r, "server reset");
+	/* Same text at another address counts under the same reason. */
+	snprintf(copy, sizeof(copy), "server reset");
+	stats_reason_add(&r, copy);
+	stats_reason_add(&r, "connect timeout");
+	stats_reason_add(&r, NULL);
+	assert_int_equal(stats_reason_get(&r, "server reset"), 2);
+	assert_int_equal(stats_reason_get(&r, "connect timeout"), 1);
+	assert_int_equal(stats_reason_get(&r, "nope"), 0);
+	assert_int_equal(r.nv, 2);
+	assert_int_equal(r.other, 1);
+	assert_int_equal(stats_reason_total(&r), 4);
+	/* Past the table's size, new reasons become "other". */
+	for (i = 0; i < STATS_REASONS_MAX + 2; i++) {
+		snprintf(names[i], sizeof(names[i]), "r%d", i);
+		stats_reason_add(&r, names[i]);
+	}
+	assert_int_equal(r.nv, STATS_REASONS_MAX);
+	assert_int_equal(r.other, 1 + 4);
+	assert_int_equal(stats_reason_total(&r), 4 + STATS_REASONS_MAX + 2);
+}
+
+static void
+test_hist(void **state)
+{
+	struct stats_hist	h;
+
+	(void)state;
+	memset(&h, 0, sizeof(h));
+	stats_hist_add(&h, 0);
+	stats_hist_add(&h, 1000);	/* le 1 ms: inclusive */
+	stats_hist_add(&h, 1001);
+	stats_hist_add(&h, 10000000);
+	stats_hist_add(&h, 10000001);	/* +Inf */
+	stats_hist_add(&h, UINT64_MAX / 2);
+	assert_int_equal(h.bucket[0], 2);
+	assert_int_equal(h.bucket[1], 1);
+	assert_int_equal(h.bucket[STATS_HIST_NBOUNDS - 1], 1);
+	assert_int_equal(h.bucket[STATS_HIST_NBOUNDS], 2);
+	assert_int_equal(h.count, 6);
+	assert_int_equal(stats_hist_bound(0), 1000);
+	assert_true(stats_hist_bound(STATS_HIST_NBOUNDS) == UINT64_MAX);
+	assert_true(stats_now_us() > 0);
+}
+
+/* ---- renderings ---- */
+
+static struct stats_reasons	 t_fail;
+static struct stats_hist	 t_hs;
+static struct status_flow	 t_flows[2];
+
+static void
+sample(struct status *st, bool flows)
+{
+	memset(st, 0, sizeof(*st));
+	memset(&t_fail, 0, sizeof(t_fail));
+	memset(&t_hs, 0, sizeof(t_hs));
+	st->role = "client";
+	st->version = "9.9.9";
+	st->pid = 42;
+	st->uptime_ms = 61500;
+	st->active = 2;
+	st->total = 7;
+	st->refused = 1;
+	st->failed = 3;
+	st->max = 10;
+	st->bytes_up = 123456789;
+	st->bytes_down = 42;
+	stats_reason_add(&t_fail, "server \"quoted\"\nreset");
+	stats_reason_add(&t_fail, "connect timeout");
+	stats_reason_add(&t_fail, "connect timeout");
+	st->failures = &t_fail;
+	stats_hist_add(&t_hs, 500);
+	stats_hist_add(&t_hs, 3000);
+	stats_hist_add(&t_hs, 20000000);
+	st->handshake = &t_hs;
+	snprintf(st->server, sizeof(st->server), "192.0.2.1:443");
+	st->has_tun = true;
+	st->tun.rx_packets = 5;
+	if (!flows)
+		return;
+	memset(t_flows, 0, sizeof(t_flows));
+	t_flows[0].id = 1;
+	snprintf(t_flows[0].dst, sizeof(t_flows[0].dst), "198.51.100.7:80");
+	t_flows[0].state = "relay";
+	t_flows[0].up = 10;
+	t_flows[0].has_tcpi = true;
+	t_flows[0].rtt_us = 1500;
+	t_flows[0].retrans = 3;
+	t_flows[1].id = 2;
+	/* Nothing we print may break the JSON, whatever a field holds. */
+	snprintf(t_flows[1].dst, sizeof(t_flows[1].dst), "a\"b\\c\x01");
+	t_flows[1].state = "tls";
+	st->flows = t_flows;
+	st->nflows = 2;
+}
+
+static char *
+render(void (*fn)(const struct status *, FILE *), const struct status *st)
+{
+	char	*buf = NULL;
+	size_t	 len = 0;
+	FILE	*fp;
+
+	assert_non_null(fp = open_memstream(&buf, &len));
+	fn(st, fp);
+	assert_int_equal(fclose(fp), 0);
+	return buf;
+}
+
+static void
+test_text(void **state)
+{
+	struct status	 st;
+	char		*s;
+
+	(void)state;
+	sample(&st, true);
+	s = render(status_write_text, &st);
+	assert_non_null(strstr(s, "client: tunsplit 9.9.9, pid 42, up 1m01s\n"));
+	assert_non_null(strstr(s, "server: 192.0.2.1:443\n"));
+	assert_non_null(strstr(s, "flows: 2 active (max 10), 7 total, 1 "
+	    "refused, 3 failed\n"));
+	assert_non_null(strstr(s, "bytes: up 117.7 MiB (123456789), down 42 B "
+	    "(42)\n"));
+	assert_non_null(strstr(s, "connect timeout 2"));
+	assert_non_null(strstr(s, "handshakes: 3"));
+	assert_non_null(strstr(s, "udp: not handled"));
+	assert_non_null(strstr(s, "198.51.100.7:80"));
+	assert_non_null(strstr(s, "1.5ms"));
+	free(s);
+	st.draining = true;
+	st.flows = NULL;
+	s = render(status_write_text, &st);
+	assert_non_null(strstr(s, "DRAINING"));
+	assert_null(strstr(s, "DESTINATION"));
+	free(s);
+}
+
+static void
+test_json(void **state)
+{
+	struct status	 st;
+	char		*s;
+
+	(void)state;
+	sample(&st, true);
+	s = render(status_write_json, &st);
+	assert_true(strncmp(s, "{\"role\":\"client\",\"version\":\"9.9.9\","
+	    "\"pid\":42,\"uptime_ms\":61500,\"draining\":false", 71) == 0);
+	assert_non_null(strstr(s, "\"flows\":{\"active\":2,\"total\":7,"
+	    "\"refused\":1,\"failed\":3,\"max\":10}"));
+	assert_non_null(strstr(s, "\"bytes\":{\"up\":123456789,\"down\":42}"));
+	assert_non_null(strstr(s, "\"server \\\"quoted\\\"\\u000areset\":1"));
+	assert_non_null(strstr(s, "\"connect timeout\":2"));
+	assert_non_null(strstr(s, "\"handshake\":{\"count\":3,"));
+	assert_non_null(strstr(s, "[null,1]]"));
+	assert_non_null(strstr(s, "\"udp\":null"));
+	assert_non_null(strstr(s, "\"dst\":\"a\\\"b\\\\c\\u0001\""));
+	assert_non_null(strstr(s, "\"rtt_us\":1500,\"rttvar_us\":0,"
+	    "\"retrans\":3"));
+	assert_string_equal(s + strlen(s) - 3, "]}\n");
+	free(s);
+	/* Server: sessions, users, rejections; no tun, no udp. */
+	sample(&st, false);
+	st.role = "server";
+	st.has_tun = false;
+	st.server[0] = '\0';
+	st.users = 3;
+	st.rejects = &t_fail;
+	s = render(status_write_json, &st);
+	assert_non_null(strstr(s, "\"users\":3,\"sessions\":{\"active\":2"));
+	assert_non_null(strstr(s, "\"rejected\":{"));
+	assert_null(strstr(s, "\"udp\""));
+	assert_null(strstr(s, "\"tun\""));
+	assert_null(strstr(s, "flow_list"));
+	free(s);
+}
+
+static void
+test_prometheus(void **state)
+{
+	struct status	 st;
+	char		*s;
+
+	(void)state;
+	sample(&st, true);
+	s = render(status_write_prometheus, &st);
+	assert_non_null(strstr(s, "tunsplit_info{role=\"client\",version="
+	    "\"9.9.9\"} 1\n"));
+	assert_non_null(strstr(s, "# TYPE tunsplit_flows_total counter\n"
+	    "tunsplit_flows_total 7\n"));
+	assert_non_null(strstr(s, "tunsplit_flows_active 2\n"));
+	assert_non_null(strstr(s, "tunsplit_bytes_total{direction=\"up\"} "
+	    "123456789\n"));
+	assert_non_null(strstr(s, "tunsplit_failures_total{reason=\"server "
+	    "\\\"quoted\\\"\\nreset\"} 1\n"));
+	/* Buckets are cumulative and end with +Inf == count. */
+	assert_non_null(strstr(s, "tunsplit_handshake_seconds_bucket{le="
+	    "\"0.001\"} 1\n"));
+	assert_non_null(strstr(s, "tunsplit_handshake_seconds_bucket{le="
+	    "\"0.005\"} 2\n"));
+	assert_non_null(strstr(s, "tunsplit_handshake_seconds_bucket{le="
+	    "\"10\"} 2\n"));
+	assert_non_null(strstr(s, "tunsplit_handshake_seconds_bucket{le="
+	    "\"+Inf\"} 3\n"));
+	assert_non_null(strstr(s, "tunsplit_handshake_seconds_count 3\n"));
+	assert_non_null(strstr(s, "tunsplit_tun_packets_total{direction="
+	    "\"rx\"} 5\n"));
+	assert_null(strstr(s, "udp"));
+	/* Per-flow data never goes to metrics (unbounded label sets). */
+	assert_null(strstr(s, "198.51.100.7"));
+	free(s);
+	st.role = "server";
+	s = render(status_write_prometheus, &st);
+	assert_non_null(strstr(s, "tunsplit_sessions_total 7\n"));
+	assert_non_null(strstr(s, "tunsplit_users 0\n"));
+	free(s);
+}
+
+/* ---- control socket ---- */
+
+struct ctl_fixture {
+	char		 dir[64];
+	char		 sock[100];
+	struct conf	*conf;
+	struct loop	*loop;
+	struct flow_env	 env;
+	struct control	*ctl;
+};
+
+static int
+setup_ctl(void **state)
+{
+	struct ctl_fixture	*f;
+	char			 yaml[512], err[256];
+	int			 n;
+
+	assert_non_null(f = calloc(1, sizeof(*f)));
+	snprintf(f->dir, sizeof(f->dir), "/tmp/test_status.XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	/* The socket's directory is created on demand. */
+	snprintf(f->sock, sizeof(f->sock), "%s/run/c.sock", f->dir);
+	n = snprintf(yaml, sizeof(yaml), "control: %s\nclient:\n  server: "
+	    "\"192.0.2.1:443\"\n  key: \"%s\"\n  max_flows: 5\n", f->sock,
+	    "UR8GBfXkCWILEa357of526YctXNYj5edwp3e59D7Z7I=");
+	f->conf = conf_load_buf("t", yaml, (size_t)n, err, sizeof(err));
+	if (f->conf == NULL)
+		fail_msg("%s", err);
+	assert_non_null(f->loop = loop_new());
+	f->env.loop = f->loop;
+	f->env.conf = f->conf;
+	assert_int_equal(addr_parse(&f->env.server, "192.0.2.1:443"), 0);
+	f->env.stats.accepted = 3;
+	f->env.stats.bytes_up = 1000;
+	assert_non_null(f->ctl = control_new_client(f->loop, f->conf, &f->env));
+	*state = f;
+	return 0;
+}
+
+static int
+teardown_ctl(void **state)
+{
+	struct ctl_fixture	*f = *state;
+	char			 path[128];
+
+	control_free(f->ctl);
+	/* control_free removes the socket file. */
+	assert_int_equal(access(f->sock, F_OK), -1);
+	loop_free(f->loop);
+	conf_free(f->conf);
+	snprintf(path, sizeof(path), "%s/run", f->dir);
+	rmdir(path);
+	rmdir(f->dir);
+	free(f);
+	return 0;
+}
+
+static void
+test_answer(void **state)
+{
+	struct ctl_fixture	*f = *state;
+	char			*out = NULL;
+	size_t			 len = 0;
+
+	assert_int_equal(control_answer(f->ctl, "status", &out, &len), 0);
+	assert_non_null(strstr(out, "flows: 0 active (max 5), 3 total"));
+	free(out);
+	assert_int_equal(control_answer(f->ctl, "  status \t json  flows",
+	    &out, &len), 0);
+	assert_non_null(strstr(out, "\"bytes\":{\"up\":1000,"));
+	assert_non_null(strstr(out, "\"flow_list\":[]"));
+	free(out);
+	assert_int_equal(control_answer(f->ctl, "metrics", &out, &len), 0);
+	assert_non_null(strstr(out, "tunsplit_flows_max 5\n"));
+	free(out);
+	/* Unknown commands and words, options of the wrong command, empty
+	 * lines and overlong words are all errors, answered as such. */
+	static const char *const bad[] = {
+		"", "   ", "stat", "status jsonx", "json", "metrics json",
+		"status json flows extra", "statusstatusstatusstatus",
+		"status\x01", "STATUS",
+	};
+	size_t	i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		out = NULL;
+		assert_int_equal(control_answer(f->ctl, bad[i], &out, &len), -1);
+		assert_non_null(out);
+		assert_true(strncmp(out, "error: ", 7) == 0);
+		free(out);
+	}
+}
+
+static int
+ctl_connect(const char *path)
+{
+	struct sockaddr_un	sun;
+	int			fd;
+
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+	assert_true((fd = socket(AF_UNIX, SOCK_STREAM, 0)) >= 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+	return fd;
+}
+
+/* Reads what the server sends until it closes, spinning the loop. */
+static size_t
+ctl_read_all(struct loop *l, int fd, char *buf, size_t cap)
+{
+	struct pollfd	pfd = { fd, POLLIN, 0 };
+	size_t		len = 0;
+	ssize_t		r;
+	int		i;
+
+	for (i = 0; i < 200; i++) {
+		loop_run_once(l, 5);
+		if (poll(&pfd, 1, 5) <= 0)
+			continue;
+		r = read(fd, buf + len, cap - len - 1);
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+	}
+	buf[len] = '\0';
+	return len;
+}
+
+static void
+test_socket(void **state)
+{
+	struct ctl_fixture	*f = *state;
+	char			 buf[8192];
+	int			 fds[CONTROL_CLIENTS_MAX + 1], fd, i;
+
+	/* Request split across writes; answered once the line is whole. */
+	fd = ctl_connect(f->sock);
+	assert_int_equal(write(fd, "sta", 3), 3);
+	loop_run_once(f->loop, 5);
+	assert_int_equal(write(fd, "tus json\n", 9), 9);
+	assert_true(ctl_read_all(f->loop, fd, buf, sizeof(buf)) > 0);
+	assert_true(strncmp(buf, "{\"role\":\"client\"", 16) == 0);
+	close(fd);
+
+	/* No newline but EOF: still a request. */
+	fd = ctl_connect(f->sock);
+	assert_int_equal(write(fd, "metrics", 7), 7);
+	shutdown(fd, SHUT_WR);
+	ctl_read_all(f->loop, fd, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "# TYPE tunsplit_flows_total counter"));
+	close(fd);
+
+	/* An overlong line is dropped without an answer. */
+	fd = ctl_connect(f->sock);
+	memset(buf, 'x', sizeof(buf));
+	assert_int_equal(write(fd, buf, 5000), 5000);
+	assert_int_equal(ctl_read_all(f->loop, fd, buf, sizeof(buf)), 0);
+	close(fd);
+
+	/* A few clients at a time: the one too many is closed at once,
+	 * the others are still served. */
+	for (i = 0; i <= CONTROL_CLIENTS_MAX; i++) {
+		fds[i] = ctl_connect(f->sock);
+		loop_run_once(f->loop, 5);
+	}
+	assert_int_equal(ctl_read_all(f->loop, fds[CONTROL_CLIENTS_MAX], buf,
+	    sizeof(buf)), 0);
+	for (i = 0; i < CONTROL_CLIENTS_MAX; i++) {
+		assert_int_equal(write(fds[i], "status\n", 7), 7);
+		assert_true(ctl_read_all(f->loop, fds[i], buf, sizeof(buf)) > 0);
+		assert_non_null(strstr(buf, "client: tunsplit"));
+	}
+	for (i = 0; i <= CONTROL_CLIENTS_MAX; i++)
+		close(fds[i]);
+}
+
+/* A live socket is never stolen by a second daemon; a stale one is. */
+static void
+test_socket_in_use(void **state)
+{
+	struct ctl_fixture	*f = *state;
+	struct control		*second;
+	struct flow_env		 env2;
+	struct sockaddr_un	 sun;
+	int			 fd;
+
+	memset(&env2, 0, sizeof(env2));
+	assert_null(control_new_client(f->loop, f->conf, &env2));
+	assert_int_equal(access(f->sock, F_OK), 0);
+	control_free(f->ctl);
+	/* Leave a stale socket file behind, as a killed daemon would. */
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", f->sock);
+	assert_true((fd = socket(AF_UNIX, SOCK_STREAM, 0)) >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+	close(fd);
+	assert_non_null(second = control_new_client(f->loop, f->conf, &env2));
+	f->ctl = second;
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_reasons),
+		cmocka_unit_test(test_hist),
+		cmocka_unit_test(test_text),
+		cmocka_unit_test(test_json),
+		cmocka_unit_test(test_prometheus),
+		cmocka_unit_test_setup_teardown(test_answer, setup_ctl,
+		    teardown_ctl),
+		cmocka_unit_test_setup_teardown(test_socket, setup_ctl,
+		    teardown_ctl),
+		cmocka_unit_test_setup_teardown(test_socket_in_use, setup_ctl,
+		    teardown_ctl),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
