@@ -30,6 +30,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,9 +56,14 @@ struct replay_ent {
 };
 
 struct auth {
+	/* Replaced whole by auth_reload(); the replay cache stays. */
+	pthread_rwlock_t	 users_lock;
 	struct auth_user	*users;		/* sorted by id */
+	char			(*names)[CONF_NAME_MAX]; /* by conf index */
 	size_t			 nusers;
 	uint64_t		 window_s;
+	uint64_t		 keep_s;	/* replay entries: 2 x the
+						 * largest window ever used */
 
 	/* Shared by all server workers: a replay sent to another worker
 	 * must still be caught. */
@@ -129,11 +135,49 @@ auth_user_cmp(const void *a, const void *b)
 	return memcmp(ua->id, ub->id, PROTO_USER_ID_LEN);
 }
 
+static void
+auth_users_free(struct auth_user *users, char (*names)[CONF_NAME_MAX],
+    size_t n)
+{
+	if (users != NULL) {
+		sodium_memzero(users, n * sizeof(*users));
+		free(users);
+	}
+	free(names);
+}
+
+/* The user table of c: keys, ids (sorted) and names.  0 or -1. */
+static int
+auth_users_make(const struct conf *c, struct auth_user **usersp,
+    char (**namesp)[CONF_NAME_MAX])
+{
+	struct auth_user	*users = NULL;
+	char			(*names)[CONF_NAME_MAX] = NULL;
+	size_t			 i, n = c->server.nusers;
+
+	if (n > 0 && ((users = calloc(n, sizeof(*users))) == NULL ||
+	    (names = calloc(n, sizeof(*names))) == NULL)) {
+		auth_users_free(users, names, n);
+		return -1;
+	}
+	for (i = 0; i < n; i++) {
+		memcpy(users[i].key, c->server.users[i].key, PROTO_KEY_LEN);
+		auth_user_id(users[i].key, users[i].id);
+		users[i].index = i;
+		snprintf(names[i], sizeof(names[i]), "%s",
+		    c->server.users[i].name);
+	}
+	if (n > 1)
+		qsort(users, n, sizeof(*users), auth_user_cmp);
+	*usersp = users;
+	*namesp = names;
+	return 0;
+}
+
 struct auth *
 auth_new(const struct conf *c)
 {
 	struct auth	*a;
-	size_t		 i;
 
 	if (c == NULL)
 		return NULL;
@@ -150,20 +194,17 @@ auth_new(const struct conf *c)
 		free(a);
 		return NULL;
 	}
+	if (pthread_rwlock_init(&a->users_lock, NULL) != 0) {
+		log_warnx("auth_new: lock");
+		pthread_mutex_destroy(&a->lock);
+		free(a);
+		return NULL;
+	}
 	a->window_s = c->server.time_window_s;
-	if (c->server.nusers > 0) {
-		a->users = calloc(c->server.nusers, sizeof(*a->users));
-		if (a->users == NULL)
-			goto fail;
-		a->nusers = c->server.nusers;
-	}
-	for (i = 0; i < a->nusers; i++) {
-		memcpy(a->users[i].key, c->server.users[i].key, PROTO_KEY_LEN);
-		auth_user_id(a->users[i].key, a->users[i].id);
-		a->users[i].index = i;
-	}
-	if (a->nusers > 1)
-		qsort(a->users, a->nusers, sizeof(*a->users), auth_user_cmp);
+	a->keep_s = 2 * a->window_s;
+	if (auth_users_make(c, &a->users, &a->names) == -1)
+		goto fail;
+	a->nusers = c->server.nusers;
 
 	a->ring = calloc(AUTH_REPLAY_CAP, sizeof(*a->ring));
 	a->index = malloc(AUTH_REPLAY_IDX * sizeof(*a->index));
@@ -179,18 +220,68 @@ fail:
 	return NULL;
 }
 
+/*
+ * Key rotation: the new table replaces the old one at once, so a removed
+ * key stops working for new headers while sessions that authenticated
+ * with it go on.  The replay cache is kept: nonces are global, and a
+ * header accepted before the reload must stay unreplayable after it.
+ */
+int
+auth_reload(struct auth *a, const struct conf *c)
+{
+	struct auth_user	*users, *old;
+	char			(*names)[CONF_NAME_MAX], (*old_names)[CONF_NAME_MAX];
+	size_t			 old_n;
+
+	if (a == NULL || c == NULL)
+		return -1;
+	if (auth_users_make(c, &users, &names) == -1) {
+		log_warn("auth_reload");
+		return -1;
+	}
+	pthread_rwlock_wrlock(&a->users_lock);
+	old = a->users;
+	old_names = a->names;
+	old_n = a->nusers;
+	a->users = users;
+	a->names = names;
+	a->nusers = c->server.nusers;
+	a->window_s = c->server.time_window_s;
+	pthread_rwlock_unlock(&a->users_lock);
+	/* A shorter window must not expire nonces that the old one could
+	 * still let through. */
+	pthread_mutex_lock(&a->lock);
+	if (a->keep_s < 2 * (uint64_t)c->server.time_window_s)
+		a->keep_s = 2 * (uint64_t)c->server.time_window_s;
+	pthread_mutex_unlock(&a->lock);
+	auth_users_free(old, old_names, old_n);
+	return 0;
+}
+
+const char *
+auth_user_name(const struct auth *a, size_t user)
+{
+	if (a == NULL || user >= a->nusers)
+		return "?";
+	return a->names[user];
+}
+
+size_t
+auth_nusers(const struct auth *a)
+{
+	return a != NULL ? a->nusers : 0;
+}
+
 void
 auth_free(struct auth *a)
 {
 	if (a == NULL)
 		return;
-	if (a->users != NULL) {
-		sodium_memzero(a->users, a->nusers * sizeof(*a->users));
-		free(a->users);
-	}
+	auth_users_free(a->users, a->names, a->nusers);
 	free(a->ring);
 	free(a->index);
 	sodium_memzero(a->hkey, sizeof(a->hkey));
+	pthread_rwlock_destroy(&a->users_lock);
 	pthread_mutex_destroy(&a->lock);
 	free(a);
 }
@@ -251,7 +342,7 @@ static void
 replay_expire(struct auth *a, uint64_t now)
 {
 	while (a->count > 0 && now > a->ring[a->head].t &&
-	    now - a->ring[a->head].t > 2 * a->window_s)
+	    now - a->ring[a->head].t > a->keep_s)
 		replay_pop(a);
 }
 
@@ -298,26 +389,35 @@ auth_check(struct auth *a, const uint8_t *hdr, size_t len,
 {
 	const struct auth_user	*u, *end;
 	uint64_t		 skew;
+	size_t			 index;
 	bool			 replay;
+	int			 rc;
 
 	if (a == NULL || hdr == NULL || r == NULL)
 		return AUTH_UNKNOWN_USER;
-	if ((u = auth_user_find(a, r->user_id)) == NULL)
-		return AUTH_UNKNOWN_USER;
+	pthread_rwlock_rdlock(&a->users_lock);
+	if ((u = auth_user_find(a, r->user_id)) == NULL) {
+		rc = AUTH_UNKNOWN_USER;
+		goto out;
+	}
+	rc = AUTH_BAD_MAC;
 	if (len < r->len)
-		return AUTH_BAD_MAC;
+		goto out;
 	for (end = a->users + a->nusers; u < end; u++) {
 		if (memcmp(u->id, r->user_id, PROTO_USER_ID_LEN) != 0)
-			return AUTH_BAD_MAC;
+			goto out;
 		if (proto_req_verify_mac(hdr, r->len, u->key) == 0)
 			break;
 	}
 	if (u == end)
-		return AUTH_BAD_MAC;
+		goto out;
+	index = u->index;
 
 	skew = now_s > r->ts ? now_s - r->ts : r->ts - now_s;
-	if (skew > a->window_s)
-		return AUTH_STALE;
+	if (skew > a->window_s) {
+		rc = AUTH_STALE;
+		goto out;
+	}
 
 	pthread_mutex_lock(&a->lock);
 	replay_expire(a, now_s);
@@ -325,11 +425,15 @@ auth_check(struct auth *a, const uint8_t *hdr, size_t len,
 	if (!replay)
 		replay_insert(a, r->nonce, now_s);
 	pthread_mutex_unlock(&a->lock);
+	rc = AUTH_REPLAY;
 	if (replay)
-		return AUTH_REPLAY;
+		goto out;
 	if (user != NULL)
-		*user = u->index;
-	return AUTH_OK;
+		*user = index;
+	rc = AUTH_OK;
+out:
+	pthread_rwlock_unlock(&a->users_lock);
+	return rc;
 }
 
 const char *

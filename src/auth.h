@@ -36,6 +36,13 @@ void auth_free(struct auth *a);
  * *user is the index of the user in conf->server.users. */
 int  auth_check(struct auth *a, const uint8_t *hdr, size_t len,
     const struct proto_req *r, uint64_t now_s, size_t *user);
+/* Replaces the user table (keys) and the time window with c's; the replay
+ * cache is kept.  Until the next reload, user indices (auth_check's
+ * *user) refer to c->server.users.  0, or -1 (logged; nothing changed). */
+int  auth_reload(struct auth *a, const struct conf *c);
+/* Name of user index user of the current table ("?" if out of range). */
+const char *auth_user_name(const struct auth *a, size_t user);
+size_t auth_nusers(const struct auth *a);
 const char *auth_result_str(int res);
 
 #endif

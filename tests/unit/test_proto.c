@@ -776,6 +776,86 @@ test_auth_eviction(void **state)
 		    NOW + 3 * WINDOW, NULL), AUTH_REPLAY);
 }
 
+/*
+ * Key rotation: users 0 and 2 stay (2 renamed and moved), user 1 is
+ * replaced by a new key.  The old key stops working at once, the new one
+ * works, and the replay cache survives the reload.
+ */
+static void
+test_auth_reload(void **state)
+{
+	struct fixture		*f = *state;
+	struct conf_user	 users[2];
+	struct conf		 c;
+	uint8_t			 oldkey[PROTO_KEY_LEN], hdr[PROTO_REQ_MAX];
+	uint8_t			 hdr2[PROTO_REQ_MAX];
+	struct proto_req	 p, p2;
+	size_t			 user = 99, n, n2;
+	int			 j;
+
+	memcpy(oldkey, f->users[1].key, sizeof(oldkey));
+	assert_int_equal(auth_nusers(f->auth), 3);
+	assert_string_equal(auth_user_name(f->auth, 1), "u1");
+	assert_string_equal(auth_user_name(f->auth, 3), "?");
+	n = mkhdr(hdr, f->users[0].key, NOW, 500, &p);
+	assert_int_equal(auth_check(f->auth, hdr, n, &p, NOW, NULL), AUTH_OK);
+	/* Client clock a whole (old) window ahead. */
+	n2 = mkhdr(hdr2, f->users[0].key, NOW + WINDOW, 510, &p2);
+	assert_int_equal(auth_check(f->auth, hdr2, n2, &p2, NOW, NULL),
+	    AUTH_OK);
+
+	memset(&c, 0, sizeof(c));
+	c.role = CONF_ROLE_SERVER;
+	c.server.users = users;
+	c.server.nusers = 2;
+	c.server.time_window_s = WINDOW / 2;
+	users[0] = f->users[2];
+	snprintf(users[0].name, sizeof(users[0].name), "renamed");
+	users[1] = f->users[0];
+	for (j = 0; j < CONF_KEY_LEN; j++)
+		f->users[1].key[j] = (uint8_t)(0xa5 ^ j);
+	assert_int_equal(auth_reload(f->auth, &c), 0);
+	/* The auth keeps its own copies: the conf may go. */
+	memset(users, 0, sizeof(users));
+
+	assert_int_equal(auth_nusers(f->auth), 2);
+	assert_int_equal(check(f, oldkey, NOW, 501, NOW, &user),
+	    AUTH_UNKNOWN_USER);
+	assert_int_equal(check(f, f->users[1].key, NOW, 502, NOW, &user),
+	    AUTH_UNKNOWN_USER);
+	assert_int_equal(check(f, f->users[2].key, NOW, 503, NOW, &user),
+	    AUTH_OK);
+	assert_int_equal(user, 0);
+	assert_string_equal(auth_user_name(f->auth, user), "renamed");
+	assert_int_equal(check(f, f->users[0].key, NOW, 504, NOW, &user),
+	    AUTH_OK);
+	assert_int_equal(user, 1);
+	assert_string_equal(auth_user_name(f->auth, user), "u0");
+	/* Accepted before the reload: still a replay after it. */
+	assert_int_equal(auth_check(f->auth, hdr, n, &p, NOW, NULL),
+	    AUTH_REPLAY);
+	/* The new, shorter window applies to timestamps... */
+	assert_int_equal(check(f, f->users[0].key, NOW - WINDOW / 2 - 1, 505,
+	    NOW, NULL), AUTH_STALE);
+	/* ...but nonces live as long as the longest window needs: a header
+	 * the old window accepted at ts - W passes the new one until
+	 * ts + W/2, 1.5 W after it entered the cache (more than 2 x W/2). */
+	assert_int_equal(auth_check(f->auth, hdr2, n2, &p2,
+	    NOW + WINDOW + WINDOW / 2, NULL), AUTH_REPLAY);
+	assert_int_equal(auth_check(f->auth, hdr2, n2, &p2,
+	    NOW + WINDOW + WINDOW / 2 + 1, NULL), AUTH_STALE);
+
+	assert_int_equal(auth_reload(NULL, &c), -1);
+	assert_int_equal(auth_reload(f->auth, NULL), -1);
+	/* No users at all: everyone is unknown, nothing breaks. */
+	c.server.nusers = 0;
+	c.server.users = NULL;
+	assert_int_equal(auth_reload(f->auth, &c), 0);
+	assert_int_equal(check(f, f->users[0].key, NOW, 506, NOW, NULL),
+	    AUTH_UNKNOWN_USER);
+	assert_string_equal(auth_user_name(f->auth, 0), "?");
+}
+
 static void
 test_auth_empty(void **state)
 {
@@ -821,6 +901,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_auth_replay, setup_auth,
 		    teardown_auth),
 		cmocka_unit_test_setup_teardown(test_auth_eviction, setup_auth,
+		    teardown_auth),
+		cmocka_unit_test_setup_teardown(test_auth_reload, setup_auth,
 		    teardown_auth),
 		cmocka_unit_test(test_auth_empty),
 	};
