@@ -169,6 +169,7 @@ client_setup(struct client *cl)
 
 	if ((cl->loop = loop_new()) == NULL || client_signals(cl) < 0)
 		return -1;
+	loop_trim_memory(cl->loop, 10000);
 	cl->env.loop = cl->loop;
 	cl->env.conf = c;
 	if (client_resolve(c, &cl->env.server) < 0)

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -42,6 +43,9 @@ struct loop {
 
 	struct loop_hook	 *hooks;
 	size_t			 nhooks;
+
+	struct loop_timer	 trim;
+	unsigned		 trim_ms;
 };
 
 struct loop *
@@ -57,6 +61,23 @@ loop_new(void)
 	}
 	loop_now_refresh(l);
 	return l;
+}
+
+static void
+loop_on_trim(struct loop_timer *t)
+{
+	struct loop	*l = container_of(t, struct loop, trim);
+
+	malloc_trim(0);
+	loop_timer_set(l, t, l->trim_ms);
+}
+
+void
+loop_trim_memory(struct loop *l, unsigned interval_ms)
+{
+	l->trim_ms = interval_ms;
+	loop_timer_init(&l->trim, loop_on_trim);
+	loop_timer_set(l, &l->trim, interval_ms);
 }
 
 /* Registrations still pointing at l belong to their owners: untouched. */

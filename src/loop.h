@@ -59,6 +59,11 @@ bool loop_timer_armed(const struct loop_timer *t);
  * registration order (e.g. reap closed flows, flush TUN writes). */
 int  loop_on_iteration(struct loop *l, void (*cb)(void *arg), void *arg);
 
+/* Every interval_ms, hand freed heap memory back to the kernel
+ * (malloc_trim): flows come and go in bursts, and the allocator would
+ * otherwise keep the high-water mark resident forever. */
+void loop_trim_memory(struct loop *l, unsigned interval_ms);
+
 /* Run until loop_stop(); returns 0, or -1 on an epoll failure. */
 int  loop_run(struct loop *l);
 void loop_stop(struct loop *l);

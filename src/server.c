@@ -418,6 +418,7 @@ server_open(struct server *srv)
 		return -1;
 	}
 	loop_timer_init(&srv->accept_timer, server_on_accept_timer);
+	loop_trim_memory(srv->loop, 10000);
 	if (c->server.cert_file == NULL || c->server.cert_key_file == NULL) {
 		log_warnx("server: cert and cert_key are required");
 		return -1;
