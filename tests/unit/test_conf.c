@@ -605,6 +605,61 @@ static const struct bad bad_top[] = {
 	    "NUL character in value" },
 };
 
+#define LONG100	"0123456789012345678901234567890123456789" \
+	"0123456789012345678901234567890123456789" "01234567890123456789"
+
+/* Process keys: control socket, metrics, pid file, privileges, drain,
+ * and the client's route: auto. */
+static const struct bad bad_daemon[] = {
+	{ CLIENT "control: run/c.sock\n", "t.yaml:4:10: control: ",
+	    "'run/c.sock' is not an absolute path (or off)" },
+	{ CLIENT "control: /" LONG100 "12345678\n", "t.yaml:4:10: control: ",
+	    "path too long for a socket (max 107 characters)" },
+	{ CLIENT "control: [/a]\n", "t.yaml:4:10: control: ",
+	    "expected a value, found a list" },
+	{ CLIENT "control:\n", "t.yaml:4:9: control: ",
+	    "expected a value, found nothing" },
+	{ CLIENT "metrics: 0\n", "t.yaml:4:10: metrics: ",
+	    "'0' is not a port (1..65535) or address:port" },
+	{ CLIENT "metrics: 70000\n", "t.yaml:4:10: metrics: ",
+	    "is not a port" },
+	{ CLIENT "metrics: -1\n", "t.yaml:4:10: metrics: ",
+	    "is not a port" },
+	{ CLIENT "metrics: localhost:9353\n", "t.yaml:4:10: metrics: ",
+	    "is not a numeric address:port" },
+	{ CLIENT "metrics: \"127.0.0.1:0\"\n", "t.yaml:4:10: metrics: ",
+	    "is not a numeric address:port" },
+	{ CLIENT "metrics: \"::1:9353\"\n", "t.yaml:4:10: metrics: ",
+	    "is not a numeric address:port" },
+	{ CLIENT "pidfile: run/t.pid\n", "t.yaml:4:10: pidfile: ",
+	    "is not an absolute path" },
+	{ CLIENT "pidfile: {a: b}\n", "t.yaml:4:10: pidfile: ",
+	    "expected a value, found a mapping" },
+	{ CLIENT "user: no-such-user-here\n", "t.yaml:4:7: user: ",
+	    "no such user 'no-such-user-here'" },
+	{ CLIENT "user: \"a b\"\n", "t.yaml:4:7: user: ",
+	    "contains characters" },
+	{ CLIENT "user: root\ngroup: no-such-group-here\n",
+	    "t.yaml:5:8: group: ", "no such group 'no-such-group-here'" },
+	{ CLIENT "group: root\n", "t.yaml:1:1: group: ", "group: needs user:" },
+	{ CLIENT "drain_timeout: 2h\n", "t.yaml:4:16: drain_timeout: ",
+	    "2h out of range (0s..1h)" },
+	{ CLIENT "drain_timeout: soon\n", "t.yaml:4:16: drain_timeout: ",
+	    "is not a duration" },
+	{ CLIENT "  route: maybe\n", "t.yaml:4:10: client.route: ",
+	    "'maybe' is not auto or off" },
+	{ CLIENT "  route: auto\n", "t.yaml:2:3: client.route: ",
+	    "route: auto needs a mark" },
+	{ CLIENT "  mark: 0\n  route: auto\n", "t.yaml:2:3: client.route: ",
+	    "needs a mark" },
+	{ CLIENT "  route_exclude: [10.0.0.0/33]\n",
+	    "t.yaml:4:19: client.route_exclude[0]: ", "is not an address/prefix" },
+	{ CLIENT "  route_exclude: {a: b}\n",
+	    "t.yaml:4:18: client.route_exclude: ", "expected a value or a list" },
+	{ SERVER "  route: auto\n", "t.yaml:8:3: server.route: ",
+	    "unknown key" },
+};
+
 /* Syntax errors come from libyaml; we own the position and the prefix. */
 static const struct bad bad_syntax[] = {
 	{ "client:\n  server: \"a.example:1\n  key: x\n",
@@ -638,6 +693,7 @@ static void test_bad_log(void **s) { (void)s; RUN_BAD(bad_log); }
 static void test_bad_tun(void **s) { (void)s; RUN_BAD(bad_tun); }
 static void test_bad_client(void **s) { (void)s; RUN_BAD(bad_client); }
 static void test_bad_server(void **s) { (void)s; RUN_BAD(bad_server); }
+static void test_bad_daemon(void **s) { (void)s; RUN_BAD(bad_daemon); }
 static void test_bad_top(void **s) { (void)s; RUN_BAD(bad_top); }
 static void test_bad_syntax(void **s) { (void)s; RUN_BAD(bad_syntax); }
 
@@ -887,6 +943,63 @@ test_dump(void **state)
 	    "  fallback_tls: true\n", k1);
 }
 
+/* The process keys, their defaults and the dump that reads back. */
+static void
+test_daemon_values(void **state)
+{
+	struct conf	*c;
+	char		 buf[ADDR_STRLEN], *d;
+
+	(void)state;
+	c = load(CLIENT);
+	if (c == NULL)
+		fail_msg("%s", errbuf);
+	assert_string_equal(c->control, "/run/tunsplit/tunsplit.sock");
+	assert_false(c->has_metrics);
+	assert_null(c->pidfile);
+	assert_string_equal(c->user, "");
+	assert_int_equal(c->drain_timeout_ms, 5000);
+	assert_false(c->client.route_auto);
+	assert_false(c->log_syslog_set);
+	conf_free(c);
+
+	c = load("log: {syslog: false}\ncontrol: /tmp/x/c.sock\n"
+	    "metrics: 9353\npidfile: /run/t.pid\nuser: root\ngroup: root\n"
+	    "drain_timeout: 0\n" CLIENT "  mark: 0x7353\n  route: auto\n"
+	    "  route_exclude: [192.0.2.0/24, \"2001:db8::/32\"]\n");
+	if (c == NULL)
+		fail_msg("%s", errbuf);
+	assert_true(c->log_syslog_set);
+	assert_string_equal(c->control, "/tmp/x/c.sock");
+	assert_true(c->has_metrics);
+	assert_string_equal(addr_fmt(&c->metrics, buf, sizeof(buf)),
+	    "127.0.0.1:9353");
+	assert_string_equal(c->pidfile, "/run/t.pid");
+	assert_string_equal(c->user, "root");
+	assert_string_equal(c->group, "root");
+	assert_int_equal(c->drain_timeout_ms, 0);
+	assert_true(c->client.route_auto);
+	assert_int_equal(c->client.nroute_exclude, 2);
+	d = dump(c);
+	assert_non_null(strstr(d, "control: \"/tmp/x/c.sock\"\n"));
+	assert_non_null(strstr(d, "metrics: \"127.0.0.1:9353\"\n"));
+	assert_non_null(strstr(d, "drain_timeout: 0s\n"));
+	assert_non_null(strstr(d, "  route: auto\n  route_exclude:\n"
+	    "    - 192.0.2.0/24\n    - 2001:db8::/32\n"));
+	free(d);
+	conf_free(c);
+
+	c = load("control: off\nmetrics: \"[::1]:9\"\n" CLIENT);
+	if (c == NULL)
+		fail_msg("%s", errbuf);
+	assert_string_equal(c->control, "");
+	assert_string_equal(addr_fmt(&c->metrics, buf, sizeof(buf)), "[::1]:9");
+	d = dump(c);
+	assert_non_null(strstr(d, "control: off\n"));
+	free(d);
+	conf_free(c);
+}
+
 /* Everything under examples/ must stay loadable. */
 static void
 test_examples(void **state)
@@ -898,7 +1011,9 @@ test_examples(void **state)
 	(void)state;
 	assert_int_equal(glob(TEST_SRCDIR "/../examples/*.yaml", 0, NULL, &g),
 	    0);
-	assert_true(g.gl_pathc >= 2);
+	assert_int_equal(glob(TEST_SRCDIR "/../examples/openwrt/*/files/*.yaml",
+	    GLOB_APPEND, NULL, &g), 0);
+	assert_true(g.gl_pathc >= 3);
 	for (i = 0; i < g.gl_pathc; i++) {
 		if ((c = conf_load_file(g.gl_pathv[i], errbuf,
 		    sizeof(errbuf))) == NULL)
@@ -920,6 +1035,8 @@ main(void)
 		cmocka_unit_test(test_bad_tun),
 		cmocka_unit_test(test_bad_client),
 		cmocka_unit_test(test_bad_server),
+		cmocka_unit_test(test_bad_daemon),
+		cmocka_unit_test(test_daemon_values),
 		cmocka_unit_test(test_bad_top),
 		cmocka_unit_test(test_bad_syntax),
 		cmocka_unit_test(test_key_file),
