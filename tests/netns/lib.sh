@@ -252,6 +252,7 @@ ts_write_configs() {
 	umask 077
 	cat >"$TS_TMP/client.yaml" <<EOF
 log: {level: $lvl}
+control: $TS_TMP/client.sock
 tun: {name: $TS_TUN, mtu: ${TS_MTU:-9000}, address: [198.18.0.1/15, "fdfe:dcba:9876::1/64"]}
 client:
   server: "$TS_S_ADDR4:$TS_SERVER_PORT"
@@ -266,6 +267,7 @@ ${1:-}
 EOF
 	cat >"$TS_TMP/server.yaml" <<EOF
 log: {level: $lvl}
+control: $TS_TMP/server.sock
 server:
   listen: ["$TS_S_ADDR4:$TS_SERVER_PORT", "[$TS_S_ADDR6]:$TS_SERVER_PORT"]
   cert: $TS_TMP/server.pem
