@@ -24,7 +24,7 @@ command -v tunsplit-route >/dev/null || ts_fail "tunsplit-route not found"
 # A TUN name of our own: tunsplit-route keeps its state in /run/tunsplit.
 TS_TUN=tsd$$
 STATE=/run/tunsplit/$TS_TUN.state
-CSOCK=$TS_TMP/client.sock PIDF=$TS_TMP/client.pid
+CSOCK=$TS_TMP/client.sock PIDF=$TS_TMP/client.pid	# socket: lib.sh's config
 ts_topology_up
 ts_make_pki
 ip netns exec "$NS_C" ip rule show >"$TS_TMP/rules.before"
@@ -33,7 +33,6 @@ ip netns exec "$NS_C" ip route show table all >"$TS_TMP/routes.before"
 ts_write_configs "  mark: 0x7353
   route: auto
   route_exclude: [192.0.2.0/24]
-control: $CSOCK
 user: nobody
 group: nogroup"
 # The unprivileged daemon must be able to read its file again (SIGHUP).

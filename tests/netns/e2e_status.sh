@@ -16,13 +16,12 @@
 ts_init e2e_status
 command -v curl >/dev/null 2>&1 || ts_skip "missing tool: curl"
 
+# lib.sh gives each daemon its control socket in $TS_TMP.
 CSOCK=$TS_TMP/client.sock SSOCK=$TS_TMP/server.sock
 # Unindented lines land at the top level of the YAML file.
-cextra="control: $CSOCK
-metrics: 9353
+cextra="metrics: 9353
 drain_timeout: 20s"
-sextra="control: $SSOCK
-metrics: \"127.0.0.1:9354\"
+sextra="metrics: \"127.0.0.1:9354\"
 drain_timeout: 20s"
 ts_standard_setup "$cextra" "$sextra"
 
