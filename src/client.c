@@ -24,6 +24,7 @@
 #include "log.h"
 #include "loop.h"
 #include "outer.h"
+#include "pool.h"
 #include "tsnetif.h"
 #include "tun.h"
 
@@ -190,6 +191,9 @@ client_setup(struct client *cl)
 	auth_user_id(c->client.key, cl->env.user_id);
 	if (flow_env_init(&cl->env) < 0 || client_open_tun(cl) < 0)
 		return -1;
+	if (c->client.pool > 0 && (cl->env.pool = pool_new(cl->loop, c,
+	    cl->env.ssl_ctx, &cl->env.server)) == NULL)
+		return -1;
 	memset(&ops, 0, sizeof(ops));
 	ops.accept = flow_tcp_accept;
 	ops.syn_allowed = flow_tcp_syn_allowed;
@@ -230,6 +234,7 @@ client_run(const struct conf *c)
 	if (client_setup(cl) == 0 && loop_run(cl->loop) == 0)
 		rc = 0;
 	if (cl->loop != NULL) {
+		pool_free(cl->env.pool);
 		flow_close_all(&cl->env);
 		loop_fd_del(cl->loop, &cl->tun_lfd);
 		if (cl->lwip_up)
@@ -244,8 +249,10 @@ client_run(const struct conf *c)
 	outer_ctx_free(cl->env.ssl_ctx);
 	control_free(cl->ctl);
 	loop_free(cl->loop);
-	log_info("client stopped: %llu flows, up %llu down %llu bytes",
+	log_info("client stopped: %llu flows (%llu on warm pool connections), "
+	    "up %llu down %llu bytes",
 	    (unsigned long long)cl->env.stats.accepted,
+	    (unsigned long long)cl->env.stats.pooled,
 	    (unsigned long long)cl->env.stats.bytes_up,
 	    (unsigned long long)cl->env.stats.bytes_down);
 	free(cl);

@@ -1190,6 +1190,9 @@ static const struct conf_key keys_client[] = {
 	    600000, NULL },
 	{ "idle_timeout", key_ms, C(client.idle_timeout_ms), 1000, MS_MAX,
 	    NULL },
+	{ "pool", key_uint, C(client.pool), 0, 64, NULL },
+	{ "pool_lifetime", key_ms, C(client.pool_lifetime_ms), 1000, 600000,
+	    NULL },
 	{ "max_udp", key_uint, C(client.max_udp), 1, 1000000, NULL },
 	{ "udp_timeout", key_ms, C(client.udp_timeout_ms), 1000, MS_MAX, NULL },
 	{ "dns_timeout", key_ms, C(client.dns_timeout_ms), 1000, MS_MAX, NULL },
@@ -1315,6 +1318,8 @@ conf_new(void)
 	c->client.max_flows = 4096;
 	c->client.connect_timeout_ms = 10000;
 	c->client.idle_timeout_ms = 300000;
+	c->client.pool = 2;
+	c->client.pool_lifetime_ms = 8000;
 	c->client.max_udp = 1024;
 	c->client.udp_timeout_ms = 60000;
 	c->client.dns_timeout_ms = 10000;
@@ -1645,6 +1650,8 @@ dump_client(const struct conf *c, FILE *fp)
 	fprintf(fp, "  max_flows: %u\n", c->client.max_flows);
 	dump_ms(fp, "connect_timeout", c->client.connect_timeout_ms);
 	dump_ms(fp, "idle_timeout", c->client.idle_timeout_ms);
+	fprintf(fp, "  pool: %u\n", c->client.pool);
+	dump_ms(fp, "pool_lifetime", c->client.pool_lifetime_ms);
 	fprintf(fp, "  max_udp: %u\n", c->client.max_udp);
 	dump_ms(fp, "udp_timeout", c->client.udp_timeout_ms);
 	dump_ms(fp, "dns_timeout", c->client.dns_timeout_ms);

@@ -66,6 +66,8 @@ struct conf {
 		unsigned	 max_flows;		/* default 4096 */
 		unsigned	 connect_timeout_ms;	/* default 10000 */
 		unsigned	 idle_timeout_ms;	/* default 300000 */
+		unsigned	 pool;			/* warm TLS connections, default 2 */
+		unsigned	 pool_lifetime_ms;	/* default 8000 (< server handshake_timeout) */
 		unsigned	 max_udp;		/* UDP/ICMP associations, default 1024 */
 		unsigned	 udp_timeout_ms;	/* default 60000 */
 		unsigned	 dns_timeout_ms;	/* port 53 and ICMP, default 10000 */

@@ -24,7 +24,10 @@
 #include "log.h"
 #include "loop.h"
 #include "outer.h"
+#include "pool.h"
 #include "sock.h"
+
+#define FLOW_EARLY_MS	2	/* header waits this long for first bytes */
 
 enum flow_phase {
 	FLOW_CONNECT,		/* outer TCP connect in progress */
@@ -46,6 +49,8 @@ struct flow {
 	int		 fd;
 	struct loop_fd	 lfd;
 	struct loop_timer timer;
+	struct loop_timer early;		/* header waits for first bytes */
+	bool		 pooled;		/* outer came from the warm pool */
 	struct addr	 dst;
 
 	/* app -> server: header bytes first, then queued pbufs.  The pbufs
@@ -137,6 +142,7 @@ flow_close(struct flow *f, bool abort, const char *reason)
 	flow_detach_pcb(f, abort);
 	loop_fd_del(env->loop, &f->lfd);
 	loop_timer_cancel(env->loop, &f->timer);
+	loop_timer_cancel(env->loop, &f->early);
 	if (f->out != NULL) {
 		if (abort)
 			outer_abort(f->out);
@@ -287,6 +293,31 @@ flow_consume(struct flow *f, size_t n)
 		f->inq_tail = NULL;
 }
 
+static void
+flow_on_early(struct loop_timer *t)
+{
+	flow_mark_dirty(container_of(t, struct flow, early));
+}
+
+/*
+ * On a warm connection the header could leave the moment the app's
+ * handshake completes, a moment before the app's first bytes arrive.
+ * Holding it for FLOW_EARLY_MS lets both share one TLS record, so the
+ * server can forward the request as soon as the target answers.
+ */
+static bool
+flow_header_waits(struct flow *f)
+{
+	uint64_t age = loop_now(f->env->loop) - f->start_ms;
+
+	if (f->hdr_off > 0 || f->hdr_len == 0 || f->inq_len > 0 || f->app_fin ||
+	    age >= FLOW_EARLY_MS)
+		return false;
+	if (!loop_timer_armed(&f->early))
+		loop_timer_set(f->env->loop, &f->early, FLOW_EARLY_MS - age);
+	return true;
+}
+
 static int
 flow_pump_up(struct flow *f)
 {
@@ -295,6 +326,8 @@ flow_pump_up(struct flow *f)
 	ssize_t w;
 
 	f->write_blocked = false;
+	if (flow_header_waits(f))
+		return 0;
 	while (f->hdr_off < f->hdr_len || f->inq_len > 0) {
 		n = flow_gather(f, stage, f->retry_len ? f->retry_len : FLOW_STAGE);
 		w = outer_write(f->out, stage, n);
@@ -634,6 +667,16 @@ flow_new(struct flow_env *env, struct tcp_pcb *pcb)
 	f->fd = -1;
 	flow_set_dst(f, pcb);
 	f->dial_us = stats_now_us();
+	if ((f->out = pool_take(env->pool)) != NULL) {
+		f->pooled = true;
+		f->fd = outer_fd(f->out);
+		if (loop_fd_add(env->loop, &f->lfd, f->fd, EPOLLIN,
+		    flow_on_io) < 0) {
+			outer_abort(f->out);
+			goto fail;
+		}
+		return f;
+	}
 	f->fd = sock_connect(&env->server, c->client.congestion, c->client.mark);
 	if (f->fd < 0) {
 		log_warn("flow %llu: socket to server", (unsigned long long)f->id);
@@ -673,6 +716,7 @@ flow_tcp_accept(void *arg, struct tcp_pcb *pcb, err_t err)
 	f->pcb = pcb;
 	f->phase = FLOW_CONNECT;
 	f->start_ms = f->last_ms = loop_now(env->loop);
+	loop_timer_init(&f->early, flow_on_early);
 	tcp_arg(pcb, f);
 	tcp_recv(pcb, flow_on_recv);
 	tcp_sent(pcb, flow_on_sent);
@@ -683,6 +727,13 @@ flow_tcp_accept(void *arg, struct tcp_pcb *pcb, err_t err)
 	env->nflows++;
 	env->stats.accepted++;
 	flow_list_push(&env->all, f);
+	if (f->pooled) {
+		env->stats.pooled++;
+		if (flow_start_relay(f) < 0) {
+			flow_fail(f, "out of memory");	/* aborts pcb */
+			return ERR_ABRT;
+		}
+	}
 	return ERR_OK;
 }
 

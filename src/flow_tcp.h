@@ -29,6 +29,7 @@ struct loop;
 struct ssl_ctx_st;
 struct tcp_pcb;
 struct flow;
+struct pool;
 
 #define FLOW_STAGE	16384	/* one TLS record */
 
@@ -36,6 +37,7 @@ struct flow_stats {
 	uint64_t	 accepted;	/* flows created */
 	uint64_t	 refused;	/* over the limit or out of resources */
 	uint64_t	 failed;	/* server or target failure -> RST */
+	uint64_t	 pooled;	/* started on a warm pool connection */
 	uint64_t	 bytes_up, bytes_down;	/* of closed flows */
 	struct stats_reasons failures;	/* the failed ones, by reason */
 	struct stats_hist handshake;	/* outer connect start to TLS done */
@@ -46,6 +48,7 @@ struct flow_env {
 	const struct conf	*conf;
 	struct ssl_ctx_st	*ssl_ctx;
 	struct addr		 server;
+	struct pool		*pool;		/* warm connections, may be NULL */
 	uint8_t			 user_id[PROTO_USER_ID_LEN];
 	unsigned		 nflows;
 	uint64_t		 next_id;
