@@ -150,12 +150,12 @@ ovpn_up() {
 	nsx $NS_S openvpn $common --proto tcp-server --local 10.201.1.2 \
 	    --lport 1194 --ifconfig 10.201.9.2 10.201.9.1 \
 	    --secret "$OVPN/key" 0 --daemon tsb-ovpn-s \
-	    --writepid "$OVPN/s.pid" --log "$OVPN/s.log" 2>>"$OVPN/s.log" ||
+	    --writepid "$OVPN/s.pid" --log "$OVPN/s.log" >>"$OVPN/s.log" 2>&1 ||
 	    return 1
 	nsx $NS_C openvpn $common --proto tcp-client --remote 10.201.1.2 1194 \
 	    --nobind --ifconfig 10.201.9.1 10.201.9.2 \
 	    --secret "$OVPN/key" 1 --daemon tsb-ovpn-c \
-	    --writepid "$OVPN/c.pid" --log "$OVPN/c.log" 2>>"$OVPN/c.log" ||
+	    --writepid "$OVPN/c.pid" --log "$OVPN/c.log" >>"$OVPN/c.log" 2>&1 ||
 	    return 1
 	while ! grep -q "Initialization Sequence Completed" "$OVPN/c.log" \
 	    2>/dev/null; do
@@ -240,7 +240,8 @@ m_iperf() {
 	[ "$dir" = down ] && rev=-R
 	linkem_period "$WORK/le0.json"
 	rm -f "$WORK/le.json"
-	timeout $((T + OMIT + 40)) ip netns exec $NS_C iperf3 -c $TARGET -J \
+	# --foreground keeps iperf3 in our process group, so ^C reaches it.
+	timeout --foreground $((T + OMIT + 40)) ip netns exec $NS_C iperf3 -c $TARGET -J \
 	    -t "$T" -O "$OMIT" -P "$flows" $rev --connect-timeout 10000 \
 	    >"$WORK/iperf.json" 2>"$WORK/iperf.err" </dev/null
 	linkem_period "$WORK/le.json"
@@ -281,7 +282,7 @@ m_udp() {
 	local meta=$1 bw=$2
 	linkem_period "$WORK/le0.json"
 	rm -f "$WORK/le.json"
-	timeout 60 ip netns exec $NS_C iperf3 -c $TARGET -J -u -b "$bw" \
+	timeout --foreground 60 ip netns exec $NS_C iperf3 -c $TARGET -J -u -b "$bw" \
 	    -l 1000 -t 4 --get-server-output >"$WORK/udp.json" 2>&1 </dev/null
 	linkem_period "$WORK/le.json"
 	record udp "$meta" "$WORK/udp.json" "$WORK/le.json"
