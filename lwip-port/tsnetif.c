@@ -198,16 +198,16 @@ ts_pcb_exists(const ip_addr_t *local, const ip_addr_t *remote,
 	return false;
 }
 
-/* A TCP segment for `local` from `remote`; th points at the TCP header,
- * tcplen bytes long (>= 20).  Returns true when the hook consumed it. */
+/* A TCP segment for `local` from `remote` in the IP packet pkt/len; th
+ * points at its TCP header (>= 20 bytes).  Returns true when the hook
+ * consumed it. */
 static bool
 ts_tcp_syn(const ip_addr_t *local, const ip_addr_t *remote,
-    const uint8_t *th, size_t tcplen)
+    const uint8_t *th, const uint8_t *pkt, size_t len)
 {
 	uint16_t sport, dport;
 	uint8_t flags;
 
-	(void)tcplen;
 	flags = th[13];
 	if ((flags & (TH_SYN | TH_ACK | TH_RST)) != TH_SYN)
 		return false;
@@ -220,12 +220,56 @@ ts_tcp_syn(const ip_addr_t *local, const ip_addr_t *remote,
 		ts_stats.syn_refused++;
 		return true;
 	}
+	if (ts_ops.syn != NULL && !ts_pcb_exists(local, remote, dport, sport) &&
+	    ts_ops.syn(ts_ops.arg, pkt, len, local, remote, dport, sport) ==
+	    TSNETIF_SYN_HOLD)
+		return true;
 	if (!ts_listener_ensure(dport)) {
 		log_warnx("tsnetif: cannot create a listener for port %u",
 		    dport);
 		return true;	/* dropped: the app's SYN will be retried */
 	}
 	return false;
+}
+
+/* Parses pkt as an IPv4/IPv6 TCP segment: addresses, TCP header. */
+static const uint8_t *
+ts_parse_tcp(const uint8_t *h, size_t n, ip_addr_t *local, ip_addr_t *remote)
+{
+	size_t ihl;
+
+	memset(local, 0, sizeof(*local));
+	memset(remote, 0, sizeof(*remote));
+	if (n >= 40 && h[0] >> 4 == 4) {
+		ihl = (size_t)(h[0] & 0x0f) * 4;
+		if (ihl < 20 || h[9] != IPPROTO_TCP_ || n < ihl + 20)
+			return NULL;
+		IP_ADDR4(local, h[16], h[17], h[18], h[19]);
+		IP_ADDR4(remote, h[12], h[13], h[14], h[15]);
+		return h + ihl;
+	}
+	if (n >= 60 && h[0] >> 4 == 6 && h[6] == IPPROTO_TCP_) {
+		IP_SET_TYPE_VAL(*local, IPADDR_TYPE_V6);
+		IP_SET_TYPE_VAL(*remote, IPADDR_TYPE_V6);
+		memcpy(ip_2_ip6(local)->addr, h + 24, 16);
+		memcpy(ip_2_ip6(remote)->addr, h + 8, 16);
+		return h + 40;
+	}
+	return NULL;
+}
+
+int
+tsnetif_reset_syn(const uint8_t *pkt, size_t len)
+{
+	ip_addr_t local, remote;
+	const uint8_t *th;
+
+	if ((th = ts_parse_tcp(pkt, len, &local, &remote)) == NULL ||
+	    !(th[13] & TH_SYN))
+		return -1;
+	tcp_rst(NULL, 0, be32(th + 4) + 1, &local, &remote, be16(th + 2),
+	    be16(th));
+	return 0;
 }
 
 static int
@@ -270,7 +314,7 @@ tsnetif_ip4_input_hook(struct pbuf *p, struct netif *inp)
 		return ts_drop(p);
 	IP_ADDR4(&local, h[16], h[17], h[18], h[19]);
 	IP_ADDR4(&remote, h[12], h[13], h[14], h[15]);
-	if (ts_tcp_syn(&local, &remote, h + ihl, tot - ihl)) {
+	if (ts_tcp_syn(&local, &remote, h + ihl, h, tot)) {
 		pbuf_free(p);
 		return 1;
 	}
@@ -311,7 +355,7 @@ tsnetif_ip6_input_hook(struct pbuf *p, struct netif *inp)
 	IP_SET_TYPE_VAL(remote, IPADDR_TYPE_V6);
 	memcpy(ip_2_ip6(&local)->addr, h + 24, 16);
 	memcpy(ip_2_ip6(&remote)->addr, h + 8, 16);
-	if (ts_tcp_syn(&local, &remote, h + 40, tot - 40)) {
+	if (ts_tcp_syn(&local, &remote, h + 40, h, tot)) {
 		pbuf_free(p);
 		return 1;
 	}

@@ -19,6 +19,12 @@
 #include "lwip/err.h"
 
 struct tcp_pcb;
+struct ip_addr;
+
+enum tsnetif_syn {
+	TSNETIF_SYN_PASS,	/* lwIP answers it */
+	TSNETIF_SYN_HOLD,	/* taken; may come back via tsnetif_input() */
+};
 
 struct tsnetif_stats {
 	uint64_t	 rx_packets, rx_bytes;	/* read from the TUN */
@@ -35,6 +41,11 @@ struct tsnetif_ops {
 	err_t	(*accept)(void *arg, struct tcp_pcb *pcb, err_t err);
 	/* false: refuse new SYNs with RST (flow limit reached). */
 	bool	(*syn_allowed)(void *arg);
+	/* Optional (faithful connect mode): sees each SYN that no pcb owns
+	 * yet, before lwIP.  pkt/len is the whole IP packet. */
+	int	(*syn)(void *arg, const uint8_t *pkt, size_t len,
+		    const struct ip_addr *local, const struct ip_addr *remote,
+		    uint16_t lport, uint16_t rport);
 	/* Non-TCP packets (UDP, ICMP echo): return true if consumed.  pkt
 	 * points at the IP header, len is the IP total length (bounds
 	 * checked against the read size). NULL: such packets are dropped. */
@@ -52,6 +63,9 @@ void tsnetif_shutdown(void);
 int  tsnetif_poll(unsigned max);
 /* Feeds one packet (tests and fuzzers: no fd needed). */
 void tsnetif_input(const uint8_t *pkt, size_t len);
+/* Answers a held SYN (a whole IP packet, as given to ops.syn) with RST:
+ * the app sees "connection refused".  0 or -1 (not a TCP SYN). */
+int  tsnetif_reset_syn(const uint8_t *pkt, size_t len);
 /* Writes a raw IP packet to the TUN (UDP/ICMP replies).  0 or -1. */
 int  tsnetif_output_raw(const uint8_t *pkt, size_t len);
 /* Runs lwIP's timers when due; returns ms until the next one. */

@@ -197,6 +197,8 @@ client_setup(struct client *cl)
 	memset(&ops, 0, sizeof(ops));
 	ops.accept = flow_tcp_accept;
 	ops.syn_allowed = flow_tcp_syn_allowed;
+	if (c->client.faithful)
+		ops.syn = flow_tcp_syn;
 	ops.arg = &cl->env;
 	if (tsnetif_init(cl->tun_fd, c->tun.mtu, &ops) < 0)
 		return -1;

@@ -1138,6 +1138,24 @@ key_route(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
 }
 
 static int
+key_connect_mode(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
+    void *base)
+{
+	const char	*s = scalar(x, n);
+
+	if (s == NULL)
+		return -1;
+	if (strcmp(s, "faithful") == 0)
+		*FIELD(base, k, bool) = true;
+	else if (strcmp(s, "fast") == 0)
+		*FIELD(base, k, bool) = false;
+	else
+		return conf_err(x, n, "'%s' is not fast or faithful",
+		    conf_vis(x, s));
+	return 0;
+}
+
+static int
 key_route_exclude(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
     void *base)
 {
@@ -1190,6 +1208,7 @@ static const struct conf_key keys_client[] = {
 	    600000, NULL },
 	{ "idle_timeout", key_ms, C(client.idle_timeout_ms), 1000, MS_MAX,
 	    NULL },
+	{ "connect_mode", key_connect_mode, C(client.faithful), 0, 0, NULL },
 	{ "pool", key_uint, C(client.pool), 0, 64, NULL },
 	{ "pool_lifetime", key_ms, C(client.pool_lifetime_ms), 1000, 600000,
 	    NULL },
@@ -1650,6 +1669,7 @@ dump_client(const struct conf *c, FILE *fp)
 	fprintf(fp, "  max_flows: %u\n", c->client.max_flows);
 	dump_ms(fp, "connect_timeout", c->client.connect_timeout_ms);
 	dump_ms(fp, "idle_timeout", c->client.idle_timeout_ms);
+	dump_kv(fp, "  ", "connect_mode", c->client.faithful ? "faithful" : "fast");
 	fprintf(fp, "  pool: %u\n", c->client.pool);
 	dump_ms(fp, "pool_lifetime", c->client.pool_lifetime_ms);
 	fprintf(fp, "  max_udp: %u\n", c->client.max_udp);

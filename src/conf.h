@@ -66,6 +66,7 @@ struct conf {
 		unsigned	 max_flows;		/* default 4096 */
 		unsigned	 connect_timeout_ms;	/* default 10000 */
 		unsigned	 idle_timeout_ms;	/* default 300000 */
+		bool		 faithful;		/* connect_mode: faithful (default fast) */
 		unsigned	 pool;			/* warm TLS connections, default 2 */
 		unsigned	 pool_lifetime_ms;	/* default 8000 (< server handshake_timeout) */
 		unsigned	 max_udp;		/* UDP/ICMP associations, default 1024 */

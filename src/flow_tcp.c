@@ -25,6 +25,7 @@
 #include "loop.h"
 #include "outer.h"
 #include "pool.h"
+#include "tsnetif.h"
 #include "sock.h"
 
 #define FLOW_EARLY_MS	2	/* header waits this long for first bytes */
@@ -51,6 +52,12 @@ struct flow {
 	struct loop_timer timer;
 	struct loop_timer early;		/* header waits for first bytes */
 	bool		 pooled;		/* outer came from the warm pool */
+	/* connect_mode faithful: the app's SYN is held (no pcb yet) until the
+	 * server reports the target connected; then it is fed to lwIP again. */
+	bool		 held;
+	uint8_t		*syn;
+	size_t		 syn_len;
+	struct addr	 app;			/* the app's end, to match the pcb */
 	struct addr	 dst;
 
 	/* app -> server: header bytes first, then queued pbufs.  The pbufs
@@ -158,6 +165,8 @@ flow_close(struct flow *f, bool abort, const char *reason)
 	f->inq = f->inq_tail = NULL;
 	free(f->hdr);
 	f->hdr = NULL;
+	free(f->syn);
+	f->syn = NULL;
 	env->nflows--;
 	env->stats.bytes_up += f->up;
 	env->stats.bytes_down += f->down;
@@ -311,7 +320,7 @@ flow_header_waits(struct flow *f)
 	uint64_t age = loop_now(f->env->loop) - f->start_ms;
 
 	if (f->hdr_off > 0 || f->hdr_len == 0 || f->inq_len > 0 || f->app_fin ||
-	    age >= FLOW_EARLY_MS)
+	    f->held || age >= FLOW_EARLY_MS)
 		return false;
 	if (!loop_timer_armed(&f->early))
 		loop_timer_set(f->env->loop, &f->early, FLOW_EARLY_MS - age);
@@ -388,6 +397,40 @@ flow_take_status(struct flow *f, uint8_t **data, ssize_t *n)
 	return 0;
 }
 
+/*
+ * Faithful mode, SYN held: only the status byte is read.  OK: the SYN goes
+ * to lwIP, which answers it (the app sees its connect succeed now, not
+ * before).  Refused: the app's SYN gets an RST, as from the target.  Other
+ * failures: nothing, so the app times out as it would on the direct path.
+ */
+static int
+flow_held_status(struct flow *f, const char **why)
+{
+	uint8_t st;
+	ssize_t r;
+
+	f->down_blocked = true;	/* nowhere to deliver until the pcb exists */
+	if (f->status_ok)
+		return 0;
+	if ((r = outer_read(f->out, &st, 1)) < 0 && errno == EAGAIN) {
+		f->down_blocked = false;
+		return 0;
+	}
+	if (r <= 0) {
+		*why = "server closed before connect status";
+		return -1;
+	}
+	if (st != PROTO_OK) {
+		if (st == PROTO_ERR_REFUSED)
+			tsnetif_reset_syn(f->syn, f->syn_len);
+		*why = proto_status_str(st);
+		return -1;
+	}
+	f->status_ok = true;
+	tsnetif_input(f->syn, f->syn_len);
+	return 0;
+}
+
 static int
 flow_pump_down(struct flow *f, const char **why)
 {
@@ -395,6 +438,8 @@ flow_pump_down(struct flow *f, const char **why)
 	size_t room;
 	ssize_t r;
 
+	if (f->held)
+		return flow_held_status(f, why);
 	f->down_blocked = false;
 	while (!f->out_eof && f->pcb != NULL) {
 		if ((room = flow_app_room(f)) < 1024) {
@@ -636,14 +681,12 @@ flow_on_timer(struct loop_timer *t)
 /* ---- accept ------------------------------------------------------------- */
 
 static void
-flow_set_dst(struct flow *f, const struct tcp_pcb *pcb)
+flow_addr(struct addr *a, const ip_addr_t *ip, uint16_t port)
 {
-	if (IP_IS_V6_VAL(pcb->local_ip))
-		addr_from_raw(&f->dst, AF_INET6, ip_2_ip6(&pcb->local_ip)->addr,
-		    pcb->local_port);
+	if (IP_IS_V6_VAL(*ip))
+		addr_from_raw(a, AF_INET6, ip_2_ip6(ip)->addr, port);
 	else
-		addr_from_raw(&f->dst, AF_INET, &ip_2_ip4(&pcb->local_ip)->addr,
-		    pcb->local_port);
+		addr_from_raw(a, AF_INET, &ip_2_ip4(ip)->addr, port);
 }
 
 bool
@@ -655,7 +698,7 @@ flow_tcp_syn_allowed(void *arg)
 }
 
 static struct flow *
-flow_new(struct flow_env *env, struct tcp_pcb *pcb)
+flow_new(struct flow_env *env, const struct addr *dst)
 {
 	const struct conf *c = env->conf;
 	struct flow *f;
@@ -665,7 +708,7 @@ flow_new(struct flow_env *env, struct tcp_pcb *pcb)
 	f->env = env;
 	f->id = ++env->next_id;
 	f->fd = -1;
-	flow_set_dst(f, pcb);
+	f->dst = *dst;
 	f->dial_us = stats_now_us();
 	if ((f->out = pool_take(env->pool)) != NULL) {
 		f->pooled = true;
@@ -699,29 +742,25 @@ fail:
 	return NULL;
 }
 
-err_t
-flow_tcp_accept(void *arg, struct tcp_pcb *pcb, err_t err)
+static void
+flow_attach_pcb(struct flow *f, struct tcp_pcb *pcb)
 {
-	struct flow_env *env = arg;
-	struct flow *f;
-
-	if (err != ERR_OK || pcb == NULL)
-		return ERR_VAL;
-	if (env->nflows >= env->conf->client.max_flows ||
-	    (f = flow_new(env, pcb)) == NULL) {
-		env->stats.refused++;
-		tcp_abort(pcb);
-		return ERR_ABRT;
-	}
 	f->pcb = pcb;
-	f->phase = FLOW_CONNECT;
-	f->start_ms = f->last_ms = loop_now(env->loop);
-	loop_timer_init(&f->early, flow_on_early);
 	tcp_arg(pcb, f);
 	tcp_recv(pcb, flow_on_recv);
 	tcp_sent(pcb, flow_on_sent);
 	tcp_err(pcb, flow_on_err);
 	tcp_nagle_disable(pcb);
+}
+
+/* Counts and lists a new flow, arms its timers; a pooled one starts
+ * relaying at once.  -1 when that failed (the flow is closed). */
+static int
+flow_register(struct flow_env *env, struct flow *f)
+{
+	f->phase = FLOW_CONNECT;
+	f->start_ms = f->last_ms = loop_now(env->loop);
+	loop_timer_init(&f->early, flow_on_early);
 	loop_timer_init(&f->timer, flow_on_timer);
 	loop_timer_set(env->loop, &f->timer, env->conf->client.connect_timeout_ms);
 	env->nflows++;
@@ -730,10 +769,89 @@ flow_tcp_accept(void *arg, struct tcp_pcb *pcb, err_t err)
 	if (f->pooled) {
 		env->stats.pooled++;
 		if (flow_start_relay(f) < 0) {
-			flow_fail(f, "out of memory");	/* aborts pcb */
-			return ERR_ABRT;
+			flow_fail(f, "out of memory");
+			return -1;
 		}
 	}
+	return 0;
+}
+
+static struct flow *
+flow_held_find(struct flow_env *env, const struct addr *dst,
+    const struct addr *app)
+{
+	struct flow *f;
+
+	for (f = env->all; f != NULL; f = f->next)
+		if (f->held && addr_eq(&f->dst, dst) && addr_eq(&f->app, app))
+			return f;
+	return NULL;
+}
+
+int
+flow_tcp_syn(void *arg, const uint8_t *pkt, size_t len,
+    const struct ip_addr *local, const struct ip_addr *remote,
+    uint16_t lport, uint16_t rport)
+{
+	struct flow_env *env = arg;
+	struct addr dst, app;
+	struct flow *f;
+
+	if (!env->conf->client.faithful)
+		return TSNETIF_SYN_PASS;
+	flow_addr(&dst, local, lport);
+	flow_addr(&app, remote, rport);
+	if ((f = flow_held_find(env, &dst, &app)) != NULL)
+		/* Our own re-injection, or the app retransmitting. */
+		return f->status_ok ? TSNETIF_SYN_PASS : TSNETIF_SYN_HOLD;
+	if ((f = flow_new(env, &dst)) == NULL) {
+		env->stats.refused++;
+		return TSNETIF_SYN_HOLD;	/* dropped; the app retries */
+	}
+	if ((f->syn = malloc(len)) == NULL) {
+		outer_abort(f->out);
+		loop_fd_del(env->loop, &f->lfd);
+		free(f);	/* not registered: no event can be pending */
+		env->stats.refused++;
+		return TSNETIF_SYN_HOLD;
+	}
+	memcpy(f->syn, pkt, len);
+	f->syn_len = len;
+	f->held = true;
+	f->app = app;
+	(void)flow_register(env, f);
+	return TSNETIF_SYN_HOLD;
+}
+
+err_t
+flow_tcp_accept(void *arg, struct tcp_pcb *pcb, err_t err)
+{
+	struct flow_env *env = arg;
+	struct addr dst, app;
+	struct flow *f;
+
+	if (err != ERR_OK || pcb == NULL)
+		return ERR_VAL;
+	flow_addr(&dst, &pcb->local_ip, pcb->local_port);
+	flow_addr(&app, &pcb->remote_ip, pcb->remote_port);
+	if ((f = flow_held_find(env, &dst, &app)) != NULL) {
+		/* Faithful: the target is connected, the app now too. */
+		f->held = false;
+		free(f->syn);
+		f->syn = NULL;
+		flow_attach_pcb(f, pcb);
+		flow_mark_dirty(f);
+		return ERR_OK;
+	}
+	if (env->nflows >= env->conf->client.max_flows ||
+	    (f = flow_new(env, &dst)) == NULL) {
+		env->stats.refused++;
+		tcp_abort(pcb);
+		return ERR_ABRT;
+	}
+	flow_attach_pcb(f, pcb);
+	if (flow_register(env, f) < 0)
+		return ERR_ABRT;	/* flow_fail aborted the pcb */
 	return ERR_OK;
 }
 

@@ -65,6 +65,11 @@ int  flow_env_init(struct flow_env *env);
 /* tsnetif_ops callbacks (arg is the flow_env). */
 err_t flow_tcp_accept(void *arg, struct tcp_pcb *pcb, err_t err);
 bool flow_tcp_syn_allowed(void *arg);
+/* tsnetif_ops.syn: holds SYNs in connect_mode faithful (see flow_tcp.c). */
+struct ip_addr;
+int  flow_tcp_syn(void *arg, const uint8_t *pkt, size_t len,
+    const struct ip_addr *local, const struct ip_addr *remote,
+    uint16_t lport, uint16_t rport);
 /* Resets every flow (shutdown). */
 void flow_close_all(struct flow_env *env);
 

@@ -44,6 +44,7 @@
 #include "proto.h"
 #include "relay.h"
 #include "server.h"
+#include "sess_dgram.h"
 #include "sock.h"
 
 #define SESS_LINGER_MS	5000	/* error status sent, client to close */
@@ -53,6 +54,7 @@ enum sess_state {
 	SESS_HEADER,
 	SESS_CONNECT,
 	SESS_RELAY,
+	SESS_DGRAM,	/* UDP association, ICMP echo: sess_dgram.c */
 	SESS_CLOSED,
 };
 
@@ -77,6 +79,7 @@ struct sess {
 	struct buf		 hdr;		/* request header as read */
 	struct relay		 relay;
 	bool			 answer_only;	/* relay without a target */
+	struct sess_dgram	*dg;		/* SESS_DGRAM; freed by sess_reap */
 
 	struct addr		 peer;
 	struct addr		 target;
@@ -140,6 +143,11 @@ sess_close(struct sess *s, const char *reason, int rst)
 		return;
 	s->state = SESS_CLOSED;
 	loop_timer_cancel(env->loop, &s->timer);
+	if (s->dg != NULL) {
+		sess_dgram_stop(s->dg);
+		s->relay.bytes_to_fd = sess_dgram_stats(s->dg)->bytes_up;
+		s->relay.bytes_to_outer = sess_dgram_stats(s->dg)->bytes_down;
+	}
 	loop_fd_del(env->loop, &s->outer_lfd);
 	if (rst & SESS_RST_OUTER)
 		outer_abort(s->outer);
@@ -347,6 +355,53 @@ sess_dial(struct sess *s)
 	sess_timer_set(s, c->server.connect_timeout_ms);
 }
 
+/* ---- datagrams ------------------------------------------------- */
+
+static void
+sess_dgram_end(void *arg, const char *reason, int err)
+{
+	sess_end(arg, reason, err, 0);
+}
+
+/*
+ * UDP associations and ICMP echo: sess_dgram relays the frames; the
+ * session keeps the stream, the idle timer and the teardown.  The header's
+ * destination is only the first datagram's (logged): each frame carries
+ * its own, checked against the egress policy there.
+ */
+static void
+sess_start_dgram(struct sess *s, const struct proto_req *req)
+{
+	struct sess_dgram_cfg	 dc;
+
+	if (req->dest.atyp == PROTO_ATYP_IPV4 ||
+	    req->dest.atyp == PROTO_ATYP_IPV6) {
+		addr_from_raw(&s->target, req->dest.atyp == PROTO_ATYP_IPV4 ?
+		    AF_INET : AF_INET6, req->dest.ip, req->dest.port);
+		s->has_target = true;
+	}
+	memset(&dc, 0, sizeof(dc));
+	dc.loop = s->env->loop;
+	dc.conf = s->env->conf;
+	dc.outer = s->outer;
+	dc.outer_lfd = &s->outer_lfd;
+	dc.kind = req->kind;
+	dc.id = s->id;
+	dc.end = sess_dgram_end;
+	dc.arg = s;
+	s->dg = sess_dgram_new(&dc, buf_head(&s->relay.to_fd),
+	    buf_len(&s->relay.to_fd));
+	if (s->dg == NULL) {
+		sess_answer(s, PROTO_ERR_GENERAL, "out of memory", ENOMEM);
+		return;
+	}
+	buf_free(&s->relay.to_fd);
+	s->state = SESS_DGRAM;
+	s->last_io_ms = loop_now(s->env->loop);
+	sess_timer_set(s, s->env->conf->server.idle_timeout_ms);
+	sess_dgram_on_outer(s->dg, 0);
+}
+
 /* Domain destinations need a resolver that does not block the loop (a
  * resolver thread); until there is one they are answered UNSUPPORTED. */
 static void
@@ -354,6 +409,10 @@ sess_route(struct sess *s, const struct proto_req *req)
 {
 	char	 target[ADDR_STRLEN];
 
+	if (req->kind == PROTO_KIND_UDP || req->kind == PROTO_KIND_ICMP) {
+		sess_start_dgram(s, req);
+		return;
+	}
 	if (req->kind != PROTO_KIND_TCP) {
 		sess_answer(s, PROTO_ERR_UNSUPPORTED, "unsupported kind", 0);
 		return;
@@ -523,6 +582,9 @@ sess_on_outer(struct loop_fd *lfd, uint32_t revents)
 	case SESS_RELAY:
 		sess_relay(s, revents, 0);
 		break;
+	case SESS_DGRAM:
+		sess_dgram_on_outer(s->dg, revents);
+		break;
 	case SESS_CLOSED:
 		break;
 	}
@@ -566,6 +628,13 @@ sess_on_timer(struct loop_timer *t)
 			break;
 		}
 		quiet = loop_now(s->env->loop) - s->last_io_ms;
+		if (quiet >= idle)
+			sess_close(s, "idle timeout", 0);
+		else
+			sess_timer_set(s, (unsigned)(idle - quiet));
+		break;
+	case SESS_DGRAM:
+		quiet = loop_now(s->env->loop) - sess_dgram_last_io(s->dg);
 		if (quiet >= idle)
 			sess_close(s, "idle timeout", 0);
 		else
@@ -640,6 +709,7 @@ sess_reap(void *arg)
 
 	while ((s = LIST_FIRST(&e->dead)) != NULL) {
 		LIST_REMOVE(s, entry);
+		sess_dgram_free(s->dg);
 		free(s);
 	}
 }
@@ -651,7 +721,7 @@ sess_foreach(struct sess_env *e,
 	static const char *const states[] = {
 		[SESS_HANDSHAKE] = "tls", [SESS_HEADER] = "header",
 		[SESS_CONNECT] = "connect", [SESS_RELAY] = "relay",
-		[SESS_CLOSED] = "closed",
+		[SESS_DGRAM] = "datagram", [SESS_CLOSED] = "closed",
 	};
 	const struct conf	*c = e->conf;
 	struct sess_info	 si;

@@ -1,0 +1,51 @@
+/*
+ * Client UDP, and the entry for every non-TCP packet the TUN delivers
+ * (tsnetif_ops.other): packets are parsed here without lwIP, checked
+ * (bounds, checksums; bad ones counted and dropped), IPv4/IPv6 fragments
+ * reassembled (reass.h), then UDP goes to its association (assoc.h) and
+ * ICMP echo requests to flow_icmp.  Replies are written to the TUN as
+ * UDP packets from their real source: full cone, a datagram from a peer
+ * the app never sent to still reaches it.
+ *
+ * DNS: with client.dns set, every UDP datagram and TCP connection to port
+ * 53 goes to that resolver through the tunnel; answers are rewritten to
+ * come from the address the app asked (matched by DNS transaction id), so
+ * no query leaks to whatever resolver the system was configured with.
+ */
+#ifndef TUNSPLIT_FLOW_UDP_H
+#define TUNSPLIT_FLOW_UDP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct addr;
+struct assoc_cfg;
+struct assoc_env;
+struct conf;
+struct flow_udp;
+struct reass_stats;
+
+struct flow_udp_stats {
+	uint64_t	 rx_malformed;	/* bounds, lengths, versions */
+	uint64_t	 rx_badsum;	/* IP, UDP or ICMP checksum wrong */
+	uint64_t	 dns_pinned;	/* queries sent to client.dns */
+};
+
+struct flow_udp *flow_udp_new(const struct assoc_cfg *cfg);
+void flow_udp_free(struct flow_udp *u);		/* accepts NULL */
+
+/* tsnetif_ops.other: one whole IP packet.  false: not ours (tsnetif
+ * counts it as unsupported). */
+bool flow_udp_input(struct flow_udp *u, const uint8_t *pkt, size_t len);
+
+const struct flow_udp_stats *flow_udp_stats(const struct flow_udp *u);
+/* Fragment reassembly counters (reass.h) and the associations. */
+const struct reass_stats *flow_udp_reass_stats(const struct flow_udp *u);
+struct assoc_env *flow_udp_assoc(struct flow_udp *u);
+
+/* For TCP flows to port 53: rewrites dst to client.dns when it is set.
+ * Returns true when dst was rewritten. */
+bool flow_udp_dns_pin(const struct conf *c, struct addr *dst);
+
+#endif

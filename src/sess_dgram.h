@@ -1,0 +1,72 @@
+/*
+ * Server side of UDP associations (kind 2) and ICMP echo (kind 3): after
+ * the request is authenticated, the session (sess.c) hands its outer
+ * stream's traffic to this module, which relays frames (frame.h) to and
+ * from datagram sockets.
+ *
+ * UDP: one unconnected socket per address family, made on first use, so
+ * datagrams from any peer reach the client (full cone) framed with their
+ * source.  ICMP: one ICMP datagram socket ("ping socket") per family, or
+ * a raw socket when net.ipv4.ping_group_range does not include our group
+ * (root has CAP_NET_RAW); echo replies go back framed with the responder
+ * and the sequence number.  Every destination is checked against the
+ * egress policy (server_egress_allowed); denied datagrams are dropped and
+ * counted.
+ *
+ * Bounds: the buffer toward the client holds FRAME_MAX and more; sockets
+ * are only read while a largest frame still fits, so a slow client leaves
+ * datagrams in the kernel's socket buffer, where they are dropped as UDP
+ * is.  Datagrams the kernel will not take at once are dropped too.
+ *
+ * Ownership: the session keeps its outer stream, its registration and its
+ * idle timer; this module sets the stream's interest and reports the end
+ * through cfg.end.  sess_dgram_stop() closes the sockets (any time, also
+ * from within cfg.end); sess_dgram_free() frees the memory and must wait
+ * for the end of the loop iteration (an event may still be pending).
+ */
+#ifndef TUNSPLIT_SESS_DGRAM_H
+#define TUNSPLIT_SESS_DGRAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct conf;
+struct loop;
+struct loop_fd;
+struct outer;
+struct sess_dgram;
+
+struct sess_dgram_cfg {
+	struct loop		*loop;
+	const struct conf	*conf;
+	struct outer		*outer;		/* not owned */
+	struct loop_fd		*outer_lfd;	/* registered by the session */
+	uint8_t			 kind;		/* PROTO_KIND_UDP or _ICMP */
+	unsigned long long	 id;		/* the session's, for logs */
+	/* The association is over (reason static, err an errno or 0).
+	 * Called at most once. */
+	void			(*end)(void *arg, const char *reason, int err);
+	void			*arg;
+};
+
+struct sess_dgram_stats {
+	uint64_t	 dgrams_up, bytes_up;		/* to targets */
+	uint64_t	 dgrams_down, bytes_down;	/* to the client */
+	uint64_t	 denied;	/* egress policy */
+	uint64_t	 dropped;	/* send failed, unsupported address */
+};
+
+/* Starts relaying: queues the OK status byte and processes early (the
+ * bytes that followed the request header).  NULL on error (logged); the
+ * session then answers PROTO_ERR_GENERAL. */
+struct sess_dgram *sess_dgram_new(const struct sess_dgram_cfg *cfg,
+    const uint8_t *early, size_t early_len);
+/* The session's outer stream had an event. */
+void sess_dgram_on_outer(struct sess_dgram *d, uint32_t revents);
+/* Loop time of the last datagram either way (idle expiry). */
+uint64_t sess_dgram_last_io(const struct sess_dgram *d);
+const struct sess_dgram_stats *sess_dgram_stats(const struct sess_dgram *d);
+void sess_dgram_stop(struct sess_dgram *d);	/* idempotent; accepts NULL */
+void sess_dgram_free(struct sess_dgram *d);	/* stops too; accepts NULL */
+
+#endif

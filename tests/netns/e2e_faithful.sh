@@ -1,0 +1,65 @@
+#!/bin/bash
+# connect_mode: faithful -- the app's SYN is held until the server has the
+# target connected, so connect() itself reports what the target did:
+#   - open port: connect succeeds, data intact (v4 and v6), pool or not;
+#   - closed port: connect() fails with ECONNREFUSED (an RST on the SYN),
+#     not a successful connect followed by a reset as in fast mode;
+#   - a host that does not answer: connect() does not succeed (it times out
+#     in the app), where fast mode would have completed it at once.
+# Same topology as lib.sh.
+. "$(dirname "$0")/lib.sh"
+ts_init e2e_faithful
+
+ts_standard_setup "  connect_mode: faithful
+  pool: 1"
+
+out=$TS_TMP/app.log
+for host in "$TS_T_ADDR4" "$TS_T_ADDR6"; do
+	ts_app send --host "$host" --port "$TS_TARGET_PORT" --bytes 4m --seed 3 \
+	    --timeout 20 >"$out" 2>&1 || ts_fail "send via $host: $(tail -n 1 "$out")"
+	ts_log "$host: $(tail -n 1 "$out")"
+	ts_app recv --host "$host" --port "$TS_TARGET_PORT" --bytes 4m --seed 4 \
+	    --timeout 20 >"$out" 2>&1 || ts_fail "recv via $host: $(tail -n 1 "$out")"
+done
+
+# Closed port: connect() itself must fail with ECONNREFUSED.
+ip netns exec "$NS_C" timeout 20 "$TS_PY" - "$TS_T_ADDR4" >"$out" 2>&1 <<'PY'
+import socket, sys, time, errno
+t0 = time.monotonic()
+s = socket.socket()
+s.settimeout(5)
+try:
+    s.connect((sys.argv[1], 9999))
+    print("connect succeeded on a closed port")
+    sys.exit(1)
+except OSError as e:
+    dt = time.monotonic() - t0
+    print("connect: %s after %.3fs" % (errno.errorcode.get(e.errno, e), dt))
+    sys.exit(0 if e.errno == errno.ECONNREFUSED and dt < 2 else 1)
+PY
+rc=$?
+cat "$out"
+[ $rc -eq 0 ] || ts_fail "closed port: want ECONNREFUSED from connect() within 2 s"
+
+# A host that does not answer (no such address on the target's subnet):
+# connect() must not complete within 3 s.
+ip netns exec "$NS_C" timeout 20 "$TS_PY" - 10.77.2.99 >"$out" 2>&1 <<'PY'
+import socket, sys
+s = socket.socket()
+s.settimeout(3)
+try:
+    s.connect((sys.argv[1], 80))
+    print("connect to a silent host succeeded")
+    sys.exit(1)
+except socket.timeout:
+    print("connect: timed out, as on the direct path")
+    sys.exit(0)
+except OSError as e:
+    print("connect: %s" % e)
+    sys.exit(0)
+PY
+rc=$?
+cat "$out"
+[ $rc -eq 0 ] || ts_fail "silent host: connect completed"
+ts_check_alive
+ts_pass "faithful connect: data intact, refused -> ECONNREFUSED, silent host -> no connect"
