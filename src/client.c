@@ -16,11 +16,13 @@
 #include <sys/signalfd.h>
 
 #include "addr.h"
+#include "assoc.h"
 #include "auth.h"
 #include "conf.h"
 #include "control.h"
 #include "daemon.h"
 #include "flow_tcp.h"
+#include "flow_udp.h"
 #include "log.h"
 #include "loop.h"
 #include "outer.h"
@@ -41,6 +43,7 @@ struct client {
 	struct loop_timer	 lwip_timer;
 	struct control		*ctl;	/* status socket, metrics */
 	struct daemon_drain	 drain;	/* SIGTERM */
+	struct flow_udp		*udp;	/* UDP, ICMP echo: tsnetif_ops.other */
 	struct flow_env		 env;	/* last: holds the staging buffer */
 };
 
@@ -100,6 +103,32 @@ client_live(void *arg)
 	struct client *cl = arg;
 
 	return cl->env.nflows;
+}
+
+static bool
+client_on_other(void *arg, const uint8_t *pkt, size_t len)
+{
+	struct client *cl = container_of(arg, struct client, env);
+
+	return flow_udp_input(cl->udp, pkt, len);
+}
+
+static int
+client_udp_new(struct client *cl)
+{
+	struct assoc_cfg ac;
+
+	memset(&ac, 0, sizeof(ac));
+	ac.loop = cl->loop;
+	ac.conf = cl->conf;
+	ac.ssl_ctx = cl->env.ssl_ctx;
+	ac.server = &cl->env.server;
+	ac.user_id = cl->env.user_id;
+	if ((cl->udp = flow_udp_new(&ac)) == NULL) {
+		log_warnx("cannot set up UDP associations");
+		return -1;
+	}
+	return 0;
 }
 
 static int
@@ -189,7 +218,8 @@ client_setup(struct client *cl)
 		    "only check" : "");
 	}
 	auth_user_id(c->client.key, cl->env.user_id);
-	if (flow_env_init(&cl->env) < 0 || client_open_tun(cl) < 0)
+	if (flow_env_init(&cl->env) < 0 || client_udp_new(cl) < 0 ||
+	    client_open_tun(cl) < 0)
 		return -1;
 	if (c->client.pool > 0 && (cl->env.pool = pool_new(cl->loop, c,
 	    cl->env.ssl_ctx, &cl->env.server)) == NULL)
@@ -199,6 +229,7 @@ client_setup(struct client *cl)
 	ops.syn_allowed = flow_tcp_syn_allowed;
 	if (c->client.faithful)
 		ops.syn = flow_tcp_syn;
+	ops.other = client_on_other;
 	ops.arg = &cl->env;
 	if (tsnetif_init(cl->tun_fd, c->tun.mtu, &ops) < 0)
 		return -1;
@@ -243,6 +274,17 @@ client_run(const struct conf *c)
 			tsnetif_shutdown();
 		loop_timer_cancel(cl->loop, &cl->lwip_timer);
 		loop_fd_del(cl->loop, &cl->sig_lfd);
+		if (cl->udp != NULL) {
+			const struct assoc_stats *as =
+			    assoc_stats(flow_udp_assoc(cl->udp));
+
+			log_info("client udp: %llu associations, up %llu "
+			    "down %llu datagrams",
+			    (unsigned long long)as->created,
+			    (unsigned long long)as->dgrams_up,
+			    (unsigned long long)as->dgrams_down);
+		}
+		flow_udp_free(cl->udp);
 	}
 	if (cl->tun_fd >= 0)
 		close(cl->tun_fd);
