@@ -489,6 +489,17 @@ outer_ctx_alpn(SSL_CTX *ctx, const char *protos)
 }
 
 int
+outer_ctx_allow_tls12(SSL_CTX *ctx)
+{
+	if (ctx == NULL ||
+	    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1) {
+		log_ssl_errors("outer: TLS 1.2");
+		return -1;
+	}
+	return 0;
+}
+
+int
 outer_pin_from_file(const char *cert_file, uint8_t spki_sha256[32])
 {
 	X509	*cert = NULL;

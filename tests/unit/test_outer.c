@@ -985,6 +985,10 @@ test_alpn_client(void **state)
 	expect_ok(c, x->s, SNI);
 	assert_int_equal(outer_ctx_alpn(c, "foo"), 0);
 	expect_ok(c, x->s, SNI);
+	/* Still TLS 1.3 with our server when 1.2 is allowed. */
+	assert_int_equal(outer_ctx_allow_tls12(c), 0);
+	expect_ok(c, x->s, SNI);
+	assert_int_equal(outer_ctx_allow_tls12(NULL), -1);
 	outer_ctx_free(c);
 }
 
