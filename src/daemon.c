@@ -495,6 +495,36 @@ daemon_reload_client(struct conf *live, struct conf *n)
 	memcpy(live->client.key, n->client.key, sizeof(live->client.key));
 }
 
+/*
+ * Key rotation, the cover site and the certificate files, applied by the
+ * server after this (server_reload in server.c).  Swapped, not copied, so
+ * that conf_free(n) frees (and wipes) the old ones; sessions keep copies
+ * of what they need, never pointers into these.
+ */
+static void
+daemon_reload_server_swaps(struct conf *live, struct conf *n)
+{
+	struct conf_user	*users = live->server.users;
+	size_t			 nusers = live->server.nusers;
+	char			*p;
+
+	live->server.users = n->server.users;
+	live->server.nusers = n->server.nusers;
+	n->server.users = users;
+	n->server.nusers = nusers;
+	p = live->server.fallback_host;
+	live->server.fallback_host = n->server.fallback_host;
+	n->server.fallback_host = p;
+	live->server.fallback_port = n->server.fallback_port;
+	live->server.fallback_tls = n->server.fallback_tls;
+	p = live->server.cert_file;
+	live->server.cert_file = n->server.cert_file;
+	n->server.cert_file = p;
+	p = live->server.cert_key_file;
+	live->server.cert_key_file = n->server.cert_key_file;
+	n->server.cert_key_file = p;
+}
+
 static void
 daemon_reload_server(struct conf *live, struct conf *n)
 {
@@ -525,6 +555,7 @@ daemon_reload_server(struct conf *live, struct conf *n)
 	live->server.negress_deny = n->server.negress_deny;
 	n->server.egress_deny = v;
 	n->server.negress_deny = nv;
+	daemon_reload_server_swaps(live, n);
 }
 
 int

@@ -25,6 +25,7 @@
 #include "auth.h"
 #include "conf.h"
 #include "control.h"
+#include "cover.h"
 #include "daemon.h"
 #include "log.h"
 #include "loop.h"
@@ -58,6 +59,7 @@ struct server {
 	sigset_t		 oldmask;
 	bool			 sigmasked;
 	struct control		*ctl;		/* status socket, metrics */
+	struct cover		*cover;		/* cover site for probes */
 	struct daemon_drain	 drain;		/* SIGTERM */
 };
 
@@ -315,6 +317,36 @@ server_close_listeners(struct server *srv)
 	srv->nlisteners = 0;
 }
 
+/*
+ * After a good reload of the live configuration: key rotation (the user
+ * table is replaced, the replay cache kept), the cover site, and the
+ * certificate files read again (renewals).  Live sessions keep going with
+ * what they authenticated and handshook with.  What fails to apply keeps
+ * its previous state, logged.
+ */
+static void
+server_reload(struct server *srv)
+{
+	const struct conf	*c = srv->conf;
+	struct ssl_ctx_st	*ctx;
+
+	if (auth_reload(srv->env.auth, c) == 0)
+		log_info("reload: %zu users", c->server.nusers);
+	else
+		log_warnx("reload: keeping the previous users");
+	if (cover_configure(srv->cover, c) == -1)
+		log_warnx("reload: keeping the previous cover site %s",
+		    cover_name(srv->cover));
+	/* The old context lives on in the sessions that use it. */
+	if ((ctx = outer_ctx_server(c->server.cert_file,
+	    c->server.cert_key_file)) == NULL) {
+		log_warnx("reload: keeping the previous certificate");
+		return;
+	}
+	outer_ctx_free(srv->env.ctx);
+	srv->env.ctx = ctx;
+}
+
 static void
 server_on_signal(struct loop_fd *lfd, uint32_t revents)
 {
@@ -325,9 +357,11 @@ server_on_signal(struct loop_fd *lfd, uint32_t revents)
 	if (read(srv->sigfd, &si, sizeof(si)) != (ssize_t)sizeof(si))
 		return;
 	if (si.ssi_signo == SIGHUP) {
-		/* Timeouts, limits, egress lists.  Keys and certificates:
-		 * their reload belongs here too, once it exists. */
-		(void)daemon_reload();
+		/* daemon_reload: timeouts, limits, egress lists, and the
+		 * users, cover site and certificate into the live conf;
+		 * server_reload puts those three to work. */
+		if (daemon_reload() == 0)
+			server_reload(srv);
 		return;
 	}
 	daemon_drain_signal(&srv->drain, (int)si.ssi_signo);
@@ -439,6 +473,12 @@ server_open(struct server *srv)
 		log_warnx("cannot register the session reaper");
 		return -1;
 	}
+	if ((srv->cover = cover_new(srv->loop)) == NULL ||
+	    cover_configure(srv->cover, c) == -1) {
+		log_warnx("server: cannot set up the cover site");
+		return -1;
+	}
+	srv->env.cover = srv->cover;
 	if (server_signals(srv) == -1 || server_listen(srv) == -1)
 		return -1;
 	/* Everything privileged is open now. */
@@ -457,6 +497,7 @@ server_cleanup(struct server *srv)
 		server_close_listeners(srv);
 		sess_close_all(&srv->env, "shutdown");
 		sess_reap(&srv->env);
+		cover_free(srv->cover);
 		if (srv->sigfd != -1) {
 			loop_fd_del(srv->loop, &srv->sig_lfd);
 			close(srv->sigfd);

@@ -38,6 +38,7 @@
 #include "auth.h"
 #include "buf.h"
 #include "conf.h"
+#include "cover.h"
 #include "log.h"
 #include "loop.h"
 #include "outer.h"
@@ -84,8 +85,10 @@ struct sess {
 	struct addr		 peer;
 	struct addr		 target;
 	bool			 has_target;
-	size_t			 user;
+	bool			 fallback;	/* target is the cover site */
 	bool			 has_user;
+	/* A copy: a reload may replace the user table under us. */
+	char			 user[CONF_NAME_MAX];
 
 	uint64_t		 start_ms;
 	uint64_t		 last_io_ms;
@@ -98,21 +101,23 @@ struct sess {
 static void sess_on_outer(struct loop_fd *, uint32_t);
 static void sess_on_target(struct loop_fd *, uint32_t);
 static void sess_relay(struct sess *, uint32_t, uint32_t);
+static void sess_fallback_connected(struct sess *, int);
 
 /* ---- teardown ---------------------------------------------------- */
 
 static void
 sess_log_summary(const struct sess *s, const char *reason)
 {
-	const struct conf	*c = s->env->conf;
 	char			 peer[ADDR_STRLEN], target[ADDR_STRLEN] = "-";
 
 	addr_fmt(&s->peer, peer, sizeof(peer));
-	if (s->has_target)
+	if (s->fallback)
+		snprintf(target, sizeof(target), "cover site");
+	else if (s->has_target)
 		addr_fmt(&s->target, target, sizeof(target));
 	log_info("sess %llu: closed: %s -> %s user %s: up %llu down %llu "
 	    "bytes, %llu ms: %s%s%s%s", s->id, peer, target,
-	    s->has_user ? c->server.users[s->user].name : "-",
+	    s->has_user ? s->user : "-",
 	    (unsigned long long)s->relay.bytes_to_fd,
 	    (unsigned long long)s->relay.bytes_to_outer,
 	    (unsigned long long)(loop_now(s->env->loop) - s->start_ms), reason,
@@ -182,22 +187,34 @@ sess_end(struct sess *s, const char *fallback_reason, int err, int rst)
 }
 
 /*
- * The client failed authentication or sent a malformed or incomplete
- * header.  Everything it sent is still in s->hdr, and relay.outer_eof says
- * whether it has already half-closed: the cover-site fallback hooks in here
- * (dial the cover site, relay_start with s->hdr's bytes queued in to_fd)
- * so that a prober sees an ordinary website.  Until then: close.
+ * The client failed authentication, or sent a malformed or incomplete
+ * header, or nothing, before the deadline.  With a cover site, everything
+ * it sent (still in s->hdr) and everything it sends next is relayed there,
+ * and the cover site's answers come back (sess_fallback): a prober sees an
+ * ordinary website, never a close that only this server would make.
+ * Without one the connection is closed, as before.
  */
+static void sess_fallback(struct sess *, const char *);
+
 static void
 sess_reject(struct sess *s, const char *reason)
 {
-	char	 peer[ADDR_STRLEN];
+	struct sess_env	*env = s->env;
+	char		 peer[ADDR_STRLEN];
 
 	s->rejected = true;
-	stats_reason_add(&s->env->stats.rejects, reason);
-	log_info("sess %llu: rejected %s: %s", s->id,
-	    addr_fmt(&s->peer, peer, sizeof(peer)), reason);
-	sess_close(s, reason, 0);
+	stats_reason_add(&env->stats.rejects, reason);
+	addr_fmt(&s->peer, peer, sizeof(peer));
+	if (!cover_enabled(env->cover)) {
+		log_info("sess %llu: rejected %s: %s", s->id, peer, reason);
+		sess_close(s, reason, 0);
+		return;
+	}
+	env->stats.fallback++;
+	log_info("sess %llu: rejected %s: %s: relayed to the cover site %s "
+	    "(%llu so far)", s->id, peer, reason, cover_name(env->cover),
+	    (unsigned long long)env->stats.fallback);
+	sess_fallback(s, reason);
 }
 
 /* ---- readiness --------------------------------------------------- */
@@ -315,6 +332,10 @@ sess_connect_done(struct sess *s)
 	err = sock_connect_error(s->target_fd);
 	if (err == EINPROGRESS || err == EALREADY)
 		return;
+	if (s->fallback) {
+		sess_fallback_connected(s, err);
+		return;
+	}
 	if (err != 0) {
 		sess_drop_target(s, false);
 		sess_answer(s, proto_status_from_errno(err), "connect failed",
@@ -402,6 +423,66 @@ sess_start_dgram(struct sess *s, const struct proto_req *req)
 	sess_dgram_on_outer(s->dg, 0);
 }
 
+/* ---- cover site ------------------------------------------------- */
+
+/*
+ * The cover site's answer is the whole answer: no status byte, the bytes
+ * read so far go first, and a client that already half-closed gets its
+ * end of stream passed on once they are delivered.
+ */
+static void
+sess_fallback_connected(struct sess *s, int err)
+{
+	const struct conf	*c = s->env->conf;
+
+	if (err != 0) {
+		s->env->stats.fallback_failed++;
+		s->err = err;
+		log_warnx("sess %llu: cover site %s: %s", s->id,
+		    cover_name(s->env->cover), strerror(err));
+		sess_close(s, "cover site unreachable", 0);
+		return;
+	}
+	relay_start(&s->relay, s->outer, s->target_fd);
+	s->state = SESS_RELAY;
+	s->last_io_ms = loop_now(s->env->loop);
+	sess_timer_set(s, c->server.idle_timeout_ms);
+	sess_relay(s, 0, 0);
+}
+
+static void
+sess_fallback(struct sess *s, const char *reason)
+{
+	struct loop	*l = s->env->loop;
+	size_t		 n = buf_len(&s->hdr);
+	int		 fd;
+
+	s->reason = reason;
+	s->fallback = true;
+	if (buf_append(&s->relay.to_fd, buf_head(&s->hdr), n) != n) {
+		sess_close(s, "out of memory", 0);
+		return;
+	}
+	buf_free(&s->hdr);
+	if ((fd = cover_dial(s->env->cover)) == -1) {
+		sess_fallback_connected(s, errno);
+		return;
+	}
+	s->target_fd = fd;
+	if (loop_fd_add(l, &s->target_lfd, fd, EPOLLOUT, sess_on_target) == -1) {
+		s->err = errno;
+		sess_close(s, "epoll", 0);
+		return;
+	}
+	if (loop_fd_mod(l, &s->outer_lfd, 0) == -1) {
+		s->err = errno;
+		sess_close(s, "epoll", 0);
+		return;
+	}
+	s->state = SESS_CONNECT;
+	sess_timer_set(s, s->env->conf->server.connect_timeout_ms);
+}
+
 /* Domain destinations need a resolver that does not block the loop (a
  * resolver thread); until there is one they are answered UNSUPPORTED. */
 static void
@@ -426,8 +507,7 @@ sess_route(struct sess *s, const struct proto_req *req)
 	addr_from_raw(&s->target, req->dest.atyp == PROTO_ATYP_IPV4 ?
 	    AF_INET : AF_INET6, req->dest.ip, req->dest.port);
 	s->has_target = true;
-	log_debug("sess %llu: user %s -> %s", s->id,
-	    s->env->conf->server.users[s->user].name,
+	log_debug("sess %llu: user %s -> %s", s->id, s->user,
 	    addr_fmt(&s->target, target, sizeof(target)));
 	if (!server_egress_allowed(s->env->conf, &s->target)) {
 		sess_answer(s, PROTO_ERR_DENIED, "egress denied", 0);
@@ -440,16 +520,18 @@ static void
 sess_request(struct sess *s, const struct proto_req *req, size_t hlen)
 {
 	const uint8_t	*hdr = buf_head(&s->hdr);
-	size_t		 early = buf_len(&s->hdr) - hlen;
+	size_t		 early = buf_len(&s->hdr) - hlen, user;
 	int		 rc;
 
 	rc = auth_check(s->env->auth, hdr, hlen, req, (uint64_t)time(NULL),
-	    &s->user);
+	    &user);
 	if (rc != AUTH_OK) {
 		sess_reject(s, auth_result_str(rc));
 		return;
 	}
 	s->has_user = true;
+	snprintf(s->user, sizeof(s->user), "%s",
+	    auth_user_name(s->env->auth, user));
 	/* Bytes behind the header in the same read are the client's first
 	 * payload (early data) for the target. */
 	if (buf_append(&s->relay.to_fd, hdr + hlen, early) != early) {
@@ -613,11 +695,15 @@ sess_on_timer(struct loop_timer *t)
 		sess_close(s, "handshake timeout", 0);
 		break;
 	case SESS_HEADER:
-		/* A stalled partial request goes the way of any other that
-		 * is not ours (a cover site answers it, once there is one). */
+		/* A stalled partial request, or silence, goes the way of any
+		 * other that is not ours: to the cover site. */
 		sess_reject(s, "header timeout");
 		break;
 	case SESS_CONNECT:
+		if (s->fallback) {
+			sess_fallback_connected(s, ETIMEDOUT);
+			break;
+		}
 		sess_drop_target(s, false);
 		sess_answer(s, proto_status_from_errno(ETIMEDOUT),
 		    "connect timeout", 0);
@@ -723,7 +809,6 @@ sess_foreach(struct sess_env *e,
 		[SESS_CONNECT] = "connect", [SESS_RELAY] = "relay",
 		[SESS_DGRAM] = "datagram", [SESS_CLOSED] = "closed",
 	};
-	const struct conf	*c = e->conf;
 	struct sess_info	 si;
 	struct sess		*s;
 
@@ -731,8 +816,9 @@ sess_foreach(struct sess_env *e,
 		si.id = s->id;
 		si.peer = &s->peer;
 		si.target = s->has_target ? &s->target : NULL;
-		si.user = s->has_user ? c->server.users[s->user].name : NULL;
-		si.state = s->answer_only ? "answer" : states[s->state];
+		si.user = s->has_user ? s->user : NULL;
+		si.state = s->answer_only ? "answer" : s->fallback ? "cover" :
+		    states[s->state];
 		si.start_ms = s->start_ms;
 		si.up = s->relay.bytes_to_fd;
 		si.down = s->relay.bytes_to_outer;

@@ -17,6 +17,7 @@
 struct addr;
 struct auth;
 struct conf;
+struct cover;
 struct loop;
 struct sess;
 struct ssl_ctx_st;
@@ -31,6 +32,8 @@ struct sess_stats {
 	uint64_t		 bytes_down;	/* to clients (status byte too) */
 	struct stats_reasons	 failures;	/* why the failed ones ended */
 	struct stats_reasons	 rejects;	/* not ours: auth, header */
+	uint64_t		 fallback;	/* rejects relayed to the cover */
+	uint64_t		 fallback_failed; /* cover site unreachable */
 	struct stats_hist	 handshake;	/* accept to TLS done */
 };
 
@@ -51,6 +54,7 @@ struct sess_env {
 	struct loop		*loop;
 	struct ssl_ctx_st	*ctx;		/* server TLS context */
 	struct auth		*auth;
+	struct cover		*cover;		/* NULL or disabled: close */
 	/* Owned by this module. */
 	struct sess_list	 live;
 	struct sess_list	 dead;		/* closed, freed by sess_reap */
