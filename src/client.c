@@ -210,6 +210,9 @@ client_setup(struct client *cl)
 	if ((cl->env.ssl_ctx = outer_ctx_client(c->client.ca_file,
 	    c->client.insecure)) == NULL)
 		return -1;
+	if (outer_ctx_padding(cl->env.ssl_ctx, c->client.padding,
+	    OUTER_PAD_MAX) == -1)
+		return -1;
 	if (c->client.has_pin) {
 		if (outer_ctx_pin(cl->env.ssl_ctx, c->client.pin_sha256) == -1)
 			return -1;

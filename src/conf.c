@@ -1209,6 +1209,7 @@ static const struct conf_key keys_client[] = {
 	{ "idle_timeout", key_ms, C(client.idle_timeout_ms), 1000, MS_MAX,
 	    NULL },
 	{ "connect_mode", key_connect_mode, C(client.faithful), 0, 0, NULL },
+	{ "padding", key_uint, C(client.padding), 0, 64, NULL },
 	{ "pool", key_uint, C(client.pool), 0, 64, NULL },
 	{ "pool_lifetime", key_ms, C(client.pool_lifetime_ms), 1000, 600000,
 	    NULL },
@@ -1236,6 +1237,7 @@ static const struct conf_key keys_server[] = {
 	{ "congestion", key_word, C(server.congestion), 0, CONF_CC_MAX, NULL },
 	{ "mark", key_u32, C(server.mark), 0, UINT32_MAX, NULL },
 	{ "max_conns", key_uint, C(server.max_conns), 1, 1000000, NULL },
+	{ "padding", key_uint, C(server.padding), 0, 64, NULL },
 	{ "connect_timeout", key_ms, C(server.connect_timeout_ms), 100,
 	    600000, NULL },
 	{ "idle_timeout", key_ms, C(server.idle_timeout_ms), 1000, MS_MAX,
@@ -1338,6 +1340,8 @@ conf_new(void)
 	c->client.connect_timeout_ms = 10000;
 	c->client.idle_timeout_ms = 300000;
 	c->client.pool = 2;
+	c->client.padding = 8;
+	c->server.padding = 8;
 	c->client.pool_lifetime_ms = 8000;
 	c->client.max_udp = 1024;
 	c->client.udp_timeout_ms = 60000;
@@ -1670,6 +1674,7 @@ dump_client(const struct conf *c, FILE *fp)
 	dump_ms(fp, "connect_timeout", c->client.connect_timeout_ms);
 	dump_ms(fp, "idle_timeout", c->client.idle_timeout_ms);
 	dump_kv(fp, "  ", "connect_mode", c->client.faithful ? "faithful" : "fast");
+	fprintf(fp, "  padding: %u\n", c->client.padding);
 	fprintf(fp, "  pool: %u\n", c->client.pool);
 	dump_ms(fp, "pool_lifetime", c->client.pool_lifetime_ms);
 	fprintf(fp, "  max_udp: %u\n", c->client.max_udp);
@@ -1709,6 +1714,7 @@ dump_server(const struct conf *c, FILE *fp)
 	dump_kv(fp, "  ", "congestion", c->server.congestion);
 	dump_mark(fp, c->server.mark);
 	fprintf(fp, "  max_conns: %u\n", c->server.max_conns);
+	fprintf(fp, "  padding: %u\n", c->server.padding);
 	dump_ms(fp, "connect_timeout", c->server.connect_timeout_ms);
 	dump_ms(fp, "idle_timeout", c->server.idle_timeout_ms);
 	dump_ms(fp, "handshake_timeout", c->server.handshake_timeout_ms);

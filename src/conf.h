@@ -67,6 +67,7 @@ struct conf {
 		unsigned	 connect_timeout_ms;	/* default 10000 */
 		unsigned	 idle_timeout_ms;	/* default 300000 */
 		bool		 faithful;		/* connect_mode: faithful (default fast) */
+		unsigned	 padding;		/* padded records per stream, default 8 */
 		unsigned	 pool;			/* warm TLS connections, default 2 */
 		unsigned	 pool_lifetime_ms;	/* default 8000 (< server handshake_timeout) */
 		unsigned	 max_udp;		/* UDP/ICMP associations, default 1024 */
@@ -89,6 +90,7 @@ struct conf {
 		char		 congestion[CONF_CC_MAX];
 		uint32_t	 mark;
 		unsigned	 max_conns;		/* default 8192 */
+		unsigned	 padding;		/* padded records per stream, default 8 */
 		unsigned	 connect_timeout_ms;	/* default 10000 */
 		unsigned	 idle_timeout_ms;	/* default 300000 */
 		unsigned	 handshake_timeout_ms;	/* default 10000 */

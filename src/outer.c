@@ -38,6 +38,8 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
+#include <sodium.h>
+
 #include "log.h"
 
 #define OUTER_SESS_MAX	8	/* tickets kept per client context */
@@ -53,6 +55,8 @@ struct outer {
 	bool		 eof;		/* recv() returned 0 */
 	uint32_t	 want_hs, want_rd, want_wr, want_shut;
 	char		*sni;		/* client: name to verify; cache key */
+	unsigned	 pad_left;	/* records still to pad */
+	unsigned	 pad_max;
 };
 
 struct outer_sess {
@@ -77,6 +81,13 @@ static pthread_once_t	 outer_once = PTHREAD_ONCE_INIT;
 static BIO_METHOD	*outer_bio_meth;
 static int		 outer_cache_idx = -1;
 static int		 outer_pin_idx = -1;
+static int		 outer_pad_idx = -1;
+
+/* Record padding of a context's streams (outer_ctx_padding). */
+struct outer_pad {
+	unsigned	 records;
+	unsigned	 max;
+};
 static bool		 outer_free_buffers_ok;
 
 /* ---- BIO -------------------------------------------------------------- */
@@ -218,6 +229,8 @@ outer_init_once(void)
 	    outer_cache_free);
 	outer_pin_idx = SSL_CTX_get_ex_new_index(0, NULL, NULL, NULL,
 	    outer_pin_free);
+	outer_pad_idx = SSL_CTX_get_ex_new_index(0, NULL, NULL, NULL,
+	    outer_pin_free);	/* plain free() as well */
 }
 
 static int
@@ -225,7 +238,7 @@ outer_init(void)
 {
 	pthread_once(&outer_once, outer_init_once);
 	if (outer_bio_meth == NULL || outer_cache_idx < 0 ||
-	    outer_pin_idx < 0) {
+	    outer_pin_idx < 0 || outer_pad_idx < 0) {
 		log_ssl_errors("outer: initialisation");
 		return -1;
 	}
@@ -426,6 +439,50 @@ outer_on_verify(X509_STORE_CTX *xs, void *arg)
 		return 0;
 	}
 	return 1;
+}
+
+/*
+ * TLS 1.3 record padding (inside the encryption, stripped by any peer's TLS
+ * layer: no protocol change).  The first records of a flow carry the app's
+ * own handshake -- an inner TLS ClientHello, ServerHello, certificates --
+ * whose sizes would show through one-to-one; random padding of 1..max
+ * bytes on the first `records` application records hides them.
+ */
+static size_t
+outer_on_pad(SSL *ssl, int type, size_t len, void *arg)
+{
+	struct outer	*o = arg;
+
+	(void)ssl;
+	(void)len;
+	if (type != SSL3_RT_APPLICATION_DATA || o->pad_left == 0)
+		return 0;
+	o->pad_left--;
+	return 1 + randombytes_uniform(o->pad_max);
+}
+
+int
+outer_ctx_padding(SSL_CTX *ctx, unsigned records, unsigned max)
+{
+	struct outer_pad	*pad;
+
+	if (ctx == NULL || outer_init() == -1)
+		return -1;
+	if (records == 0 || max == 0)
+		return 0;
+	if ((pad = calloc(1, sizeof(*pad))) == NULL) {
+		log_warn("outer: padding");
+		return -1;
+	}
+	pad->records = records;
+	pad->max = max;
+	free(SSL_CTX_get_ex_data(ctx, outer_pad_idx));
+	if (SSL_CTX_set_ex_data(ctx, outer_pad_idx, pad) != 1) {
+		free(pad);
+		log_ssl_errors("outer: padding");
+		return -1;
+	}
+	return 0;
 }
 
 int
@@ -644,6 +701,7 @@ struct outer *
 outer_new(SSL_CTX *ctx, int fd, bool client, const char *sni)
 {
 	struct outer	*o = NULL;
+	struct outer_pad *pad;
 	BIO		*bio;
 
 	if (ctx == NULL || fd < 0) {
@@ -669,6 +727,12 @@ outer_new(SSL_CTX *ctx, int fd, bool client, const char *sni)
 	SSL_set_bio(o->ssl, bio, bio);		/* the SSL owns it now */
 	if (SSL_set_app_data(o->ssl, o) != 1)
 		goto fail;
+	if ((pad = SSL_CTX_get_ex_data(ctx, outer_pad_idx)) != NULL) {
+		o->pad_left = pad->records;
+		o->pad_max = pad->max;
+		SSL_set_record_padding_callback(o->ssl, outer_on_pad);
+		SSL_set_record_padding_callback_arg(o->ssl, o);
+	}
 	if (client) {
 		SSL_set_connect_state(o->ssl);
 		if (outer_client_setup(o, ctx) == -1)

@@ -43,6 +43,11 @@ int outer_pin_from_file(const char *cert_file, uint8_t spki_sha256[32]);
 
 /* Server context: TLS 1.3, certificate chain and key files.  NULL on error. */
 struct ssl_ctx_st *outer_ctx_server(const char *cert_file, const char *key_file);
+/* Random TLS 1.3 record padding (1..max bytes) on the first `records`
+ * application records of each stream made from ctx in either direction;
+ * 0 turns it off.  0 or -1. */
+#define OUTER_PAD_MAX	1024
+int  outer_ctx_padding(struct ssl_ctx_st *ctx, unsigned records, unsigned max);
 void outer_ctx_free(struct ssl_ctx_st *ctx);
 
 /* Wraps a connected (or connecting) non-blocking fd; takes ownership of fd

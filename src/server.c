@@ -343,6 +343,7 @@ server_reload(struct server *srv)
 		log_warnx("reload: keeping the previous certificate");
 		return;
 	}
+	(void)outer_ctx_padding(ctx, c->server.padding, OUTER_PAD_MAX);
 	outer_ctx_free(srv->env.ctx);
 	srv->env.ctx = ctx;
 }
@@ -461,6 +462,10 @@ server_open(struct server *srv)
 	    c->server.cert_key_file)) == NULL) {
 		log_warnx("server: cannot load certificate %s with key %s",
 		    c->server.cert_file, c->server.cert_key_file);
+		return -1;
+	}
+	if (outer_ctx_padding(ctx, c->server.padding, OUTER_PAD_MAX) == -1) {
+		outer_ctx_free(ctx);
 		return -1;
 	}
 	if ((auth = auth_new(c)) == NULL) {

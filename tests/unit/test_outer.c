@@ -630,6 +630,69 @@ test_eof_without_close_notify(void **state)
 	outer_free(p.c);
 }
 
+/* Length field of the next TLS record waiting on o's socket. */
+static size_t
+peek_record_len(struct outer *o)
+{
+	long long	 deadline = now_ms() + DEADLINE_MS;
+	uint8_t		 h[5];
+	ssize_t		 n;
+
+	while ((n = recv(outer_fd(o), h, sizeof(h), MSG_PEEK | MSG_DONTWAIT)) <
+	    (ssize_t)sizeof(h)) {
+		assert_true(now_ms() < deadline);
+		usleep(1000);
+	}
+	assert_int_equal(h[0], 23);		/* application_data */
+	return (size_t)(h[3] << 8 | h[4]);
+}
+
+/* 100 bytes -> one record; its length on the wire; the bytes arrive. */
+static size_t
+send_record(struct pair *p)
+{
+	char	 out[100], in[100];
+	size_t	 len;
+
+	memset(out, 'p', sizeof(out));
+	write_all(p->c, out, sizeof(out));
+	len = peek_record_len(p->s);
+	assert_int_equal(read_wait(p->s, in, sizeof(in)), sizeof(in));
+	assert_memory_equal(in, out, sizeof(in));
+	return len;
+}
+
+static void
+test_record_padding(void **state)
+{
+	struct ctxs	*x = *state;
+	struct pair	 p;
+	size_t		 plain = 100 + 1 + 16;	/* + content type + GCM tag */
+	size_t		 len;
+	int		 i, padded = 0;
+
+	/* Off: the record length gives the app's write size away. */
+	pair_connect(&p, x->c, x->s, false);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(send_record(&p), plain);
+	outer_free(p.c);
+	outer_free(p.s);
+
+	/* On for 4 records: those carry 1..200 bytes of padding, then the
+	 * records are exact again; the data is intact throughout. */
+	assert_int_equal(outer_ctx_padding(x->c, 4, 200), 0);
+	pair_connect(&p, x->c, x->s, false);
+	for (i = 0; i < 4; i++) {
+		len = send_record(&p);
+		assert_true(len > plain && len <= plain + 200);
+		padded++;
+	}
+	assert_int_equal(send_record(&p), plain);
+	assert_int_equal(padded, 4);
+	outer_free(p.c);
+	outer_free(p.s);
+}
+
 static void
 test_abort_is_reset(void **state)
 {
@@ -1068,6 +1131,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_half_close,
 		    setup_ctxs, teardown_ctxs),
 		cmocka_unit_test_setup_teardown(test_eof_without_close_notify,
+		    setup_ctxs, teardown_ctxs),
+		cmocka_unit_test_setup_teardown(test_record_padding,
 		    setup_ctxs, teardown_ctxs),
 		cmocka_unit_test_setup_teardown(test_abort_is_reset,
 		    setup_ctxs, teardown_ctxs),
