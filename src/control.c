@@ -34,6 +34,7 @@
 #include "flow_tcp.h"
 #include "log.h"
 #include "loop.h"
+#include "pool.h"
 #include "sess.h"
 #include "sock.h"
 #include "status.h"
@@ -74,6 +75,7 @@ struct control {
 	struct control_listener	 unix_l;
 	struct control_listener	 http_l;
 	char			 path[CONF_SOCK_MAX];	/* to unlink, "" if none */
+	struct stats_hist	 handshake;	/* flows' and pool's, merged */
 };
 
 /* ---- snapshots ---------------------------------------------------------- */
@@ -171,7 +173,23 @@ control_fill_client(struct control *ctl, struct control_fill *cf)
 	st->bytes_up = env->stats.bytes_up;
 	st->bytes_down = env->stats.bytes_down;
 	st->failures = &env->stats.failures;
-	st->handshake = &env->stats.handshake;
+	/* Every outer connection set up: by flows dialing directly and by
+	 * the warm pool ahead of them. */
+	ctl->handshake = env->stats.handshake;
+	if (env->pool != NULL && ctl->conf->client.pool > 0) {
+		const struct pool_stats	*ps = pool_stats(env->pool);
+		size_t			 i;
+
+		for (i = 0; i <= STATS_HIST_NBOUNDS; i++)
+			ctl->handshake.bucket[i] += ps->handshake.bucket[i];
+		ctl->handshake.count += ps->handshake.count;
+		ctl->handshake.sum_us += ps->handshake.sum_us;
+		st->has_pool = true;
+		st->pool_size = ctl->conf->client.pool;
+		st->pool = *ps;
+		st->pooled = env->stats.pooled;
+	}
+	st->handshake = &ctl->handshake;
 	addr_fmt(&env->server, st->server, sizeof(st->server));
 	st->has_tun = true;
 	st->tun = *tsnetif_stats();

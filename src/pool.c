@@ -29,6 +29,7 @@ struct pool_conn {
 	bool		 ready;		/* TLS done, waiting for a flow */
 	struct loop_fd	 lfd;
 	struct loop_timer timer;	/* handshake deadline, then lifetime */
+	uint64_t	 dial_us;	/* connect started (stats) */
 };
 
 struct pool {
@@ -103,6 +104,7 @@ pool_set_ready(struct pool_conn *pc)
 	p->stats.connecting--;
 	p->stats.ready++;
 	p->stats.opened++;
+	stats_hist_add(&p->stats.handshake, stats_now_us() - pc->dial_us);
 	p->backoff_ms = 0;
 	life = life / 2 + randombytes_uniform(life / 2 + 1);
 	loop_timer_set(p->loop, &pc->timer, life);
@@ -184,6 +186,7 @@ pool_open(struct pool *p)
 	if ((pc = calloc(1, sizeof(*pc))) == NULL)
 		return -1;
 	pc->pool = p;
+	pc->dial_us = stats_now_us();
 	if ((fd = sock_connect(&p->server, c->client.congestion,
 	    c->client.mark)) < 0 ||
 	    (pc->out = outer_new(p->ctx, fd, true, c->client.sni)) == NULL ||

@@ -16,6 +16,8 @@
 
 #include <stdint.h>
 
+#include "stats.h"
+
 struct addr;
 struct conf;
 struct loop;
@@ -29,6 +31,7 @@ struct pool_stats {
 	uint64_t	 failed;	/* connect/TLS failure or died while idle */
 	unsigned	 ready;		/* ready now */
 	unsigned	 connecting;	/* connect or handshake in progress */
+	struct stats_hist handshake;	/* connect start to TLS done */
 };
 
 struct pool;

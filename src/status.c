@@ -137,6 +137,12 @@ status_write_text(const struct status *st, FILE *fp)
 		    status_bytes(st->tun.tx_bytes, b, sizeof(b)),
 		    st->tun.rx_malformed, st->tun.rx_unsupported,
 		    st->tun.tx_errors, st->tun.syn_refused, st->tun.listeners);
+	if (st->has_pool)
+		fprintf(fp, "pool: %u ready, %u connecting (size %u); %" PRIu64
+		    " opened, %" PRIu64 " taken, %" PRIu64 " expired, %" PRIu64
+		    " failed\n", st->pool.ready, st->pool.connecting,
+		    st->pool_size, st->pool.opened, st->pool.taken,
+		    st->pool.expired, st->pool.failed);
 	if (st->has_udp)
 		fprintf(fp, "udp: %" PRIu64 " associations active, %" PRIu64
 		    " total\n", st->udp_active, st->udp_total);
@@ -262,6 +268,13 @@ status_write_json(const struct status *st, FILE *fp)
 		    st->tun.rx_bytes, st->tun.tx_packets, st->tun.tx_bytes,
 		    st->tun.rx_malformed, st->tun.rx_unsupported,
 		    st->tun.tx_errors, st->tun.syn_refused, st->tun.listeners);
+	if (st->has_pool)
+		fprintf(fp, ",\"pool\":{\"size\":%u,\"ready\":%u,\"connecting\":%u,"
+		    "\"opened\":%" PRIu64 ",\"taken\":%" PRIu64 ",\"expired\":%"
+		    PRIu64 ",\"failed\":%" PRIu64 ",\"pooled_flows\":%" PRIu64 "}",
+		    st->pool_size, st->pool.ready, st->pool.connecting,
+		    st->pool.opened, st->pool.taken, st->pool.expired,
+		    st->pool.failed, st->pooled);
 	if (st->has_udp)
 		fprintf(fp, ",\"udp\":{\"active\":%" PRIu64 ",\"total\":%" PRIu64
 		    "}", st->udp_active, st->udp_total);
@@ -374,6 +387,29 @@ prom_tun(FILE *fp, const struct tsnetif_stats *t)
 	    "Ports with an on-demand lwIP listener.", t->listeners);
 }
 
+static void
+prom_pool(FILE *fp, const struct status *st)
+{
+	prom_one(fp, "pool_size", "gauge", "client.pool: ready connections "
+	    "kept.", st->pool_size);
+	prom_head(fp, "pool_connections", "gauge",
+	    "Warm pool connections, by state.");
+	fprintf(fp, "tunsplit_pool_connections{state=\"ready\"} %u\n"
+	    "tunsplit_pool_connections{state=\"connecting\"} %u\n",
+	    st->pool.ready, st->pool.connecting);
+	prom_head(fp, "pool_events_total", "counter",
+	    "Warm pool connections opened, taken by flows, expired unused, "
+	    "failed.");
+	fprintf(fp, "tunsplit_pool_events_total{event=\"opened\"} %" PRIu64
+	    "\ntunsplit_pool_events_total{event=\"taken\"} %" PRIu64
+	    "\ntunsplit_pool_events_total{event=\"expired\"} %" PRIu64
+	    "\ntunsplit_pool_events_total{event=\"failed\"} %" PRIu64 "\n",
+	    st->pool.opened, st->pool.taken, st->pool.expired,
+	    st->pool.failed);
+	prom_one(fp, "flows_pooled_total", "counter",
+	    "Flows started on a warm pool connection.", st->pooled);
+}
+
 void
 status_write_prometheus(const struct status *st, FILE *fp)
 {
@@ -427,6 +463,8 @@ status_write_prometheus(const struct status *st, FILE *fp)
 		prom_one(fp, "users", "gauge", "Configured users.", st->users);
 	if (st->has_tun)
 		prom_tun(fp, &st->tun);
+	if (st->has_pool)
+		prom_pool(fp, st);
 	if (st->has_udp) {
 		prom_one(fp, "udp_associations_active", "gauge",
 		    "Live UDP associations.", st->udp_active);

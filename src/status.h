@@ -14,6 +14,7 @@
 #include <stdio.h>
 
 #include "addr.h"
+#include "pool.h"
 #include "stats.h"
 #include "tsnetif.h"
 
@@ -52,6 +53,11 @@ struct status {
 	char		 server[ADDR_STRLEN];
 	bool		 has_tun;
 	struct tsnetif_stats tun;
+	/* Warm pool of outer connections (client.pool > 0). */
+	bool		 has_pool;
+	unsigned	 pool_size;
+	uint64_t	 pooled;		/* flows started on one */
+	struct pool_stats pool;
 	/* UDP associations: filled once the UDP module exists. */
 	bool		 has_udp;
 	uint64_t	 udp_active, udp_total;

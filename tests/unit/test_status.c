@@ -256,6 +256,45 @@ test_prometheus(void **state)
 	free(s);
 }
 
+static void
+test_pool(void **state)
+{
+	struct status	 st;
+	char		*s;
+
+	(void)state;
+	sample(&st, false);
+	st.has_pool = true;
+	st.pool_size = 2;
+	st.pooled = 4;
+	st.pool.ready = 1;
+	st.pool.connecting = 1;
+	st.pool.opened = 6;
+	st.pool.taken = 4;
+	st.pool.expired = 1;
+	s = render(status_write_text, &st);
+	assert_non_null(strstr(s, "pool: 1 ready, 1 connecting (size 2); 6 "
+	    "opened, 4 taken, 1 expired, 0 failed\n"));
+	free(s);
+	s = render(status_write_json, &st);
+	assert_non_null(strstr(s, "\"pool\":{\"size\":2,\"ready\":1,"
+	    "\"connecting\":1,\"opened\":6,\"taken\":4,\"expired\":1,"
+	    "\"failed\":0,\"pooled_flows\":4}"));
+	free(s);
+	s = render(status_write_prometheus, &st);
+	assert_non_null(strstr(s, "tunsplit_pool_connections{state=\"ready\"} "
+	    "1\n"));
+	assert_non_null(strstr(s, "tunsplit_pool_events_total{event=\"taken\"} "
+	    "4\n"));
+	assert_non_null(strstr(s, "tunsplit_flows_pooled_total 4\n"));
+	free(s);
+	/* No pool: nothing about it. */
+	st.has_pool = false;
+	s = render(status_write_json, &st);
+	assert_null(strstr(s, "pool"));
+	free(s);
+}
+
 /* ---- control socket ---- */
 
 struct ctl_fixture {
@@ -468,6 +507,7 @@ main(void)
 		cmocka_unit_test(test_text),
 		cmocka_unit_test(test_json),
 		cmocka_unit_test(test_prometheus),
+		cmocka_unit_test(test_pool),
 		cmocka_unit_test_setup_teardown(test_answer, setup_ctl,
 		    teardown_ctl),
 		cmocka_unit_test_setup_teardown(test_socket, setup_ctl,
