@@ -248,6 +248,7 @@ client_setup(struct client *cl)
 	    (cl->ctl = control_new_client(cl->loop, c, &cl->env)) == NULL ||
 	    daemon_up(c->tun.name, &cl->env.server) < 0)
 		return -1;
+	control_set_udp(cl->ctl, cl->udp);
 	log_info("client ready: server %s (sni %s), max %u flows",
 	    addr_fmt(&cl->env.server, sbuf, sizeof(sbuf)),
 	    c->client.sni != NULL ? c->client.sni : c->client.server_host,

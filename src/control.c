@@ -29,9 +29,11 @@
 #include <unistd.h>
 
 #include "addr.h"
+#include "assoc.h"
 #include "conf.h"
 #include "daemon.h"
 #include "flow_tcp.h"
+#include "flow_udp.h"
 #include "log.h"
 #include "loop.h"
 #include "pool.h"
@@ -71,6 +73,7 @@ struct control {
 	struct loop		*loop;
 	const struct conf	*conf;
 	struct flow_env		*fenv;		/* client role */
+	struct flow_udp		*udp;		/* client role, may be NULL */
 	struct sess_env		*senv;		/* server role */
 	struct control_listener	 unix_l;
 	struct control_listener	 http_l;
@@ -193,9 +196,10 @@ control_fill_client(struct control *ctl, struct control_fill *cf)
 	addr_fmt(&env->server, st->server, sizeof(st->server));
 	st->has_tun = true;
 	st->tun = *tsnetif_stats();
-	/* UDP associations: once the UDP module (flow_udp) exists, set
-	 * st->has_udp and copy its active/total counts here. */
-	st->has_udp = false;
+	if (ctl->udp != NULL) {
+		st->has_udp = true;
+		st->udp = *assoc_stats(flow_udp_assoc(ctl->udp));
+	}
 	if (cf->flows != NULL || env->nflows > 0)
 		flow_tcp_foreach(env, control_on_flow, cf);
 }
@@ -702,6 +706,13 @@ control_new_client(struct loop *l, const struct conf *c, struct flow_env *env)
 	if ((ctl = control_new(l, c)) != NULL)
 		ctl->fenv = env;
 	return ctl;
+}
+
+void
+control_set_udp(struct control *ctl, struct flow_udp *udp)
+{
+	if (ctl != NULL)
+		ctl->udp = udp;
 }
 
 struct control *

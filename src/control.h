@@ -19,6 +19,7 @@
 struct conf;
 struct control;
 struct flow_env;
+struct flow_udp;
 struct loop;
 struct sess_env;
 
@@ -33,6 +34,8 @@ struct control *control_new_client(struct loop *l, const struct conf *c,
     struct flow_env *env);
 struct control *control_new_server(struct loop *l, const struct conf *c,
     struct sess_env *env);
+/* The client's UDP associations and ICMP echo sessions, once set up. */
+void control_set_udp(struct control *ctl, struct flow_udp *udp);
 /* Closes everything and removes the socket file; accepts NULL. */
 void control_free(struct control *ctl);
 

@@ -145,9 +145,12 @@ status_write_text(const struct status *st, FILE *fp)
 		    st->pool.expired, st->pool.failed);
 	if (st->has_udp)
 		fprintf(fp, "udp: %" PRIu64 " associations active, %" PRIu64
-		    " total\n", st->udp_active, st->udp_total);
-	else if (strcmp(st->role, "client") == 0)
-		fprintf(fp, "udp: not handled by this build\n");
+		    " total, %" PRIu64 " failed, %" PRIu64 " expired, %" PRIu64
+		    " evicted; datagrams up %" PRIu64 " down %" PRIu64
+		    ", bytes up %" PRIu64 " down %" PRIu64 "\n", st->udp.active,
+		    st->udp.created, st->udp.failed, st->udp.expired,
+		    st->udp.evicted, st->udp.dgrams_up, st->udp.dgrams_down,
+		    st->udp.bytes_up, st->udp.bytes_down);
 	if (st->flows != NULL)
 		text_flows(st, fp);
 }
@@ -277,9 +280,14 @@ status_write_json(const struct status *st, FILE *fp)
 		    st->pool.failed, st->pooled);
 	if (st->has_udp)
 		fprintf(fp, ",\"udp\":{\"active\":%" PRIu64 ",\"total\":%" PRIu64
-		    "}", st->udp_active, st->udp_total);
-	else if (strcmp(st->role, "client") == 0)
-		fprintf(fp, ",\"udp\":null");
+		    ",\"failed\":%" PRIu64 ",\"expired\":%" PRIu64 ",\"evicted\":%"
+		    PRIu64 ",\"dgrams_up\":%" PRIu64 ",\"dgrams_down\":%" PRIu64
+		    ",\"bytes_up\":%" PRIu64 ",\"bytes_down\":%" PRIu64 ",\"dropped\":%"
+		    PRIu64 "}", st->udp.active, st->udp.created, st->udp.failed,
+		    st->udp.expired, st->udp.evicted, st->udp.dgrams_up,
+		    st->udp.dgrams_down, st->udp.bytes_up, st->udp.bytes_down,
+		    st->udp.drop_queue + st->udp.drop_hold + st->udp.drop_down +
+		    st->udp.tun_errors);
 	if (st->flows != NULL) {
 		fprintf(fp, ",\"flow_list\":[");
 		for (i = 0; i < st->nflows; i++) {
@@ -388,6 +396,38 @@ prom_tun(FILE *fp, const struct tsnetif_stats *t)
 }
 
 static void
+prom_udp(FILE *fp, const struct assoc_stats *u)
+{
+	prom_one(fp, "udp_associations_active", "gauge",
+	    "Live UDP associations and ICMP echo sessions.", u->active);
+	prom_head(fp, "udp_associations_total", "counter",
+	    "UDP associations and ICMP echo sessions, by how they began or "
+	    "ended.");
+	fprintf(fp, "tunsplit_udp_associations_total{event=\"created\"} %"
+	    PRIu64 "\ntunsplit_udp_associations_total{event=\"expired\"} %"
+	    PRIu64 "\ntunsplit_udp_associations_total{event=\"evicted\"} %"
+	    PRIu64 "\ntunsplit_udp_associations_total{event=\"failed\"} %"
+	    PRIu64 "\n", u->created, u->expired, u->evicted, u->failed);
+	prom_head(fp, "udp_datagrams_total", "counter",
+	    "Datagrams toward targets (up) and back (down).");
+	fprintf(fp, "tunsplit_udp_datagrams_total{direction=\"up\"} %" PRIu64
+	    "\ntunsplit_udp_datagrams_total{direction=\"down\"} %" PRIu64 "\n",
+	    u->dgrams_up, u->dgrams_down);
+	prom_head(fp, "udp_bytes_total", "counter",
+	    "Datagram payload bytes toward targets (up) and back (down).");
+	fprintf(fp, "tunsplit_udp_bytes_total{direction=\"up\"} %" PRIu64
+	    "\ntunsplit_udp_bytes_total{direction=\"down\"} %" PRIu64 "\n",
+	    u->bytes_up, u->bytes_down);
+	prom_head(fp, "udp_dropped_total", "counter",
+	    "Datagrams dropped, by reason.");
+	fprintf(fp, "tunsplit_udp_dropped_total{reason=\"queue\"} %" PRIu64
+	    "\ntunsplit_udp_dropped_total{reason=\"hold\"} %" PRIu64
+	    "\ntunsplit_udp_dropped_total{reason=\"undeliverable\"} %" PRIu64
+	    "\ntunsplit_udp_dropped_total{reason=\"tun_error\"} %" PRIu64 "\n",
+	    u->drop_queue, u->drop_hold, u->drop_down, u->tun_errors);
+}
+
+static void
 prom_pool(FILE *fp, const struct status *st)
 {
 	prom_one(fp, "pool_size", "gauge", "client.pool: ready connections "
@@ -465,10 +505,6 @@ status_write_prometheus(const struct status *st, FILE *fp)
 		prom_tun(fp, &st->tun);
 	if (st->has_pool)
 		prom_pool(fp, st);
-	if (st->has_udp) {
-		prom_one(fp, "udp_associations_active", "gauge",
-		    "Live UDP associations.", st->udp_active);
-		prom_one(fp, "udp_associations_total", "counter",
-		    "UDP associations created.", st->udp_total);
-	}
+	if (st->has_udp)
+		prom_udp(fp, &st->udp);
 }

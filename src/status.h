@@ -14,6 +14,7 @@
 #include <stdio.h>
 
 #include "addr.h"
+#include "assoc.h"
 #include "pool.h"
 #include "stats.h"
 #include "tsnetif.h"
@@ -58,9 +59,9 @@ struct status {
 	unsigned	 pool_size;
 	uint64_t	 pooled;		/* flows started on one */
 	struct pool_stats pool;
-	/* UDP associations: filled once the UDP module exists. */
+	/* UDP associations and ICMP echo sessions. */
 	bool		 has_udp;
-	uint64_t	 udp_active, udp_total;
+	struct assoc_stats udp;
 
 	/* Server. */
 	size_t		 users;

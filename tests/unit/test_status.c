@@ -163,7 +163,6 @@ test_text(void **state)
 	    "(42)\n"));
 	assert_non_null(strstr(s, "connect timeout 2"));
 	assert_non_null(strstr(s, "handshakes: 3"));
-	assert_non_null(strstr(s, "udp: not handled"));
 	assert_non_null(strstr(s, "198.51.100.7:80"));
 	assert_non_null(strstr(s, "1.5ms"));
 	free(s);
@@ -193,7 +192,6 @@ test_json(void **state)
 	assert_non_null(strstr(s, "\"connect timeout\":2"));
 	assert_non_null(strstr(s, "\"handshake\":{\"count\":3,"));
 	assert_non_null(strstr(s, "[null,1]]"));
-	assert_non_null(strstr(s, "\"udp\":null"));
 	assert_non_null(strstr(s, "\"dst\":\"a\\\"b\\\\c\\u0001\""));
 	assert_non_null(strstr(s, "\"rtt_us\":1500,\"rttvar_us\":0,"
 	    "\"retrans\":3"));
@@ -288,6 +286,25 @@ test_pool(void **state)
 	    "4\n"));
 	assert_non_null(strstr(s, "tunsplit_flows_pooled_total 4\n"));
 	free(s);
+	st.has_udp = true;
+	st.udp.active = 3;
+	st.udp.created = 9;
+	st.udp.dgrams_up = 100;
+	st.udp.drop_queue = 2;
+	st.udp.tun_errors = 1;
+	s = render(status_write_text, &st);
+	assert_non_null(strstr(s, "udp: 3 associations active, 9 total"));
+	free(s);
+	s = render(status_write_json, &st);
+	assert_non_null(strstr(s, "\"udp\":{\"active\":3,\"total\":9,"));
+	assert_non_null(strstr(s, "\"dropped\":3}"));
+	free(s);
+	s = render(status_write_prometheus, &st);
+	assert_non_null(strstr(s, "tunsplit_udp_associations_active 3\n"));
+	assert_non_null(strstr(s, "tunsplit_udp_datagrams_total{direction="
+	    "\"up\"} 100\n"));
+	free(s);
+	st.has_udp = false;
 	/* No pool: nothing about it. */
 	st.has_pool = false;
 	s = render(status_write_json, &st);
