@@ -10,6 +10,8 @@
 #include "flow_tcp.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -21,6 +23,8 @@
 #include "lwip/pbuf.h"
 
 #include "conf.h"
+#include "flow_udp.h"
+#include "frame.h"
 #include "log.h"
 #include "loop.h"
 #include "outer.h"
@@ -29,6 +33,7 @@
 #include "sock.h"
 
 #define FLOW_EARLY_MS	2	/* header waits this long for first bytes */
+#define FLOW_LIMIT_LOG_MS	10000	/* refusal messages at most this often */
 
 enum flow_phase {
 	FLOW_CONNECT,		/* outer TCP connect in progress */
@@ -587,6 +592,7 @@ flow_start_relay(struct flow *f)
 {
 	struct flow_env *env = f->env;
 	struct proto_req req;
+	struct addr dst = f->dst;
 	uint8_t buf[PROTO_REQ_MAX];
 	ssize_t n;
 
@@ -595,14 +601,9 @@ flow_start_relay(struct flow *f)
 	req.ts = (uint64_t)time(NULL);
 	randombytes_buf(req.nonce, sizeof(req.nonce));
 	memcpy(req.user_id, env->user_id, sizeof(req.user_id));
-	if (addr_family(&f->dst) == AF_INET) {
-		req.dest.atyp = PROTO_ATYP_IPV4;
-		memcpy(req.dest.ip, &f->dst.u.sin.sin_addr, 4);
-	} else {
-		req.dest.atyp = PROTO_ATYP_IPV6;
-		memcpy(req.dest.ip, &f->dst.u.sin6.sin6_addr, 16);
-	}
-	req.dest.port = addr_port(&f->dst);
+	/* client.dns: DNS over TCP goes to the pinned resolver too. */
+	(void)flow_udp_dns_pin(env->conf, &dst);
+	frame_dest_from_addr(&req.dest, &dst);
 	n = proto_req_encode(buf, sizeof(buf), &req, env->conf->client.key, 0);
 	if (n < 0 || (f->hdr = malloc((size_t)n)) == NULL)
 		return -1;
@@ -689,12 +690,42 @@ flow_addr(struct addr *a, const ip_addr_t *ip, uint16_t port)
 		addr_from_raw(a, AF_INET, &ip_2_ip4(ip)->addr, port);
 }
 
+/*
+ * A limit or a resource shortage refuses every new flow while it lasts,
+ * which with busy apps is hundreds a second: one line per interval, with
+ * how many were refused since the last one (the counters have them all).
+ */
+static void __attribute__((format(printf, 2, 3)))
+flow_limit_log(struct flow_env *env, const char *fmt, ...)
+{
+	uint64_t now = loop_now(env->loop);
+	char what[128];
+	va_list ap;
+
+	env->limit_hits++;
+	if (env->limit_log_ms != 0 &&
+	    now - env->limit_log_ms < FLOW_LIMIT_LOG_MS)
+		return;
+	va_start(ap, fmt);
+	(void)vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	log_warnx("%s: refusing new flows (%llu since the last message)",
+	    what, (unsigned long long)env->limit_hits);
+	env->limit_log_ms = now;
+	env->limit_hits = 0;
+}
+
 bool
 flow_tcp_syn_allowed(void *arg)
 {
 	struct flow_env *env = arg;
 
-	return !env->draining && env->nflows < env->conf->client.max_flows;
+	if (env->draining)
+		return false;
+	if (env->nflows < env->conf->client.max_flows)
+		return true;
+	flow_limit_log(env, "max_flows %u reached", env->conf->client.max_flows);
+	return false;
 }
 
 static struct flow *
@@ -722,7 +753,7 @@ flow_new(struct flow_env *env, const struct addr *dst)
 	}
 	f->fd = sock_connect(&env->server, c->client.congestion, c->client.mark);
 	if (f->fd < 0) {
-		log_warn("flow %llu: socket to server", (unsigned long long)f->id);
+		flow_limit_log(env, "socket to server: %s", strerror(errno));
 		goto fail;
 	}
 	f->out = outer_new(env->ssl_ctx, f->fd, true, c->client.sni);

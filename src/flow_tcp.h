@@ -54,6 +54,8 @@ struct flow_env {
 	uint64_t		 next_id;
 	struct flow_stats	 stats;
 	bool			 draining;	/* SIGTERM: RST new SYNs */
+	uint64_t		 limit_log_ms;	/* last refusal message */
+	uint64_t		 limit_hits;	/* refusals since then */
 	struct flow		*all;	/* live flows */
 	struct flow		*dirty;	/* flows with work for this iteration */
 	struct flow		*reap;	/* closed, freed at iteration end */
