@@ -119,6 +119,7 @@ struct assoc_env {
 static void assoc_mark_dirty(struct assoc *);
 static void assoc_update_events(struct assoc *);
 static void assoc_on_timer(struct loop_timer *);
+static uint64_t assoc_timeout(const struct assoc *);
 
 const char *
 assoc_kind_str(uint8_t kind)
@@ -437,6 +438,9 @@ assoc_pump_down(struct assoc *a, const char **why)
 			}
 			a->status_ok = true;
 			buf_consume(&a->rx, 1);
+			/* From the connect deadline to the idle one. */
+			loop_timer_set(a->env->loop, &a->timer,
+			    assoc_timeout(a));
 		}
 		if (assoc_frames(a) < 0) {
 			*why = "malformed frame from server";

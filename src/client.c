@@ -278,16 +278,6 @@ client_run(const struct conf *c)
 			tsnetif_shutdown();
 		loop_timer_cancel(cl->loop, &cl->lwip_timer);
 		loop_fd_del(cl->loop, &cl->sig_lfd);
-		if (cl->udp != NULL) {
-			const struct assoc_stats *as =
-			    assoc_stats(flow_udp_assoc(cl->udp));
-
-			log_info("client udp: %llu associations, up %llu "
-			    "down %llu datagrams",
-			    (unsigned long long)as->created,
-			    (unsigned long long)as->dgrams_up,
-			    (unsigned long long)as->dgrams_down);
-		}
 		flow_udp_free(cl->udp);
 	}
 	if (cl->tun_fd >= 0)

@@ -295,11 +295,37 @@ flow_udp_new(const struct assoc_cfg *cfg)
 	return u;
 }
 
+static void
+flow_udp_log_stats(const struct flow_udp *u)
+{
+	const struct assoc_stats	*a = assoc_stats(u->assoc);
+	const struct reass_stats	*r = reass_stats(u->reass);
+
+	log_info("udp: %llu associations (%llu expired, %llu evicted, %llu "
+	    "failed), up %llu down %llu datagrams, dropped %llu queue full "
+	    "%llu holding %llu undeliverable",
+	    (unsigned long long)a->created, (unsigned long long)a->expired,
+	    (unsigned long long)a->evicted, (unsigned long long)a->failed,
+	    (unsigned long long)a->dgrams_up, (unsigned long long)a->dgrams_down,
+	    (unsigned long long)a->drop_queue, (unsigned long long)a->drop_hold,
+	    (unsigned long long)a->drop_down);
+	log_info("udp: packets in: %llu malformed, %llu bad checksum; "
+	    "fragments: %llu held, %llu datagrams reassembled, %llu timed out, "
+	    "%llu evicted, %llu invalid; %llu DNS queries pinned",
+	    (unsigned long long)u->st.rx_malformed,
+	    (unsigned long long)u->st.rx_badsum,
+	    (unsigned long long)r->fragments, (unsigned long long)r->completed,
+	    (unsigned long long)r->timeouts, (unsigned long long)r->evicted,
+	    (unsigned long long)r->invalid,
+	    (unsigned long long)u->st.dns_pinned);
+}
+
 void
 flow_udp_free(struct flow_udp *u)
 {
 	if (u == NULL)
 		return;
+	flow_udp_log_stats(u);
 	loop_timer_cancel(u->loop, &u->reass_timer);
 	assoc_env_free(u->assoc);
 	reass_free(u->reass);

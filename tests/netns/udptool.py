@@ -187,7 +187,8 @@ def cmd_many(args):
     pending = {}
     for i, s in enumerate(socks):
         pending[s.fileno()] = (s, ("assoc %d" % i).encode())
-    end = time.monotonic() + args.timeout
+    start = time.monotonic()
+    end = start + args.timeout
     attempt = 0
     poller = select.poll()
     for s in socks:
@@ -202,7 +203,8 @@ def cmd_many(args):
                 if attempt == 0 and args.pace:
                     time.sleep(args.pace)
             attempt += 1
-        until = time.monotonic() + min(2.0, max(0.0, end - time.monotonic()))
+        until = time.monotonic() + min(args.wait,
+                                       max(0.0, end - time.monotonic()))
         while pending and time.monotonic() < until:
             for fd, _ in poller.poll(200):
                 if fd not in pending:
@@ -214,8 +216,8 @@ def cmd_many(args):
                     continue
                 if data == msg:
                     del pending[fd]
-    log("many: %d of %d sockets got their echo (%d attempts)" % (
-        args.n - len(pending), args.n, attempt))
+    log("many: %d of %d sockets got their echo (%d attempts, %.1f s)" % (
+        args.n - len(pending), args.n, attempt, time.monotonic() - start))
     if args.hold:
         time.sleep(args.hold)
     for s in socks:
@@ -285,7 +287,11 @@ def udp6(src, dst, sport, dport, data, sum_fix=None, ulen=None):
     return u[:6] + struct.pack("!H", c) + u[8:]
 
 
-def malformed(src4, dst4, src6, dst6, port):
+# What one round of malformed() adds to the client's counters.
+ROUND_MALFORMED, ROUND_BADSUM, ROUND_INVALID_FRAG = 7, 4, 1
+
+
+def malformed(src4, dst4, src6, dst6, port, ident):
     """(name, packet, family) of packets that must be counted and dropped:
     each is malformed or has a wrong checksum."""
     d = b"malformed"
@@ -315,7 +321,7 @@ def malformed(src4, dst4, src6, dst6, port):
                 bytes([17, 4]) + bytes(6)), 6))
     bad.append(("v6 extension header loop", ip6(src6, dst6, 60,
                 b"".join(bytes([60, 0]) + bytes(6) for _ in range(12))), 6))
-    frag = struct.pack("!BBHI", 17, 0, (8 << 3) | 1, 77)
+    frag = struct.pack("!BBHI", 17, 0, (8 << 3) | 1, ident)
     bad.append(("v6 fragment not a multiple of 8", ip6(src6, dst6, 44,
                 frag + good6[:13]), 6))
     return bad
@@ -328,16 +334,18 @@ def cmd_inject(args):
                        socket.htons(0x86dd))
     ifindex = socket.if_nametoindex(args.dev)
     n = 0
-    for _ in range(args.rounds):
+    for r in range(args.rounds):
         for name, pkt, fam in malformed(args.src4, args.dst4, args.src6,
-                                        args.dst6, args.port):
+                                        args.dst6, args.port, 1000 + r):
             s, proto = (s4, 0x0800) if fam == 4 else (s6, 0x86dd)
             s.sendto(pkt, (args.dev, proto, 0, 0, b""))
             n += 1
             if args.verbose:
                 log("inject: %s (%d bytes)" % (name, len(pkt)))
-    log("inject: %d malformed packets into %s (index %d)" % (n, args.dev,
-                                                              ifindex))
+    log("inject: %d packets into %s (index %d): expect %d malformed, "
+        "%d bad checksum, %d invalid fragments" % (
+            n, args.dev, ifindex, ROUND_MALFORMED * args.rounds,
+            ROUND_BADSUM * args.rounds, ROUND_INVALID_FRAG * args.rounds))
     return 0
 
 
@@ -372,6 +380,8 @@ def main():
     p.add_argument("--tries", type=int, default=5)
     p.add_argument("--pace", type=float, default=0)
     p.add_argument("--hold", type=float, default=0)
+    p.add_argument("--wait", type=float, default=5,
+                   help="seconds to wait for echoes before resending")
     p = sub.add_parser("stream")
     p.add_argument("--host", required=True)
     p.add_argument("--port", type=int, default=7)
