@@ -1,0 +1,83 @@
+#!/bin/bash
+# Configured limits: client max_flows 100, then server max_conns 100.
+# 150 apps connect at once; exactly the first 100 get through and work, the
+# other 50 are refused at once (client: the app's SYN is answered with an
+# RST; server: the connection is closed at accept and the app reset), the
+# refusals are counted in `tunsplit status` and logged once per interval,
+# and the 100 admitted flows are unaffected.  With them gone, new flows
+# work again.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/soaklib.sh"
+ts_init fault_limits
+
+ts_topology_up
+ts_make_pki
+
+# run_case NAME: 150 apps against the configured limit of 100.
+run_case() {
+	local name=$1 ready=$TS_TMP/$1.ready release=$TS_TMP/$1.release
+	ts_bg "$NS_C" "$name-held" "$TS_PY" -u "$TS_SOAK_PY" hold \
+	    --host "$TS_T_ADDR4" --port "$TS_SOAK_PORT" --conns 100 \
+	    --parallel 100 --hold 60 --ready "$ready" --release "$release"
+	local held=$TS_LAST_PID
+	ts_wait_file "$ready" 30 "$held" ||
+	    ts_fail "$name: 100 flows below the limit: $(tail -n 1 "$TS_TMP/$name-held.log")"
+	TS_APP_TIMEOUT=40
+	ts_soak_app hold --host "$TS_T_ADDR4" --port "$TS_SOAK_PORT" \
+	    --conns 50 --parallel 50 --timeout 10 --hold 0 --min-ok 0 \
+	    >"$TS_TMP/$name-over.log" 2>&1
+	ts_log "$name: over the limit: $(head -n 1 "$TS_TMP/$name-over.log")"
+	grep -q '^hold: 0/50 open' "$TS_TMP/$name-over.log" ||
+	    ts_fail "$name: flows over the limit got through: $(head -n 1 "$TS_TMP/$name-over.log")"
+	grep -q '"timeout"' "$TS_TMP/$name-over.log" &&
+	    ts_fail "$name: refused flows hung instead of being reset"
+	touch "$release"
+	wait "$held" || ts_fail "$name: admitted flows broke: $(tail -n 1 "$TS_TMP/$name-held.log")"
+	ts_log "$name: $(tail -n 1 "$TS_TMP/$name-held.log")"
+	TS_APP_TIMEOUT=40
+	ts_soak_app churn --host "$TS_T_ADDR4" --port "$TS_SOAK_PORT" \
+	    --conns 200 --parallel 8 >"$TS_TMP/$name-after.log" 2>&1 ||
+	    ts_fail "$name: after the limit: $(tail -n 1 "$TS_TMP/$name-after.log")"
+}
+
+status_json() {	# status_json NS SOCKET
+	ip netns exec "$1" "$TUNSPLIT" status -s "$2" --json
+}
+
+# 1. The client's max_flows.
+TS_MAX_FLOWS=100
+ts_write_configs
+ts_start_soak_target
+ts_start_server
+ts_start_client
+run_case client
+st=$(status_json "$NS_C" "$TS_TMP/client.sock") || ts_fail "client status"
+refused=$(printf '%s' "$st" | "$TS_PY" -c 'import json,sys; print(json.load(sys.stdin)["tun"]["syn_refused"])') ||
+    ts_fail "no tun.syn_refused in the client status: $st"
+[ "$refused" -ge 50 ] || ts_fail "client counted $refused refused SYNs, 50 expected"
+msgs=$(grep -c 'max_flows 100 reached' "$TS_TMP/client.log")
+[ "$msgs" -eq 1 ] || ts_fail "client logged the limit $msgs times, once expected"
+ts_log "client: $refused SYNs refused (status), limit logged once"
+kill -TERM "$TS_CLIENT_PID" "$TS_SERVER_PID"
+sleep 0.3
+kill -TERM "$TS_CLIENT_PID" "$TS_SERVER_PID" 2>/dev/null
+wait "$TS_CLIENT_PID" "$TS_SERVER_PID" 2>/dev/null
+
+# 2. The server's max_conns.
+# No warm pool here: its connections are admitted by the server ahead of
+# time and would carry flows past a full server.
+TS_MAX_FLOWS=4096
+ts_write_configs "  pool: 0" "  max_conns: 100"
+ts_start_server
+ts_start_client
+run_case server
+st=$(status_json "$NS_S" "$TS_TMP/server.sock") || ts_fail "server status"
+refused=$(printf '%s' "$st" | "$TS_PY" -c 'import json,sys; print(json.load(sys.stdin)["sessions"]["refused"])') ||
+    ts_fail "cannot read the server status: $st"
+[ "$refused" -ge 50 ] || ts_fail "server counted $refused refused connections, 50 expected: $st"
+msgs=$(grep -c 'max_conns 100 reached' "$TS_TMP/server.log")
+[ "$msgs" -ge 1 ] && [ "$msgs" -le 3 ] ||
+    ts_fail "server logged the limit $msgs times"
+ts_log "server: $refused connections refused (status), limit logged $msgs time(s)"
+ts_check_alive
+ts_pass "max_flows and max_conns refuse only the new work, at once, counted and logged once per interval; recovery at once"
