@@ -107,6 +107,10 @@
 #define LWIP_HOOK_FILENAME          "tsnetif_hooks.h"
 #define LWIP_HOOK_IP4_INPUT(p, inp) tsnetif_ip4_input_hook((p), (inp))
 #define LWIP_HOOK_IP6_INPUT(p, inp) tsnetif_ip6_input_hook((p), (inp))
+/* Every TCP segment once matched to a pcb, reassembled ones included:
+ * clamps the MSS option to the TUN MTU (tsnetif.c says why). */
+#define LWIP_HOOK_TCP_INPACKET_PCB(pcb, hdr, optlen, opt1len, opt2, p) \
+	tsnetif_tcp_inpkt_hook((pcb), (hdr), (optlen), (opt1len), (opt2), (p))
 
 #define LWIP_NETIF_API              0
 #define LWIP_HAVE_LOOPIF            0

@@ -362,6 +362,55 @@ tsnetif_ip6_input_hook(struct pbuf *p, struct netif *inp)
 	return 0;
 }
 
+/*
+ * lwIP 2.1 takes the MSS option from every segment (tcp_parseopt runs in
+ * every state, not only on a SYN), reads an MSS of 0 as TCP_MSS, and bounds
+ * it by the MTU only for a new connection's first SYN.  One later segment
+ * from an app -- or from any LAN host in router mode -- could make lwIP
+ * send segments larger than the TUN MTU, and fragmenting those over IPv6
+ * crashes lwIP 2.1's ip6_frag (found by fuzz_tun).  So the option is
+ * clamped to what the MTU allows in every segment before lwIP parses it.
+ * The options may be split over two pbufs (opt2); checksums are not
+ * verified on input, so rewriting in place is safe.
+ */
+int
+tsnetif_tcp_inpkt_hook(struct tcp_pcb *pcb, struct tcp_hdr *hdr,
+    u16_t optlen, u16_t opt1len, u8_t *opt2, struct pbuf *p)
+{
+	uint8_t *o1 = (uint8_t *)hdr + TCP_HLEN, *b[4];
+	unsigned max, mss, i = 0, j, len;
+
+	(void)pcb;
+	(void)p;
+	max = ip_current_is_v6() ? ts_netif.mtu6 - 60u : ts_netif.mtu - 40u;
+#define TS_OPT(k)	((k) < opt1len ? &o1[(k)] : &opt2[(k) - opt1len])
+	if (opt2 == NULL && opt1len < optlen)
+		optlen = opt1len;	/* not expected: stay inside what exists */
+	while (i < optlen) {
+		if (*TS_OPT(i) == 0)		/* end of options */
+			break;
+		if (*TS_OPT(i) == 1) {		/* no-op */
+			i++;
+			continue;
+		}
+		if (i + 1 >= optlen || (len = *TS_OPT(i + 1)) < 2 ||
+		    i + len > optlen)
+			break;			/* malformed: lwIP stops too */
+		if (*TS_OPT(i) == 2 && len == 4) {
+			for (j = 0; j < 4; j++)
+				b[j] = TS_OPT(i + j);
+			mss = (unsigned)*b[2] << 8 | *b[3];
+			if (mss == 0 || mss > max) {
+				*b[2] = (uint8_t)(max >> 8);
+				*b[3] = (uint8_t)max;
+			}
+		}
+		i += len;
+	}
+#undef TS_OPT
+	return ERR_OK;
+}
+
 void
 tsnetif_input(const uint8_t *pkt, size_t len)
 {

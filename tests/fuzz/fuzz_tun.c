@@ -20,14 +20,13 @@
  * depends on its uptime: without this no input could ever complete a
  * handshake reproducibly.
  *
- * Non-TCP packets go where tsnetif hands them: through pkt.c's parsers
- * and reass.c, as the client's UDP and ICMP path will take them, with
- * their checksums corrected first (same bit 7).
+ * Non-TCP packets go where tsnetif hands them, to the client's UDP and
+ * ICMP input (flow_udp_input), with their checksums corrected first (same
+ * bit 7).
  *
  * Oracles: ASan/UBSan; every packet lwIP writes is a well-formed IP packet
  * of exactly its stated length; after tsnetif_shutdown no pcb is left; the
- * non-TCP handler only ever sees bytes inside the packet; echo replies are
- * fragmented to the MTU.
+ * non-TCP handler only ever sees bytes inside the packet.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -42,8 +41,15 @@
 #include "lwip/tcp.h"
 #include "lwip/priv/tcp_priv.h"
 
+#include "addr.h"
+#include "assoc.h"
+#include "auth.h"
+#include "conf.h"
+#include "flow_udp.h"
+#include "log.h"
+#include "loop.h"
+#include "outer.h"
 #include "pkt.h"
-#include "reass.h"
 #include "tsnetif.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -84,8 +90,10 @@ struct fz_conn {
 
 static struct fz_conn	 fz_conns[FZ_MAX_PCBS];
 static unsigned		 fz_keep;		/* pcbs kept open */
-static unsigned		 fz_mtu;
-static struct reass	*fz_reass;
+static struct flow_udp	*fz_udp;
+static struct assoc_cfg	 fz_ac;
+static struct addr	 fz_server;
+static uint8_t		 fz_uid[PROTO_USER_ID_LEN];
 static bool		 fz_limit;		/* refuse SYNs beyond fz_keep */
 static struct fz_isn	 fz_isns[FZ_MAX_ISN];
 static unsigned		 fz_isn_next;
@@ -217,63 +225,26 @@ fz_syn_allowed(void *arg)
 	return !fz_limit || fz_live() < fz_keep;
 }
 
-static int
-fz_emit(void *arg, const uint8_t *p, size_t len)
-{
-	(void)arg;
-	if (len > fz_mtu)
-		abort();
-	fz_sink += p[0] + p[len - 1];
-	return 0;
-}
-
 /*
- * The client's non-TCP input path as far as it exists: parse (bounds,
- * checksums, IPv6 extension headers), reassemble fragments, parse UDP or
- * the echo request, and build and fragment the echo reply.  The handler
- * may read exactly len bytes: ASan catches any lie from tsnetif.
+ * The client's own non-TCP path: flow_udp_input parses (bounds, checksums,
+ * IPv6 extension headers), reassembles, pins DNS and hands UDP to its
+ * association and echo requests to flow_icmp, exactly as client.c wires
+ * it.  Associations dial a closed loopback port and the loop never runs,
+ * so their datagrams only queue (bounded), and nothing leaves the host.
+ * The handler may read exactly len bytes: ASan catches any lie from
+ * tsnetif.
  */
 static bool
 fz_other(void *arg, const uint8_t *pkt, size_t len)
 {
-	static uint8_t reply[PKT_MAX], frag[65536];
-	struct pkt_ip ip;
-	struct pkt_udp u;
-	struct pkt_echo e;
 	uint32_t sum = 0;
-	size_t i, n;
+	size_t i;
 
 	(void)arg;
 	for (i = 0; i < len; i++)
 		sum += pkt[i];
 	fz_sink += sum;
-	if (pkt_parse(pkt, len, &ip) != PKT_OK)
-		return false;
-	if (ip.frag) {
-		if (reass_add(fz_reass, &ip, fz_now) != 1)
-			return true;
-		if (ip.family == AF_INET6 && pkt_parse_ext6(&ip, ip.proto,
-		    ip.l4, ip.l4_len) != PKT_OK)
-			return true;
-	}
-	if (ip.proto == PKT_PROTO_UDP) {
-		if (pkt_udp_parse(&ip, &u) != PKT_OK)
-			return false;
-		for (i = 0; i < u.len; i++)
-			sum += u.data[i];
-		fz_sink += sum;
-		return true;
-	}
-	if (ip.proto != PKT_PROTO_ICMP && ip.proto != PKT_PROTO_ICMP6)
-		return false;
-	if (pkt_echo_parse(&ip, &e) != PKT_OK)
-		return false;
-	n = pkt_build_echo_reply(reply, ip.family, ip.dst, ip.src, e.id, e.seq,
-	    e.data, e.len, (uint16_t)fz_now);
-	if (n > 0 && pkt_fragment(reply, n, fz_mtu, fz_now, frag, fz_emit,
-	    NULL) < 0)
-		abort();
-	return true;
+	return flow_udp_input(fz_udp, pkt, len);
 }
 
 static void
@@ -519,11 +490,38 @@ fz_advance(unsigned ms)
 	fz_drain();
 }
 
+/* What flow_udp needs from the client: a configuration (DNS pinned, few
+ * associations), a loop, a TLS context, the server: a closed port on
+ * loopback. */
+static const char fz_yaml[] =
+    "tun: {name: fz0, mtu: 1500}\n"
+    "client:\n"
+    "  server: \"127.0.0.1:9\"\n"
+    "  key: UR8GBfXkCWILEa357of526YctXNYj5edwp3e59D7Z7I=\n"
+    "  insecure: true\n"
+    "  max_udp: 8\n"
+    "  dns: 10.77.2.53\n";
+
 static int
 fz_setup(void)
 {
+	static const uint8_t lo[4] = { 127, 0, 0, 1 };
+	struct conf *c;
+	char err[256];
 	int sz = 1 << 22;
 
+	log_init(LOG_LVL_ERROR, false, "fuzz_tun");
+	if ((c = conf_load_buf("fuzz_tun", fz_yaml, sizeof(fz_yaml) - 1, err,
+	    sizeof(err))) == NULL)
+		return -1;
+	addr_from_raw(&fz_server, AF_INET, lo, 9);
+	auth_user_id(c->client.key, fz_uid);
+	fz_ac.conf = c;
+	fz_ac.server = &fz_server;
+	fz_ac.user_id = fz_uid;
+	if ((fz_ac.loop = loop_new()) == NULL ||
+	    (fz_ac.ssl_ctx = outer_ctx_client(NULL, true)) == NULL)
+		return -1;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK, 0, fz_sock) < 0)
 		return -1;
 	/* Room for a full window of 64 KiB segments between drains. */
@@ -554,9 +552,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fz_limit = (data[0] & 0x08) != 0;
 	memset(fz_isns, 0, sizeof(fz_isns));
 	fz_isn_next = 0;
-	fz_mtu = mtus[data[0] & 7];
-	if ((fz_reass = reass_new()) == NULL ||
-	    tsnetif_init(fz_sock[0], fz_mtu, &ops) < 0)
+	if ((fz_udp = flow_udp_new(&fz_ac)) == NULL ||
+	    tsnetif_init(fz_sock[0], mtus[data[0] & 7], &ops) < 0)
 		abort();
 	data++;
 	size--;
@@ -596,7 +593,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	 * nothing of this input survives into the next. */
 	for (i = 0; i < 62; i++)
 		fz_advance(1000);
-	reass_free(fz_reass);
-	fz_reass = NULL;
+	flow_udp_free(fz_udp);
+	fz_udp = NULL;
 	return 0;
 }
