@@ -546,6 +546,24 @@ outer_ctx_alpn(SSL_CTX *ctx, const char *protos)
 }
 
 int
+outer_ctx_share_tickets(SSL_CTX *dst, SSL_CTX *src)
+{
+	unsigned char	 keys[80];	/* name, HMAC key, AES key */
+	int		 rc = -1;
+
+	if (dst == NULL || src == NULL)
+		return -1;
+	ERR_clear_error();
+	if (SSL_CTX_get_tlsext_ticket_keys(src, keys, sizeof(keys)) == 1 &&
+	    SSL_CTX_set_tlsext_ticket_keys(dst, keys, sizeof(keys)) == 1)
+		rc = 0;
+	else
+		log_ssl_errors("outer: session ticket keys");
+	OPENSSL_cleanse(keys, sizeof(keys));
+	return rc;
+}
+
+int
 outer_ctx_allow_tls12(SSL_CTX *ctx)
 {
 	if (ctx == NULL ||

@@ -34,6 +34,9 @@ int outer_ctx_pin(struct ssl_ctx_st *ctx, const uint8_t spki_sha256[32]);
 /* Replaces the ALPN list a client context offers ("http/1.1", or several
  * separated by commas, most preferred first).  0 or -1 (logged). */
 int outer_ctx_alpn(struct ssl_ctx_st *ctx, const char *protos);
+/* Gives a new server context the session-ticket keys of the one it
+ * replaces (a reload), so that clients' tickets stay valid.  0 or -1. */
+int outer_ctx_share_tickets(struct ssl_ctx_st *dst, struct ssl_ctx_st *src);
 /* Lets a client context speak TLS 1.2 as well: for talking to other
  * servers (a cover site), never for tunsplit's own outer streams.  0/-1. */
 int outer_ctx_allow_tls12(struct ssl_ctx_st *ctx);

@@ -344,6 +344,8 @@ server_reload(struct server *srv)
 		return;
 	}
 	(void)outer_ctx_padding(ctx, c->server.padding, OUTER_PAD_MAX);
+	/* Clients' tickets stay good: no round of full handshakes. */
+	(void)outer_ctx_share_tickets(ctx, srv->env.ctx);
 	outer_ctx_free(srv->env.ctx);
 	srv->env.ctx = ctx;
 }

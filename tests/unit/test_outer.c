@@ -849,6 +849,49 @@ test_verification(void **state)
 	outer_ctx_free(sys);
 }
 
+/* A reloaded server context keeps accepting the old context's tickets
+ * only when it was given its ticket keys. */
+static void
+test_share_tickets(void **state)
+{
+	struct ctxs	*x = *state;
+	SSL_CTX		*cctx, *fresh, *shared;
+	struct pair	 p;
+	char		 buf[8];
+
+	assert_non_null(cctx = outer_ctx_client(ca_pem, false));
+	assert_non_null(fresh = outer_ctx_server(cert_pem, key_pem));
+	assert_non_null(shared = outer_ctx_server(cert_pem, key_pem));
+	assert_int_equal(outer_ctx_share_tickets(shared, x->s), 0);
+	assert_int_equal(outer_ctx_share_tickets(NULL, x->s), -1);
+	assert_int_equal(outer_ctx_share_tickets(shared, NULL), -1);
+
+	/* A ticket from x->s, then one connection to each new context. */
+	pair_connect(&p, cctx, x->s, false);
+	write_all(p.s, "hi", 2);
+	assert_int_equal(read_wait(p.c, buf, sizeof(buf)), 2);
+	pair_free(&p);
+	pair_connect(&p, cctx, shared, false);
+	assert_true(outer_session_reused(p.c));
+	write_all(p.s, "hi", 2);
+	assert_int_equal(read_wait(p.c, buf, sizeof(buf)), 2);
+	pair_free(&p);
+	/* That brought a ticket from shared, which x->s also reads... */
+	pair_connect(&p, cctx, x->s, false);
+	assert_true(outer_session_reused(p.c));
+	write_all(p.s, "hi", 2);
+	assert_int_equal(read_wait(p.c, buf, sizeof(buf)), 2);
+	pair_free(&p);
+	/* ...and one that a context with keys of its own does not. */
+	pair_connect(&p, cctx, fresh, false);
+	assert_false(outer_session_reused(p.c));
+	pair_free(&p);
+
+	outer_ctx_free(cctx);
+	outer_ctx_free(fresh);
+	outer_ctx_free(shared);
+}
+
 /* Public-key pinning, with and without chain verification. */
 static void
 test_pinning(void **state)
@@ -1141,6 +1184,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_resumption,
 		    setup_ctxs, teardown_ctxs),
 		cmocka_unit_test_setup_teardown(test_verification,
+		    setup_ctxs, teardown_ctxs),
+		cmocka_unit_test_setup_teardown(test_share_tickets,
 		    setup_ctxs, teardown_ctxs),
 		cmocka_unit_test_setup_teardown(test_pinning,
 		    setup_ctxs, teardown_ctxs),
