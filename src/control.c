@@ -31,6 +31,7 @@
 #include "addr.h"
 #include "assoc.h"
 #include "conf.h"
+#include "cover.h"
 #include "daemon.h"
 #include "flow_tcp.h"
 #include "flow_udp.h"
@@ -222,6 +223,10 @@ control_fill_server(struct control *ctl, struct control_fill *cf)
 	st->rejects = &env->stats.rejects;
 	st->handshake = &env->stats.handshake;
 	st->users = ctl->conf->server.nusers;
+	st->has_cover = cover_enabled(env->cover);
+	snprintf(st->cover, sizeof(st->cover), "%s", cover_name(env->cover));
+	st->cover_relayed = env->stats.fallback;
+	st->cover_failed = env->stats.fallback_failed;
 	sess_foreach(env, control_on_sess, cf);
 }
 

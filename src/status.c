@@ -123,6 +123,10 @@ status_write_text(const struct status *st, FILE *fp)
 	    status_bytes(st->bytes_down, b, sizeof(b)), st->bytes_down);
 	text_reasons(fp, "failures", st->failures);
 	text_reasons(fp, "rejected", st->rejects);
+	if (st->has_cover)
+		fprintf(fp, "cover site %s: %" PRIu64 " relayed, %" PRIu64
+		    " unreachable\n", st->cover, st->cover_relayed,
+		    st->cover_failed);
 	if (st->handshake != NULL && st->handshake->count > 0)
 		fprintf(fp, "handshakes: %" PRIu64 ", mean %.1f ms\n",
 		    st->handshake->count, (double)st->handshake->sum_us /
@@ -260,6 +264,12 @@ status_write_json(const struct status *st, FILE *fp)
 	json_reasons(fp, "failures", st->failures);
 	if (st->rejects != NULL)
 		json_reasons(fp, "rejected", st->rejects);
+	if (st->has_cover) {
+		fprintf(fp, ",\"cover\":{\"site\":");
+		status_json_str(fp, st->cover);
+		fprintf(fp, ",\"relayed\":%" PRIu64 ",\"unreachable\":%" PRIu64
+		    "}", st->cover_relayed, st->cover_failed);
+	}
 	if (st->handshake != NULL)
 		json_hist(fp, st->handshake);
 	if (st->has_tun)
@@ -501,6 +511,14 @@ status_write_prometheus(const struct status *st, FILE *fp)
 		prom_hist(fp, st->handshake);
 	if (srv)
 		prom_one(fp, "users", "gauge", "Configured users.", st->users);
+	if (srv) {
+		prom_one(fp, "cover_relayed_total", "counter",
+		    "Rejected connections relayed to the cover site.",
+		    st->cover_relayed);
+		prom_one(fp, "cover_unreachable_total", "counter",
+		    "Rejected connections whose cover site could not be "
+		    "reached.", st->cover_failed);
+	}
 	if (st->has_tun)
 		prom_tun(fp, &st->tun);
 	if (st->has_pool)

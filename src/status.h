@@ -66,6 +66,10 @@ struct status {
 	/* Server. */
 	size_t		 users;
 	const struct stats_reasons *rejects;	/* failed authentication etc. */
+	/* Rejected connections relayed to the cover site (fallback). */
+	bool		 has_cover;
+	char		 cover[ADDR_STRLEN + 256];	/* "host:port" */
+	uint64_t	 cover_relayed, cover_failed;
 
 	/* Optional per-flow list (status --flows). */
 	const struct status_flow *flows;

@@ -208,6 +208,14 @@ last=$(grep 'relayed to the cover site' "$slog" | tail -n 1 |
 [ "$n" -ge 7 ] && [ "$last" = "$n" ] ||
     ts_fail "server log: $n rejections logged, counter says $last"
 ts_log "server log: $n rejections with reason and peer, counted ($last)"
+st=$(ip netns exec "$NS_S" "$TUNSPLIT" status -s "$TS_TMP/server.sock")
+printf '%s\n' "$st" >"$TS_TMP/status.txt"
+grep -q "^cover site 127.0.0.1:$COVER_PORT: $n relayed, 0 unreachable" <<<"$st" ||
+    ts_fail "tunsplit status: no cover-site counters for $n relays: $st"
+ip netns exec "$NS_S" "$TUNSPLIT" status -s "$TS_TMP/server.sock" --json |
+    grep -q "\"cover\":{\"site\":\"127.0.0.1:$COVER_PORT\",\"relayed\":$n," ||
+    ts_fail "tunsplit status --json: no cover counters"
+ts_log "tunsplit status: cover site $n relayed"
 
 # ---- key rotation on SIGHUP -------------------------------------------------------
 ip netns exec "$NS_C" timeout 120 "$TS_PY" -u "$TS_TOOLS" recv \
