@@ -4,7 +4,7 @@
 #
 # usage: run.sh [--quick] [--scenarios LIST] [--paths LIST] [--loss LIST]
 #               [--cc LIST] [--flows LIST] [--time S] [--omit S]
-#               [--samples N] [--seed N] [--out FILE]
+#               [--samples N] [--seed N] [--out FILE] [--no-rtprio]
 #
 #   scenarios  accuracy ceiling lfl ttfb   (default: all)
 #   paths      direct openvpn tunsplit     (default: all; tunsplit needs
@@ -186,14 +186,21 @@ ovpn_down() {
 	return 0
 }
 
-# The tunsplit column.  To wire it: write a server config (listen on
-# 10.201.1.2, dial targets in 10.201.2.0/24 -- the egress policy must allow
-# that private range) and a client config like examples/client.yaml (server
-# 10.201.1.2) into $WORK/tunsplit/; start "$TUNSPLIT" with them in
-# $NS_S and $NS_C (record pids for tunsplit_down); route 10.201.2.0/24 and
-# fd00:201:2::/64 in $NS_C into the client's TUN while 10.201.1.2 stays on
-# lkc; check with "ip route get" as ovpn_up does.  Until then the column
-# reads n/a: no made-up numbers.
+# The tunsplit column.  To wire it (configs as in examples/*.yaml), in
+# $WORK/tunsplit/:
+#  - a self-signed certificate for 10.201.1.2 (openssl req -x509 ... with
+#    subjectAltName IP:10.201.1.2) and a key from "$TUNSPLIT genkey";
+#  - server.yaml: listen 10.201.1.2:443, cert/cert_key, one user with that
+#    key, congestion: $cc, egress.allow: [10.201.2.0/24, fd00:201:2::/64]
+#    (private ranges are refused by default);
+#  - client.yaml: server 10.201.1.2:443, ca: the certificate, the same key,
+#    congestion: $cc, mark 0 (no tunsplit-route here), tun address in
+#    198.18.0.0/15;
+#  - start "$TUNSPLIT run -c" each in $NS_S and $NS_C, recording the pids
+#    for tunsplit_down; wait for the client's TUN;
+#  - in $NS_C route 10.201.2.0/24 and fd00:201:2::/64 into that TUN while
+#    10.201.1.2 stays on lkc, and check with "ip route get" as ovpn_up does.
+# Until then the column reads n/a: no made-up numbers.
 tunsplit_up() {
 	if [ -z "${TUNSPLIT:-}" ] || [ ! -x "${TUNSPLIT:-}" ]; then
 		say "tunsplit: no binary (set TUNSPLIT=path)"
