@@ -114,7 +114,7 @@ ts_init() {
 }
 
 ts_cleanup() {
-	local rc=$? pid ns
+	local rc=$? pid ns i f
 	trap - EXIT INT TERM HUP
 	[ "$TS_DONE" = 1 ] || { [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ] && {
 		printf 'FAIL: %s: exited with status %d\n' "$TS_NAME" "$rc"
@@ -129,7 +129,17 @@ ts_cleanup() {
 			kill -TERM "$pid" 2>/dev/null
 		done
 	done
-	sleep 0.3
+	# A daemon drains on the first SIGTERM and stops on the second; give
+	# it a few seconds to exit on its own, which is when a sanitizer
+	# build runs its leak check.
+	sleep 0.1
+	for pid in "${TS_PIDS[@]}"; do
+		kill -TERM "$pid" 2>/dev/null
+	done
+	for i in $(seq 50); do
+		ts_any_running "${TS_PIDS[@]}" || break
+		sleep 0.1
+	done
 	for pid in "${TS_PIDS[@]}"; do
 		kill -KILL "$pid" 2>/dev/null
 	done
@@ -140,6 +150,21 @@ ts_cleanup() {
 		ip netns del "$ns" 2>/dev/null
 	done
 	wait 2>/dev/null
+	# Sanitizer builds (configure --enable-sanitizers): any report in a
+	# log -- memory error, undefined behaviour, a leak found at exit --
+	# fails the test, even one that passed.
+	if [ -n "${TS_TMP:-}" ] && [ "$rc" -ne 77 ] && grep -E -l \
+	    'ERROR: (Address|Leak)Sanitizer|runtime error:' "$TS_TMP"/*.log \
+	    >"$TS_TMP/sanitizer.txt" 2>/dev/null; then
+		printf 'FAIL: %s: sanitizer report in %s\n' "$TS_NAME" \
+		    "$(tr '\n' ' ' <"$TS_TMP/sanitizer.txt")"
+		while read -r f; do
+			grep -E -A 30 'ERROR: (Address|Leak)Sanitizer|runtime error:' \
+			    "$f" | head -n 60
+		done <"$TS_TMP/sanitizer.txt"
+		TS_FAILED=1
+		rc=1
+	fi
 	if [ -n "${TS_TMP:-}" ] && [ -d "$TS_TMP" ]; then
 		if [ "$TS_FAILED" = 1 ] || [ -n "${TS_KEEP:-}" ]; then
 			printf '%s: logs kept in %s\n' "$TS_NAME" "$TS_TMP"
@@ -298,6 +323,17 @@ ts_bg() {
 }
 
 ts_alive() { kill -0 "$1" 2>/dev/null; }
+
+# True while one of the PIDs has not exited (an exited child not yet
+# reaped is a zombie, which kill -0 still finds).
+ts_any_running() {
+	local pid st
+	for pid in "$@"; do
+		st=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d ' ' -f 1)
+		[ -n "$st" ] && [ "$st" != Z ] && return 0
+	done
+	return 1
+}
 
 # ts_wait_port NS PORT [SECONDS [PID]]: wait until something listens on TCP
 # PORT in NS; fail early when PID (the process expected to listen) died.

@@ -2,12 +2,13 @@
 # Helpers for the fault and soak tests (soak_*.sh, fault_*.sh), on top of
 # lib.sh.  Source lib.sh first.
 #
-# Sizes: every test runs a reduced size by default, so that the CI run stays
-# short, and the full size of issue 9 with TS_SOAK=1:
+# Sizes: the tests that take long at the full size of issue 9 run a reduced
+# size by default, so that the CI run stays short; TS_SOAK=1 runs the full
+# sizes (soak_churn then takes about 3 minutes):
 #
-#   test                      default         TS_SOAK=1
-#   soak_flows.sh             10,000 flows    10,000 flows (about 20 s)
-#   soak_churn.sh             5,000 conns     100,000 conns
+#   test                      default         TS_SOAK=1        sanitizer build
+#   soak_flows.sh             10,000 flows    10,000 flows     2,000
+#   soak_churn.sh             5,000 conns     100,000 conns    1,500
 #   fault_reset_storm.sh      100 conns       400 conns
 #   fault_server_restart.sh   3 restarts      10 restarts
 #   fault_nofile.sh, fault_loris.sh, fault_garbage.sh, e2e_egress.sh: one size
@@ -17,10 +18,14 @@
 TS_SOAK_PY=$TS_LIB_DIR/soak.py
 TS_SOAK_PORT=9100
 
-# ts_soak_size DEFAULT FULL: the size to use.
+# ts_soak_size DEFAULT FULL [SANITIZED]: the size to use; SANITIZED (default
+# DEFAULT) in a sanitizer build (TS_SANITIZED, set by scripts/test.sh
+# --asan), which runs several times slower.
 ts_soak_size() {
 	if [ -n "${TS_SOAK:-}" ] && [ "$TS_SOAK" != 0 ]; then
 		echo "$2"
+	elif [ -n "${TS_SANITIZED:-}" ]; then
+		echo "${3:-$1}"
 	else
 		echo "$1"
 	fi
