@@ -25,6 +25,7 @@
 #include "addr.h"
 #include "buf.h"
 #include "conf.h"
+#include "dq.h"
 #include "frame.h"
 #include "log.h"
 #include "loop.h"
@@ -42,13 +43,6 @@ enum assoc_phase {
 	ASSOC_TLS,		/* TLS handshake */
 	ASSOC_RELAY,		/* header sent or queued; frames both ways */
 	ASSOC_HOLD,		/* failed: no stream, datagrams dropped */
-};
-
-/* One encoded frame waiting for the outer stream. */
-struct qframe {
-	struct qframe	*next;
-	size_t		 len;
-	uint8_t		 data[];
 };
 
 struct assoc {
@@ -74,11 +68,9 @@ struct assoc {
 	struct proto_dest	*first;		/* header destination, until sent */
 	const char		*reason;	/* why it failed */
 
-	uint8_t			*hdr;
-	size_t			 hdr_len, hdr_off;
-	struct qframe		*qh, *qt;
-	size_t			 qlen;		/* bytes queued (frames, incl. sent part) */
-	size_t			 qoff;		/* sent part of the head frame */
+	/* Toward the server: the request header, then frames.  The header
+	 * holds no secret (its MAC goes on the wire anyway). */
+	struct dq		 q;
 	size_t			 retry_len;	/* blocked write to repeat */
 	struct buf		 rx;
 
@@ -190,24 +182,6 @@ assoc_touch(struct assoc *a)
 
 /* ---- teardown ---------------------------------------------------------- */
 
-/* Returns how many datagrams were still queued. */
-static size_t
-assoc_drop_queue(struct assoc *a)
-{
-	struct qframe	*q;
-	size_t		 n = 0;
-
-	while ((q = a->qh) != NULL) {
-		a->qh = q->next;
-		free(q);
-		n++;
-	}
-	a->qt = NULL;
-	a->env->qtotal -= a->qlen;
-	a->qlen = a->qoff = a->retry_len = 0;
-	return n;
-}
-
 /* Ends the outer stream: gracefully (close_notify) or with a reset. */
 static void
 assoc_drop_stream(struct assoc *a, bool abort)
@@ -226,13 +200,9 @@ assoc_drop_stream(struct assoc *a, bool abort)
 	a->out = NULL;
 	a->fd = -1;
 	a->hup = a->write_blocked = false;
-	if (a->hdr != NULL) {
-		sodium_memzero(a->hdr, a->hdr_len);
-		free(a->hdr);
-	}
-	a->hdr = NULL;
-	a->hdr_len = a->hdr_off = 0;
-	a->drops += assoc_drop_queue(a);
+	a->env->qtotal -= dq_bytes(&a->q);
+	a->drops += dq_clear(&a->q);
+	a->retry_len = 0;
 	buf_free(&a->rx);
 }
 
@@ -289,63 +259,6 @@ assoc_fail(struct assoc *a, const char *reason)
 
 /* ---- toward the server ------------------------------------------------- */
 
-static size_t
-assoc_gather(struct assoc *a, uint8_t *out, size_t max)
-{
-	struct qframe	*q;
-	size_t		 n = 0, k, skip = a->qoff;
-
-	if (a->hdr_off < a->hdr_len) {
-		n = a->hdr_len - a->hdr_off;
-		if (n > max)
-			n = max;
-		memcpy(out, a->hdr + a->hdr_off, n);
-	}
-	for (q = a->qh; q != NULL && n < max; q = q->next) {
-		k = q->len - skip;
-		if (k > max - n)
-			k = max - n;
-		memcpy(out + n, q->data + skip, k);
-		n += k;
-		skip = 0;
-	}
-	return n;
-}
-
-static void
-assoc_consume(struct assoc *a, size_t n)
-{
-	struct qframe	*q;
-	size_t		 k;
-
-	k = a->hdr_len - a->hdr_off;
-	if (k > n)
-		k = n;
-	a->hdr_off += k;
-	n -= k;
-	if (a->hdr != NULL && a->hdr_off == a->hdr_len) {
-		sodium_memzero(a->hdr, a->hdr_len);
-		free(a->hdr);
-		a->hdr = NULL;
-		a->hdr_len = a->hdr_off = 0;
-	}
-	while (n > 0 && (q = a->qh) != NULL) {
-		k = q->len - a->qoff;
-		if (k > n) {
-			a->qoff += n;
-			break;
-		}
-		n -= k;
-		a->qh = q->next;
-		a->qlen -= q->len;
-		a->env->qtotal -= q->len;
-		a->qoff = 0;
-		free(q);
-	}
-	if (a->qh == NULL)
-		a->qt = NULL;
-}
-
 static int
 assoc_pump_up(struct assoc *a)
 {
@@ -354,8 +267,10 @@ assoc_pump_up(struct assoc *a)
 	ssize_t	 w;
 
 	a->write_blocked = false;
-	while (a->hdr_off < a->hdr_len || a->qh != NULL) {
-		n = assoc_gather(a, stage, a->retry_len ? a->retry_len :
+	while (dq_bytes(&a->q) > 0) {
+		/* Several frames per TLS record; a blocked write is retried
+		 * with the same bytes, as outer_write() requires. */
+		n = dq_gather(&a->q, stage, a->retry_len ? a->retry_len :
 		    ASSOC_STAGE);
 		w = outer_write(a->out, stage, n);
 		if (w < 0) {
@@ -366,7 +281,8 @@ assoc_pump_up(struct assoc *a)
 			return 0;
 		}
 		a->retry_len = 0;
-		assoc_consume(a, (size_t)w);
+		dq_consume(&a->q, (size_t)w);
+		a->env->qtotal -= (size_t)w;
 	}
 	return 0;
 }
@@ -554,12 +470,9 @@ assoc_start_relay(struct assoc *a)
 	memcpy(req.user_id, e->user_id, sizeof(req.user_id));
 	req.dest = *a->first;
 	n = proto_req_encode(buf, sizeof(buf), &req, e->conf->client.key, 0);
-	if (n < 0 || (a->hdr = malloc((size_t)n)) == NULL)
+	if (n < 0 || dq_push(&a->q, buf, (size_t)n, NULL, 0, true) < 0)
 		return -1;
-	memcpy(a->hdr, buf, (size_t)n);
-	sodium_memzero(buf, sizeof(buf));
-	a->hdr_len = (size_t)n;
-	a->hdr_off = 0;
+	e->qtotal += (size_t)n;
 	free(a->first);
 	a->first = NULL;
 	a->phase = ASSOC_RELAY;
@@ -699,6 +612,7 @@ assoc_new(struct assoc_env *e, const struct assoc_key *key,
 	*a->first = *dst;
 	a->start_ms = a->last_ms = loop_now(e->loop);
 	buf_init(&a->rx, ASSOC_RX_CAP);
+	dq_init(&a->q);
 	loop_timer_init(&a->timer, assoc_on_timer);
 	b = assoc_bucket(e, key);
 	a->hnext = e->buckets[b];
@@ -736,31 +650,15 @@ assoc_send(struct assoc *a, const struct proto_dest *dst,
     const uint8_t *data, size_t len, bool short_lived)
 {
 	struct assoc_env	*e = a->env;
-	struct qframe		*q;
-	size_t			 hl = frame_hdr_len(dst), flen = hl + len;
+	uint8_t			 hdr[FRAME_HDR_MAX];
+	ssize_t			 hl;
 
-	if (hl == 0 || len > FRAME_PAYLOAD_MAX)
+	if ((hl = frame_encode_hdr(hdr, sizeof(hdr), dst, len)) < 0 ||
+	    dq_bytes(&a->q) + (size_t)hl + len > ASSOC_QUEUE_MAX ||
+	    e->qtotal + (size_t)hl + len > ASSOC_QUEUE_TOTAL ||
+	    dq_push(&a->q, hdr, (size_t)hl, data, len, false) < 0)
 		goto drop;
-	if (a->qlen + flen > ASSOC_QUEUE_MAX ||
-	    e->qtotal + flen > ASSOC_QUEUE_TOTAL) {
-		e->st.drop_queue++;
-		a->drops++;
-		return -1;
-	}
-	if ((q = malloc(sizeof(*q) + flen)) == NULL)
-		goto drop;
-	(void)frame_encode_hdr(q->data, flen, dst, len);
-	if (len > 0)
-		memcpy(q->data + hl, data, len);
-	q->len = flen;
-	q->next = NULL;
-	if (a->qt != NULL)
-		a->qt->next = q;
-	else
-		a->qh = q;
-	a->qt = q;
-	a->qlen += flen;
-	e->qtotal += flen;
+	e->qtotal += (size_t)hl + len;
 	if (!short_lived)
 		a->short_lived = false;
 	a->up_d++;
