@@ -186,32 +186,95 @@ ovpn_down() {
 	return 0
 }
 
-# The tunsplit column.  To wire it (configs as in examples/*.yaml), in
-# $WORK/tunsplit/:
-#  - a self-signed certificate for 10.201.1.2 (openssl req -x509 ... with
-#    subjectAltName IP:10.201.1.2) and a key from "$TUNSPLIT genkey";
-#  - server.yaml: listen 10.201.1.2:443, cert/cert_key, one user with that
-#    key, congestion: $cc, egress.allow: [10.201.2.0/24, fd00:201:2::/64]
-#    (private ranges are refused by default);
-#  - client.yaml: server 10.201.1.2:443, ca: the certificate, the same key,
-#    congestion: $cc, mark 0 (no tunsplit-route here), tun address in
-#    198.18.0.0/15;
-#  - start "$TUNSPLIT run -c" each in $NS_S and $NS_C, recording the pids
-#    for tunsplit_down; wait for the client's TUN;
-#  - in $NS_C route 10.201.2.0/24 and fd00:201:2::/64 into that TUN while
-#    10.201.1.2 stays on lkc, and check with "ip route get" as ovpn_up does.
-# Until then the column reads n/a: no made-up numbers.
+# The tunsplit columns: a throwaway CA and server certificate, a server in
+# $NS_S listening on 10.201.1.2 (egress allowed to the target subnet), a
+# client in $NS_C whose TUN carries 10.201.2.0/24 and fd00:201:2::/64 while
+# 10.201.1.2 stays on lkc.  "tunsplit" keeps a warm pool (TSB_POOL, default
+# 6: sequential new connections 1 RTT apart drain a smaller pool faster
+# than a replacement handshake refills it); "tunsplit-nopool" has none.
+TS_DIR=$WORK/tunsplit
+TS_MTU=${TSB_MTU:-9000}
+
+ts_pki() {
+	[ -f "$TS_DIR/server.pem" ] && return 0
+	mkdir -p "$TS_DIR" || return 1
+	(cd "$TS_DIR" &&
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+	    -keyout ca.key -out ca.pem -days 2 -subj /CN=tsb-ca &&
+	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+	    -keyout server.key -out server.csr -subj /CN=tunsplit.bench &&
+	printf 'subjectAltName=DNS:tunsplit.bench\n' >ext &&
+	openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key \
+	    -CAcreateserial -days 2 -extfile ext -out server.pem) \
+	    >"$TS_DIR/pki.log" 2>&1
+}
+
 tunsplit_up() {
+	local pool=$1 key i
 	if [ -z "${TUNSPLIT:-}" ] || [ ! -x "${TUNSPLIT:-}" ]; then
 		say "tunsplit: no binary (set TUNSPLIT=path)"
 		return 1
 	fi
-	# TODO: start server and client as described above.
-	say "tunsplit: not yet wired"
-	return 1
+	ts_pki || { say "tunsplit: certificates failed"; return 1; }
+	key=$("$TUNSPLIT" genkey) || return 1
+	cat >"$TS_DIR/server.yaml" <<EOF
+log: {level: warn}
+control: $TS_DIR/server.sock
+server:
+  listen: ["10.201.1.2:8443"]
+  cert: $TS_DIR/server.pem
+  cert_key: $TS_DIR/server.key
+  users: [{name: bench, key: "$key"}]
+  congestion: $TUNNEL_CC
+  egress: {allow: [10.201.2.0/24, "fd00:201:2::/64"]}
+EOF
+	cat >"$TS_DIR/client.yaml" <<EOF
+log: {level: warn}
+control: $TS_DIR/client.sock
+tun: {name: tsb-ts, mtu: $TS_MTU, address: [198.18.0.1/15, "fdfe:dcba:9876::1/64"]}
+client:
+  server: "10.201.1.2:8443"
+  sni: tunsplit.bench
+  ca: $TS_DIR/ca.pem
+  key: "$key"
+  congestion: $TUNNEL_CC
+  pool: $pool
+EOF
+	chmod 600 "$TS_DIR"/*.yaml
+	nsx $NS_S "$TUNSPLIT" run -c "$TS_DIR/server.yaml" \
+	    >>"$TS_DIR/server.log" 2>&1 </dev/null &
+	echo $! >"$TS_DIR/server.pid"
+	nsx $NS_C "$TUNSPLIT" run -c "$TS_DIR/client.yaml" \
+	    >>"$TS_DIR/client.log" 2>&1 </dev/null &
+	echo $! >"$TS_DIR/client.pid"
+	i=0
+	until nsx $NS_C ip link show tsb-ts 2>/dev/null | grep -q UP; do
+		[ $i -lt 50 ] || { tail -5 "$TS_DIR/client.log" >&2; return 1; }
+		sleep 0.1; i=$((i + 1))
+	done
+	nsx $NS_C ip route replace 10.201.2.0/24 dev tsb-ts
+	nsx $NS_C ip -6 route replace fd00:201:2::/64 dev tsb-ts 2>/dev/null
+	nsx $NS_C ip route get $TARGET | grep -q "dev tsb-ts" ||
+	    { say "tunsplit: route not through the tunnel"; return 1; }
+	# Let the pool fill before anything is measured.
+	sleep 2
+	nsx $NS_C curl -s -o /dev/null -m 10 http://$TARGET/1k
 }
 
 tunsplit_down() {
+	local f pid i
+	for f in client server; do
+		pid=$(cat "$TS_DIR/$f.pid" 2>/dev/null) || continue
+		kill -TERM "$pid" 2>/dev/null
+		i=0
+		while kill -0 "$pid" 2>/dev/null && [ $i -lt 80 ]; do
+			sleep 0.1; i=$((i + 1))
+		done
+		kill -KILL "$pid" 2>/dev/null
+		rm -f "$TS_DIR/$f.pid"
+	done
+	nsx $NS_C ip route replace 10.201.2.0/24 via 10.201.1.2 dev lkc \
+	    2>/dev/null
 	return 0
 }
 
@@ -219,7 +282,8 @@ path_up() {
 	case $1 in
 	direct)		return 0 ;;
 	openvpn)	ovpn_up ;;
-	tunsplit)	tunsplit_up ;;
+	tunsplit)	tunsplit_up "${TSB_POOL:-6}" ;;
+	tunsplit-nopool) tunsplit_up 0 ;;
 	*)		die "unknown path $1" ;;
 	esac
 }
@@ -227,7 +291,7 @@ path_up() {
 path_down() {
 	case $1 in
 	openvpn)	ovpn_down ;;
-	tunsplit)	tunsplit_down ;;
+	tunsplit|tunsplit-nopool) tunsplit_down ;;
 	esac
 }
 
@@ -344,6 +408,9 @@ plan() {
 		ttfb)
 			for path in $PATHS; do
 				echo "ttfb|ttfb|$LFL_LINK|$path|$TUNNEL_CC|1|up||"
+				# The pool's effect needs its own column.
+				[ $path = tunsplit ] &&
+				    echo "ttfb|ttfb|$LFL_LINK|tunsplit-nopool|$TUNNEL_CC|1|up||"
 			done
 			;;
 		*)	die "unknown scenario $s" ;;
