@@ -76,6 +76,7 @@ struct conf {
 	int		 mtu;
 	int		 txqlen;
 	bool		 reorder;
+	bool		 timerfd;	/* force the pre-5.11 wait path */
 	uint32_t	 slots;
 	int		 rtprio;
 };
@@ -209,6 +210,7 @@ usage(void)
 	    "  --rtprio N                 run SCHED_FIFO at priority N\n"
 	    "  --pidfile FILE             written once both TUNs are up\n"
 	    "  --stats FILE               JSON counters, on SIGUSR1 and at exit\n"
+	    "  --timerfd                  wait with a timerfd, not epoll_pwait2\n"
 	    "SIGUSR1 writes the counters and starts a new counting period;\n"
 	    "SIGINT/SIGTERM print them and exit.\n");
 	exit(2);
@@ -256,7 +258,7 @@ conf_parse(struct conf *cf, int argc, char *argv[])
 {
 	enum { O_ANS = 256, O_BNS, O_ANAME, O_BNAME, O_DELAY, O_JITTER,
 	    O_REORDER, O_LOSS, O_GE, O_RATE, O_QUEUE, O_QBYTES, O_SEED, O_MTU,
-	    O_TXQ, O_SLOTS, O_RTPRIO, O_PID, O_STATS };
+	    O_TXQ, O_SLOTS, O_RTPRIO, O_PID, O_STATS, O_TFD };
 	static const struct option opts[] = {
 		{ "a-netns", required_argument, NULL, O_ANS },
 		{ "b-netns", required_argument, NULL, O_BNS },
@@ -277,6 +279,7 @@ conf_parse(struct conf *cf, int argc, char *argv[])
 		{ "rtprio", required_argument, NULL, O_RTPRIO },
 		{ "pidfile", required_argument, NULL, O_PID },
 		{ "stats", required_argument, NULL, O_STATS },
+		{ "timerfd", no_argument, NULL, O_TFD },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -339,6 +342,7 @@ conf_parse(struct conf *cf, int argc, char *argv[])
 			break;
 		case O_PID:	cf->pidfile = optarg; break;
 		case O_STATS:	cf->stats_path = optarg; break;
+		case O_TFD:	cf->timerfd = true; break;
 		default:
 			usage();
 		}
@@ -785,6 +789,17 @@ epoll_add(int ep, int fd)
 		err(1, "epoll_ctl");
 }
 
+/* Kernels before 5.11 lack epoll_pwait2(): an absolute timerfd instead. */
+static void
+timer_fallback(struct linkem *le)
+{
+	if ((le->tfd = timerfd_create(CLOCK_MONOTONIC,
+	    TFD_CLOEXEC | TFD_NONBLOCK)) == -1)
+		err(1, "timerfd_create");
+	epoll_add(le->ep, le->tfd);
+	le->armed = 0;
+}
+
 static void
 linkem_setup(struct linkem *le)
 {
@@ -837,6 +852,8 @@ linkem_setup(struct linkem *le)
 	epoll_add(le->ep, le->d[0].in_fd);
 	epoll_add(le->ep, le->d[1].in_fd);
 	epoll_add(le->ep, le->sigfd);
+	if (cf->timerfd)
+		timer_fallback(le);
 
 	/* The default 50 us timer slack would be most of our error budget. */
 	if (prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL) == -1)
@@ -903,11 +920,7 @@ linkem_wait(struct linkem *le, struct epoll_event *ev, int nev)
 		}
 		if (n != -1 || errno != ENOSYS)
 			return n;
-		if ((le->tfd = timerfd_create(CLOCK_MONOTONIC,
-		    TFD_CLOEXEC | TFD_NONBLOCK)) == -1)
-			err(1, "timerfd_create");
-		epoll_add(le->ep, le->tfd);
-		le->armed = 0;
+		timer_fallback(le);
 	}
 	if (due != le->armed) {
 		memset(&its, 0, sizeof(its));
