@@ -174,7 +174,8 @@ def table(head, rows):
 
 
 PATH_NAMES = {"direct": "direct", "openvpn": "OpenVPN-TCP",
-              "tunsplit": "tunsplit"}
+              "tunsplit": "tunsplit (warm pool)",
+              "tunsplit-nopool": "tunsplit (no pool)"}
 
 
 def tables(doc):

@@ -241,10 +241,12 @@ client:
   pool: $pool
 EOF
 	chmod 600 "$TS_DIR"/*.yaml
-	nsx $NS_S "$TUNSPLIT" run -c "$TS_DIR/server.yaml" \
+	# Not through nsx (a function: $! would be a subshell, and killing
+	# it would leave the daemon running); ip netns exec execs.
+	ip netns exec $NS_S "$TUNSPLIT" run -c "$TS_DIR/server.yaml" \
 	    >>"$TS_DIR/server.log" 2>&1 </dev/null &
 	echo $! >"$TS_DIR/server.pid"
-	nsx $NS_C "$TUNSPLIT" run -c "$TS_DIR/client.yaml" \
+	ip netns exec $NS_C "$TUNSPLIT" run -c "$TS_DIR/client.yaml" \
 	    >>"$TS_DIR/client.log" 2>&1 </dev/null &
 	echo $! >"$TS_DIR/client.pid"
 	i=0
@@ -272,6 +274,11 @@ tunsplit_down() {
 		done
 		kill -KILL "$pid" 2>/dev/null
 		rm -f "$TS_DIR/$f.pid"
+	done
+	# The TUN (and its routes) go with the client; wait until it has.
+	i=0
+	while nsx $NS_C ip link show tsb-ts >/dev/null 2>&1 && [ $i -lt 50 ]; do
+		sleep 0.1; i=$((i + 1))
 	done
 	nsx $NS_C ip route replace 10.201.2.0/24 via 10.201.1.2 dev lkc \
 	    2>/dev/null
