@@ -6,6 +6,8 @@ remakes them: python3 tests/fuzz/mkcorpus.py [--out DIR].  Crashing inputs
 found by fuzzing are committed next to them under their own names and are
 never touched here.
 
+fuzz_frame input: datagram frames as they arrive on a stream (frame.h).
+
 fuzz_tun input: one settings byte, then records [len:2][ctl:1][IP packet]
 (see fuzz_tun.c).  ACK numbers are relative to lwIP's ISN; addresses are
 from the documentation/benchmark ranges and never leave the process.
@@ -208,12 +210,39 @@ server:
 }
 
 
+def frame(atyp, addr, port, payload):
+    if atyp == 3:
+        a = bytes([len(addr)]) + addr
+    else:
+        a = addr
+    return struct.pack("!HB", len(payload), atyp) + a + \
+        struct.pack("!H", port) + payload
+
+
+def frame_seeds():
+    dns = bytes.fromhex("12340100000100000000000003777777076578616d706c6503"
+                        "636f6d0000010001")
+    return {
+        "v4_dns": frame(1, TARGET4, 53, dns),
+        "v6_empty": frame(4, TARGET6, 9, b""),
+        "domain": frame(3, b"example.com", 443, b"hello"),
+        "stream": frame(1, TARGET4, 7, b"a" * 100) +
+        frame(4, TARGET6, 7, b"b" * 300) + frame(3, b"x", 1, b"c"),
+        "icmp_seq": frame(1, TARGET4, 0x1234, b"ping" * 14),
+        "truncated": frame(4, TARGET6, 53, dns)[:30],
+        "bad_atyp": b"\x00\x04\x02abcd\x00\x35data",
+        "too_long": b"\xff\xf8\x01\x0a\x4d\x02\x02\x00\x35",
+        "domain_nul": frame(3, b"exa\0mple", 80, b"x"),
+    }
+
+
 def main():
     ap = argparse.ArgumentParser()
     here = os.path.dirname(os.path.abspath(__file__))
     ap.add_argument("--out", default=os.path.join(here, "corpus"))
     a = ap.parse_args()
-    for harness, seeds in (("tun", tun_seeds()), ("conf", CONF_SEEDS)):
+    for harness, seeds in (("tun", tun_seeds()), ("conf", CONF_SEEDS),
+                           ("frame", frame_seeds())):
         d = os.path.join(a.out, harness)
         os.makedirs(d, exist_ok=True)
         for name, data in seeds.items():

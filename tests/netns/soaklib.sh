@@ -4,7 +4,7 @@
 #
 # Sizes: the tests that take long at the full size of issue 9 run a reduced
 # size by default, so that the CI run stays short; TS_SOAK=1 runs the full
-# sizes (soak_churn then takes about 3 minutes):
+# sizes (soak_churn then takes 3 to 5 minutes):
 #
 #   test                      default         TS_SOAK=1        sanitizer build
 #   soak_flows.sh             10,000 flows    10,000 flows     2,000
