@@ -20,6 +20,8 @@
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <netinet/icmp6.h>
+#include <arpa/inet.h>
+#include <stdio.h>
 
 #include <sodium.h>
 
@@ -85,6 +87,21 @@ static const char *
 sd_kind(const struct sess_dgram *d)
 {
 	return d->cfg.kind == PROTO_KIND_ICMP ? "icmp" : "udp";
+}
+
+/* An address for the log: ICMP has no ports. */
+static const char *
+sd_addr(const struct sess_dgram *d, const struct addr *a, char *buf,
+    size_t len)
+{
+	size_t	alen;
+
+	if (d->cfg.kind != PROTO_KIND_ICMP)
+		return addr_fmt(a, buf, len);
+	if (inet_ntop(addr_family(a), addr_ip(a, &alen), buf,
+	    (socklen_t)len) == NULL)
+		snprintf(buf, len, "?");
+	return buf;
 }
 
 /* Reports the end once; the caller returns at once (the session closes
@@ -222,7 +239,7 @@ sd_denied(struct sess_dgram *d, const struct addr *to)
 	d->denied_logged = true;
 	log_info("sess %llu: %s to %s denied by the egress policy (further "
 	    "denials only counted)", d->cfg.id, sd_kind(d),
-	    addr_fmt(to, buf, sizeof(buf)));
+	    sd_addr(d, to, buf, sizeof(buf)));
 }
 
 static void
@@ -325,7 +342,7 @@ sd_echo_rtt(struct sess_dgram *d, const struct addr *from, uint16_t seq)
 	d->echo[i].used = false;
 	us = stats_now_us() - d->echo[i].us;
 	log_debug("sess %llu: echo reply from %s seq %u: rtt %llu.%03llu ms",
-	    d->cfg.id, addr_fmt(from, buf, sizeof(buf)), seq,
+	    d->cfg.id, sd_addr(d, from, buf, sizeof(buf)), seq,
 	    (unsigned long long)(us / 1000), (unsigned long long)(us % 1000));
 }
 
