@@ -2,7 +2,9 @@
 # Hostile bytes at the server port, IPv4 and IPv6: random garbage of
 # several sizes, TLS record headers with nothing or nonsense behind them,
 # and -- inside completed TLS sessions -- random, truncated and all-zero
-# request headers.  Every such connection must be closed by the server
+# request headers, and authenticated (soak.py computes the MAC) UDP and
+# ICMP streams whose frames are malformed or cut short, a replayed header,
+# a stale one and one of an unknown kind.  Every such connection must be closed by the server
 # (handshake_timeout 3s here) within 10 s, the server must survive it with
 # no descriptor left behind, and real flows must work afterwards.
 . "$(dirname "$0")/lib.sh"
@@ -23,7 +25,7 @@ seed=1
 for host in "$TS_S_ADDR4" "$TS_S_ADDR6"; do
 	ts_soak_app garbage --host "$host" --port "$TS_SERVER_PORT" \
 	    --ca "$TS_TMP/ca.pem" --sni "$TS_SNI" --rounds 8 --seed $seed \
-	    --within 10 >>"$out" 2>&1
+	    --key "$TS_KEY" --target "$TS_T_ADDR4" --within 10 >>"$out" 2>&1
 	rc=$?
 	ts_log "$host: $(tail -n 1 "$out")"
 	[ $rc -eq 0 ] || ts_fail "$host: $(tail -n 1 "$out")"
@@ -40,6 +42,10 @@ TS_APP_TIMEOUT=30
 ts_soak_app churn --host "$TS_T_ADDR4" --port "$TS_SOAK_PORT" --conns 100 \
     --parallel 8 >"$TS_TMP/churn.log" 2>&1 ||
     ts_fail "real flows after the garbage: $(tail -n 1 "$TS_TMP/churn.log")"
+for why in "replayed header" "outside the window"; do
+	grep -q "rejected .*$why" "$TS_TMP/server.log" ||
+	    ts_fail "no '$why' rejection in the server log"
+done
 ts_check_alive
 n=$(grep -c rejected "$TS_TMP/server.log")
 ts_pass "$(grep -o '^garbage: [0-9]*' "$out" | awk '{ s += $2 } END { print s }') hostile connections closed ($n rejections logged), server intact, real flows ok"

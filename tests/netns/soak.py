@@ -353,11 +353,56 @@ async def loris(args):
     return 0 if len(closed) == len(conns) else 1
 
 
+def native_header(key, kind, ip, port, ts=None, nonce=None):
+    """A request header of the native protocol (doc/PROTOCOL.md): version
+    1, the user id and MAC keyed BLAKE2b-256 with the user key."""
+    uid = hashlib.blake2b(b"tunsplit user id", key=key,
+                          digest_size=32).digest()[:8]
+    raw = socket.inet_pton(socket.AF_INET6 if ":" in ip else socket.AF_INET,
+                           ip)
+    atyp = 4 if len(raw) == 16 else 1
+    body = struct.pack("!BBHQ16s8sB", 1, kind, 0, int(ts or time.time()),
+                       nonce or os.urandom(16), uid, atyp) + raw + \
+        struct.pack("!HH", port, 0)
+    h = len(body) + 32
+    body = body[:2] + struct.pack("!H", h) + body[4:]
+    return body + hashlib.blake2b(body, key=key, digest_size=32).digest()
+
+
+def auth_cases(key, target):
+    """Authenticated streams that go wrong after the header: malformed and
+    truncated datagram frames (frame.h), replayed and stale headers."""
+    def good():	# a fresh nonce each time: no accidental replays
+        return native_header(key, 2, target, 7)
+    replayed = good()
+    dst = socket.inet_aton(target)
+    frame = struct.pack("!HB", 5, 1) + dst + struct.pack("!H", 7) + b"hello"
+    return [
+        # A valid frame, then one that is malformed in each way the
+        # receiver must notice as soon as the field arrives.
+        ("auth-udp-length", good() + frame + b"\xff\xff\x01"),
+        ("auth-udp-atyp", good() + frame + b"\x00\x01\x07"),
+        ("auth-udp-name-empty", good() + b"\x00\x01\x03\x00"),
+        ("auth-udp-name-nul", good() + b"\x00\x01\x03\x03a\x00b\x00\x07x"),
+        # A frame cut short by the end of the stream.
+        ("auth-udp-truncated", good() + frame[:9]),
+        ("auth-icmp-truncated", native_header(key, 3, target, 0) + frame[:3]),
+        # The same header twice: the second is a replay.
+        ("auth-replay-first", replayed),
+        ("auth-replay-second", replayed),
+        ("auth-stale", native_header(key, 1, target, 7,
+                                     ts=time.time() - 100000)),
+        ("auth-kind", native_header(key, 9, target, 7)),
+    ]
+
+
 async def garbage(args):
     """Hostile bytes at the server port: random garbage, truncated and
     corrupted TLS records in the clear, and -- inside a real TLS session --
-    garbage, truncated and oversized request headers.  Every connection must
-    be closed by the server within --within seconds."""
+    garbage and truncated request headers, and with --key authenticated
+    streams with malformed or truncated frames, a replayed, a stale and an
+    unknown-kind header.  Every connection must be closed by the server
+    within --within seconds."""
     rng = random.Random(args.seed)
     ctx = ssl.create_default_context(cafile=args.ca)
     cases = []
@@ -371,6 +416,11 @@ async def garbage(args):
         cases.append(("tls-random-%d" % n, True, rng.randbytes(n)))
         cases.append(("tls-truncated-header", True, rng.randbytes(7)))
         cases.append(("tls-zeros", True, bytes(600)))
+    if args.key:
+        import base64
+        for name, payload in auth_cases(base64.b64decode(args.key),
+                                        args.target):
+            cases.append((name, True, payload))
     fails = []
     t0 = time.monotonic()
 
@@ -386,6 +436,21 @@ async def garbage(args):
             w.write(payload)
             try:
                 await w.drain()
+                if name.startswith("auth-") and name.endswith("truncated"):
+                    # asyncio cannot half-close TLS: end the stream with
+                    # the frame incomplete; the server must cope.
+                    await asyncio.sleep(0.3)
+                    w.close()
+                    return
+                if name == "auth-replay-first":
+                    # Accepted: status 0, then the stream waits for
+                    # frames; we end it.
+                    st = await asyncio.wait_for(r.readexactly(1),
+                                                args.within)
+                    if st != b"\x00":
+                        fails.append("%s: status %r" % (name, st))
+                    w.close()
+                    return
                 while await asyncio.wait_for(r.read(4096), args.within):
                     pass
             except asyncio.TimeoutError:
@@ -403,7 +468,12 @@ async def garbage(args):
     async def limited(c):
         async with sem:
             await one(*c)
-    await asyncio.gather(*(limited(c) for c in cases))
+    # The replay pair in order, the rest at once.
+    order = [c for c in cases if not c[0].startswith("auth-replay")]
+    await asyncio.gather(*(limited(c) for c in order))
+    for c in cases:
+        if c[0].startswith("auth-replay"):
+            await one(*c)
     log("garbage: %d hostile connections, %d not closed properly in %.1fs %s"
         % (len(cases), len(fails), time.monotonic() - t0,
            "; ".join(fails[:5])))
@@ -473,6 +543,9 @@ def main():
     a.add_argument("--rounds", type=int, default=5)
     a.add_argument("--seed", type=int, default=1)
     a.add_argument("--within", type=float, default=15)
+    a.add_argument("--key", help="user key (base64): authenticated cases")
+    a.add_argument("--target", default="10.77.2.2",
+                   help="destination of the authenticated cases")
     r = sub.add_parser("recovery")
     r.add_argument("--events", required=True)
     r.add_argument("--restarts", type=float, nargs="+", required=True)
