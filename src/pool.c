@@ -27,6 +27,8 @@ struct pool_conn {
 	struct outer	*out;
 	bool		 connected;	/* TCP connect finished */
 	bool		 ready;		/* TLS done, waiting for a flow */
+	uint64_t	 opened_ms;	/* dial time: the server's deadline runs
+					 * from its accept, not our handshake */
 	struct loop_fd	 lfd;
 	struct loop_timer timer;	/* handshake deadline, then lifetime */
 	uint64_t	 dial_us;	/* connect started (stats) */
@@ -98,7 +100,8 @@ static void
 pool_set_ready(struct pool_conn *pc)
 {
 	struct pool *p = pc->pool;
-	unsigned life = p->conf->client.pool_lifetime_ms;
+	uint64_t life = p->conf->client.pool_lifetime_ms;
+	uint64_t age = loop_now(p->loop) - pc->opened_ms;
 
 	pc->ready = true;
 	p->stats.connecting--;
@@ -106,8 +109,8 @@ pool_set_ready(struct pool_conn *pc)
 	p->stats.opened++;
 	stats_hist_add(&p->stats.handshake, stats_now_us() - pc->dial_us);
 	p->backoff_ms = 0;
-	life = life / 2 + randombytes_uniform(life / 2 + 1);
-	loop_timer_set(p->loop, &pc->timer, life);
+	life = life / 2 + randombytes_uniform((uint32_t)life / 2 + 1);
+	loop_timer_set(p->loop, &pc->timer, life > age ? life - age : 0);
 	loop_fd_mod(p->loop, &pc->lfd, EPOLLIN);
 }
 
@@ -186,6 +189,7 @@ pool_open(struct pool *p)
 	if ((pc = calloc(1, sizeof(*pc))) == NULL)
 		return -1;
 	pc->pool = p;
+	pc->opened_ms = loop_now(p->loop);
 	pc->dial_us = stats_now_us();
 	if ((fd = sock_connect(&p->server, c->client.congestion,
 	    c->client.mark)) < 0 ||

@@ -567,6 +567,13 @@ sess_read_header(struct sess *s)
 			sess_close(s, "read error before request", 0);
 			return;
 		}
+		if (n == 0 && buf_len(&s->hdr) == 0) {
+			/* close_notify before a single byte: an unused warm
+			 * connection (ours, or a browser's preconnect).  A web
+			 * server just closes too; not a probe. */
+			sess_close(s, "closed unused", 0);
+			return;
+		}
 		if (n == 0) {
 			s->relay.outer_eof = true;	/* for the fallback */
 			sess_reject(s, "end of stream in header");
