@@ -249,6 +249,13 @@ flow_on_err(void *arg, err_t err)
 
 	/* lwIP has already freed the pcb. */
 	f->pcb = NULL;
+	if (err == ERR_CLSD) {
+		/* A graceful end of both directions on the app's side (see
+		 * flow_work): what is queued still goes to the server. */
+		f->app_fin = f->app_shut = true;
+		flow_mark_dirty(f);
+		return;
+	}
 	flow_close(f, true, err == ERR_RST ? "app reset" : "app connection aborted");
 }
 
@@ -529,6 +536,16 @@ flow_work(struct flow *f)
 		tcp_output(f->pcb);
 	}
 	f->ack_pending = false;
+	/*
+	 * Both FINs have passed lwIP: the app's side is finished, but upload
+	 * bytes may still wait for the outer stream.  Hand the pcb back now:
+	 * lwIP would otherwise end it under us -- on the app's last ACK
+	 * (LAST_ACK) with ERR_CLSD, which aborted the flow and dropped those
+	 * bytes (e2e_early_close), or by freeing it in TIME_WAIT without any
+	 * callback at all.
+	 */
+	if (f->app_fin && f->app_shut && f->pcb != NULL)
+		flow_detach_pcb(f, false);
 	if (flow_done(f)) {
 		flow_close(f, false, "closed");
 		return;

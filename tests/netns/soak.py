@@ -11,6 +11,10 @@ Target protocol (`serve`): the app writes one ASCII line.
   ECHO\\n            "OK\\n", then echoes everything until EOF, then closes.
   SEND <n> <seed>\\n <n> bytes of stream <seed>, then closes.
   RST <n> <seed> <k>\\n  like SEND, but aborts (RST) after <k> bytes.
+  EARLY <n> <delay> <rate>\\n  after <delay> s sends <n> bytes and its FIN
+                     while reading the app's bytes at <rate> bytes/s to EOF
+                     (rate 0: nothing before its FIN, then at full speed);
+                     logs how many arrived and how the stream ended.
 
 Apps print one summary line and exit 0 when everything behaved, 1 when
 something did not (the line says what), 3 on usage errors.
@@ -83,6 +87,40 @@ class Target:
                         break
                     w.write(b)
                     await w.drain()
+            elif line[0] == "EARLY":
+                # Half-close from the target's side first: after <delay>
+                # s it sends <n> bytes and its FIN, while it reads what
+                # the app sends at <rate> bytes/s until the app's FIN.
+                n, delay, rate = int(line[1]), float(line[2]), int(line[3])
+                peer = w.get_extra_info("peername")
+
+                async def reply():
+                    await asyncio.sleep(delay)
+                    w.write(stream_bytes(7, 0, n))
+                    await w.drain()
+                    w.write_eof()
+                task = asyncio.ensure_future(reply())
+                got, h, end = 0, hashlib.sha256(), "eof"
+                if rate == 0:	# nothing read before the reply
+                    await task
+                t0 = time.monotonic()
+                try:
+                    while True:
+                        b = await r.read(BLOCK if rate == 0 else
+                                         min(BLOCK, max(1024, rate // 10)))
+                        if not b:
+                            break
+                        h.update(b)
+                        got += len(b)
+                        ahead = got / rate - (time.monotonic() - t0) \
+                            if rate else 0
+                        if ahead > 0:
+                            await asyncio.sleep(ahead)
+                except (ConnectionError, OSError):
+                    end = "reset"
+                await task
+                log("soak-target: EARLY %s got %d bytes sha256 %s, %s" %
+                    (peer[0], got, h.hexdigest(), end))
             elif line[0] in ("SEND", "RST"):
                 n, seed = int(line[1]), int(line[2])
                 stop = int(line[3]) if line[0] == "RST" else n
@@ -480,6 +518,36 @@ async def garbage(args):
     return 0 if not fails else 1
 
 
+async def early(args):
+    """Upload --bytes of stream 11 and half-close, while the target
+    answers and closes its side first (EARLY): prints what came back.  The
+    target logs what it received; the test compares."""
+    r, w = await asyncio.wait_for(asyncio.open_connection(args.host,
+                                                          args.port),
+                                  args.timeout)
+    w.write(("EARLY %d %s %d\n" % (args.reply, args.delay,
+                                   args.rate)).encode())
+    data = stream_bytes(11, 0, args.bytes)
+    w.write(data)
+    await w.drain()
+    w.write_eof()
+    got = b""
+    try:
+        while True:
+            b = await asyncio.wait_for(r.read(BLOCK), args.timeout)
+            if not b:
+                break
+            got += b
+    except (ConnectionError, OSError) as e:
+        log("early: %s after %d reply bytes" % (errname(e), len(got)))
+        return 1
+    w.close()
+    log("early: sent %d bytes sha256 %s and FIN; reply %d bytes %s" %
+        (len(data), hashlib.sha256(data).hexdigest(), len(got),
+         "intact" if got == stream_bytes(7, 0, args.reply) else "WRONG"))
+    return 0 if got == stream_bytes(7, 0, args.reply) else 1
+
+
 def recovery(args):
     """From churn --events and a list of server restart times (when the
     server listened again): the delay to the first successful flow after
@@ -546,6 +614,11 @@ def main():
     a.add_argument("--key", help="user key (base64): authenticated cases")
     a.add_argument("--target", default="10.77.2.2",
                    help="destination of the authenticated cases")
+    a = app("early")
+    a.add_argument("--bytes", type=int, default=1 << 20)
+    a.add_argument("--reply", type=int, default=1000)
+    a.add_argument("--delay", type=float, default=4)
+    a.add_argument("--rate", type=int, default=200000)
     r = sub.add_parser("recovery")
     r.add_argument("--events", required=True)
     r.add_argument("--restarts", type=float, nargs="+", required=True)
@@ -554,7 +627,7 @@ def main():
     if args.cmd == "recovery":
         return recovery(args)
     fn = {"serve": serve, "hold": hold, "churn": churn, "storm": storm,
-          "loris": loris, "garbage": garbage}[args.cmd]
+          "loris": loris, "garbage": garbage, "early": early}[args.cmd]
     try:
         return asyncio.run(fn(args))
     except KeyboardInterrupt:
