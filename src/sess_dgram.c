@@ -1,8 +1,9 @@
 /*
  * Server side of UDP and ICMP echo associations (see sess_dgram.h).
  *
- * Toward targets every frame is one sendto(); the kernel's socket buffer
- * is the only queue, and a datagram it will not take is dropped.  Toward
+ * Toward targets every frame is one datagram, the frames of one read sent
+ * with one sendmmsg(); the kernel's socket buffer is the only queue, and a
+ * datagram it will not take is dropped.  Toward
  * the client, datagrams are framed straight into the outgoing buffer (UDP:
  * received in place behind room left for the frame header) and written in
  * as few TLS records as they fit.
@@ -18,6 +19,7 @@
 #include <unistd.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <netinet/in.h>
 #include <netinet/icmp6.h>
 #include <arpa/inet.h>
@@ -41,6 +43,7 @@
 #define SD_RX_CAP	FRAME_MAX	/* from the client: one frame */
 #define SD_ECHO_RING	64		/* echo send times kept, for the log */
 #define SD_ICMP_MAX	(60 + 65535)	/* IPv4 header (raw) + message */
+#define SD_BATCH	64		/* UDP datagrams per sendmmsg() */
 
 struct sd_sock {
 	struct sess_dgram	*d;
@@ -68,6 +71,17 @@ struct sess_dgram {
 	}			 echo[SD_ECHO_RING];
 	uint64_t		 last_io_ms;
 	struct sess_dgram_stats	 st;
+};
+
+/* UDP datagrams toward targets, sent together: one system call for the
+ * many small frames a TLS record can hold.  The payloads stay in rx until
+ * the batch is sent. */
+struct sd_batch {
+	struct sd_sock	*s;
+	unsigned	 n;
+	struct mmsghdr	 msg[SD_BATCH];
+	struct iovec	 iov[SD_BATCH];
+	struct addr	 to[SD_BATCH];
 };
 
 /* Linux raw ICMP socket filter (linux/icmp.h, which cannot be included
@@ -243,8 +257,57 @@ sd_denied(struct sess_dgram *d, const struct addr *to)
 }
 
 static void
-sd_send(struct sess_dgram *d, const struct proto_dest *dst,
-    const uint8_t *data, size_t len)
+sd_batch_send(struct sess_dgram *d, struct sd_batch *b)
+{
+	unsigned	i = 0;
+	int		n;
+
+	while (i < b->n) {
+		n = sendmmsg(b->s->fd, b->msg + i, b->n - i, 0);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK ||
+			    errno == ENOBUFS) {
+				d->st.dropped += b->n - i;	/* full: all */
+				break;
+			}
+			d->st.dropped++;	/* this one: the next may go */
+			i++;
+			continue;
+		}
+		for (; n > 0; n--, i++) {
+			d->st.dgrams_up++;
+			d->st.bytes_up += b->iov[i].iov_len;
+		}
+	}
+	b->n = 0;
+	d->last_io_ms = loop_now(d->cfg.loop);
+}
+
+static void
+sd_batch_add(struct sess_dgram *d, struct sd_batch *b, struct sd_sock *s,
+    const struct addr *to, const uint8_t *data, size_t len)
+{
+	unsigned	i;
+
+	if (b->n > 0 && (b->s != s || b->n == SD_BATCH))
+		sd_batch_send(d, b);
+	i = b->n++;
+	b->s = s;
+	b->to[i] = *to;
+	b->iov[i].iov_base = (void *)(uintptr_t)data;
+	b->iov[i].iov_len = len;
+	memset(&b->msg[i], 0, sizeof(b->msg[i]));
+	b->msg[i].msg_hdr.msg_name = &b->to[i].u.sa;
+	b->msg[i].msg_hdr.msg_namelen = b->to[i].len;
+	b->msg[i].msg_hdr.msg_iov = &b->iov[i];
+	b->msg[i].msg_hdr.msg_iovlen = 1;
+}
+
+static void
+sd_send(struct sess_dgram *d, struct sd_batch *b,
+    const struct proto_dest *dst, const uint8_t *data, size_t len)
 {
 	struct addr	 to;
 	struct sd_sock	*s;
@@ -264,10 +327,11 @@ sd_send(struct sess_dgram *d, const struct proto_dest *dst,
 		d->st.dropped++;
 		return;
 	}
-	if (d->cfg.kind == PROTO_KIND_ICMP)
-		n = sd_send_icmp(d, s, &to, dst->port, data, len);
-	else
-		n = sendto(s->fd, data, len, 0, &to.u.sa, to.len);
+	if (d->cfg.kind != PROTO_KIND_ICMP) {
+		sd_batch_add(d, b, s, &to, data, len);
+		return;
+	}
+	n = sd_send_icmp(d, s, &to, dst->port, data, len);
 	if (n < 0) {
 		d->st.dropped++;
 		return;
@@ -451,24 +515,31 @@ sd_on_sock(struct loop_fd *lfd, uint32_t revents)
 static int
 sd_frames(struct sess_dgram *d)
 {
+	static struct sd_batch	 b;	/* 14 KiB; one loop, one thread */
 	struct proto_dest	 dst;
-	const uint8_t		*p;
-	size_t			 plen;
+	const uint8_t		*p, *head = buf_head(&d->rx);
+	size_t			 plen, len = buf_len(&d->rx), off = 0;
 	ssize_t			 r;
+	int			 rc = 0;
 
-	while (buf_len(&d->rx) > 0) {
-		r = frame_parse(buf_head(&d->rx), buf_len(&d->rx), &dst, &p,
-		    &plen);
+	b.n = 0;
+	while (off < len) {
+		r = frame_parse(head + off, len - off, &dst, &p, &plen);
 		if (r < 0) {
-			sd_end(d, "malformed frame", 0);
-			return -1;
+			rc = -1;
+			break;
 		}
 		if (r == 0)
 			break;
-		sd_send(d, &dst, p, plen);
-		buf_consume(&d->rx, (size_t)r);
+		sd_send(d, &b, &dst, p, plen);
+		off += (size_t)r;
 	}
-	return 0;
+	if (b.n > 0)
+		sd_batch_send(d, &b);
+	buf_consume(&d->rx, off);
+	if (rc < 0)
+		sd_end(d, "malformed frame", 0);
+	return rc;
 }
 
 static int
