@@ -80,4 +80,40 @@ grep -q "^idle: $N connections open" "$TS_TMP/idle.log" ||
 printf '\n| idle flows | client RSS KiB (before -> with) | per flow | server RSS KiB | per flow |\n|---|---|---|---|---|\n'
 printf '| %d | %d -> %d | %d B | %d -> %d | %d B |\n' "$N" "$c0" "$c1" \
     $(( (c1 - c0) * 1024 / N )) "$s0" "$s1" $(( (s1 - s0) * 1024 / N ))
+# Connection rate: sequential new connections, each a 1 KiB HTTP GET, for
+# $T seconds; with the default warm pool (2) and with none (the client is
+# restarted with pool: 0).
+mkdir -p "$TS_TMP/www"
+head -c 1024 /dev/urandom >"$TS_TMP/www/1k"
+ts_start_http "$TS_TMP/www"
+connrate() {
+	ip netns exec "$NS_C" "$TS_PY" - "$TS_T_ADDR4" "$TS_HTTP_PORT" "$T" <<'EOF'
+import socket, sys, time
+host, port, secs = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+req = b"GET /1k HTTP/1.0\r\nHost: t\r\n\r\n"
+n = 0
+end = time.monotonic() + secs
+while time.monotonic() < end:
+    s = socket.create_connection((host, port), timeout=10)
+    s.sendall(req)
+    got = b""
+    while True:
+        b = s.recv(65536)
+        if not b:
+            break
+        got += b
+    s.close()
+    if b" 200 " not in got.split(b"\r\n", 1)[0] or len(got) < 1024:
+        sys.exit("bad reply")
+    n += 1
+print("%.0f" % (n / secs))
+EOF
+}
+with=$(connrate) || ts_fail "connection rate with the pool"
+kill -TERM "$TS_CLIENT_PID"; wait "$TS_CLIENT_PID" 2>/dev/null
+printf '  pool: 0\n' >>"$TS_TMP/client.yaml"
+ts_start_client
+without=$(connrate) || ts_fail "connection rate without the pool"
+printf '\n| new connections per second (sequential, 1 KiB GET) | warm pool (2) | no pool |\n|---|---|---|\n| through tunsplit | %s | %s |\n' "$with" "$without"
+
 ts_pass "tunnel numbers (MTU ${TS_MTU:-9000}, $T s per iperf3 run)"
