@@ -7,7 +7,8 @@
 #   --asan  the same tests built with ASan and UBSan (--enable-sanitizers)
 #           in BUILD_DIR_ASAN; a sanitizer report fails the test it ran in
 # env:   BUILD_DIR (default: build-check in the source tree),
-#        BUILD_DIR_ASAN (default: build-asan), TS_NO_APT=1
+#        BUILD_DIR_ASAN (default: build-asan), TS_NO_APT=1,
+#        TS_SOAK=1 (full sizes of the soak tests: tests/netns/soaklib.sh)
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
