@@ -79,7 +79,6 @@ struct fz_isn {
 	bool		 used;
 };
 
-static int		 fz_sock[2] = { -1, -1 };
 /* An accepted pcb and which FINs it has seen: once both have, the app
  * must close it, because lwIP may free a pcb in TIME_WAIT without any
  * callback. */
@@ -88,13 +87,14 @@ struct fz_conn {
 	bool		 rx_fin, tx_fin;
 };
 
+static int		 fz_sock[2] = { -1, -1 };	/* the TUN */
 static struct fz_conn	 fz_conns[FZ_MAX_PCBS];
 static unsigned		 fz_keep;		/* pcbs kept open */
+static bool		 fz_limit;		/* refuse SYNs beyond fz_keep */
 static struct flow_udp	*fz_udp;
 static struct assoc_cfg	 fz_ac;
 static struct addr	 fz_server;
 static uint8_t		 fz_uid[PROTO_USER_ID_LEN];
-static bool		 fz_limit;		/* refuse SYNs beyond fz_keep */
 static struct fz_isn	 fz_isns[FZ_MAX_ISN];
 static unsigned		 fz_isn_next;
 static uint8_t		 fz_pkt[65536];
