@@ -25,6 +25,9 @@
 
 #include "auth.h"
 #include "log.h"
+#include "proto_trojan.h"
+
+_Static_assert(CONF_TROJAN_HEX_LEN == PROTO_TROJAN_HEX_LEN, "trojan hash size");
 
 #define CONF_FILE_MAX		(1024 * 1024)
 #define CONF_KEYFILE_MAX	1024
@@ -839,12 +842,62 @@ key_sni(struct ctx *x, yaml_node_t *n, const struct conf_key *k, void *base)
 }
 
 static int
+key_protocol(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
+    void *base)
+{
+	const char	*s = scalar(x, n);
+
+	if (s == NULL)
+		return -1;
+	if (strcmp(s, "trojan") == 0)
+		*FIELD(base, k, bool) = true;
+	else if (strcmp(s, "tunsplit") == 0)
+		*FIELD(base, k, bool) = false;
+	else
+		return conf_err(x, n, "'%s' is not tunsplit or trojan",
+		    conf_vis(x, s));
+	return 0;
+}
+
+/* Only the hash is kept: it is all the wire and the check need. */
+static int
+key_password(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
+    void *base)
+{
+	const char	*s = scalar(x, n);
+
+	if (s == NULL)
+		return -1;
+	if (proto_trojan_hash(s, strlen(s), FIELD(base, k, char)) == -1)
+		return conf_err(x, n, "cannot hash the password (SHA-224)");
+	return 0;
+}
+
+static int
 check_client(struct ctx *x, yaml_node_t *map, void *base)
 {
 	struct conf	*c = base;
 
-	if (require(x, map, "server") == -1 || check_key(x, map) == -1)
+	if (require(x, map, "server") == -1)
 		return -1;
+	/* trojan flows authenticate with the password; the key is only
+	 * for what stays native (UDP, ICMP). */
+	if (c->client.trojan) {
+		if (require(x, map, "password") == -1)
+			return -1;
+		if (c->client.faithful) {
+			path_push(x, "connect_mode");
+			return conf_err(x, map, "faithful needs the connect "
+			    "status, which protocol trojan does not have");
+		}
+	} else {
+		if (check_key(x, map) == -1)
+			return -1;
+		if (seen(x, "password")) {
+			path_push(x, "password");
+			return conf_err(x, map, "needs protocol: trojan");
+		}
+	}
 	/* Without a mark the outer connections would be routed into the
 	 * TUN they come from. */
 	if (c->client.route_auto && c->client.mark == 0) {
@@ -947,6 +1000,38 @@ key_users(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
 		return conf_err(x, n, "out of memory");
 	c->server.nusers = list_count(n);
 	return list_walk(x, n, 1, CONF_MAX_USERS, user_item, base);
+}
+
+static int
+trojan_item(struct ctx *x, yaml_node_t *n, size_t i, void *arg)
+{
+	struct conf	*c = arg;
+	const char	*s = scalar(x, n);
+	size_t		 j;
+
+	if (s == NULL)
+		return -1;
+	if (proto_trojan_hash(s, strlen(s), c->server.trojan_hex[i]) == -1)
+		return conf_err(x, n, "cannot hash the password (SHA-224)");
+	for (j = 0; j < i; j++)
+		if (strcmp(c->server.trojan_hex[j], c->server.trojan_hex[i]) == 0)
+			return conf_err(x, n, "duplicate password");
+	c->server.ntrojan = i + 1;
+	return 0;
+}
+
+static int
+key_trojan(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
+    void *base)
+{
+	struct conf	*c = base;
+
+	(void)k;
+	if (list_count(n) > 0 && list_count(n) <= CONF_MAX_TROJAN &&
+	    (c->server.trojan_hex = calloc(list_count(n),
+	    sizeof(*c->server.trojan_hex))) == NULL)
+		return conf_err(x, n, "out of memory");
+	return list_walk(x, n, 1, CONF_MAX_TROJAN, trojan_item, base);
 }
 
 struct cidr_list {
@@ -1201,6 +1286,8 @@ static const struct conf_key keys_client[] = {
 	{ "pin_sha256", key_pin, 0, 0, 0, NULL },
 	{ "key", key_key, C(client.key), 0, 0, NULL },
 	{ "key_file", key_file, C(client.key), 0, 0, NULL },
+	{ "protocol", key_protocol, C(client.trojan), 0, 0, NULL },
+	{ "password", key_password, C(client.trojan_hex), 0, 0, NULL },
 	{ "congestion", key_word, C(client.congestion), 0, CONF_CC_MAX, NULL },
 	{ "mark", key_u32, C(client.mark), 0, UINT32_MAX, NULL },
 	{ "max_flows", key_uint, C(client.max_flows), 1, 1000000, NULL },
@@ -1234,6 +1321,7 @@ static const struct conf_key keys_server[] = {
 	{ "cert", key_path, C(server.cert_file), 0, 0, NULL },
 	{ "cert_key", key_path, C(server.cert_key_file), 0, 0, NULL },
 	{ "users", key_users, 0, 0, 0, NULL },
+	{ "trojan_passwords", key_trojan, 0, 0, 0, NULL },
 	{ "congestion", key_word, C(server.congestion), 0, CONF_CC_MAX, NULL },
 	{ "mark", key_u32, C(server.mark), 0, UINT32_MAX, NULL },
 	{ "max_conns", key_uint, C(server.max_conns), 1, 1000000, NULL },
@@ -1374,6 +1462,10 @@ conf_free(struct conf *c)
 		sodium_memzero(c->server.users,
 		    c->server.nusers * sizeof(*c->server.users));
 	free(c->server.users);
+	if (c->server.trojan_hex != NULL)
+		sodium_memzero(c->server.trojan_hex,
+		    c->server.ntrojan * sizeof(*c->server.trojan_hex));
+	free(c->server.trojan_hex);
 	free(c->server.egress_allow);
 	free(c->server.egress_deny);
 	free(c->server.fallback_host);
@@ -1668,6 +1760,10 @@ dump_client(const struct conf *c, FILE *fp)
 		fprintf(fp, "  pin_sha256: \"%s\"\n", pin);
 	}
 	fprintf(fp, "  key: (redacted)\n");
+	if (c->client.trojan) {
+		fprintf(fp, "  protocol: trojan\n");
+		fprintf(fp, "  password: (redacted)\n");
+	}
 	dump_kv(fp, "  ", "congestion", c->client.congestion);
 	dump_mark(fp, c->client.mark);
 	fprintf(fp, "  max_flows: %u\n", c->client.max_flows);
@@ -1711,6 +1807,9 @@ dump_server(const struct conf *c, FILE *fp)
 		dump_kv(fp, "    - ", "name", c->server.users[i].name);
 		fprintf(fp, "      key: (redacted)\n");
 	}
+	if (c->server.ntrojan > 0)
+		fprintf(fp, "  # trojan_passwords: %zu (redacted)\n",
+		    c->server.ntrojan);
 	dump_kv(fp, "  ", "congestion", c->server.congestion);
 	dump_mark(fp, c->server.mark);
 	fprintf(fp, "  max_conns: %u\n", c->server.max_conns);

@@ -21,6 +21,8 @@
 #define CONF_SOCK_MAX	108		/* sun_path */
 #define CONF_CONTROL_DEFAULT	"/run/tunsplit/tunsplit.sock"
 #define CONF_DRAIN_DEFAULT_MS	5000
+#define CONF_TROJAN_HEX_LEN	56		/* hex of SHA-224 */
+#define CONF_MAX_TROJAN		1024
 
 enum conf_role { CONF_ROLE_CLIENT = 1, CONF_ROLE_SERVER = 2 };
 
@@ -61,6 +63,8 @@ struct conf {
 		bool		 has_pin;
 		uint8_t		 pin_sha256[32];	/* SHA-256 of the server's SPKI */
 		uint8_t		 key[CONF_KEY_LEN];
+		bool		 trojan;		/* protocol: trojan (TCP flows) */
+		char		 trojan_hex[CONF_TROJAN_HEX_LEN + 1]; /* hex(SHA224(password)) */
 		char		 congestion[CONF_CC_MAX]; /* default "bbr" */
 		uint32_t	 mark;			/* SO_MARK on outer sockets, 0 = none */
 		unsigned	 max_flows;		/* default 4096 */
@@ -87,6 +91,8 @@ struct conf {
 		char		*cert_key_file;
 		struct conf_user *users;
 		size_t		 nusers;
+		char		(*trojan_hex)[CONF_TROJAN_HEX_LEN + 1]; /* trojan_passwords, hashed */
+		size_t		 ntrojan;
 		char		 congestion[CONF_CC_MAX];
 		uint32_t	 mark;
 		unsigned	 max_conns;		/* default 8192 */

@@ -29,6 +29,7 @@
 #include "loop.h"
 #include "outer.h"
 #include "pool.h"
+#include "proto_trojan.h"
 #include "tsnetif.h"
 #include "sock.h"
 
@@ -621,7 +622,16 @@ flow_start_relay(struct flow *f)
 	/* client.dns: DNS over TCP goes to the pinned resolver too. */
 	(void)flow_udp_dns_pin(env->conf, &dst);
 	frame_dest_from_addr(&req.dest, &dst);
-	n = proto_req_encode(buf, sizeof(buf), &req, env->conf->client.key, 0);
+	if (env->conf->client.trojan) {
+		/* No status comes back: the stream counts as connected now,
+		 * and a target the server cannot reach shows as its close. */
+		n = proto_trojan_encode(buf, sizeof(buf),
+		    env->conf->client.trojan_hex, PROTO_TROJAN_CMD_CONNECT,
+		    &req.dest);
+		f->status_ok = true;
+	} else
+		n = proto_req_encode(buf, sizeof(buf), &req,
+		    env->conf->client.key, 0);
 	if (n < 0 || (f->hdr = malloc((size_t)n)) == NULL)
 		return -1;
 	memcpy(f->hdr, buf, (size_t)n);
