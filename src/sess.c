@@ -14,6 +14,10 @@
  * SESS_LINGER_MS), so the client reads the status before the EOF instead
  * of an RST caused by unread data.
  *
+ * A trojan request (recognised by its first byte, a hex digit, where the
+ * native header has its version) takes the same path, except that trojan
+ * has no status byte: success is the relay starting, failure a close.
+ *
  * Teardown has one path, sess_close(), which is idempotent and moves the
  * session to the dead list; the memory is freed at the end of the loop
  * iteration (sess_reap) because the current epoll batch may still hold its
@@ -43,6 +47,7 @@
 #include "loop.h"
 #include "outer.h"
 #include "proto.h"
+#include "proto_trojan.h"
 #include "relay.h"
 #include "server.h"
 #include "sess_dgram.h"
@@ -80,6 +85,7 @@ struct sess {
 	struct buf		 hdr;		/* request header as read */
 	struct relay		 relay;
 	bool			 answer_only;	/* relay without a target */
+	bool			 trojan;	/* trojan request: no status byte */
 	struct sess_dgram	*dg;		/* SESS_DGRAM; freed by sess_reap */
 
 	struct addr		 peer;
@@ -294,7 +300,8 @@ sess_answer(struct sess *s, uint8_t status, const char *reason, int err)
 {
 	s->reason = reason;
 	s->err = err;
-	if (buf_append(&s->relay.to_outer, &status, 1) != 1) {
+	/* trojan has no status: the client learns of failure by the close. */
+	if (!s->trojan && buf_append(&s->relay.to_outer, &status, 1) != 1) {
 		sess_close(s, "out of memory", 0);
 		return;
 	}
@@ -313,7 +320,7 @@ sess_connected(struct sess *s)
 	uint8_t			 status = PROTO_OK;
 
 	/* to_outer is still empty: the status byte goes out first. */
-	if (buf_append(&s->relay.to_outer, &status, 1) != 1) {
+	if (!s->trojan && buf_append(&s->relay.to_outer, &status, 1) != 1) {
 		sess_close(s, "out of memory", SESS_RST_TARGET);
 		return;
 	}
@@ -543,6 +550,70 @@ sess_request(struct sess *s, const struct proto_req *req, size_t hlen)
 	sess_route(s, req);
 }
 
+/*
+ * A trojan request: the password hash is checked against every configured
+ * one in constant time; a wrong one is rejected exactly like a bad native
+ * header (cover site when configured).  Only CONNECT is served.
+ */
+static void
+sess_trojan_request(struct sess *s, const struct proto_trojan_req *tr,
+    size_t hlen)
+{
+	const struct conf	*c = s->env->conf;
+	const uint8_t		*hdr = buf_head(&s->hdr);
+	size_t			 early = buf_len(&s->hdr) - hlen;
+	struct proto_req	 req;
+	int			 i;
+
+	i = proto_trojan_match(tr->hex,
+	    (const char (*)[PROTO_TROJAN_HEX_LEN + 1])c->server.trojan_hex,
+	    c->server.ntrojan);
+	if (i < 0) {
+		sess_reject(s, "bad trojan password");
+		return;
+	}
+	s->trojan = true;
+	s->has_user = true;
+	snprintf(s->user, sizeof(s->user), "trojan#%d", i);
+	if (buf_append(&s->relay.to_fd, hdr + hlen, early) != early) {
+		sess_close(s, "out of memory", 0);
+		return;
+	}
+	buf_free(&s->hdr);
+	loop_timer_cancel(s->env->loop, &s->timer);
+	if (tr->cmd != PROTO_TROJAN_CMD_CONNECT) {
+		sess_answer(s, PROTO_ERR_UNSUPPORTED, "trojan UDP unsupported",
+		    0);
+		return;
+	}
+	memset(&req, 0, sizeof(req));
+	req.kind = PROTO_KIND_TCP;
+	req.dest = tr->dest;
+	sess_route(s, &req);
+}
+
+/* 1: a complete trojan request was handled; 0: more bytes needed; -1:
+ * not trojan (the native parser decides). */
+static int
+sess_trojan_header(struct sess *s)
+{
+	struct proto_trojan_req	 tr;
+	ssize_t			 hlen;
+
+	if (s->env->conf->server.ntrojan == 0 ||
+	    proto_trojan_detect(buf_head(&s->hdr), buf_len(&s->hdr)) != 1)
+		return -1;
+	hlen = proto_trojan_parse(buf_head(&s->hdr), buf_len(&s->hdr), &tr);
+	if (hlen == -1) {
+		sess_reject(s, "malformed trojan request");
+		return 1;
+	}
+	if (hlen == 0)
+		return 0;
+	sess_trojan_request(s, &tr, (size_t)hlen);
+	return 1;
+}
+
 static void
 sess_read_header(struct sess *s)
 {
@@ -580,6 +651,14 @@ sess_read_header(struct sess *s)
 			return;
 		}
 		buf_commit(&s->hdr, (size_t)n);
+		switch (sess_trojan_header(s)) {
+		case 1:
+			return;
+		case 0:
+			continue;
+		default:
+			break;
+		}
 		hlen = proto_req_parse(buf_head(&s->hdr), buf_len(&s->hdr), &req);
 		if (hlen == -1) {
 			sess_reject(s, "malformed header");

@@ -1,0 +1,207 @@
+#!/bin/bash
+# trojan interoperability with Debian's trojan (trojan-gfw), both ways.
+#
+#   (a) app -> ts0 -> tunsplit client (protocol: trojan) ==TLS==> trojan
+#       server (run_type server, in tss) -> target
+#   (b) app -> trojan client (run_type client: SOCKS5 on 127.0.0.1 in tsc)
+#       ==TLS==> tunsplit server (trojan_passwords) -> target
+#
+#   tsc$$ 10.77.1.1 ---- 10.77.1.2 tss$$ 10.77.2.1 ---- 10.77.2.2 tst$$
+#   (a) tunsplit client    trojan :8444  (fallback: http on 127.0.0.1:8081)
+#   (b) trojan client      tunsplit server :8443
+#
+# Every transfer is checked with SHA-256 on both ends.  trojan-gfw has no
+# half-close (either side's EOF ends its session), so uploads are checked
+# against the hash the target logs when it sees EOF, not a reply.
+# Skipped, with a message, only when the trojan package is not installed.
+. "$(dirname "$0")/lib.sh"
+ts_init interop_trojan
+
+TROJAN=$(command -v trojan || echo /usr/bin/trojan)
+[ -x "$TROJAN" ] || ts_skip "Debian package 'trojan' not installed (apt-get install trojan)"
+PW=interop-$$-secret
+TROJAN_PORT=8444
+SOCKS_PORT=1080
+N=$((8 << 20))
+
+# trojan_json RUN_TYPE LOCAL_ADDR LOCAL_PORT REMOTE_ADDR REMOTE_PORT
+trojan_json() {
+	local ssl
+	if [ "$1" = server ]; then
+		ssl="\"cert\": \"$TS_TMP/server.pem\", \"key\": \"$TS_TMP/server.key\", \"key_password\": \"\", \"prefer_server_cipher\": true, \"alpn\": [\"http/1.1\"], \"reuse_session\": true, \"session_ticket\": false, \"session_timeout\": 600, \"plain_http_response\": \"\", \"curves\": \"\", \"dhparam\": \"\""
+	else
+		ssl="\"verify\": true, \"verify_hostname\": true, \"cert\": \"$TS_TMP/ca.pem\", \"sni\": \"$TS_SNI\", \"alpn\": [\"h2\", \"http/1.1\"], \"reuse_session\": true, \"session_ticket\": false, \"curves\": \"\""
+	fi
+	cat <<JSON
+{
+  "run_type": "$1",
+  "local_addr": "$2", "local_port": $3,
+  "remote_addr": "$4", "remote_port": $5,
+  "password": ["$PW"],
+  "log_level": 1,
+  "ssl": { $ssl },
+  "tcp": { "prefer_ipv4": false, "no_delay": true, "keep_alive": true,
+    "reuse_port": false, "fast_open": false, "fast_open_qlen": 20 }
+}
+JSON
+}
+
+# expect_sink SEED TAG: the target must log a SINK of N bytes with the
+# hash of stream SEED (the upload's only proof without half-close).
+expect_sink() {
+	local want i
+	want=$(ts_app hash --seed "$1" --bytes "$N")
+	for i in $(seq 100); do
+		grep -q "SINK $N bytes sha256 $want" "$TS_TMP/target.log" && {
+			ts_log "$2: target got $N bytes, sha256 $want"
+			return 0
+		}
+		sleep 0.1
+	done
+	ts_fail "$2: target did not log SINK $N bytes sha256 $want"
+}
+
+ts_topology_up
+ts_make_pki
+ts_write_configs "  protocol: trojan
+  password: \"$PW\"
+  pool: 2" "  trojan_passwords: [\"other-password\", \"$PW\"]
+  fallback: \"127.0.0.1:8081\""
+ts_start_target
+ts_prove_no_forward "$TS_TARGET_PORT"
+
+# ---- (a) tunsplit client -> trojan server ------------------------------------
+ts_bg "$NS_S" fallback "$TS_PY" -m http.server --bind 127.0.0.1 8081
+trojan_json server "$TS_S_ADDR4" "$TROJAN_PORT" 127.0.0.1 8081 \
+    >"$TS_TMP/trojan-server.json"
+ts_bg "$NS_S" trojan-server "$TROJAN" -c "$TS_TMP/trojan-server.json"
+TROJAN_SERVER_PID=$TS_LAST_PID
+ts_wait_port "$NS_S" "$TROJAN_PORT" 10 "$TROJAN_SERVER_PID" ||
+    ts_fail "trojan server did not listen on $TROJAN_PORT"
+sed -i "s/:$TS_SERVER_PORT\"/:$TROJAN_PORT\"/" "$TS_TMP/client.yaml"
+ts_start_client
+
+# Each upload has its own seed, so its hash in the target's log is its own.
+seed=10
+for host in "$TS_T_ADDR4" "$TS_T_ADDR6"; do
+	seed=$((seed + 1))
+	out=$(ts_app recv --host "$host" --port "$TS_TARGET_PORT" --bytes "$N" \
+	    --seed "$seed") || ts_fail "(a) download from $host: $out"
+	ts_log "(a) $host $out"
+	ts_app send --host "$host" --port "$TS_TARGET_PORT" --bytes "$N" \
+	    --seed "$seed" >>"$TS_TMP/app.log" 2>&1 || true
+	expect_sink "$seed" "(a) upload to $host"
+done
+ts_alive "$TROJAN_SERVER_PID" || ts_fail "trojan server died"
+# The trojan server relayed it all: its log names the target.
+grep -q "$TS_T_ADDR4" "$TS_TMP/trojan-server.log" ||
+    ts_fail "(a) trojan server's log does not show the target"
+kill -TERM "$TS_CLIENT_PID" 2>/dev/null
+wait "$TS_CLIENT_PID" 2>/dev/null
+ts_log "(a) passed"
+
+if [ -n "${INTEROP_ONLY_A:-}" ]; then
+	ts_pass "(a) only"
+fi
+
+# ---- (b) trojan client -> tunsplit server --------------------------------------
+ts_start_server
+trojan_json client 127.0.0.1 "$SOCKS_PORT" "$TS_S_ADDR4" "$TS_SERVER_PORT" \
+    >"$TS_TMP/trojan-client.json"
+ts_bg "$NS_C" trojan-client "$TROJAN" -c "$TS_TMP/trojan-client.json"
+TROJAN_CLIENT_PID=$TS_LAST_PID
+ts_wait_port "$NS_C" "$SOCKS_PORT" 10 "$TROJAN_CLIENT_PID" ||
+    ts_fail "trojan client did not listen on $SOCKS_PORT"
+ip -n "$NS_C" route add "$TS_T_NET4" via "$TS_S_ADDR4"	# never used: no forwarding
+
+socks_app() {	# ARGS for socks_io.py
+	ip netns exec "$NS_C" timeout 120 "$TS_PY" -u - "$@" <<'PY'
+import socket, struct, sys, hashlib, ipaddress
+sys.path.insert(0, sys.argv[1])
+import tools
+mode, proxy, host, port, n, seed = sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5]), int(sys.argv[6]), int(sys.argv[7])
+s = socket.create_connection(("127.0.0.1", proxy), timeout=30)
+s.sendall(b"\x05\x01\x00")
+assert s.recv(2) == b"\x05\x00", "socks method"
+ip = ipaddress.ip_address(host)
+atyp = b"\x01" if ip.version == 4 else b"\x04"
+s.sendall(b"\x05\x01\x00" + atyp + ip.packed + struct.pack(">H", port))
+def need(k):
+    got = b""
+    while len(got) < k:
+        b = s.recv(k - len(got))
+        if not b:
+            sys.exit("socks: EOF in reply")
+        got += b
+    return got
+rep = need(4)
+if rep[1] != 0:
+    sys.exit("socks: reply %d" % rep[1])
+# The bound address's type is the proxy's choice, not ours.
+need({1: 4, 4: 16}.get(rep[3], 0) + 2)
+if mode == "recv":
+    s.sendall(b"SEND %d %d 0\n" % (n, seed))
+    h = hashlib.sha256(); got = 0
+    while True:
+        b = s.recv(1 << 16)
+        if not b:
+            break
+        h.update(b); got += len(b)
+    want = tools.stream_hash(seed, n)
+    if got != n or h.hexdigest() != want:
+        sys.exit("recv: got %d sha256 %s, want %d %s" % (got, h.hexdigest(), n, want))
+    print("recv: %d bytes sha256 %s match" % (got, want))
+else:
+    s.sendall(b"SINK\n")
+    for b in tools.stream(seed, n):
+        s.sendall(b)
+    s.shutdown(socket.SHUT_WR)
+    try:
+        while s.recv(1 << 16):
+            pass
+    except OSError:
+        pass
+    print("send: %d bytes sent" % n)
+PY
+}
+
+seed=20
+for host in "$TS_T_ADDR4" "$TS_T_ADDR6"; do
+	seed=$((seed + 1))
+	out=$(socks_app "$TS_LIB_DIR" recv "$SOCKS_PORT" "$host" \
+	    "$TS_TARGET_PORT" "$N" "$seed" 2>&1) ||
+	    ts_fail "(b) download from $host: $out"
+	ts_log "(b) $host $out"
+	out=$(socks_app "$TS_LIB_DIR" send "$SOCKS_PORT" "$host" \
+	    "$TS_TARGET_PORT" "$N" "$seed" 2>&1) ||
+	    ts_fail "(b) upload to $host: $out"
+	expect_sink "$seed" "(b) upload to $host"
+done
+grep -q "trojan" "$TS_TMP/server.log" ||
+    ts_fail "(b) the tunsplit server's log shows no trojan session"
+
+# A wrong password is treated like any unauthenticated client.
+sed "s/\"$PW\"/\"wrong-$PW\"/" "$TS_TMP/trojan-client.json" \
+    >"$TS_TMP/trojan-bad.json"
+sed -i "s/\"local_port\": $SOCKS_PORT/\"local_port\": $((SOCKS_PORT + 1))/" \
+    "$TS_TMP/trojan-bad.json"
+ts_bg "$NS_C" trojan-bad "$TROJAN" -c "$TS_TMP/trojan-bad.json"
+ts_wait_port "$NS_C" $((SOCKS_PORT + 1)) 10 "$TS_LAST_PID" ||
+    ts_fail "second trojan client did not listen"
+if out=$(socks_app "$TS_LIB_DIR" recv $((SOCKS_PORT + 1)) "$TS_T_ADDR4" \
+    "$TS_TARGET_PORT" 1024 23 2>&1); then
+	ts_fail "(b) a wrong trojan password got through: $out"
+fi
+grep -q "rejected .*bad trojan password: relayed to the cover site" \
+    "$TS_TMP/server.log" ||
+    ts_fail "(b) wrong password: no rejection to the cover site in the server log"
+# The cover site (python's http.server) got the trojan line as a request.
+for i in $(seq 50); do
+	grep -q "code 400" "$TS_TMP/fallback.log" && break
+	sleep 0.1
+done
+grep -q "code 400" "$TS_TMP/fallback.log" ||
+    ts_fail "(b) wrong password: the cover site saw nothing"
+ts_log "(b) wrong password: relayed to the cover site ($out)"
+ts_alive "$TS_SERVER_PID" || ts_fail "the tunsplit server died"
+ts_pass "(a) tunsplit client -> trojan server and (b) trojan client -> tunsplit server, v4+v6, $N bytes each way, sha256 match"
