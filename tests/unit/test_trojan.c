@@ -10,6 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "conf.h"
 #include "proto_trojan.h"
 
 /*
@@ -235,6 +236,79 @@ test_match(void **state)
 	    (const char (*)[PROTO_TROJAN_HEX_LEN + 1])list, 3), -1);
 }
 
+/* ---- the configuration keys that feed it ------------------------------ */
+
+#define TCLIENT	"client:\n  server: vpn.example.org:443\n"
+#define TSERVER	"server:\n  listen: 0.0.0.0:443\n  cert: /c.pem\n" \
+	"  cert_key: /k.pem\n  users:\n    - name: a\n      key: " \
+	"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\n"
+
+static struct conf *
+load(const char *y, char *err, size_t errlen)
+{
+	return conf_load_buf("t.yaml", y, strlen(y), err, errlen);
+}
+
+static void
+test_conf_keys(void **state)
+{
+	char		 err[512];
+	struct conf	*c;
+
+	(void)state;
+	/* trojan needs no key: the password is the credential. */
+	c = load(TCLIENT "  protocol: trojan\n  password: password\n", err,
+	    sizeof(err));
+	assert_non_null(c);
+	assert_true(c->client.trojan);
+	assert_string_equal(c->client.trojan_hex, HEX_PASSWORD);
+	conf_free(c);
+
+	c = load(TCLIENT "  protocol: tunsplit\n  key: "
+	    "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\n", err, sizeof(err));
+	assert_non_null(c);
+	assert_false(c->client.trojan);
+	conf_free(c);
+
+	assert_null(load(TCLIENT "  protocol: trojan\n", err, sizeof(err)));
+	assert_non_null(strstr(err, "password"));
+	assert_null(load(TCLIENT "  protocol: vless\n  password: x\n", err,
+	    sizeof(err)));
+	assert_non_null(strstr(err, "not tunsplit or trojan"));
+	assert_null(load(TCLIENT "  key: "
+	    "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\n  password: x\n",
+	    err, sizeof(err)));
+	assert_non_null(strstr(err, "needs protocol: trojan"));
+	assert_null(load(TCLIENT "  protocol: trojan\n  password: x\n"
+	    "  connect_mode: faithful\n", err, sizeof(err)));
+	assert_non_null(strstr(err, "faithful"));
+	assert_null(load(TCLIENT "  protocol: trojan\n  password: \"\"\n",
+	    err, sizeof(err)));
+
+	c = load(TSERVER "  trojan_passwords: [other, password]\n", err,
+	    sizeof(err));
+	assert_non_null(c);
+	assert_int_equal(c->server.ntrojan, 2);
+	assert_string_equal(c->server.trojan_hex[1], HEX_PASSWORD);
+	conf_free(c);
+	c = load(TSERVER "  trojan_passwords: password\n", err, sizeof(err));
+	assert_non_null(c);
+	assert_int_equal(c->server.ntrojan, 1);
+	conf_free(c);
+	c = load(TSERVER, err, sizeof(err));
+	assert_non_null(c);
+	assert_int_equal(c->server.ntrojan, 0);
+	conf_free(c);
+	assert_null(load(TSERVER "  trojan_passwords: [a, b, a]\n", err,
+	    sizeof(err)));
+	assert_non_null(strstr(err, "duplicate password"));
+	assert_null(load(TSERVER "  trojan_passwords: []\n", err,
+	    sizeof(err)));
+	assert_null(load(TCLIENT "  trojan_passwords: [a]\n  key: "
+	    "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\n", err,
+	    sizeof(err)));
+}
+
 int
 main(void)
 {
@@ -244,6 +318,7 @@ main(void)
 		cmocka_unit_test(test_encode_bad),
 		cmocka_unit_test(test_parse_bad),
 		cmocka_unit_test(test_match),
+		cmocka_unit_test(test_conf_keys),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
