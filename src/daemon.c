@@ -493,6 +493,13 @@ daemon_reload_client(struct conf *live, struct conf *n)
 	live->client.connect_timeout_ms = n->client.connect_timeout_ms;
 	live->client.idle_timeout_ms = n->client.idle_timeout_ms;
 	memcpy(live->client.key, n->client.key, sizeof(live->client.key));
+	/* The protocol decides how connect_mode works: restart for it; a
+	 * new trojan password is for new flows, like the key. */
+	daemon_restart_needed("client.protocol",
+	    live->client.trojan != n->client.trojan);
+	if (live->client.trojan == n->client.trojan)
+		memcpy(live->client.trojan_hex, n->client.trojan_hex,
+		    sizeof(live->client.trojan_hex));
 }
 
 /*
@@ -507,11 +514,19 @@ daemon_reload_server_swaps(struct conf *live, struct conf *n)
 	struct conf_user	*users = live->server.users;
 	size_t			 nusers = live->server.nusers;
 	char			*p;
+	char			(*th)[CONF_TROJAN_HEX_LEN + 1];
+	size_t			 nt;
 
 	live->server.users = n->server.users;
 	live->server.nusers = n->server.nusers;
 	n->server.users = users;
 	n->server.nusers = nusers;
+	th = live->server.trojan_hex;
+	nt = live->server.ntrojan;
+	live->server.trojan_hex = n->server.trojan_hex;
+	live->server.ntrojan = n->server.ntrojan;
+	n->server.trojan_hex = th;
+	n->server.ntrojan = nt;
 	p = live->server.fallback_host;
 	live->server.fallback_host = n->server.fallback_host;
 	n->server.fallback_host = p;

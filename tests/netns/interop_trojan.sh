@@ -203,5 +203,19 @@ done
 grep -q "code 400" "$TS_TMP/fallback.log" ||
     ts_fail "(b) wrong password: the cover site saw nothing"
 ts_log "(b) wrong password: relayed to the cover site ($out)"
+
+# Password rotation on SIGHUP: the "wrong" one becomes the only one.
+sed -i "s/\"other-password\", \"$PW\"/\"wrong-$PW\"/" "$TS_TMP/server.yaml"
+grep -q "wrong-$PW" "$TS_TMP/server.yaml" || ts_fail "server.yaml not rewritten"
+kill -HUP "$TS_SERVER_PID"
+sleep 0.5
+out=$(socks_app "$TS_LIB_DIR" recv $((SOCKS_PORT + 1)) "$TS_T_ADDR4" \
+    "$TS_TARGET_PORT" "$N" 31 2>&1) ||
+    ts_fail "(b) after reload, the new password does not work: $out"
+if socks_app "$TS_LIB_DIR" recv "$SOCKS_PORT" "$TS_T_ADDR4" \
+    "$TS_TARGET_PORT" 1024 32 >/dev/null 2>&1; then
+	ts_fail "(b) after reload, the old password still works"
+fi
+ts_log "(b) reload: new password accepted ($out), old one refused"
 ts_alive "$TS_SERVER_PID" || ts_fail "the tunsplit server died"
 ts_pass "(a) tunsplit client -> trojan server and (b) trojan client -> tunsplit server, v4+v6, $N bytes each way, sha256 match"
