@@ -890,6 +890,10 @@ check_client(struct ctx *x, yaml_node_t *map, void *base)
 			return conf_err(x, map, "faithful needs the connect "
 			    "status, which protocol trojan does not have");
 		}
+		if (!seen(x, "key") && !seen(x, "key_file"))
+			log_warnx("client: protocol trojan without a key: "
+			    "UDP and ICMP flows (native protocol only) will "
+			    "fail");
 	} else {
 		if (check_key(x, map) == -1)
 			return -1;
