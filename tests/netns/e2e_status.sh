@@ -113,11 +113,22 @@ code=$(ip netns exec "$NS_C" curl -s -o /dev/null -w '%{http_code}' \
 [ "$code" = 404 ] || ts_fail "metrics /nope answered $code, want 404"
 ts_log "metrics endpoints agree with status (up $up, down $down bytes)"
 
+# started FILE: wait (up to 20 s) until a transfer's progress file shows
+# bytes moving -- under load python can take seconds just to start.
+started() {
+	local i
+	for i in $(seq 200); do
+		[ "$(cat "$1" 2>/dev/null || echo 0)" -gt 0 ] 2>/dev/null && return 0
+		sleep 0.1
+	done
+	ts_fail "transfer did not start: $(cat "${1%.progress}.log" 2>/dev/null | tail -n 1)"
+}
+
 # ---- 3. SIGHUP in the middle of a transfer -----------------------------------
 ts_bg "$NS_C" app-hup timeout 120 "$TS_PY" -u "$TS_TOOLS" recv --host "$T4" \
     --port "$P" --bytes 12m --rate 4m --seed 34 --progress "$TS_TMP/hup.progress"
 hup=$TS_LAST_PID
-sleep 1
+started "$TS_TMP/hup.progress"
 cp "$TS_TMP/client.yaml" "$TS_TMP/client.yaml.orig"
 sed -i 's/max_flows: .*/max_flows: 77/' "$TS_TMP/client.yaml"
 kill -HUP "$TS_CLIENT_PID" "$TS_SERVER_PID"
@@ -141,7 +152,7 @@ ts_log "SIGHUP mid-transfer: reloaded (max_flows 77), broken file refused, data 
 ts_bg "$NS_C" app-drain timeout 120 "$TS_PY" -u "$TS_TOOLS" recv --host "$T4" \
     --port "$P" --bytes 6m --rate 2m --seed 35 --progress "$TS_TMP/drain.progress"
 drain=$TS_LAST_PID
-sleep 1
+started "$TS_TMP/drain.progress"
 kill -TERM "$TS_CLIENT_PID"
 sleep 0.3
 ts_alive "$TS_CLIENT_PID" || ts_fail "client exited at once on SIGTERM (flow still open)"
