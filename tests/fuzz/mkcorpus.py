@@ -7,6 +7,7 @@ found by fuzzing are committed next to them under their own names and are
 never touched here.
 
 fuzz_frame input: datagram frames as they arrive on a stream (frame.h).
+fuzz_trojan input: the first bytes of a connection (proto_trojan.h).
 
 fuzz_tun input: one settings byte, then records [len:2][ctl:1][IP packet]
 (see fuzz_tun.c).  ACK numbers are relative to lwIP's ISN; addresses are
@@ -236,13 +237,34 @@ def frame_seeds():
     }
 
 
+def trojan_seeds():
+    import hashlib
+    h = hashlib.sha224(b"password").hexdigest().encode()
+
+    def req(cmd, atyp, addr, port):
+        a = bytes([len(addr)]) + addr if atyp == 3 else addr
+        return h + b"\r\n" + bytes([cmd, atyp]) + a + \
+            struct.pack("!H", port) + b"\r\n"
+    return {
+        "connect_v4": req(1, 1, TARGET4, 80) + b"GET / HTTP/1.0\r\n\r\n",
+        "connect_v6": req(1, 4, TARGET6, 443),
+        "connect_name": req(1, 3, b"www.example.com", 443),
+        "udp_v4": req(3, 1, TARGET4, 53),
+        "upper_hex": h.upper() + req(1, 1, TARGET4, 80)[56:],
+        "no_crlf": h + b"\n\n\x01\x01" + TARGET4 + b"\x00\x50\r\n",
+        "native": bytes([1, 1, 0, 75]) + bytes(71),
+        "http_probe": b"GET / HTTP/1.1\r\nHost: example.com\r\n\r\n",
+    }
+
+
 def main():
     ap = argparse.ArgumentParser()
     here = os.path.dirname(os.path.abspath(__file__))
     ap.add_argument("--out", default=os.path.join(here, "corpus"))
     a = ap.parse_args()
     for harness, seeds in (("tun", tun_seeds()), ("conf", CONF_SEEDS),
-                           ("frame", frame_seeds())):
+                           ("frame", frame_seeds()),
+                           ("trojan", trojan_seeds())):
         d = os.path.join(a.out, harness)
         os.makedirs(d, exist_ok=True)
         for name, data in seeds.items():
