@@ -113,15 +113,15 @@ code=$(ip netns exec "$NS_C" curl -s -o /dev/null -w '%{http_code}' \
 [ "$code" = 404 ] || ts_fail "metrics /nope answered $code, want 404"
 ts_log "metrics endpoints agree with status (up $up, down $down bytes)"
 
-# started FILE: wait (up to 20 s) until a transfer's progress file shows
+# started FILE: wait (up to 60 s) until a transfer's progress file shows
 # bytes moving -- under load python can take seconds just to start.
 started() {
 	local i
-	for i in $(seq 200); do
+	for i in $(seq 600); do
 		[ "$(cat "$1" 2>/dev/null || echo 0)" -gt 0 ] 2>/dev/null && return 0
 		sleep 0.1
 	done
-	ts_fail "transfer did not start: $(cat "${1%.progress}.log" 2>/dev/null | tail -n 1)"
+	ts_fail "transfer did not start within 60 s: $(tail -n 1 "$TS_TMP/app-$(basename "${1%.progress}").log" 2>/dev/null)"
 }
 
 # ---- 3. SIGHUP in the middle of a transfer -----------------------------------
