@@ -135,30 +135,6 @@ cover_reap(void *arg)
 	}
 }
 
-/* Interest for one relayed fd; parked while there is nothing to wait for,
- * since a level-triggered hang-up would otherwise wake the loop forever. */
-static int
-bridge_watch(struct bridge *b, struct loop_fd *lfd, int fd, bool *parked,
-    uint32_t ev, uint32_t revents, void (*cb)(struct loop_fd *, uint32_t))
-{
-	struct loop	*l = b->cv->loop;
-
-	if (*parked) {
-		if (ev == 0)
-			return 0;
-		if (loop_fd_add(l, lfd, fd, ev, cb) == -1)
-			return -1;
-		*parked = false;
-		return 0;
-	}
-	if ((revents & EPOLLHUP) && ev == 0) {
-		loop_fd_del(l, lfd);
-		*parked = true;
-		return 0;
-	}
-	return loop_fd_mod(l, lfd, ev);
-}
-
 static void
 bridge_relay(struct bridge *b, uint32_t oev, uint32_t fev)
 {
@@ -187,10 +163,10 @@ bridge_relay(struct bridge *b, uint32_t oev, uint32_t fev)
 		b->last_bytes = bytes;
 		b->last_io_ms = loop_now(b->cv->loop);
 	}
-	if (bridge_watch(b, &b->outer_lfd, outer_fd(b->outer),
+	if (loop_fd_watch(b->cv->loop, &b->outer_lfd, outer_fd(b->outer),
 	    &b->outer_parked, relay_outer_events(r), oev,
 	    bridge_on_outer) == -1 ||
-	    bridge_watch(b, &b->fd_lfd, b->fd, &b->fd_parked,
+	    loop_fd_watch(b->cv->loop, &b->fd_lfd, b->fd, &b->fd_parked,
 	    relay_fd_events(r), fev, bridge_on_fd) == -1)
 		bridge_close(b, "epoll", true);
 }

@@ -80,6 +80,26 @@ loop_trim_memory(struct loop *l, unsigned interval_ms)
 	loop_timer_set(l, &l->trim, interval_ms);
 }
 
+int
+loop_fd_watch(struct loop *l, struct loop_fd *lfd, int fd, bool *parked,
+    uint32_t ev, uint32_t revents, void (*cb)(struct loop_fd *, uint32_t))
+{
+	if (*parked) {
+		if (ev == 0)
+			return 0;
+		if (loop_fd_add(l, lfd, fd, ev, cb) == -1)
+			return -1;
+		*parked = false;
+		return 0;
+	}
+	if ((revents & EPOLLHUP) && ev == 0) {
+		loop_fd_del(l, lfd);
+		*parked = true;
+		return 0;
+	}
+	return loop_fd_mod(l, lfd, ev);
+}
+
 /* Registrations still pointing at l belong to their owners: untouched. */
 void
 loop_free(struct loop *l)

@@ -49,6 +49,15 @@ int  loop_fd_add(struct loop *l, struct loop_fd *lfd, int fd, uint32_t events,
 /* No syscall when events are unchanged. */
 int  loop_fd_mod(struct loop *l, struct loop_fd *lfd, uint32_t events);
 void loop_fd_del(struct loop *l, struct loop_fd *lfd);	/* accepts inactive */
+/*
+ * Sets the interest of a relayed fd that may hang up.  epoll reports
+ * EPOLLHUP whatever the interest, so while its owner cannot take that fd's
+ * input the level-triggered hang-up would wake the loop again and again:
+ * with ev == 0 after a hang-up the fd is parked (taken out of the loop,
+ * *parked set) until there is something to wait for.  0 or -1.
+ */
+int  loop_fd_watch(struct loop *l, struct loop_fd *lfd, int fd, bool *parked,
+    uint32_t ev, uint32_t revents, void (*cb)(struct loop_fd *, uint32_t));
 
 void loop_timer_init(struct loop_timer *t, void (*cb)(struct loop_timer *));
 void loop_timer_set(struct loop *l, struct loop_timer *t, uint64_t after_ms);

@@ -225,42 +225,17 @@ sess_reject(struct sess *s, const char *reason)
 
 /* ---- readiness --------------------------------------------------- */
 
-/*
- * Sets the interest of a relayed fd.  epoll reports EPOLLHUP whatever the
- * interest; while the relay cannot take that side's input (buffer full) the
- * level-triggered hang-up would wake the loop again and again, so the fd is
- * parked -- taken out of the loop -- until there is something to wait for.
- */
-static int
-sess_watch(struct sess *s, struct loop_fd *lfd, int fd, bool *parked,
-    uint32_t ev, uint32_t revents, void (*cb)(struct loop_fd *, uint32_t))
-{
-	struct loop	*l = s->env->loop;
-
-	if (*parked) {
-		if (ev == 0)
-			return 0;
-		if (loop_fd_add(l, lfd, fd, ev, cb) == -1)
-			return -1;
-		*parked = false;
-		return 0;
-	}
-	if ((revents & EPOLLHUP) && ev == 0) {
-		loop_fd_del(l, lfd);
-		*parked = true;
-		return 0;
-	}
-	return loop_fd_mod(l, lfd, ev);
-}
-
 static void
 sess_watch_relay(struct sess *s, uint32_t oev, uint32_t tev)
 {
-	if (sess_watch(s, &s->outer_lfd, outer_fd(s->outer), &s->outer_parked,
-	    relay_outer_events(&s->relay), oev, sess_on_outer) == -1)
+	struct loop	*l = s->env->loop;
+
+	if (loop_fd_watch(l, &s->outer_lfd, outer_fd(s->outer),
+	    &s->outer_parked, relay_outer_events(&s->relay), oev,
+	    sess_on_outer) == -1)
 		goto fail;
-	if (s->target_fd != -1 && sess_watch(s, &s->target_lfd, s->target_fd,
-	    &s->target_parked, relay_fd_events(&s->relay), tev,
+	if (s->target_fd != -1 && loop_fd_watch(l, &s->target_lfd,
+	    s->target_fd, &s->target_parked, relay_fd_events(&s->relay), tev,
 	    sess_on_target) == -1)
 		goto fail;
 	return;
