@@ -1,6 +1,7 @@
 /*
- * The trojan request: encoding for our client, parsing for our server.
- * No I/O and no state, so the unit test and the server share one parser.
+ * The trojan request and UDP packets: encoding and parsing for our client
+ * and our server.  No I/O and no state, so the unit tests, the fuzzer and
+ * both roles share one codec.
  */
 #include "proto_trojan.h"
 
@@ -172,4 +173,130 @@ proto_trojan_match(const char hex[PROTO_TROJAN_HEX_LEN],
 		    found == -1)
 			found = (int)i;
 	return found;
+}
+
+/* ---- UDP packets ------------------------------------------------------ */
+
+size_t
+proto_trojan_udp_hdr_len(const struct proto_dest *a)
+{
+	size_t	n;
+
+	switch (a->atyp) {
+	case PROTO_ATYP_IPV4:
+		return 1 + 4 + 2 + 2 + 2;
+	case PROTO_ATYP_IPV6:
+		return 1 + 16 + 2 + 2 + 2;
+	case PROTO_ATYP_DOMAIN:
+		n = strnlen(a->domain, sizeof(a->domain));
+		if (n == 0 || n > 255)
+			return 0;
+		return 1 + 1 + n + 2 + 2 + 2;
+	default:
+		return 0;
+	}
+}
+
+ssize_t
+proto_trojan_udp_encode_hdr(uint8_t *out, size_t outlen,
+    const struct proto_dest *a, size_t plen)
+{
+	size_t	hlen = proto_trojan_udp_hdr_len(a), off = 1, n;
+
+	if (hlen == 0 || plen > PROTO_TROJAN_UDP_PAYLOAD_MAX || outlen < hlen)
+		return -1;
+	out[0] = a->atyp;
+	switch (a->atyp) {
+	case PROTO_ATYP_IPV4:
+		memcpy(out + off, a->ip, 4);
+		off += 4;
+		break;
+	case PROTO_ATYP_IPV6:
+		memcpy(out + off, a->ip, 16);
+		off += 16;
+		break;
+	default:
+		n = hlen - 8;
+		out[off++] = (uint8_t)n;
+		memcpy(out + off, a->domain, n);
+		off += n;
+		break;
+	}
+	out[off++] = (uint8_t)(a->port >> 8);
+	out[off++] = (uint8_t)a->port;
+	out[off++] = (uint8_t)(plen >> 8);
+	out[off++] = (uint8_t)plen;
+	out[off++] = '\r';
+	out[off++] = '\n';
+	return (ssize_t)off;
+}
+
+ssize_t
+proto_trojan_udp_encode(uint8_t *out, size_t outlen,
+    const struct proto_dest *a, const void *payload, size_t plen)
+{
+	ssize_t	h;
+
+	if ((h = proto_trojan_udp_encode_hdr(out, outlen, a, plen)) < 0 ||
+	    outlen - (size_t)h < plen)
+		return -1;
+	if (plen > 0)
+		memcpy(out + h, payload, plen);
+	return h + (ssize_t)plen;
+}
+
+ssize_t
+proto_trojan_udp_parse(const uint8_t *in, size_t len, struct proto_dest *a,
+    const uint8_t **payload, size_t *plen)
+{
+	size_t	alen, off, n;
+
+	if (len < 1)
+		return 0;
+	switch (in[0]) {
+	case PROTO_ATYP_IPV4:
+		alen = 4;
+		off = 1;
+		break;
+	case PROTO_ATYP_IPV6:
+		alen = 16;
+		off = 1;
+		break;
+	case PROTO_ATYP_DOMAIN:
+		if (len < 2)
+			return 0;
+		if ((alen = in[1]) == 0)
+			return -1;
+		off = 2;
+		if (memchr(in + off, '\0', (len < off + alen ? len : off + alen)
+		    - off) != NULL)
+			return -1;
+		break;
+	default:
+		return -1;
+	}
+	off += alen + 2;		/* address, port: any value */
+	if (len < off + 2)
+		return 0;
+	n = (size_t)in[off] << 8 | in[off + 1];
+	if (n > PROTO_TROJAN_UDP_PAYLOAD_MAX)
+		return -1;
+	off += 2;
+	if (len > off && in[off] != '\r')
+		return -1;
+	if (len > off + 1 && in[off + 1] != '\n')
+		return -1;
+	off += 2;
+	if (len < off + n)
+		return 0;
+	memset(a, 0, sizeof(*a));
+	a->atyp = in[0];
+	if (a->atyp == PROTO_ATYP_DOMAIN)
+		memcpy(a->domain, in + 2, alen);
+	else
+		memcpy(a->ip, in + 1, alen);
+	a->port = (uint16_t)(in[off - 6] << 8 | in[off - 5]);
+	*payload = in + off;
+	*plen = n;
+	return (ssize_t)(off + n);
 }

@@ -61,4 +61,45 @@ ssize_t proto_trojan_parse(const uint8_t *in, size_t len,
 int proto_trojan_match(const char hex[PROTO_TROJAN_HEX_LEN],
     const char (*hashes)[PROTO_TROJAN_HEX_LEN + 1], size_t n);
 
+/*
+ * After a UDP ASSOCIATE request (whose address trojan peers ignore) the
+ * stream carries packets, in both directions:
+ *
+ *   1    address type: 1 IPv4, 3 domain, 4 IPv6
+ *   n    address: 4 bytes | 1-byte length (1..255) + name | 16 bytes
+ *   2    port, big endian
+ *   2    payload length N, big endian, 0..PROTO_TROJAN_UDP_PAYLOAD_MAX
+ *   2    CRLF
+ *   N    payload
+ *
+ * Client to server the address is the destination, server to client the
+ * source of the datagram.
+ */
+/* The largest UDP payload over IPv6 without jumbograms, as FRAME_PAYLOAD_MAX;
+ * longer lengths are malformed. */
+#define PROTO_TROJAN_UDP_PAYLOAD_MAX 65527
+#define PROTO_TROJAN_UDP_HDR_MIN	(1 + 4 + 2 + 2 + 2)
+#define PROTO_TROJAN_UDP_HDR_MAX	(1 + 1 + 255 + 2 + 2 + 2)
+#define PROTO_TROJAN_UDP_MAX \
+	(PROTO_TROJAN_UDP_HDR_MAX + PROTO_TROJAN_UDP_PAYLOAD_MAX)
+
+/* Header length for this address, 0 when the address is invalid. */
+size_t  proto_trojan_udp_hdr_len(const struct proto_dest *a);
+/* Writes the packet header for a payload of plen bytes.  Returns its
+ * length, or -1 when out is too small or the address or length is
+ * invalid. */
+ssize_t proto_trojan_udp_encode_hdr(uint8_t *out, size_t outlen,
+    const struct proto_dest *a, size_t plen);
+/* Header and payload.  Returns the packet length or -1. */
+ssize_t proto_trojan_udp_encode(uint8_t *out, size_t outlen,
+    const struct proto_dest *a, const void *payload, size_t plen);
+/* Parses the packet at in (len bytes available).  Returns the whole
+ * packet's length when complete (a, *payload and *plen set; *payload
+ * points into in), 0 when more bytes are needed, -1 when malformed (address
+ * type, empty domain or a NUL in it, length over the bound, no CRLF).  Each
+ * field is judged as soon as it has arrived: a prefix is rejected as soon
+ * as it proves the packet malformed and never before. */
+ssize_t proto_trojan_udp_parse(const uint8_t *in, size_t len,
+    struct proto_dest *a, const uint8_t **payload, size_t *plen);
+
 #endif

@@ -7,7 +7,8 @@ found by fuzzing are committed next to them under their own names and are
 never touched here.
 
 fuzz_frame input: datagram frames as they arrive on a stream (frame.h).
-fuzz_trojan input: the first bytes of a connection (proto_trojan.h).
+fuzz_trojan input: the first bytes of a connection (proto_trojan.h): a
+request, then (or, when it is none, instead) trojan UDP packets.
 
 fuzz_tun input: one settings byte, then records [len:2][ctl:1][IP packet]
 (see fuzz_tun.c).  ACK numbers are relative to lwIP's ISN; addresses are
@@ -245,7 +246,19 @@ def trojan_seeds():
         a = bytes([len(addr)]) + addr if atyp == 3 else addr
         return h + b"\r\n" + bytes([cmd, atyp]) + a + \
             struct.pack("!H", port) + b"\r\n"
+    def pkt(atyp, addr, port, payload, crlf=b"\r\n"):
+        a = bytes([len(addr)]) + addr if atyp == 3 else addr
+        return bytes([atyp]) + a + struct.pack("!HH", port, len(payload)) + \
+            crlf + payload
+    udp = req(3, 1, TARGET4, 53)
     return {
+        "udp_stream": udp + pkt(1, TARGET4, 53, b"query") +
+        pkt(4, TARGET6, 5353, b"") + pkt(3, b"www.example.com", 7, b"x" * 300),
+        "udp_bare": pkt(1, TARGET4, 9, b"abc") + pkt(4, TARGET6, 9, b"de"),
+        "udp_truncated": udp + pkt(1, TARGET4, 53, b"0123456789")[:-3],
+        "udp_bad_crlf": udp + pkt(1, TARGET4, 53, b"q", crlf=b"\n\r"),
+        "udp_oversize": udp + bytes([1]) + TARGET4 + b"\x00\x35\xff\xf8\r\n",
+        "udp_nul_name": udp + pkt(3, b"a\0b", 53, b"q"),
         "connect_v4": req(1, 1, TARGET4, 80) + b"GET / HTTP/1.0\r\n\r\n",
         "connect_v6": req(1, 4, TARGET6, 443),
         "connect_name": req(1, 3, b"www.example.com", 443),

@@ -236,6 +236,157 @@ test_match(void **state)
 	    (const char (*)[PROTO_TROJAN_HEX_LEN + 1])list, 3), -1);
 }
 
+/* ---- UDP packets -------------------------------------------------------- */
+
+/* 192.0.2.1:53 "abc"; [2001:db8::1]:8080, empty; example.com:80 "hi". */
+static const char UVEC_V4[] = "01" "c0000201" "0035" "0003" "0d0a" "616263";
+static const char UVEC_V6[] = "04" "20010db8000000000000000000000001" "1f90"
+    "0000" "0d0a";
+static const char UVEC_DOM[] = "03" "0b6578616d706c652e636f6d" "0050" "0002"
+    "0d0a" "6869";
+
+static void
+check_udp_vec(const char *vec, const struct proto_dest *d, const char *pl)
+{
+	uint8_t			 want[512], out[512];
+	struct proto_dest	 a;
+	const uint8_t		*p;
+	size_t			 n = unhex(vec, want), plen = strlen(pl), i, got;
+	size_t			 hlen = n - plen;
+
+	assert_int_equal(proto_trojan_udp_hdr_len(d), hlen);
+	assert_int_equal(proto_trojan_udp_encode(out, sizeof(out), d, pl, plen),
+	    (ssize_t)n);
+	assert_memory_equal(out, want, n);
+	assert_int_equal(proto_trojan_udp_encode(out, n, d, pl, plen),
+	    (ssize_t)n);
+	assert_int_equal(proto_trojan_udp_encode(out, n - 1, d, pl, plen), -1);
+	assert_int_equal(proto_trojan_udp_encode_hdr(out, hlen, d, plen),
+	    (ssize_t)hlen);
+	assert_memory_equal(out, want, hlen);
+	assert_int_equal(proto_trojan_udp_encode_hdr(out, hlen - 1, d, plen),
+	    -1);
+
+	assert_int_equal(proto_trojan_udp_parse(want, n, &a, &p, &got),
+	    (ssize_t)n);
+	assert_int_equal(a.atyp, d->atyp);
+	assert_int_equal(a.port, d->port);
+	if (d->atyp == PROTO_ATYP_DOMAIN)
+		assert_string_equal(a.domain, d->domain);
+	else
+		assert_memory_equal(a.ip, d->ip,
+		    d->atyp == PROTO_ATYP_IPV4 ? 4 : 16);
+	assert_int_equal(got, plen);
+	assert_ptr_equal(p, want + hlen);
+	assert_memory_equal(p, pl, plen);
+	for (i = 0; i < n; i++)
+		assert_int_equal(proto_trojan_udp_parse(want, i, &a, &p, &got),
+		    0);
+	/* Back to back: the first packet ends where it says. */
+	memcpy(want + n, want, n);
+	assert_int_equal(proto_trojan_udp_parse(want, 2 * n, &a, &p, &got),
+	    (ssize_t)n);
+	assert_int_equal(proto_trojan_udp_parse(want + n, n, &a, &p, &got),
+	    (ssize_t)n);
+}
+
+static void
+test_udp_vectors(void **state)
+{
+	struct proto_dest	 d;
+	static const uint8_t	 v6[16] = { 0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0,
+	    0, 0, 0, 0, 0, 0, 0, 1 };
+
+	(void)state;
+	memset(&d, 0, sizeof(d));
+	d.atyp = PROTO_ATYP_IPV4;
+	memcpy(d.ip, "\xc0\x00\x02\x01", 4);
+	d.port = 53;
+	check_udp_vec(UVEC_V4, &d, "abc");
+
+	memset(&d, 0, sizeof(d));
+	d.atyp = PROTO_ATYP_IPV6;
+	memcpy(d.ip, v6, 16);
+	d.port = 8080;
+	check_udp_vec(UVEC_V6, &d, "");
+
+	memset(&d, 0, sizeof(d));
+	d.atyp = PROTO_ATYP_DOMAIN;
+	strcpy(d.domain, "example.com");
+	d.port = 80;
+	check_udp_vec(UVEC_DOM, &d, "hi");
+}
+
+static void
+test_udp_bad(void **state)
+{
+	static uint8_t		 big[PROTO_TROJAN_UDP_MAX + 1];
+	static uint8_t		 pl[PROTO_TROJAN_UDP_PAYLOAD_MAX];
+	uint8_t			 b[512];
+	struct proto_dest	 a, d;
+	const uint8_t		*p;
+	size_t			 n, plen;
+
+	(void)state;
+	/* Encoding: bad address type, empty domain, payload over the bound. */
+	memset(&d, 0, sizeof(d));
+	d.atyp = 2;
+	assert_int_equal(proto_trojan_udp_hdr_len(&d), 0);
+	assert_int_equal(proto_trojan_udp_encode(b, sizeof(b), &d, "", 0), -1);
+	d.atyp = PROTO_ATYP_DOMAIN;
+	assert_int_equal(proto_trojan_udp_encode(b, sizeof(b), &d, "", 0), -1);
+	d.atyp = PROTO_ATYP_IPV4;
+	assert_int_equal(proto_trojan_udp_encode_hdr(b, sizeof(b), &d,
+	    PROTO_TROJAN_UDP_PAYLOAD_MAX + 1), -1);
+	/* The bound itself: encoded, and parsed back whole. */
+	memset(pl, 'z', sizeof(pl));
+	n = proto_trojan_udp_hdr_len(&d) + PROTO_TROJAN_UDP_PAYLOAD_MAX;
+	assert_int_equal(proto_trojan_udp_encode(big, sizeof(big), &d, pl,
+	    sizeof(pl)), (ssize_t)n);
+	assert_int_equal(proto_trojan_udp_parse(big, n, &a, &p, &plen),
+	    (ssize_t)n);
+	assert_int_equal(plen, PROTO_TROJAN_UDP_PAYLOAD_MAX);
+	assert_int_equal(proto_trojan_udp_parse(big, n - 1, &a, &p, &plen), 0);
+
+	/* Parsing, each judged at the byte that shows it. */
+	b[0] = 2;			/* address type */
+	assert_int_equal(proto_trojan_udp_parse(b, 1, &a, &p, &plen), -1);
+	b[0] = 0;
+	assert_int_equal(proto_trojan_udp_parse(b, 1, &a, &p, &plen), -1);
+	assert_int_equal(proto_trojan_udp_parse(b, 0, &a, &p, &plen), 0);
+	n = unhex(UVEC_DOM, b);		/* empty domain */
+	b[1] = 0;
+	assert_int_equal(proto_trojan_udp_parse(b, 1, &a, &p, &plen), 0);
+	assert_int_equal(proto_trojan_udp_parse(b, 2, &a, &p, &plen), -1);
+	n = unhex(UVEC_DOM, b);		/* NUL in the name, seen at once */
+	b[5] = 0;
+	assert_int_equal(proto_trojan_udp_parse(b, 5, &a, &p, &plen), 0);
+	assert_int_equal(proto_trojan_udp_parse(b, 6, &a, &p, &plen), -1);
+	assert_int_equal(proto_trojan_udp_parse(b, n, &a, &p, &plen), -1);
+	n = unhex(UVEC_V4, b);		/* length over the bound */
+	b[7] = 0xff;
+	b[8] = 0xf8;
+	assert_int_equal(proto_trojan_udp_parse(b, 8, &a, &p, &plen), 0);
+	assert_int_equal(proto_trojan_udp_parse(b, 9, &a, &p, &plen), -1);
+	b[8] = 0xf7;			/* 65527: fine, waits for it */
+	assert_int_equal(proto_trojan_udp_parse(b, n, &a, &p, &plen), 0);
+	n = unhex(UVEC_V4, b);		/* bad CR, bad LF */
+	b[9] = '\n';
+	assert_int_equal(proto_trojan_udp_parse(b, 9, &a, &p, &plen), 0);
+	assert_int_equal(proto_trojan_udp_parse(b, 10, &a, &p, &plen), -1);
+	n = unhex(UVEC_V4, b);
+	b[10] = '\r';
+	assert_int_equal(proto_trojan_udp_parse(b, 10, &a, &p, &plen), 0);
+	assert_int_equal(proto_trojan_udp_parse(b, 11, &a, &p, &plen), -1);
+	assert_int_equal(proto_trojan_udp_parse(b, n, &a, &p, &plen), -1);
+
+	/* Garbage of every length never reads past what it was given. */
+	for (n = 0; n < sizeof(b); n++) {
+		memset(b, 0x03, sizeof(b));
+		(void)proto_trojan_udp_parse(b, n, &a, &p, &plen);
+	}
+}
+
 /* ---- the configuration keys that feed it ------------------------------ */
 
 #define TCLIENT	"client:\n  server: vpn.example.org:443\n"
@@ -260,25 +411,25 @@ test_conf_keys(void **state)
 	c = load(TCLIENT "  protocol: trojan\n  password: password\n", err,
 	    sizeof(err));
 	assert_non_null(c);
-	assert_true(c->client.trojan);
+	assert_int_equal(c->client.protocol, CONF_PROTO_TROJAN);
 	assert_string_equal(c->client.trojan_hex, HEX_PASSWORD);
 	conf_free(c);
 
 	c = load(TCLIENT "  protocol: tunsplit\n  key: "
 	    "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\n", err, sizeof(err));
 	assert_non_null(c);
-	assert_false(c->client.trojan);
+	assert_int_equal(c->client.protocol, CONF_PROTO_TUNSPLIT);
 	conf_free(c);
 
 	assert_null(load(TCLIENT "  protocol: trojan\n", err, sizeof(err)));
 	assert_non_null(strstr(err, "password"));
 	assert_null(load(TCLIENT "  protocol: vless\n  password: x\n", err,
 	    sizeof(err)));
-	assert_non_null(strstr(err, "not tunsplit or trojan"));
+	assert_non_null(strstr(err, "not tunsplit, trojan, socks5"));
 	assert_null(load(TCLIENT "  key: "
 	    "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\n  password: x\n",
 	    err, sizeof(err)));
-	assert_non_null(strstr(err, "needs protocol: trojan"));
+	assert_non_null(strstr(err, "needs protocol: trojan or socks5"));
 	assert_null(load(TCLIENT "  protocol: trojan\n  password: x\n"
 	    "  connect_mode: faithful\n", err, sizeof(err)));
 	assert_non_null(strstr(err, "faithful"));
@@ -318,6 +469,8 @@ main(void)
 		cmocka_unit_test(test_encode_bad),
 		cmocka_unit_test(test_parse_bad),
 		cmocka_unit_test(test_match),
+		cmocka_unit_test(test_udp_vectors),
+		cmocka_unit_test(test_udp_bad),
 		cmocka_unit_test(test_conf_keys),
 	};
 
