@@ -841,48 +841,126 @@ key_sni(struct ctx *x, yaml_node_t *n, const struct conf_key *k, void *base)
 	return key_path(x, n, k, base);
 }
 
+static const char *const conf_protos[] = {
+	[CONF_PROTO_TUNSPLIT] = "tunsplit", [CONF_PROTO_TROJAN] = "trojan",
+	[CONF_PROTO_SOCKS5] = "socks5", [CONF_PROTO_DIRECT] = "direct",
+	[CONF_PROTO_BLOCK] = "block",
+};
+
+const char *
+conf_proto_name(enum conf_proto p)
+{
+	if ((size_t)p >= sizeof(conf_protos) / sizeof(conf_protos[0]))
+		return "?";
+	return conf_protos[p];
+}
+
 static int
 key_protocol(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
     void *base)
 {
 	const char	*s = scalar(x, n);
+	size_t		 i;
 
 	if (s == NULL)
 		return -1;
-	if (strcmp(s, "trojan") == 0)
-		*FIELD(base, k, bool) = true;
-	else if (strcmp(s, "tunsplit") == 0)
-		*FIELD(base, k, bool) = false;
-	else
-		return conf_err(x, n, "'%s' is not tunsplit or trojan",
-		    conf_vis(x, s));
+	for (i = 0; i < sizeof(conf_protos) / sizeof(conf_protos[0]); i++)
+		if (strcmp(s, conf_protos[i]) == 0) {
+			*FIELD(base, k, enum conf_proto) = (enum conf_proto)i;
+			return 0;
+		}
+	return conf_err(x, n, "'%s' is not tunsplit, trojan, socks5, direct "
+	    "or block", conf_vis(x, s));
+}
+
+/*
+ * The protocol may come after the password, so both forms are kept until
+ * check_client: the hash (all trojan needs) and, when it fits RFC 1929's
+ * 255 bytes, the plain text (socks5 sends it).  check_client wipes the one
+ * the protocol does not use.
+ */
+static int
+key_password(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
+    void *base)
+{
+	const char	*s = scalar(x, n);
+	struct conf	*c = base;
+
+	(void)k;
+	if (s == NULL)
+		return -1;
+	if (proto_trojan_hash(s, strlen(s), c->client.trojan_hex) == -1)
+		return conf_err(x, n, "cannot hash the password (SHA-224)");
+	if (strlen(s) <= CONF_SOCKS_MAX)
+		memcpy(c->client.password, s, strlen(s) + 1);
 	return 0;
 }
 
-/* Only the hash is kept: it is all the wire and the check need. */
 static int
-key_password(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
+key_username(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
     void *base)
 {
 	const char	*s = scalar(x, n);
 
 	if (s == NULL)
 		return -1;
-	if (proto_trojan_hash(s, strlen(s), FIELD(base, k, char)) == -1)
-		return conf_err(x, n, "cannot hash the password (SHA-224)");
+	if (*s == '\0' || strlen(s) > CONF_SOCKS_MAX)
+		return conf_err(x, n, "must be 1..%d bytes (RFC 1929)",
+		    CONF_SOCKS_MAX);
+	memcpy(FIELD(base, k, char), s, strlen(s) + 1);
 	return 0;
 }
 
+/* Rejects a key the protocol has no use for. */
 static int
-check_client(struct ctx *x, yaml_node_t *map, void *base)
+unused_key(struct ctx *x, yaml_node_t *map, const char *key, const char *why)
 {
-	struct conf	*c = base;
+	if (!seen(x, key))
+		return 0;
+	path_push(x, key);
+	return conf_err(x, map, "%s", why);
+}
 
-	if (require(x, map, "server") == -1)
+static int
+check_client_socks5(struct ctx *x, yaml_node_t *map, struct conf *c)
+{
+	if (seen(x, "username") != seen(x, "password")) {
+		path_push(x, seen(x, "username") ? "password" : "username");
+		return conf_err(x, map, "username and password go together "
+		    "(RFC 1929)");
+	}
+	if (seen(x, "password") && c->client.password[0] == '\0') {
+		path_push(x, "password");
+		return conf_err(x, map, "must be 1..%d bytes (RFC 1929)",
+		    CONF_SOCKS_MAX);
+	}
+	return 0;
+}
+
+/* Per protocol: which credentials it needs, which keys it cannot use. */
+static int
+check_client_proto(struct ctx *x, yaml_node_t *map, struct conf *c)
+{
+	const char	*name = conf_proto_name(c->client.protocol);
+	char		 why[64];
+	bool		 tls = c->client.protocol <= CONF_PROTO_TROJAN;
+
+	snprintf(why, sizeof(why), "not used with protocol: %s", name);
+	if (c->client.protocol != CONF_PROTO_SOCKS5 &&
+	    unused_key(x, map, "username", "needs protocol: socks5") == -1)
 		return -1;
-	/* trojan flows authenticate with the password; the key is only
-	 * for what stays native (UDP, ICMP). */
-	if (c->client.trojan) {
+	if (!tls && (unused_key(x, map, "key", why) == -1 ||
+	    unused_key(x, map, "key_file", why) == -1))
+		return -1;
+	switch (c->client.protocol) {
+	case CONF_PROTO_TUNSPLIT:
+		if (check_key(x, map) == -1)
+			return -1;
+		return unused_key(x, map, "password",
+		    "needs protocol: trojan or socks5");
+	case CONF_PROTO_TROJAN:
+		/* trojan flows authenticate with the password; the key is
+		 * only for what stays native (UDP, ICMP). */
 		if (require(x, map, "password") == -1)
 			return -1;
 		if (c->client.faithful) {
@@ -894,14 +972,45 @@ check_client(struct ctx *x, yaml_node_t *map, void *base)
 			log_warnx("client: protocol trojan without a key: "
 			    "UDP and ICMP flows (native protocol only) will "
 			    "fail");
-	} else {
-		if (check_key(x, map) == -1)
+		return 0;
+	case CONF_PROTO_SOCKS5:
+		return check_client_socks5(x, map, c);
+	case CONF_PROTO_DIRECT:
+	case CONF_PROTO_BLOCK:
+		if (unused_key(x, map, "server", why) == -1 ||
+		    unused_key(x, map, "password", why) == -1)
 			return -1;
-		if (seen(x, "password")) {
-			path_push(x, "password");
-			return conf_err(x, map, "needs protocol: trojan");
+		/* Without a mark the direct sockets would be routed back
+		 * into the TUN they come from. */
+		if (c->client.protocol == CONF_PROTO_DIRECT &&
+		    c->client.mark == 0) {
+			path_push(x, "mark");
+			return conf_err(x, map, "protocol: direct needs a mark "
+			    "(e.g. mark: 0x7353) so that its sockets bypass "
+			    "the TUN");
 		}
+		return 0;
 	}
+	return 0;
+}
+
+static int
+check_client(struct ctx *x, yaml_node_t *map, void *base)
+{
+	struct conf	*c = base;
+
+	if (c->client.protocol != CONF_PROTO_DIRECT &&
+	    c->client.protocol != CONF_PROTO_BLOCK &&
+	    require(x, map, "server") == -1)
+		return -1;
+	if (check_client_proto(x, map, c) == -1)
+		return -1;
+	/* Keep only the form of the password the protocol sends. */
+	if (c->client.protocol != CONF_PROTO_SOCKS5)
+		sodium_memzero(c->client.password, sizeof(c->client.password));
+	if (c->client.protocol != CONF_PROTO_TROJAN)
+		sodium_memzero(c->client.trojan_hex,
+		    sizeof(c->client.trojan_hex));
 	/* Without a mark the outer connections would be routed into the
 	 * TUN they come from. */
 	if (c->client.route_auto && c->client.mark == 0) {
@@ -1290,8 +1399,9 @@ static const struct conf_key keys_client[] = {
 	{ "pin_sha256", key_pin, 0, 0, 0, NULL },
 	{ "key", key_key, C(client.key), 0, 0, NULL },
 	{ "key_file", key_file, C(client.key), 0, 0, NULL },
-	{ "protocol", key_protocol, C(client.trojan), 0, 0, NULL },
-	{ "password", key_password, C(client.trojan_hex), 0, 0, NULL },
+	{ "protocol", key_protocol, C(client.protocol), 0, 0, NULL },
+	{ "username", key_username, C(client.username), 0, 0, NULL },
+	{ "password", key_password, 0, 0, 0, NULL },
 	{ "congestion", key_word, C(client.congestion), 0, CONF_CC_MAX, NULL },
 	{ "mark", key_u32, C(client.mark), 0, UINT32_MAX, NULL },
 	{ "max_flows", key_uint, C(client.max_flows), 1, 1000000, NULL },
@@ -1400,6 +1510,7 @@ check_top(struct ctx *x, yaml_node_t *map, void *base)
 		return conf_err(x, x->tun_knode, "only valid with client:");
 	}
 	if (c->role == CONF_ROLE_CLIENT && c->client.sni == NULL &&
+	    c->client.server_host != NULL &&
 	    (c->client.sni = strdup(c->client.server_host)) == NULL)
 		return conf_err(x, map, "out of memory");
 	return 0;
@@ -1749,9 +1860,11 @@ dump_client(const struct conf *c, FILE *fp)
 		fprintf(fp, "    - %s\n",
 		    cidr_fmt(&c->tun.addr6, buf, sizeof(buf)));
 	fprintf(fp, "client:\n");
-	dump_hostport(fp, "server", c->client.server_host,
-	    c->client.server_port);
-	dump_kv(fp, "  ", "sni", c->client.sni);
+	if (c->client.server_host != NULL)	/* none for direct, block */
+		dump_hostport(fp, "server", c->client.server_host,
+		    c->client.server_port);
+	if (c->client.sni != NULL)
+		dump_kv(fp, "  ", "sni", c->client.sni);
 	if (c->client.ca_file != NULL)
 		dump_kv(fp, "  ", "ca", c->client.ca_file);
 	else
@@ -1763,11 +1876,16 @@ dump_client(const struct conf *c, FILE *fp)
 		    sodium_base64_VARIANT_ORIGINAL);
 		fprintf(fp, "  pin_sha256: \"%s\"\n", pin);
 	}
-	fprintf(fp, "  key: (redacted)\n");
-	if (c->client.trojan) {
-		fprintf(fp, "  protocol: trojan\n");
+	if (c->client.protocol <= CONF_PROTO_TROJAN)
+		fprintf(fp, "  key: (redacted)\n");
+	if (c->client.protocol != CONF_PROTO_TUNSPLIT)
+		fprintf(fp, "  protocol: %s\n",
+		    conf_proto_name(c->client.protocol));
+	if (c->client.username[0] != '\0')
+		dump_kv(fp, "  ", "username", c->client.username);
+	if (c->client.protocol == CONF_PROTO_TROJAN ||
+	    c->client.password[0] != '\0')
 		fprintf(fp, "  password: (redacted)\n");
-	}
 	dump_kv(fp, "  ", "congestion", c->client.congestion);
 	dump_mark(fp, c->client.mark);
 	fprintf(fp, "  max_flows: %u\n", c->client.max_flows);

@@ -24,7 +24,18 @@
 #define CONF_TROJAN_HEX_LEN	56		/* hex of SHA-224 */
 #define CONF_MAX_TROJAN		1024
 
+#define CONF_SOCKS_MAX	255		/* RFC 1929 user name, password */
+
 enum conf_role { CONF_ROLE_CLIENT = 1, CONF_ROLE_SERVER = 2 };
+
+/* client.protocol: what a TCP flow's outbound speaks. */
+enum conf_proto {
+	CONF_PROTO_TUNSPLIT = 0,	/* native header over TLS (default) */
+	CONF_PROTO_TROJAN,		/* trojan request over TLS */
+	CONF_PROTO_SOCKS5,		/* a SOCKS5 proxy (RFC 1928), no TLS */
+	CONF_PROTO_DIRECT,		/* straight to the target, SO_MARK */
+	CONF_PROTO_BLOCK,		/* every flow refused */
+};
 
 struct conf_user {
 	char	 name[CONF_NAME_MAX];
@@ -55,7 +66,8 @@ struct conf {
 	} tun;
 
 	struct {
-		char		*server_host;		/* host name or numeric */
+		char		*server_host;		/* host name or numeric;
+							 * NULL for direct, block */
 		uint16_t	 server_port;
 		char		*sni;			/* default: server_host */
 		char		*ca_file;		/* NULL: system store */
@@ -63,8 +75,13 @@ struct conf {
 		bool		 has_pin;
 		uint8_t		 pin_sha256[32];	/* SHA-256 of the server's SPKI */
 		uint8_t		 key[CONF_KEY_LEN];
-		bool		 trojan;		/* protocol: trojan (TCP flows) */
+		enum conf_proto	 protocol;
 		char		 trojan_hex[CONF_TROJAN_HEX_LEN + 1]; /* hex(SHA224(password)) */
+		/* socks5: RFC 1929 credentials, "" = none.  The password is
+		 * kept in plain (the proxy needs it); never logged or dumped,
+		 * wiped by conf_free. */
+		char		 username[CONF_SOCKS_MAX + 1];
+		char		 password[CONF_SOCKS_MAX + 1];
 		char		 congestion[CONF_CC_MAX]; /* default "bbr" */
 		uint32_t	 mark;			/* SO_MARK on outer sockets, 0 = none */
 		unsigned	 max_flows;		/* default 4096 */
@@ -119,6 +136,9 @@ struct conf *conf_load_buf(const char *name, const char *buf, size_t len,
 void conf_free(struct conf *c);		/* wipes keys; accepts NULL */
 /* Effective configuration as YAML, secrets redacted (check -c). */
 void conf_dump(const struct conf *c, FILE *fp);
+
+/* "tunsplit", "trojan", "socks5", "direct", "block". */
+const char *conf_proto_name(enum conf_proto p);
 
 /* "30s" "250ms" "5m" "1h" or bare seconds -> ms; -1 when invalid. */
 long long conf_parse_duration_ms(const char *s);

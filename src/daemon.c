@@ -271,7 +271,11 @@ daemon_route_up(const char *dev, const struct addr *server)
 	int			 p[2], rc = -1;
 	pid_t			 pid;
 
-	if (inet_ntop(addr_family(server), addr_ip(server, &i), ip,
+	/* No server for protocol direct or block: its marked sockets are
+	 * all that has to bypass the TUN. */
+	if (server == NULL)
+		snprintf(ip, sizeof(ip), "none");
+	else if (inet_ntop(addr_family(server), addr_ip(server, &i), ip,
 	    sizeof(ip)) == NULL)
 		return -1;
 	snprintf(mark, sizeof(mark), "0x%x", c->client.mark);
@@ -288,8 +292,10 @@ daemon_route_up(const char *dev, const struct addr *server)
 	ARG(dev);
 	ARG("--mark");
 	ARG(mark);
-	ARG("--server");
-	ARG(ip);
+	if (server != NULL) {
+		ARG("--server");
+		ARG(ip);
+	}
 	if (!c->tun.has_addr6)
 		ARG("--no-ipv6");
 	for (i = 0; i < c->client.nroute_exclude; i++) {
@@ -409,8 +415,7 @@ daemon_up(const char *tun_dev, const struct addr *server)
 	char			 ok = 0;
 
 	if (c->role == CONF_ROLE_CLIENT && c->client.route_auto &&
-	    tun_dev != NULL && server != NULL &&
-	    daemon_route_up(tun_dev, server) == -1)
+	    tun_dev != NULL && daemon_route_up(tun_dev, server) == -1)
 		return -1;
 	if (c->user[0] != '\0' && daemon_drop_privileges() == -1)
 		return -1;
@@ -496,10 +501,16 @@ daemon_reload_client(struct conf *live, struct conf *n)
 	/* The protocol decides how connect_mode works: restart for it; a
 	 * new trojan password is for new flows, like the key. */
 	daemon_restart_needed("client.protocol",
-	    live->client.trojan != n->client.trojan);
-	if (live->client.trojan == n->client.trojan)
+	    live->client.protocol != n->client.protocol);
+	if (live->client.protocol == n->client.protocol) {
 		memcpy(live->client.trojan_hex, n->client.trojan_hex,
 		    sizeof(live->client.trojan_hex));
+		/* socks5 credentials: new flows log in with these. */
+		memcpy(live->client.username, n->client.username,
+		    sizeof(live->client.username));
+		memcpy(live->client.password, n->client.password,
+		    sizeof(live->client.password));
+	}
 }
 
 /*

@@ -36,7 +36,8 @@ int  daemon_background(void);
 int  daemon_pidfile(const char *path);
 
 /* After the role has set up: runs `tunsplit-route up` (client with
- * route: auto; tun_dev and server given), drops to user:/group: keeping
+ * route: auto and a tun_dev; server NULL for protocol direct or block,
+ * which have none), drops to user:/group: keeping
  * CAP_NET_ADMIN, then releases a waiting `run -d` parent.  0 or -1. */
 int  daemon_up(const char *tun_dev, const struct addr *server);
 /* At exit: `tunsplit-route down` (if up ran), pid file removed. */

@@ -622,7 +622,7 @@ flow_start_relay(struct flow *f)
 	/* client.dns: DNS over TCP goes to the pinned resolver too. */
 	(void)flow_udp_dns_pin(env->conf, &dst);
 	frame_dest_from_addr(&req.dest, &dst);
-	if (env->conf->client.trojan) {
+	if (env->conf->client.protocol == CONF_PROTO_TROJAN) {
 		/* No status comes back: the stream counts as connected now,
 		 * and a target the server cannot reach shows as its close. */
 		n = proto_trojan_encode(buf, sizeof(buf),
