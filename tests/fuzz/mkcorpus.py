@@ -10,6 +10,9 @@ fuzz_frame input: datagram frames as they arrive on a stream (frame.h).
 fuzz_trojan input: the first bytes of a connection (proto_trojan.h): a
 request, then (or, when it is none, instead) trojan UDP packets.
 
+fuzz_resp input: one settings byte, then records [ctl:1][len:2][bytes the
+server sends] (see fuzz_resp.c).
+
 fuzz_tun input: one settings byte, then records [len:2][ctl:1][IP packet]
 (see fuzz_tun.c).  ACK numbers are relative to lwIP's ISN; addresses are
 from the documentation/benchmark ranges and never leave the process.
@@ -270,6 +273,82 @@ def trojan_seeds():
     }
 
 
+def resp_seeds():
+    """fuzz_resp: settings byte, then records [ctl][len:2][server bytes]."""
+    def st(mode=0, dns=False, mtu=2, res6=False, reset=False):
+        return bytes([mode | (4 if dns else 0) | (mtu << 3) |
+                      (0x40 if res6 else 0) | (0x80 if reset else 0)])
+
+    def r(data, send=None, piece=0):
+        ctl = (piece << 4) | ((1 | (send << 1)) if send is not None else 0)
+        return struct.pack("!BH", ctl, len(data)) + data
+
+    peer4 = bytes([192, 0, 2, 10])
+    peer6 = bytes.fromhex("20010db80000000000000000000000" + "0a")
+    res4 = bytes([10, 77, 2, 53])
+    res6 = bytes.fromhex("fd770002000000000000000000000053")
+    q = lambda txid, body=b"answer": struct.pack("!H", txid) + body  # noqa
+    return {
+        "udp4": st() + r(b"\0" + frame(1, peer4, 4000, b"abc")),
+        "udp6_mixed": st(1) + r(b"\0") + r(frame(4, peer6, 4000, b"x" * 40) +
+                                          frame(1, peer4, 9, b"dropped")),
+        "dns4": st(0, dns=True) + r(b"\0", send=1) +
+        r(frame(1, res4, 53, q(1)), send=2) + r(frame(1, res4, 53, q(2))) +
+        r(frame(1, res4, 53, q(7))) + r(frame(1, peer4, 53, q(1))),
+        "dns6_res4": st(1, dns=True) + r(b"\0" + frame(1, res4, 53, q(0))),
+        "dns4_res6": st(0, dns=True, res6=True) +
+        r(b"\0" + frame(4, res6, 53, q(0)) + frame(4, res6, 54, q(0))),
+        "icmp4": st(2) + r(b"\0" + frame(1, peer4, 0, b"ping" * 8), send=1) +
+        r(frame(1, peer4, 1, b"pong")),
+        "icmp6": st(3, mtu=1) + r(b"\0" + frame(4, peer6, 0, b"p" * 3000)),
+        "frag4": st(0, mtu=0) + r(b"\0" + frame(1, peer4, 4000, b"f" * 4000),
+                                  piece=5),
+        "frag6": st(1, mtu=0) + r(b"\0" + frame(4, peer6, 4000, b"g" * 2000)),
+        "denied": st() + r(bytes([2])),
+        "malformed": st() + r(b"\0" + frame(1, peer4, 1, b"ok") +
+                              b"\x00\x01\x09"),
+        "nul_name": st() + r(b"\0" + frame(3, b"a\0b", 1, b"x")),
+        "domain": st() + r(b"\0" + frame(3, b"example.com", 1, b"x")),
+        "split": st() + b"".join(r(bytes([c])) for c in
+                                 b"\0" + frame(1, peer4, 4000, b"split")),
+        "truncated_reset": st(reset=True) + r(b"\0" + frame(1, peer4, 1,
+                                                         b"abcdef")[:-2]),
+        "empty_eof": st(),
+    }
+
+
+def socks5_seeds():
+    """fuzz_socks5: what a SOCKS5 proxy sends the client."""
+    def reply(rep, atyp, addr, port):
+        a = bytes([len(addr)]) + addr if atyp == 3 else addr
+        return bytes([5, rep, 0, atyp]) + a + struct.pack("!H", port)
+
+    def udp(atyp, addr, port, data, frag=0):
+        a = bytes([len(addr)]) + addr if atyp == 3 else addr
+        return bytes([0, 0, frag, atyp]) + a + struct.pack("!H", port) + data
+    return {
+        "noauth_v4": b"\x05\x00" + reply(0, 1, TARGET4, 1080),
+        "userpass_v6": b"\x05\x02\x01\x00" + reply(0, 4, TARGET6, 443),
+        "auth_failed": b"\x05\x02\x01\x01",
+        "refused": b"\x05\xff",
+        "rep_refused": b"\x05\x00" + reply(5, 1, bytes(4), 0),
+        "name": b"\x05\x00" + reply(0, 3, b"proxy.example.com", 8080),
+        "name_nul": b"\x05\x00" + reply(0, 3, b"a\0b", 1),
+        "name_empty": b"\x05\x00\x05\x00\x00\x03\x00\x00\x50",
+        "bad_atyp": b"\x05\x00\x05\x00\x00\x02abcd\x00\x50",
+        "udp_v4": b"\x05\x00" + reply(0, 1, TARGET4, 1080) +
+        udp(1, TARGET4, 53, b"answer"),
+        "udp_v6": b"\x05\x00" + reply(0, 1, TARGET4, 1080) +
+        udp(4, TARGET6, 53, b""),
+        "udp_frag": b"\x05\x00" + reply(0, 1, TARGET4, 1080) +
+        udp(1, TARGET4, 53, b"x", frag=1),
+        "udp_name": udp(3, b"example.com", 53, b"q"),
+        "early_data": b"\x05\x00" + reply(0, 1, TARGET4, 80) +
+        b"HTTP/1.0 200 OK\r\n",
+        "http": b"HTTP/1.1 400 Bad Request\r\n\r\n",
+    }
+
+
 def main():
     ap = argparse.ArgumentParser()
     here = os.path.dirname(os.path.abspath(__file__))
@@ -277,7 +356,9 @@ def main():
     a = ap.parse_args()
     for harness, seeds in (("tun", tun_seeds()), ("conf", CONF_SEEDS),
                            ("frame", frame_seeds()),
-                           ("trojan", trojan_seeds())):
+                           ("trojan", trojan_seeds()),
+                           ("resp", resp_seeds()),
+                           ("socks5", socks5_seeds())):
         d = os.path.join(a.out, harness)
         os.makedirs(d, exist_ok=True)
         for name, data in seeds.items():
