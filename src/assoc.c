@@ -1,115 +1,35 @@
 /*
- * Client datagram associations (see assoc.h).
+ * Client datagram associations (see assoc.h): the table, the bounds, the
+ * timers and delivery.  The transports (assoc_tp.h) carry the datagrams.
  *
  * Life of an association: made by the first datagram of its app endpoint,
- * it dials the server at once; once TLS is up the request header and the
- * frames queued meanwhile leave together.  The first byte back is the
- * server's status; non-zero fails the association.  It ends when idle for
+ * it opens its way out at once, queueing datagrams meanwhile.  It is
+ * "ready" once the peer agreed (native: status byte 0; trojan: TLS up;
+ * socks5: the UDP ASSOCIATE reply; direct: at once): until then the
+ * connect timeout runs, afterwards the idle one.  It ends when idle for
  * udp_timeout (dns_timeout for DNS-only and ICMP), when evicted for room,
- * or on a failure, after a short hold-down.
+ * when the peer ends it, or on a failure, after a short hold-down.
  */
 #include "config.h"
 
 #include "assoc.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <sys/epoll.h>
-#include <sys/queue.h>
 #include <sys/socket.h>
 
 #include <sodium.h>
 
 #include "addr.h"
+#include "assoc_tp.h"
 #include "buf.h"
 #include "conf.h"
 #include "dq.h"
-#include "frame.h"
 #include "log.h"
 #include "loop.h"
-#include "outer.h"
 #include "pkt.h"
-#include "sock.h"
 #include "tsnetif.h"
 
-#define ASSOC_STAGE		16384	/* one TLS record */
-#define ASSOC_KINDS		4	/* ops indexed by kind */
-#define ASSOC_RX_CAP		(1 + FRAME_MAX)	/* status byte + one frame */
-
-enum assoc_phase {
-	ASSOC_CONNECT,		/* outer TCP connect in progress */
-	ASSOC_TLS,		/* TLS handshake */
-	ASSOC_RELAY,		/* header sent or queued; frames both ways */
-	ASSOC_HOLD,		/* failed: no stream, datagrams dropped */
-};
-
-struct assoc {
-	struct assoc_key	 key;
-	struct assoc_env	*env;
-	uint64_t		 id;
-	struct assoc		*hnext;		/* hash chain */
-	TAILQ_ENTRY(assoc)	 lru;		/* most recently used first */
-	struct assoc		*dirty_next;
-	struct assoc		*reap_next;
-	bool			 dirty;
-	bool			 closing;
-	bool			 status_ok;	/* server answered 0 */
-	bool			 write_blocked;
-	bool			 hup;
-	bool			 short_lived;	/* only DNS so far */
-
-	enum assoc_phase	 phase;
-	int			 fd;
-	struct outer		*out;
-	struct loop_fd		 lfd;
-	struct loop_timer	 timer;
-	struct proto_dest	*first;		/* header destination, until sent */
-	const char		*reason;	/* why it failed */
-
-	/* Toward the server: the request header, then frames.  The header
-	 * holds no secret (its MAC goes on the wire anyway). */
-	struct dq		 q;
-	size_t			 retry_len;	/* blocked write to repeat */
-	struct buf		 rx;
-
-	uint64_t		 start_ms, last_ms;
-	uint64_t		 up_d, up_b, down_d, down_b, drops;
-	void			*ext;
-};
-
-TAILQ_HEAD(assoc_lru, assoc);
-
-struct assoc_env {
-	struct loop		*loop;
-	const struct conf	*conf;
-	struct ssl_ctx_st	*ssl_ctx;
-	struct addr		 server;
-	const uint8_t		*user_id;	/* the client's: SIGHUP updates it */
-	int			(*tun_write)(const uint8_t *, size_t);
-	struct assoc_ops	 ops[ASSOC_KINDS];
-
-	struct assoc		**buckets;
-	size_t			 nbuckets;	/* power of two */
-	uint8_t			 hkey[crypto_shorthash_KEYBYTES];
-	struct assoc_lru	 lru;
-	unsigned		 n;
-	uint64_t		 next_id;
-	size_t			 qtotal;
-	struct assoc		*dirty;
-	struct assoc		*reap;
-	struct assoc_stats	 st;
-
-	uint16_t		 ipid;
-	uint32_t		 frag_id;
-	uint8_t			*frag;		/* TUN MTU bytes */
-	uint8_t			 stage[ASSOC_STAGE];
-	uint8_t			 pkt[PKT_MAX];
-};
-
-static void assoc_mark_dirty(struct assoc *);
-static void assoc_update_events(struct assoc *);
 static void assoc_on_timer(struct loop_timer *);
 static uint64_t assoc_timeout(const struct assoc *);
 
@@ -117,6 +37,12 @@ const char *
 assoc_kind_str(uint8_t kind)
 {
 	return kind == PROTO_KIND_ICMP ? "icmp" : "udp";
+}
+
+const char *
+assoc_kstr(const struct assoc *a)
+{
+	return assoc_kind_str(a->key.kind);
 }
 
 static const char *
@@ -168,7 +94,7 @@ assoc_unhash(struct assoc *a)
 	a->hnext = NULL;
 }
 
-static void
+void
 assoc_touch(struct assoc *a)
 {
 	struct assoc_env	*e = a->env;
@@ -182,25 +108,16 @@ assoc_touch(struct assoc *a)
 
 /* ---- teardown ---------------------------------------------------------- */
 
-/* Ends the outer stream: gracefully (close_notify) or with a reset. */
+/* Ends the way out (once per open) and drops what was queued for it. */
 static void
-assoc_drop_stream(struct assoc *a, bool abort)
+assoc_drop_way(struct assoc *a, bool abort)
 {
-	loop_fd_del(a->env->loop, &a->lfd);
-	if (a->out != NULL) {
-		if (abort)
-			outer_abort(a->out);
-		else {
-			if (a->phase == ASSOC_RELAY)
-				(void)outer_shutdown_write(a->out);
-			outer_free(a->out);
-		}
-	} else if (a->fd >= 0)
-		sock_close_rst(a->fd);
-	a->out = NULL;
-	a->fd = -1;
+	struct assoc_env	*e = a->env;
+
+	if (a->phase != ASSOC_HOLD && e->tp != NULL)
+		e->tp->drop(a, abort);
 	a->hup = a->write_blocked = false;
-	a->env->qtotal -= dq_bytes(&a->q);
+	e->qtotal -= dq_bytes(&a->q);
 	a->drops += dq_clear(&a->q);
 	a->retry_len = 0;
 	buf_free(&a->rx);
@@ -216,7 +133,7 @@ assoc_close(struct assoc *a, bool abort, const char *reason)
 	if (a->closing)
 		return;
 	a->closing = true;
-	assoc_drop_stream(a, abort);
+	assoc_drop_way(a, abort);
 	loop_timer_cancel(e->loop, &a->timer);
 	assoc_unhash(a);
 	TAILQ_REMOVE(&e->lru, a, lru);
@@ -229,7 +146,7 @@ assoc_close(struct assoc *a, bool abort, const char *reason)
 	e->st.active = e->n;
 	log_info("%s %llu %s: %s, up %llu dgrams %llu bytes, down %llu "
 	    "dgrams %llu bytes, %llu dropped, %llu ms, %u left",
-	    assoc_kind_str(a->key.kind), (unsigned long long)a->id,
+	    assoc_kstr(a), (unsigned long long)a->id,
 	    assoc_app(a, app, sizeof(app)), reason,
 	    (unsigned long long)a->up_d, (unsigned long long)a->up_b,
 	    (unsigned long long)a->down_d, (unsigned long long)a->down_b,
@@ -239,9 +156,9 @@ assoc_close(struct assoc *a, bool abort, const char *reason)
 	e->reap = a;
 }
 
-/* A failure: the stream goes, the association holds its place (and drops
- * datagrams) for ASSOC_HOLD_MS, then closes. */
-static void
+/* A failure: the way out goes, the association holds its place (and
+ * drops datagrams) for ASSOC_HOLD_MS, then closes. */
+void
 assoc_fail(struct assoc *a, const char *reason)
 {
 	char	app[ADDR_STRLEN];
@@ -249,129 +166,66 @@ assoc_fail(struct assoc *a, const char *reason)
 	if (a->closing || a->phase == ASSOC_HOLD)
 		return;
 	a->env->st.failed++;
-	log_info("%s %llu %s: %s", assoc_kind_str(a->key.kind),
-	    (unsigned long long)a->id, assoc_app(a, app, sizeof(app)), reason);
+	log_info("%s %llu %s: %s", assoc_kstr(a), (unsigned long long)a->id,
+	    assoc_app(a, app, sizeof(app)), reason);
 	a->reason = reason;
-	assoc_drop_stream(a, true);
+	assoc_drop_way(a, true);
 	a->phase = ASSOC_HOLD;
 	loop_timer_set(a->env->loop, &a->timer, ASSOC_HOLD_MS);
 }
 
-/* ---- toward the server ------------------------------------------------- */
-
-static int
-assoc_pump_up(struct assoc *a)
+/* The peer ended a working association: no hold-down needed.  Before it
+ * was ready, an end is a failure. */
+void
+assoc_end(struct assoc *a, const char *reason)
 {
-	uint8_t	*stage = a->env->stage;
-	size_t	 n;
-	ssize_t	 w;
-
-	a->write_blocked = false;
-	while (dq_bytes(&a->q) > 0) {
-		/* Several frames per TLS record; a blocked write is retried
-		 * with the same bytes, as outer_write() requires. */
-		n = dq_gather(&a->q, stage, a->retry_len ? a->retry_len :
-		    ASSOC_STAGE);
-		w = outer_write(a->out, stage, n);
-		if (w < 0) {
-			if (errno != EAGAIN)
-				return -1;
-			a->retry_len = n;
-			a->write_blocked = true;
-			return 0;
-		}
-		a->retry_len = 0;
-		dq_consume(&a->q, (size_t)w);
-		a->env->qtotal -= (size_t)w;
-	}
-	return 0;
+	if (a->ready)
+		assoc_close(a, false, reason);
+	else
+		assoc_fail(a, reason);
 }
 
-/* ---- from the server --------------------------------------------------- */
+/* ---- for the transports -------------------------------------------------- */
 
-/* Delivers the complete frames in rx.  -1: the server broke the framing. */
-static int
-assoc_frames(struct assoc *a)
+void
+assoc_ready(struct assoc *a)
+{
+	if (a->ready || a->closing || a->phase == ASSOC_HOLD)
+		return;
+	a->ready = true;
+	a->phase = ASSOC_RELAY;
+	/* From the connect deadline to the idle one. */
+	loop_timer_set(a->env->loop, &a->timer, assoc_timeout(a));
+}
+
+void
+assoc_q_consume(struct assoc *a, size_t n)
+{
+	dq_consume(&a->q, n);
+	a->env->qtotal -= n;
+}
+
+void
+assoc_deliver(struct assoc *a, const struct proto_dest *src,
+    const uint8_t *data, size_t len)
 {
 	struct assoc_env	*e = a->env;
 	const struct assoc_ops	*ops = &e->ops[a->key.kind];
-	struct proto_dest	 src;
-	const uint8_t		*p;
-	size_t			 plen;
-	ssize_t			 r;
 
-	while (buf_len(&a->rx) > 0) {
-		r = frame_parse(buf_head(&a->rx), buf_len(&a->rx), &src, &p,
-		    &plen);
-		if (r < 0)
-			return -1;
-		if (r == 0)
-			break;
-		a->down_d++;
-		a->down_b += plen;
-		e->st.dgrams_down++;
-		e->st.bytes_down += plen;
-		if (ops->deliver == NULL ||
-		    ops->deliver(ops->arg, a, &src, p, plen) < 0) {
-			e->st.drop_down++;
-			a->drops++;
-		}
-		buf_consume(&a->rx, (size_t)r);
+	a->down_d++;
+	a->down_b += len;
+	e->st.dgrams_down++;
+	e->st.bytes_down += len;
+	if (ops->deliver == NULL || ops->deliver(ops->arg, a, src, data,
+	    len) < 0) {
+		e->st.drop_down++;
+		a->drops++;
 	}
-	return 0;
-}
-
-static int
-assoc_pump_down(struct assoc *a, const char **why)
-{
-	uint8_t		*tail;
-	size_t		 room;
-	ssize_t		 r;
-	bool		 got = false;
-
-	for (;;) {
-		if ((tail = buf_tail(&a->rx, &room)) == NULL) {
-			*why = "out of memory";
-			return -1;
-		}
-		r = outer_read(a->out, tail, room);
-		if (r == 0) {
-			*why = "server closed";
-			return -1;
-		}
-		if (r < 0) {
-			if (errno == EAGAIN)
-				break;
-			*why = "server reset";
-			return -1;
-		}
-		buf_commit(&a->rx, (size_t)r);
-		got = true;
-		if (!a->status_ok) {
-			if (buf_head(&a->rx)[0] != PROTO_OK) {
-				*why = proto_status_str(buf_head(&a->rx)[0]);
-				return -1;
-			}
-			a->status_ok = true;
-			buf_consume(&a->rx, 1);
-			/* From the connect deadline to the idle one. */
-			loop_timer_set(a->env->loop, &a->timer,
-			    assoc_timeout(a));
-		}
-		if (assoc_frames(a) < 0) {
-			*why = "malformed frame from server";
-			return -1;
-		}
-	}
-	if (got)
-		assoc_touch(a);
-	buf_release_if_empty(&a->rx);
-	return 0;
 }
 
 /* ---- the per-iteration pass -------------------------------------------- */
 
-static void
+void
 assoc_mark_dirty(struct assoc *a)
 {
 	if (a->dirty || a->closing)
@@ -379,28 +233,6 @@ assoc_mark_dirty(struct assoc *a)
 	a->dirty = true;
 	a->dirty_next = a->env->dirty;
 	a->env->dirty = a;
-}
-
-static void
-assoc_work(struct assoc *a)
-{
-	const char	*why = "server write failed";
-
-	if (a->phase != ASSOC_RELAY)
-		return;
-	if (assoc_pump_up(a) < 0) {
-		assoc_fail(a, why);
-		return;
-	}
-	if (assoc_pump_down(a, &why) < 0) {
-		/* A clean end from the server needs no hold-down. */
-		if (strcmp(why, "server closed") == 0 && a->status_ok)
-			assoc_close(a, false, why);
-		else
-			assoc_fail(a, why);
-		return;
-	}
-	assoc_update_events(a);
 }
 
 static void
@@ -414,8 +246,8 @@ assoc_on_iteration(void *arg)
 		for (; a != NULL; a = next) {
 			next = a->dirty_next;
 			a->dirty = false;
-			if (!a->closing)
-				assoc_work(a);
+			if (!a->closing && a->phase != ASSOC_HOLD)
+				e->tp->work(a);
 		}
 	}
 	while ((a = e->reap) != NULL) {
@@ -424,102 +256,7 @@ assoc_on_iteration(void *arg)
 	}
 }
 
-/* ---- outer stream events ----------------------------------------------- */
-
-static void
-assoc_update_events(struct assoc *a)
-{
-	uint32_t	ev = 0;
-
-	if (a->closing || a->phase == ASSOC_HOLD)
-		return;
-	if (a->hup) {
-		loop_fd_del(a->env->loop, &a->lfd);
-		return;
-	}
-	switch (a->phase) {
-	case ASSOC_CONNECT:
-		ev = EPOLLOUT;
-		break;
-	case ASSOC_TLS:
-		ev = outer_events(a->out);
-		break;
-	case ASSOC_RELAY:
-		ev = EPOLLIN;
-		if (a->write_blocked)
-			ev |= EPOLLOUT | outer_events(a->out);
-		break;
-	case ASSOC_HOLD:
-		break;
-	}
-	loop_fd_mod(a->env->loop, &a->lfd, ev);
-}
-
-static int
-assoc_start_relay(struct assoc *a)
-{
-	struct assoc_env	*e = a->env;
-	struct proto_req	 req;
-	uint8_t			 buf[PROTO_REQ_MAX];
-	ssize_t			 n;
-
-	memset(&req, 0, sizeof(req));
-	req.kind = a->key.kind;
-	req.ts = (uint64_t)time(NULL);
-	randombytes_buf(req.nonce, sizeof(req.nonce));
-	memcpy(req.user_id, e->user_id, sizeof(req.user_id));
-	req.dest = *a->first;
-	n = proto_req_encode(buf, sizeof(buf), &req, e->conf->client.key, 0);
-	if (n < 0 || dq_push(&a->q, buf, (size_t)n, NULL, 0, true) < 0)
-		return -1;
-	e->qtotal += (size_t)n;
-	free(a->first);
-	a->first = NULL;
-	a->phase = ASSOC_RELAY;
-	assoc_mark_dirty(a);
-	return 0;
-}
-
-static void
-assoc_on_io(struct loop_fd *lfd, uint32_t revents)
-{
-	struct assoc	*a = container_of(lfd, struct assoc, lfd);
-	int		 err, rc;
-
-	if (a->closing)
-		return;
-	switch (a->phase) {
-	case ASSOC_CONNECT:
-		if ((err = sock_connect_error(a->fd)) != 0) {
-			errno = err;
-			log_warn("%s %llu: connect to server",
-			    assoc_kind_str(a->key.kind),
-			    (unsigned long long)a->id);
-			assoc_fail(a, "server unreachable");
-			return;
-		}
-		a->phase = ASSOC_TLS;
-		/* FALLTHROUGH */
-	case ASSOC_TLS:
-		if ((rc = outer_handshake(a->out)) < 0) {
-			assoc_fail(a, "TLS handshake with server failed");
-			return;
-		}
-		if (rc == 1 && assoc_start_relay(a) < 0) {
-			assoc_fail(a, "out of memory");
-			return;
-		}
-		break;
-	case ASSOC_RELAY:
-		if (revents & (EPOLLHUP | EPOLLERR))
-			a->hup = true;
-		assoc_mark_dirty(a);
-		break;
-	case ASSOC_HOLD:
-		return;
-	}
-	assoc_update_events(a);
-}
+/* ---- timers ------------------------------------------------------------ */
 
 static uint64_t
 assoc_timeout(const struct assoc *a)
@@ -542,7 +279,7 @@ assoc_on_timer(struct loop_timer *t)
 		assoc_close(a, false, a->reason);
 		return;
 	}
-	if (!a->status_ok) {
+	if (!a->ready) {
 		at = a->start_ms + c->client.connect_timeout_ms;
 		if (now >= at) {
 			assoc_fail(a, "connect timeout");
@@ -560,32 +297,6 @@ assoc_on_timer(struct loop_timer *t)
 }
 
 /* ---- making associations ----------------------------------------------- */
-
-static void
-assoc_dial(struct assoc *a)
-{
-	struct assoc_env	*e = a->env;
-	const struct conf	*c = e->conf;
-
-	a->fd = sock_connect(&e->server, c->client.congestion, c->client.mark);
-	if (a->fd < 0) {
-		log_warn("%s %llu: socket to server",
-		    assoc_kind_str(a->key.kind), (unsigned long long)a->id);
-		assoc_fail(a, "server unreachable");
-		return;
-	}
-	a->out = outer_new(e->ssl_ctx, a->fd, true, c->client.sni);
-	if (a->out == NULL) {
-		a->fd = -1;	/* outer_new closed it */
-		assoc_fail(a, "TLS setup failed");
-		return;
-	}
-	if (loop_fd_add(e->loop, &a->lfd, a->fd, EPOLLOUT, assoc_on_io) < 0) {
-		assoc_fail(a, "epoll");
-		return;
-	}
-	loop_timer_set(e->loop, &a->timer, c->client.connect_timeout_ms);
-}
 
 static struct assoc *
 assoc_new(struct assoc_env *e, const struct assoc_key *key,
@@ -607,11 +318,11 @@ assoc_new(struct assoc_env *e, const struct assoc_key *key,
 	a->key = *key;
 	a->env = e;
 	a->id = ++e->next_id;
-	a->fd = -1;
+	a->fd = a->ufd = -1;
 	a->short_lived = true;
 	*a->first = *dst;
 	a->start_ms = a->last_ms = loop_now(e->loop);
-	buf_init(&a->rx, ASSOC_RX_CAP);
+	buf_init(&a->rx, 0);	/* the transport sizes it */
 	dq_init(&a->q);
 	loop_timer_init(&a->timer, assoc_on_timer);
 	b = assoc_bucket(e, key);
@@ -621,8 +332,9 @@ assoc_new(struct assoc_env *e, const struct assoc_key *key,
 	e->n++;
 	e->st.active = e->n;
 	e->st.created++;
-	a->phase = ASSOC_CONNECT;
-	assoc_dial(a);
+	a->phase = ASSOC_OPEN;
+	loop_timer_set(e->loop, &a->timer, e->conf->client.connect_timeout_ms);
+	e->tp->open(a);
 	return a;
 }
 
@@ -632,6 +344,10 @@ assoc_get(struct assoc_env *e, const struct assoc_key *key,
 {
 	struct assoc	*a;
 
+	if (e->tp == NULL) {
+		e->st.drop_block++;
+		return NULL;
+	}
 	if ((a = assoc_lookup(e, key)) == NULL &&
 	    (a = assoc_new(e, key, dst)) == NULL) {
 		e->st.drop_hold++;
@@ -650,10 +366,10 @@ assoc_send(struct assoc *a, const struct proto_dest *dst,
     const uint8_t *data, size_t len, bool short_lived)
 {
 	struct assoc_env	*e = a->env;
-	uint8_t			 hdr[FRAME_HDR_MAX];
+	uint8_t			 hdr[ASSOC_HDR_MAX];
 	ssize_t			 hl;
 
-	if ((hl = frame_encode_hdr(hdr, sizeof(hdr), dst, len)) < 0 ||
+	if ((hl = e->tp->encode_hdr(hdr, sizeof(hdr), dst, len)) < 0 ||
 	    dq_bytes(&a->q) + (size_t)hl + len > ASSOC_QUEUE_MAX ||
 	    e->qtotal + (size_t)hl + len > ASSOC_QUEUE_TOTAL ||
 	    dq_push(&a->q, hdr, (size_t)hl, data, len, false) < 0)
@@ -672,6 +388,31 @@ drop:
 	e->st.drop_queue++;
 	a->drops++;
 	return -1;
+}
+
+/* ---- what the protocol lets through ------------------------------------- */
+
+bool
+assoc_env_icmp(const struct assoc_env *e)
+{
+	return e->tp != NULL && e->tp->icmp;
+}
+
+bool
+assoc_env_blocked(const struct assoc_env *e)
+{
+	return e->tp == NULL;
+}
+
+void
+assoc_refused(struct assoc_env *e)
+{
+	if (e->tp == NULL)
+		e->st.drop_block++;
+	else if (e->st.drop_proto++ == 0)
+		log_warnx("icmp: echo requests are dropped: protocol %s "
+		    "carries no ICMP (only tunsplit does); each one is "
+		    "counted", conf_proto_name(e->conf->client.protocol));
 }
 
 /* ---- accessors and the TUN ---------------------------------------------- */
@@ -741,17 +482,14 @@ void
 assoc_foreach(struct assoc_env *e,
     void (*cb)(void *arg, const struct assoc_info *), void *arg)
 {
-	static const char *const phases[] = {
-		[ASSOC_CONNECT] = "connect", [ASSOC_TLS] = "tls",
-		[ASSOC_RELAY] = "relay", [ASSOC_HOLD] = "hold",
-	};
 	struct assoc_info	 ai;
 	struct assoc		*a;
 
 	TAILQ_FOREACH(a, &e->lru, lru) {
 		ai.id = a->id;
 		ai.key = &a->key;
-		ai.state = phases[a->phase];
+		ai.state = a->phase == ASSOC_HOLD ? "hold" :
+		    a->phase == ASSOC_RELAY ? "relay" : e->tp->state(a);
 		ai.start_ms = a->start_ms;
 		ai.up = a->up_b;
 		ai.down = a->down_b;
@@ -761,6 +499,24 @@ assoc_foreach(struct assoc_env *e,
 }
 
 /* ---- env ------------------------------------------------------------- */
+
+static const struct assoc_tp *
+assoc_tp_of(enum conf_proto p)
+{
+	switch (p) {
+	case CONF_PROTO_TUNSPLIT:
+		return &assoc_tp_tunsplit;
+	case CONF_PROTO_TROJAN:
+		return &assoc_tp_trojan;
+	case CONF_PROTO_SOCKS5:
+		return &assoc_tp_socks5;
+	case CONF_PROTO_DIRECT:
+		return &assoc_tp_direct;
+	case CONF_PROTO_BLOCK:
+		break;
+	}
+	return NULL;
+}
 
 struct assoc_env *
 assoc_env_new(const struct assoc_cfg *cfg)
@@ -772,8 +528,10 @@ assoc_env_new(const struct assoc_cfg *cfg)
 		return NULL;
 	e->loop = cfg->loop;
 	e->conf = cfg->conf;
+	e->tp = assoc_tp_of(e->conf->client.protocol);
 	e->ssl_ctx = cfg->ssl_ctx;
-	e->server = *cfg->server;
+	if (cfg->server != NULL)
+		e->server = *cfg->server;
 	e->user_id = cfg->user_id;
 	e->tun_write = cfg->tun_write != NULL ? cfg->tun_write :
 	    tsnetif_output_raw;
@@ -786,9 +544,12 @@ assoc_env_new(const struct assoc_cfg *cfg)
 	TAILQ_INIT(&e->lru);
 	if ((e->buckets = calloc(nb, sizeof(*e->buckets))) == NULL ||
 	    (e->frag = malloc(e->conf->tun.mtu)) == NULL ||
+	    (e->tp != NULL && e->tp->sockets &&
+	    (e->dgram = malloc(ASSOC_DGRAM_BUF)) == NULL) ||
 	    loop_on_iteration(e->loop, assoc_on_iteration, e) < 0) {
 		free(e->buckets);
 		free(e->frag);
+		free(e->dgram);
 		free(e);
 		return NULL;
 	}
@@ -824,5 +585,6 @@ assoc_env_free(struct assoc_env *e)
 	}
 	free(e->buckets);
 	free(e->frag);
+	free(e->dgram);
 	free(e);
 }

@@ -2,23 +2,31 @@
  * Client datagram associations: the part of UDP and ICMP echo that does
  * not depend on the kind.  An association is one app endpoint -- a local
  * (address, port) for UDP, a local (address, echo id) for ICMP -- with one
- * outer stream (kind 2 or 3) that carries all its datagrams, to any
- * destination, as frames (frame.h); what comes back is handed to the
- * kind's deliver callback with its real source.
+ * way out that carries all its datagrams, to any destination (full cone);
+ * what comes back is handed to the kind's deliver callback with its real
+ * source.  The way out is the transport of client.protocol (assoc_tp.h):
+ *
+ *   tunsplit  one TLS stream to the server (kind 2 or 3), frames (frame.h)
+ *   trojan    one TLS stream, trojan UDP ASSOCIATE and packets; UDP only
+ *   socks5    RFC 1928 UDP ASSOCIATE: a TCP control connection to the
+ *             proxy, a UDP socket to its relay; UDP only
+ *   direct    one unconnected UDP socket marked with client.mark; UDP only
+ *   block     none: datagrams are refused and counted
  *
  * Ownership: the env owns every association (hash table for lookup, LRU
- * list for eviction).  An association owns its outer stream, its queue of
- * frames toward the server and its receive buffer.  Datagrams are queued
- * by assoc_send() and written out in the per-iteration pass, several
- * frames per TLS record; nothing is torn down under a caller's feet.
+ * list for eviction).  An association owns its way out, its queue of
+ * datagrams toward it and its receive buffer.  Datagrams are queued by
+ * assoc_send() and written out in the per-iteration pass; nothing is torn
+ * down under a caller's feet.
  *
- * Bounds: at most conf client.max_udp associations (a new one evicts the
- * one idle longest); per association ASSOC_QUEUE_MAX bytes queued toward
- * the server, ASSOC_QUEUE_TOTAL over all; beyond that datagrams are
- * dropped and counted -- UDP may drop, it must not buffer without end.
- * After a failure (server unreachable, error status, reset) the association
- * stays for ASSOC_HOLD_MS and drops its datagrams, so that an app sending
- * fast does not make the client redial the server for every datagram.
+ * Bounds, whatever the transport: at most conf client.max_udp
+ * associations (a new one evicts the one idle longest); per association
+ * ASSOC_QUEUE_MAX bytes queued, ASSOC_QUEUE_TOTAL over all; beyond that
+ * datagrams are dropped and counted -- UDP may drop, it must not buffer
+ * without end.  After a failure (server or proxy unreachable, refused,
+ * reset) the association stays for ASSOC_HOLD_MS and drops its datagrams,
+ * so that an app sending fast does not make the client redial for every
+ * datagram.
  */
 #ifndef TUNSPLIT_ASSOC_H
 #define TUNSPLIT_ASSOC_H
@@ -59,6 +67,9 @@ struct assoc_stats {
 	uint64_t	 drop_queue;	/* toward the server: queue full */
 	uint64_t	 drop_hold;	/* association failed, holding down */
 	uint64_t	 drop_down;	/* from the server, not deliverable */
+	uint64_t	 drop_send;	/* the socket refused it (direct, socks5) */
+	uint64_t	 drop_block;	/* protocol block */
+	uint64_t	 drop_proto;	/* ICMP echo: the protocol has no ICMP */
 	uint64_t	 tun_errors;	/* TUN writes that failed */
 };
 
@@ -78,7 +89,8 @@ struct assoc_cfg {
 	struct loop		*loop;
 	const struct conf	*conf;
 	struct ssl_ctx_st	*ssl_ctx;
-	const struct addr	*server;
+	const struct addr	*server;	/* or the socks5 proxy; NULL for
+						 * direct and block */
 	const uint8_t		*user_id;	/* PROTO_USER_ID_LEN bytes */
 	/* Writes one IP packet to the TUN; NULL: tsnetif_output_raw. */
 	int			(*tun_write)(const uint8_t *pkt, size_t len);
@@ -88,7 +100,8 @@ struct assoc_cfg {
 struct assoc_info {
 	uint64_t		 id;
 	const struct assoc_key	*key;
-	const char		*state;	/* "connect" "tls" "relay" "hold" */
+	const char		*state;	/* "connect" "tls" "socks" "relay"
+					 * "hold" */
 	uint64_t		 start_ms;	/* loop time */
 	uint64_t		 up, down;	/* payload bytes */
 	int			 fd;	/* outer socket, or -1 */
@@ -99,9 +112,18 @@ void assoc_env_free(struct assoc_env *e);	/* closes all; accepts NULL */
 void assoc_env_set_ops(struct assoc_env *e, uint8_t kind,
     const struct assoc_ops *ops);
 
+/* What the protocol lets through: whether echo requests can go (only
+ * tunsplit carries ICMP), whether every datagram is refused (block). */
+bool assoc_env_icmp(const struct assoc_env *e);
+bool assoc_env_blocked(const struct assoc_env *e);
+/* Counts a datagram refused without an association: any under block
+ * (drop_block), an echo request under a protocol without ICMP (drop_proto;
+ * the first one logged). */
+void assoc_refused(struct assoc_env *e);
+
 /* Finds the association of key, or makes one whose request header names
  * dst.  NULL: the datagram cannot go (holding down after a failure, out
- * of resources); counted. */
+ * of resources, protocol block); counted. */
 struct assoc *assoc_get(struct assoc_env *e, const struct assoc_key *key,
     const struct proto_dest *dst);
 /* Queues one datagram to dst.  short_lived: it is a DNS query (an

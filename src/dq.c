@@ -96,6 +96,17 @@ dq_consume(struct dq *q, size_t n)
 		q->tail = NULL;
 }
 
+const void *
+dq_front(const struct dq *q, size_t *len)
+{
+	if (q->head == NULL) {
+		*len = 0;
+		return NULL;
+	}
+	*len = q->head->len - q->off;
+	return q->head->data + q->off;
+}
+
 size_t
 dq_clear(struct dq *q)
 {

@@ -32,6 +32,9 @@ int    dq_push(struct dq *q, const void *a, size_t alen, const void *b,
 /* Copies up to max bytes from the front into out; returns how many. */
 size_t dq_gather(const struct dq *q, void *out, size_t max);
 void   dq_consume(struct dq *q, size_t n);
+/* The unconsumed part of the front item (for datagram sockets, which
+ * take one whole item at a time); NULL with *len 0 when empty. */
+const void *dq_front(const struct dq *q, size_t *len);
 /* Drops everything; returns how many items were whole or partly queued. */
 size_t dq_clear(struct dq *q);
 size_t dq_bytes(const struct dq *q);

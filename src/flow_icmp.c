@@ -55,6 +55,11 @@ flow_icmp_input(struct assoc_env *e, const struct pkt_ip *ip)
 
 	if ((rc = pkt_echo_parse(ip, &echo)) != PKT_OK)
 		return rc;
+	if (!assoc_env_icmp(e)) {
+		/* Only the native protocol carries echo. */
+		assoc_refused(e);
+		return PKT_OK;
+	}
 	memset(&key, 0, sizeof(key));
 	key.kind = PROTO_KIND_ICMP;
 	key.family = (uint8_t)ip->family;

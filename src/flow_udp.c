@@ -26,6 +26,7 @@
 #define DNS_PORT	53
 #define DNS_MAP		8	/* queries remembered per association */
 #define DNS_HDR		12
+#define UNREACH_PER_S	100	/* ICMP errors to apps per second (block) */
 
 struct flow_udp {
 	struct loop		*loop;
@@ -33,6 +34,8 @@ struct flow_udp {
 	struct assoc_env	*assoc;
 	struct reass		*reass;
 	struct loop_timer	 reass_timer;
+	uint64_t		 unreach_s;	/* the second counted in */
+	unsigned		 unreach_n;	/* errors sent in it */
 	struct flow_udp_stats	 st;
 };
 
@@ -159,6 +162,40 @@ flow_udp_deliver(void *arg, struct assoc *a, const struct proto_dest *src,
 	return assoc_tun_write(e, pkt, n);
 }
 
+/*
+ * protocol block: the datagram is refused (assoc_get counts it) and the
+ * app told so at once with an ICMP "administratively prohibited" from the
+ * destination -- a connected socket then fails with EHOSTUNREACH or
+ * EACCES instead of waiting for a timeout.  At most UNREACH_PER_S a
+ * second, like a router's rate limit.
+ */
+static void
+flow_udp_refuse(struct flow_udp *u, const struct pkt_ip *ip,
+    const struct pkt_udp *ud)
+{
+	struct assoc_env	*e = u->assoc;
+	uint8_t			*orig = assoc_pkt_buf(e), msg[1280];
+	uint64_t		 now_s = loop_now(u->loop) / 1000;
+	size_t			 olen, n;
+
+	if (now_s != u->unreach_s) {
+		u->unreach_s = now_s;
+		u->unreach_n = 0;
+	}
+	if (u->unreach_n >= UNREACH_PER_S)
+		return;
+	u->unreach_n++;
+	/* The quote: the app's datagram as it was (rebuilt if it came in
+	 * fragments). */
+	olen = pkt_build_udp(orig, ip->family, ip->src, ud->sport, ip->dst,
+	    ud->dport, ud->data, ud->len, 0);
+	n = pkt_build_unreach(msg, ip->family, ip->dst, ip->src,
+	    ip->family == AF_INET ? PKT_UNREACH_ADMIN4 : PKT_UNREACH_ADMIN6,
+	    orig, olen, assoc_next_ipid(e));
+	if (olen > 0 && n > 0)
+		(void)assoc_tun_write(e, msg, n);
+}
+
 static int
 flow_udp_datagram(struct flow_udp *u, const struct pkt_ip *ip)
 {
@@ -177,6 +214,11 @@ flow_udp_datagram(struct flow_udp *u, const struct pkt_ip *ip)
 	key.family = (uint8_t)ip->family;
 	key.port = ud.sport;
 	memcpy(key.addr, ip->src, ip->family == AF_INET ? 4 : 16);
+	if (assoc_env_blocked(u->assoc)) {
+		assoc_refused(u->assoc);
+		flow_udp_refuse(u, ip, &ud);
+		return PKT_OK;
+	}
 	frame_dest_from_ip(&dst, ip->family, ip->dst, ud.dport);
 	dns = ud.dport == DNS_PORT;
 	pin = dns && c->client.has_dns;
@@ -303,12 +345,15 @@ flow_udp_log_stats(const struct flow_udp *u)
 
 	log_info("udp: %llu associations (%llu expired, %llu evicted, %llu "
 	    "failed), up %llu down %llu datagrams, dropped %llu queue full "
-	    "%llu holding %llu undeliverable",
+	    "%llu holding %llu undeliverable %llu refused by the socket %llu "
+	    "blocked %llu ICMP without a carrier",
 	    (unsigned long long)a->created, (unsigned long long)a->expired,
 	    (unsigned long long)a->evicted, (unsigned long long)a->failed,
 	    (unsigned long long)a->dgrams_up, (unsigned long long)a->dgrams_down,
 	    (unsigned long long)a->drop_queue, (unsigned long long)a->drop_hold,
-	    (unsigned long long)a->drop_down);
+	    (unsigned long long)a->drop_down, (unsigned long long)a->drop_send,
+	    (unsigned long long)a->drop_block,
+	    (unsigned long long)a->drop_proto);
 	log_info("udp: packets in: %llu malformed, %llu bad checksum; "
 	    "fragments: %llu held, %llu datagrams reassembled, %llu timed out, "
 	    "%llu evicted, %llu invalid; %llu DNS queries pinned",

@@ -371,6 +371,38 @@ pkt_build_echo_reply(uint8_t *out, int family, const uint8_t *src,
 	return hl + mlen;
 }
 
+/* RFC 792 asks for the IP header and 8 bytes; RFC 1812 and RFC 4443
+ * allow as much as fits in the minimum MTU. */
+size_t
+pkt_build_unreach(uint8_t *out, int family, const uint8_t *src,
+    const uint8_t *dst, uint8_t code, const void *quote, size_t qlen,
+    uint16_t ipid)
+{
+	size_t		 hl = family == AF_INET ? 20 : 40, mlen;
+	size_t		 room = (family == AF_INET ? 576 : 1280) - hl - 8;
+	uint8_t		*m, proto;
+	uint64_t	 sum = 0;
+	uint16_t	 cs;
+
+	if (qlen > room)
+		qlen = room;
+	mlen = 8 + qlen;
+	proto = family == AF_INET ? PKT_PROTO_ICMP : PKT_PROTO_ICMP6;
+	if ((hl = pkt_ip_hdr(out, family, src, dst, proto, mlen, ipid)) == 0)
+		return 0;
+	m = out + hl;
+	m[0] = family == AF_INET ? 3 : 1;	/* destination unreachable */
+	m[1] = code;
+	memset(m + 2, 0, 6);
+	if (qlen > 0)
+		memcpy(m + 8, quote, qlen);
+	if (family == AF_INET6)
+		sum = pkt_pseudo(family, src, dst, proto, mlen);
+	cs = pkt_csum_fold(pkt_csum_add(sum, m, mlen));
+	memcpy(m + 2, &cs, 2);
+	return hl + mlen;
+}
+
 /* ---- fragmenting -------------------------------------------------- */
 
 static int

@@ -76,6 +76,15 @@ size_t pkt_build_udp(uint8_t *out, int family, const uint8_t *src,
 size_t pkt_build_echo_reply(uint8_t *out, int family, const uint8_t *src,
     const uint8_t *dst, uint16_t id, uint16_t seq, const void *data,
     size_t len, uint16_t ipid);
+/* Destination unreachable (ICMP type 3, ICMPv6 type 1) with code, from
+ * src to dst, quoting the start of the packet that caused it (cut so that
+ * the whole fits in 576 bytes for IPv4, 1280 for IPv6).  Codes for "an
+ * administrator forbids it": PKT_UNREACH_ADMIN4 / PKT_UNREACH_ADMIN6. */
+#define PKT_UNREACH_ADMIN4	13
+#define PKT_UNREACH_ADMIN6	1
+size_t pkt_build_unreach(uint8_t *out, int family, const uint8_t *src,
+    const uint8_t *dst, uint8_t code, const void *quote, size_t qlen,
+    uint16_t ipid);
 
 /* Cuts a packet built above into fragments of at most mtu bytes, written
  * one at a time to out (mtu bytes) and passed to emit, which returns 0 or

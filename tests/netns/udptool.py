@@ -15,6 +15,11 @@ malformed packets).  Standard library only.
   inject    writes malformed IPv4/IPv6 packets straight into a TUN through
             an AF_PACKET socket (past the kernel's own checks).
   stream    echoes --count datagrams paced over --seconds; all must return.
+  fan       one socket sends datagrams of --sizes to every --to HOST:PORT
+            and checks each echo byte for byte and that it comes from the
+            destination it went to (one association, many peers).
+  refused   sends one datagram on a connected socket and expects the
+            kernel to report an ICMP error (--errno) within --timeout.
 
 Exit status: 0 all intact, 1 data wrong or missing, 2 socket error.
 """
@@ -349,6 +354,67 @@ def cmd_inject(args):
     return 0
 
 
+# ---- fan ----------------------------------------------------------------------
+
+def cmd_fan(args):
+    targets = [parse_hostport(t) for t in args.to]
+    fam = family_of(targets[0][0])
+    sock = socket.socket(fam, socket.SOCK_DGRAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+    rng = random.Random(args.seed)
+    ok, n = True, 0
+    for size in [int(x) for x in args.sizes.split(",")]:
+        for host, port in targets:
+            payload = rng.randbytes(size)
+            got = exchange(sock, (host, port), payload, args.timeout,
+                           args.tries)
+            if got is None:
+                log("fan: %d bytes to %s:%d: no intact echo" % (
+                    size, host, port))
+                ok = False
+                continue
+            peer = got[1]
+            if ipaddress.ip_address(peer[0]) != ipaddress.ip_address(host) \
+                    or peer[1] != port:
+                log("fan: reply from %s, expected %s:%d" % (peer, host,
+                                                           port))
+                ok = False
+                continue
+            n += 1
+            log("fan: %d bytes intact from %s:%d (sha256 %s)" % (
+                size, host, port,
+                hashlib.sha256(got[0]).hexdigest()[:16]))
+    log("fan: %d datagrams intact, %d destinations, one local port %d" % (
+        n, len(targets), sock.getsockname()[1]))
+    return 0 if ok else 1
+
+
+def cmd_refused(args):
+    host, port = parse_hostport(args.to)
+    sock = socket.socket(family_of(host), socket.SOCK_DGRAM)
+    sock.connect((host, port))
+    sock.settimeout(args.timeout)
+    t0 = time.monotonic()
+    try:
+        sock.send(b"anyone there?")
+        sock.recv(65535)
+    except socket.timeout:
+        log("refused: no error within %.1f s" % args.timeout)
+        return 1
+    except OSError as e:
+        name = errno_name(e.errno)
+        log("refused: %s (%s) after %.1f ms" % (
+            name, e.strerror, (time.monotonic() - t0) * 1000))
+        return 0 if name == args.errno else 1
+    log("refused: got an answer")
+    return 1
+
+
+def errno_name(n):
+    import errno
+    return errno.errorcode.get(n, str(n))
+
+
 def main():
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -387,6 +453,16 @@ def main():
     p.add_argument("--port", type=int, default=7)
     p.add_argument("--count", type=int, default=50)
     p.add_argument("--seconds", type=float, default=5)
+    p.add_argument("--timeout", type=float, default=2)
+    p = sub.add_parser("fan")
+    p.add_argument("--to", action="append", required=True)
+    p.add_argument("--sizes", default="1,1400,8000")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--timeout", type=float, default=3)
+    p.add_argument("--tries", type=int, default=3)
+    p = sub.add_parser("refused")
+    p.add_argument("--to", required=True)
+    p.add_argument("--errno", required=True)
     p.add_argument("--timeout", type=float, default=2)
     p = sub.add_parser("inject")
     p.add_argument("--dev", required=True)

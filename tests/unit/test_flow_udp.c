@@ -39,6 +39,7 @@
 #include "outer.h"
 #include "pkt.h"
 #include "proto.h"
+#include "proto_trojan.h"
 #include "reass.h"
 
 #define K1	"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
@@ -54,7 +55,7 @@ static SSL_CTX		*sctx, *cctx;
 
 /* ---- the fake server ----------------------------------------------------- */
 
-enum srv_mode { SRV_ECHO, SRV_DENY };
+enum srv_mode { SRV_ECHO, SRV_DENY, SRV_TROJAN };
 
 static struct srv {
 	int		 lfd;
@@ -66,6 +67,7 @@ static struct srv {
 	unsigned	 conns;
 	uint8_t		 kind;
 	struct proto_dest hdr_dest;	/* request header destination */
+	uint8_t		 cmd;		/* trojan command */
 	struct proto_dest last_dst;	/* last frame's destination */
 	unsigned	 frames;
 	char		 err[128];
@@ -109,6 +111,64 @@ ssl_write_full(SSL *ssl, const uint8_t *buf, size_t len)
 	return 0;
 }
 
+/* trojan: the request (password "pw", UDP ASSOCIATE), then every UDP
+ * packet echoed back as it came; no status byte. */
+static void
+srv_trojan(SSL *ssl, uint8_t *buf)
+{
+	struct proto_trojan_req	 req;
+	struct proto_dest	 d;
+	const uint8_t		*p;
+	char			 hex[PROTO_TROJAN_HEX_LEN + 1];
+	size_t			 len = 0, plen;
+	ssize_t			 r;
+	int			 n;
+
+	for (;;) {
+		if (ssl_read_full(ssl, buf + len, 1) < 0) {
+			srv_error("trojan request read");
+			return;
+		}
+		len++;
+		if ((r = proto_trojan_parse(buf, len, &req)) < 0) {
+			srv_error("malformed trojan request");
+			return;
+		}
+		if (r > 0)
+			break;
+	}
+	assert_int_equal(proto_trojan_hash("pw", 2, hex), 0);
+	if (strcmp(hex, req.hex) != 0)
+		srv_error("trojan password");
+	pthread_mutex_lock(&srv.mu);
+	srv.conns++;
+	srv.cmd = req.cmd;
+	srv.hdr_dest = req.dest;
+	pthread_mutex_unlock(&srv.mu);
+	len = 0;
+	for (;;) {
+		if ((n = SSL_read(ssl, buf + len, (int)(2 * FRAME_MAX - len)))
+		    <= 0)
+			break;
+		len += (size_t)n;
+		while ((r = proto_trojan_udp_parse(buf, len, &d, &p, &plen)) >
+		    0) {
+			pthread_mutex_lock(&srv.mu);
+			srv.last_dst = d;
+			srv.frames++;
+			pthread_mutex_unlock(&srv.mu);
+			if (ssl_write_full(ssl, buf, (size_t)r) < 0)
+				return;
+			memmove(buf, buf + r, len - (size_t)r);
+			len -= (size_t)r;
+		}
+		if (r < 0) {
+			srv_error("malformed trojan UDP packet");
+			break;
+		}
+	}
+}
+
 /* One connection: header, status, then every frame echoed back with the
  * same address (the "target" answers). */
 static void *
@@ -134,6 +194,10 @@ srv_conn(void *arg)
 	/* A test may end while its client still connects: not an error. */
 	if (SSL_accept(ssl) != 1)
 		goto out;
+	if (srv.mode == SRV_TROJAN) {
+		srv_trojan(ssl, buf);
+		goto out;
+	}
 	/* The request header, byte by byte until it parses. */
 	for (;;) {
 		if (ssl_read_full(ssl, buf + len, 1) < 0) {
@@ -625,6 +689,81 @@ test_evict(void **state)
 	srv_stop();
 }
 
+/* protocol trojan: one TLS stream with UDP ASSOCIATE carries datagrams to
+ * several destinations (full cone), each reply from its own source; ICMP
+ * echo has no carrier and is dropped, counted. */
+static void
+test_trojan(void **state)
+{
+	struct client	c;
+	static const uint8_t other[4] = { 192, 0, 2, 99 };
+	size_t		n, i;
+	uint16_t	s;
+
+	(void)state;
+	srv_start(SRV_TROJAN);
+	client_start(&c, "  protocol: trojan\n  password: pw\n");
+	for (i = 0; i < 3000; i++)
+		pay[i] = (uint8_t)(i * 11);
+	n = pkt_build_udp(pbuf, AF_INET, APP4, 41000, DST4, 7, pay, 3000, 1);
+	assert_true(input(&c, pbuf, n));
+	n = pkt_build_udp(pbuf, AF_INET, APP4, 41000, other, 9, "two", 3, 2);
+	assert_true(input(&c, pbuf, n));
+	run_until(&c, 4, 5000);
+	assert_int_equal(astats(&c)->created, 1);
+	assert_int_equal(srv.conns, 1);
+	assert_int_equal(srv.cmd, PROTO_TROJAN_CMD_UDP);
+	assert_memory_equal(srv.hdr_dest.ip, DST4, 4);
+	assert_int_equal(srv.frames, 2);
+	/* 3000 bytes come back in fragments of the 1500-byte MTU. */
+	{
+		struct reass	*r;
+		struct pkt_ip	 ip;
+		struct pkt_udp	 u;
+		int		 rc = 0;
+		bool		 two = false;
+
+		assert_non_null(r = reass_new());
+		for (i = 0; i < out.n; i++) {
+			assert_int_equal(pkt_parse(out.pkt[i], out.len[i],
+			    &ip), PKT_OK);
+			if (!ip.frag) {
+				check_udp_reply(out.pkt[i], out.len[i],
+				    AF_INET, other, 9, APP4, 41000,
+				    (const uint8_t *)"two", 3);
+				two = true;
+				continue;
+			}
+			if ((rc = reass_add(r, &ip, 0)) == 1) {
+				assert_int_equal(pkt_udp_parse(&ip, &u),
+				    PKT_OK);
+				assert_int_equal(u.sport, 7);
+				assert_int_equal(u.len, 3000);
+				assert_memory_equal(u.data, pay, 3000);
+			}
+		}
+		assert_int_equal(rc, 1);
+		assert_true(two);
+		reass_free(r);
+	}
+	out_clear();
+	/* An echo request: dropped, no association. */
+	n = pkt_build_echo_reply(pbuf, AF_INET, APP4, DST4, 0x4242, 3, "t", 1,
+	    5);
+	pbuf[20] = 8;
+	pbuf[22] = pbuf[23] = 0;
+	s = pkt_csum_fold(pkt_csum_add(0, pbuf + 20, n - 20));
+	memcpy(pbuf + 22, &s, 2);
+	assert_true(input(&c, pbuf, n));
+	assert_true(input(&c, pbuf, n));
+	assert_int_equal(astats(&c)->drop_proto, 2);
+	assert_int_equal(astats(&c)->created, 1);
+	run_until(&c, 1, 100);
+	assert_int_equal(out.n, 0);
+	client_stop(&c);
+	srv_stop();
+}
+
 /* ---- fixtures --------------------------------------------------------------- */
 
 static void
@@ -696,6 +835,7 @@ main(void)
 		cmocka_unit_test(test_dns_pin),
 		cmocka_unit_test(test_hold),
 		cmocka_unit_test(test_evict),
+		cmocka_unit_test(test_trojan),
 	};
 
 	return cmocka_run_group_tests(tests, setup_group, teardown_group);
