@@ -389,6 +389,7 @@ sess_start_dgram(struct sess *s, const struct proto_req *req)
 	dc.outer = s->outer;
 	dc.outer_lfd = &s->outer_lfd;
 	dc.kind = req->kind;
+	dc.trojan = s->trojan;
 	dc.id = s->id;
 	dc.end = sess_dgram_end;
 	dc.arg = s;
@@ -528,7 +529,10 @@ sess_request(struct sess *s, const struct proto_req *req, size_t hlen)
 /*
  * A trojan request: the password hash is checked against every configured
  * one in constant time; a wrong one is rejected exactly like a bad native
- * header (cover site when configured).  Only CONNECT is served.
+ * header (cover site when configured).  CONNECT dials its target; UDP
+ * ASSOCIATE becomes a UDP association (sess_dgram) carrying trojan UDP
+ * packets, each with its own destination -- the request's is ignored, as
+ * trojan peers do.
  */
 static void
 sess_trojan_request(struct sess *s, const struct proto_trojan_req *tr,
@@ -556,13 +560,9 @@ sess_trojan_request(struct sess *s, const struct proto_trojan_req *tr,
 	}
 	buf_free(&s->hdr);
 	loop_timer_cancel(s->env->loop, &s->timer);
-	if (tr->cmd != PROTO_TROJAN_CMD_CONNECT) {
-		sess_answer(s, PROTO_ERR_UNSUPPORTED, "trojan UDP unsupported",
-		    0);
-		return;
-	}
 	memset(&req, 0, sizeof(req));
-	req.kind = PROTO_KIND_TCP;
+	req.kind = tr->cmd == PROTO_TROJAN_CMD_UDP ? PROTO_KIND_UDP :
+	    PROTO_KIND_TCP;
 	req.dest = tr->dest;
 	sess_route(s, &req);
 }

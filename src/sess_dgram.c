@@ -36,11 +36,14 @@
 #include "outer.h"
 #include "pkt.h"
 #include "proto.h"
+#include "proto_trojan.h"
 #include "server.h"
 #include "stats.h"
 
 #define SD_TX_CAP	(192 * 1024)	/* toward the client */
-#define SD_RX_CAP	FRAME_MAX	/* from the client: one frame */
+/* From the client: one frame or trojan packet, the longer. */
+#define SD_RX_CAP	(FRAME_MAX > PROTO_TROJAN_UDP_MAX ? FRAME_MAX : \
+			    PROTO_TROJAN_UDP_MAX)
 #define SD_ECHO_RING	64		/* echo send times kept, for the log */
 #define SD_ICMP_MAX	(60 + 65535)	/* IPv4 header (raw) + message */
 #define SD_BATCH	64		/* UDP datagrams per sendmmsg() */
@@ -315,6 +318,12 @@ sd_send(struct sess_dgram *d, struct sd_batch *b,
 
 	if (frame_dest_to_addr(dst, &to) < 0) {
 		d->st.dropped++;	/* names: no resolver here yet */
+		if (d->st.names++ == 0)
+			log_info("sess %llu: %s to %s:%u dropped: domain names "
+			    "are not resolved for datagrams (further ones only "
+			    "counted)", d->cfg.id, sd_kind(d),
+			    dst->atyp == PROTO_ATYP_DOMAIN ? dst->domain : "?",
+			    dst->port);
 		return;
 	}
 	if (d->cfg.kind == PROTO_KIND_ICMP)
@@ -343,17 +352,19 @@ sd_send(struct sess_dgram *d, struct sd_batch *b,
 
 /* ---- toward the client ------------------------------------------------- */
 
-/* Frame header length for a source of this family. */
+/* Frame (or trojan packet) header length for a source of this family. */
 static size_t
-sd_hdr_len(int family)
+sd_hdr_len(const struct sess_dgram *d, int family)
 {
-	return family == AF_INET ? FRAME_HDR_MIN : FRAME_HDR_MIN + 12;
+	size_t	min = d->cfg.trojan ? PROTO_TROJAN_UDP_HDR_MIN : FRAME_HDR_MIN;
+
+	return family == AF_INET ? min : min + 12;
 }
 
 static bool
 sd_room(struct sess_dgram *d)
 {
-	return buf_room(&d->tx) >= sd_hdr_len(AF_INET6) + FRAME_PAYLOAD_MAX;
+	return buf_room(&d->tx) >= sd_hdr_len(d, AF_INET6) + FRAME_PAYLOAD_MAX;
 }
 
 static void
@@ -372,7 +383,7 @@ sd_recv_udp(struct sess_dgram *d, struct sd_sock *s)
 	struct proto_dest	 src;
 	struct addr		 from;
 	socklen_t		 fl = sizeof(from.u.ss);
-	size_t			 hl = sd_hdr_len(s->family), room;
+	size_t			 hl = sd_hdr_len(d, s->family), room;
 	uint8_t			*tail;
 	ssize_t			 n;
 
@@ -388,7 +399,10 @@ sd_recv_udp(struct sess_dgram *d, struct sd_sock *s)
 	}
 	from.len = fl;
 	frame_dest_from_addr(&src, &from);
-	(void)frame_encode_hdr(tail, hl, &src, (size_t)n);
+	if (d->cfg.trojan)
+		(void)proto_trojan_udp_encode_hdr(tail, hl, &src, (size_t)n);
+	else
+		(void)frame_encode_hdr(tail, hl, &src, (size_t)n);
 	buf_commit(&d->tx, hl + (size_t)n);
 	sd_queued(d, (size_t)n);
 	return 0;
@@ -524,7 +538,11 @@ sd_frames(struct sess_dgram *d)
 
 	b.n = 0;
 	while (off < len) {
-		r = frame_parse(head + off, len - off, &dst, &p, &plen);
+		if (d->cfg.trojan)
+			r = proto_trojan_udp_parse(head + off, len - off, &dst,
+			    &p, &plen);
+		else
+			r = frame_parse(head + off, len - off, &dst, &p, &plen);
 		if (r < 0) {
 			rc = -1;
 			break;
@@ -538,7 +556,8 @@ sd_frames(struct sess_dgram *d)
 		sd_batch_send(d, &b);
 	buf_consume(&d->rx, off);
 	if (rc < 0)
-		sd_end(d, "malformed frame", 0);
+		sd_end(d, d->cfg.trojan ? "malformed trojan packet" :
+		    "malformed frame", 0);
 	return rc;
 }
 
@@ -642,7 +661,8 @@ sess_dgram_new(const struct sess_dgram_cfg *cfg, const uint8_t *early,
 	buf_init(&d->tx, SD_TX_CAP);
 	buf_init(&d->rx, SD_RX_CAP);
 	d->echo_id = (uint16_t)randombytes_uniform(65536);
-	if (buf_append(&d->tx, &ok, 1) != 1 ||
+	/* trojan has no status: the relay starting is the answer. */
+	if ((!cfg->trojan && buf_append(&d->tx, &ok, 1) != 1) ||
 	    buf_append(&d->rx, early, early_len) != early_len) {
 		sess_dgram_free(d);
 		return NULL;
@@ -681,13 +701,15 @@ sess_dgram_stop(struct sess_dgram *d)
 	buf_free(&d->tx);
 	buf_free(&d->rx);
 	log_info("sess %llu: %s: up %llu dgrams %llu bytes, down %llu dgrams "
-	    "%llu bytes, %llu denied, %llu dropped", d->cfg.id, sd_kind(d),
+	    "%llu bytes, %llu denied, %llu dropped (%llu to names)%s",
+	    d->cfg.id, sd_kind(d),
 	    (unsigned long long)d->st.dgrams_up,
 	    (unsigned long long)d->st.bytes_up,
 	    (unsigned long long)d->st.dgrams_down,
 	    (unsigned long long)d->st.bytes_down,
 	    (unsigned long long)d->st.denied,
-	    (unsigned long long)d->st.dropped);
+	    (unsigned long long)d->st.dropped,
+	    (unsigned long long)d->st.names, d->cfg.trojan ? " (trojan)" : "");
 }
 
 void

@@ -18,6 +18,10 @@
  * datagrams in the kernel's socket buffer, where they are dropped as UDP
  * is.  Datagrams the kernel will not take at once are dropped too.
  *
+ * trojan (cfg.trojan, UDP only): the stream carries trojan UDP packets
+ * (proto_trojan.h) instead of frames, with no status byte; everything
+ * else -- sockets, egress policy, bounds -- is the same.
+ *
  * Ownership: the session keeps its outer stream, its registration and its
  * idle timer; this module sets the stream's interest and reports the end
  * through cfg.end.  sess_dgram_stop() closes the sockets (any time, also
@@ -27,6 +31,7 @@
 #ifndef TUNSPLIT_SESS_DGRAM_H
 #define TUNSPLIT_SESS_DGRAM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -42,6 +47,7 @@ struct sess_dgram_cfg {
 	struct outer		*outer;		/* not owned */
 	struct loop_fd		*outer_lfd;	/* registered by the session */
 	uint8_t			 kind;		/* PROTO_KIND_UDP or _ICMP */
+	bool			 trojan;	/* trojan UDP packets (kind UDP) */
 	unsigned long long	 id;		/* the session's, for logs */
 	/* The association is over (reason static, err an errno or 0).
 	 * Called at most once. */
@@ -54,11 +60,13 @@ struct sess_dgram_stats {
 	uint64_t	 dgrams_down, bytes_down;	/* to the client */
 	uint64_t	 denied;	/* egress policy */
 	uint64_t	 dropped;	/* send failed, unsupported address */
+	uint64_t	 names;		/* of those, to a domain name */
 };
 
-/* Starts relaying: queues the OK status byte and processes early (the
- * bytes that followed the request header).  NULL on error (logged); the
- * session then answers PROTO_ERR_GENERAL. */
+/* Starts relaying: queues the OK status byte (not for trojan) and keeps
+ * early (the bytes that followed the request header) for the first
+ * sess_dgram_on_outer().  NULL on error (logged); the session then answers
+ * PROTO_ERR_GENERAL. */
 struct sess_dgram *sess_dgram_new(const struct sess_dgram_cfg *cfg,
     const uint8_t *early, size_t early_len);
 /* The session's outer stream had an event. */

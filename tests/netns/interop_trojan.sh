@@ -4,7 +4,9 @@
 #   (a) app -> ts0 -> tunsplit client (protocol: trojan) ==TLS==> trojan
 #       server (run_type server, in tss) -> target
 #   (b) app -> trojan client (run_type client: SOCKS5 on 127.0.0.1 in tsc)
-#       ==TLS==> tunsplit server (trojan_passwords) -> target
+#       ==TLS==> tunsplit server (trojan_passwords) -> target; TCP, and UDP
+#       through the trojan client's SOCKS5 UDP ASSOCIATE (trojan UDP
+#       packets to the tunsplit server) to the UDP echo server on :7
 #
 #   tsc$$ 10.77.1.1 ---- 10.77.1.2 tss$$ 10.77.2.1 ---- 10.77.2.2 tst$$
 #   (a) tunsplit client    trojan :8444  (fallback: http on 127.0.0.1:8081)
@@ -13,15 +15,21 @@
 # Every transfer is checked with SHA-256 on both ends.  trojan-gfw has no
 # half-close (either side's EOF ends its session), so uploads are checked
 # against the hash the target logs when it sees EOF, not a reply.
-# Skipped, with a message, only when the trojan package is not installed.
+# Skipped, with a message, only when the trojan package cannot be installed.
 . "$(dirname "$0")/lib.sh"
 ts_init interop_trojan
 
 TROJAN=$(command -v trojan || echo /usr/bin/trojan)
-[ -x "$TROJAN" ] || ts_skip "Debian package 'trojan' not installed (apt-get install trojan)"
+if [ ! -x "$TROJAN" ] && command -v apt-get >/dev/null 2>&1; then
+	DEBIAN_FRONTEND=noninteractive apt-get install -y trojan \
+	    >"$TS_TMP/apt.log" 2>&1
+	TROJAN=$(command -v trojan || echo /usr/bin/trojan)
+fi
+[ -x "$TROJAN" ] || ts_skip "Debian package 'trojan' not installed and apt-get install trojan failed"
 PW=interop-$$-secret
 TROJAN_PORT=8444
 SOCKS_PORT=1080
+UDP_PORT=7
 N=$((8 << 20))
 
 # trojan_json RUN_TYPE LOCAL_ADDR LOCAL_PORT REMOTE_ADDR REMOTE_PORT
@@ -180,6 +188,78 @@ done
 grep -q "trojan" "$TS_TMP/server.log" ||
     ts_fail "(b) the tunsplit server's log shows no trojan session"
 
+# (b) UDP: the trojan client's SOCKS5 UDP ASSOCIATE (RFC 1928 section 7)
+# becomes a trojan UDP ASSOCIATE to the tunsplit server, which sends each
+# datagram to the echo server on the target.  One association carries
+# datagrams to both families; every echo must come back from the target's
+# address and port, byte for byte, and the SHA-256 of everything sent must
+# equal that of everything received.
+ts_bg "$NS_T" udpecho "$TS_PY" -u "$TS_LIB_DIR/udptool.py" serve \
+    --bind "$TS_T_ADDR4" --bind "$TS_T_ADDR6" --port "$UDP_PORT"
+for i in $(seq 50); do
+	ip netns exec "$NS_T" ss -Hlun "sport = :$UDP_PORT" | grep -q . && break
+	sleep 0.1
+done
+socks_udp() {	# PROXY-PORT TARGET-PORT SIZES HOST...
+	ip netns exec "$NS_C" timeout 120 "$TS_PY" -u - "$@" <<'PY'
+import hashlib, ipaddress, random, select, socket, struct, sys, time
+proxy, port, sizes, hosts = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4:]
+c = socket.create_connection(("127.0.0.1", proxy), timeout=10)
+c.sendall(b"\x05\x01\x00")
+assert c.recv(2) == b"\x05\x00", "socks method"
+c.sendall(b"\x05\x03\x00\x01" + bytes(6))       # UDP ASSOCIATE 0.0.0.0:0
+rep = c.recv(262)
+if len(rep) < 10 or rep[1] != 0:
+    sys.exit("socks: UDP ASSOCIATE refused: %r" % rep)
+if rep[3] == 1:
+    relay = (str(ipaddress.ip_address(rep[4:8])), struct.unpack(">H", rep[8:10])[0])
+else:
+    relay = (str(ipaddress.ip_address(rep[4:20])), struct.unpack(">H", rep[20:22])[0])
+if relay[0] in ("0.0.0.0", "::"):
+    relay = ("127.0.0.1", relay[1])
+u = socket.socket(socket.AF_INET6 if ":" in relay[0] else socket.AF_INET, socket.SOCK_DGRAM)
+rng = random.Random(7)
+up, down, n = hashlib.sha256(), hashlib.sha256(), 0
+for host in hosts:
+    ip = ipaddress.ip_address(host)
+    hdr = b"\x00\x00\x00" + (b"\x01" if ip.version == 4 else b"\x04") + ip.packed + struct.pack(">H", port)
+    for size in [int(x) for x in sizes.split(",")]:
+        data = rng.randbytes(size)
+        got = None
+        for attempt in range(3):
+            u.sendto(hdr + data, relay)
+            end = time.monotonic() + 3
+            while time.monotonic() < end:
+                r, _, _ = select.select([u], [], [], end - time.monotonic())
+                if not r:
+                    break
+                pkt = u.recv(65536)
+                if pkt[:len(hdr)] != hdr:
+                    sys.exit("udp: reply header %s, want %s (the target's address)" % (pkt[:len(hdr)].hex(), hdr.hex()))
+                if pkt[len(hdr):] == data:
+                    got = pkt[len(hdr):]
+                    break
+                print("udp: %d bytes that are not the echo of %d" % (len(pkt) - len(hdr), size))
+            if got is not None:
+                break
+        if got is None:
+            sys.exit("udp: %d bytes to %s: no intact echo" % (size, host))
+        up.update(data); down.update(got); n += 1
+if up.hexdigest() != down.hexdigest():
+    sys.exit("udp: sha256 sent %s, received %s" % (up.hexdigest(), down.hexdigest()))
+print("udp: %d datagrams to %s echoed intact, sha256 %s both ways" % (n, " ".join(hosts), up.hexdigest()))
+PY
+}
+out=$(socks_udp "$SOCKS_PORT" "$UDP_PORT" 1,512,1400,4000,8000 "$TS_T_ADDR4" "$TS_T_ADDR6" 2>&1) ||
+    ts_fail "(b) UDP through the trojan client's SOCKS5 UDP ASSOCIATE: $out"
+ts_log "(b) $out"
+for i in $(seq 100); do
+	grep -q "udp: up [1-9][0-9]* dgrams .*(trojan)" "$TS_TMP/server.log" && break
+	sleep 0.1
+done
+grep -q "udp: up [1-9][0-9]* dgrams .*(trojan)" "$TS_TMP/server.log" ||
+    ts_fail "(b) UDP: the tunsplit server logged no trojan UDP association"
+
 # A wrong password is treated like any unauthenticated client.
 sed "s/\"$PW\"/\"wrong-$PW\"/" "$TS_TMP/trojan-client.json" \
     >"$TS_TMP/trojan-bad.json"
@@ -218,4 +298,4 @@ if socks_app "$TS_LIB_DIR" recv "$SOCKS_PORT" "$TS_T_ADDR4" \
 fi
 ts_log "(b) reload: new password accepted ($out), old one refused"
 ts_alive "$TS_SERVER_PID" || ts_fail "the tunsplit server died"
-ts_pass "(a) tunsplit client -> trojan server and (b) trojan client -> tunsplit server, v4+v6, $N bytes each way, sha256 match"
+ts_pass "(a) tunsplit client -> trojan server and (b) trojan client -> tunsplit server, TCP v4+v6 $N bytes each way sha256 match; (b) UDP ASSOCIATE v4+v6 echoes intact"
