@@ -2,7 +2,8 @@
 # trojan interoperability with Debian's trojan (trojan-gfw), both ways.
 #
 #   (a) app -> ts0 -> tunsplit client (protocol: trojan) ==TLS==> trojan
-#       server (run_type server, in tss) -> target
+#       server (run_type server, in tss) -> target; TCP, and UDP (trojan
+#       UDP ASSOCIATE) to the UDP echo server on :7
 #   (b) app -> trojan client (run_type client: SOCKS5 on 127.0.0.1 in tsc)
 #       ==TLS==> tunsplit server (trojan_passwords) -> target; TCP, and UDP
 #       through the trojan client's SOCKS5 UDP ASSOCIATE (trojan UDP
@@ -76,6 +77,12 @@ ts_write_configs "  protocol: trojan
   pool: 2" "  trojan_passwords: [\"other-password\", \"$PW\"]
   fallback: \"127.0.0.1:8081\""
 ts_start_target
+ts_bg "$NS_T" udpecho "$TS_PY" -u "$TS_LIB_DIR/udptool.py" serve \
+    --bind "$TS_T_ADDR4" --bind "$TS_T_ADDR6" --port "$UDP_PORT"
+for i in $(seq 50); do
+	ip netns exec "$NS_T" ss -Hlun "sport = :$UDP_PORT" | grep -q . && break
+	sleep 0.1
+done
 ts_prove_no_forward "$TS_TARGET_PORT"
 
 # ---- (a) tunsplit client -> trojan server ------------------------------------
@@ -100,6 +107,16 @@ for host in "$TS_T_ADDR4" "$TS_T_ADDR6"; do
 	    --seed "$seed" >>"$TS_TMP/app.log" 2>&1 || true
 	expect_sink "$seed" "(a) upload to $host"
 done
+# UDP: the app's datagrams leave the TUN as a trojan UDP ASSOCIATE.
+udp() {
+	ip netns exec "$NS_C" timeout 120 "$TS_PY" -u "$TS_LIB_DIR/udptool.py" \
+	    "$@" >>"$TS_TMP/udpapp.log" 2>&1
+}
+udp echo --host "$TS_T_ADDR4" --port "$UDP_PORT" --sizes 1,512,1400,8000 \
+    --seed 3 || ts_fail "(a) UDP echo from $TS_T_ADDR4: $(tail -n 3 "$TS_TMP/udpapp.log")"
+udp echo --host "$TS_T_ADDR6" --port "$UDP_PORT" --sizes 1,512,1400,8000 \
+    --seed 4 || ts_fail "(a) UDP echo from $TS_T_ADDR6: $(tail -n 3 "$TS_TMP/udpapp.log")"
+ts_log "(a) UDP: $(grep -c 'bytes intact' "$TS_TMP/udpapp.log") datagrams echoed intact (IPv4, IPv6)"
 ts_alive "$TROJAN_SERVER_PID" || ts_fail "trojan server died"
 # The trojan server relayed it all: its log names the target.
 grep -q "$TS_T_ADDR4" "$TS_TMP/trojan-server.log" ||
@@ -194,12 +211,6 @@ grep -q "trojan" "$TS_TMP/server.log" ||
 # datagrams to both families; every echo must come back from the target's
 # address and port, byte for byte, and the SHA-256 of everything sent must
 # equal that of everything received.
-ts_bg "$NS_T" udpecho "$TS_PY" -u "$TS_LIB_DIR/udptool.py" serve \
-    --bind "$TS_T_ADDR4" --bind "$TS_T_ADDR6" --port "$UDP_PORT"
-for i in $(seq 50); do
-	ip netns exec "$NS_T" ss -Hlun "sport = :$UDP_PORT" | grep -q . && break
-	sleep 0.1
-done
 socks_udp() {	# PROXY-PORT TARGET-PORT SIZES HOST...
 	ip netns exec "$NS_C" timeout 120 "$TS_PY" -u - "$@" <<'PY'
 import hashlib, ipaddress, random, select, socket, struct, sys, time
@@ -298,4 +309,4 @@ if socks_app "$TS_LIB_DIR" recv "$SOCKS_PORT" "$TS_T_ADDR4" \
 fi
 ts_log "(b) reload: new password accepted ($out), old one refused"
 ts_alive "$TS_SERVER_PID" || ts_fail "the tunsplit server died"
-ts_pass "(a) tunsplit client -> trojan server and (b) trojan client -> tunsplit server, TCP v4+v6 $N bytes each way sha256 match; (b) UDP ASSOCIATE v4+v6 echoes intact"
+ts_pass "(a) tunsplit client -> trojan server and (b) trojan client -> tunsplit server, TCP v4+v6 $N bytes each way sha256 match; UDP v4+v6 echoes intact both ways"

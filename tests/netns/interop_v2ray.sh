@@ -4,7 +4,7 @@
 #   (a) app -> dokodemo-door (127.0.0.1 in tsc) -> v2ray trojan outbound
 #       ==TLS==> tunsplit server (trojan_passwords) -> target, TCP and UDP
 #   (b) app -> ts0 -> tunsplit client (protocol: trojan) ==TLS==> v2ray
-#       trojan inbound (in tss) -> freedom -> target, TCP
+#       trojan inbound (in tss) -> freedom -> target, TCP and UDP
 #
 #   tsc$$ 10.77.1.1 ---- 10.77.1.2 tss$$ 10.77.2.1 ---- 10.77.2.2 tst$$
 #   (a) v2ray client        tunsplit server :8443       tools.py :9000 (TCP)
@@ -233,6 +233,18 @@ done
 # v2ray relayed it: its log names the target.
 grep -q "$TS_T_ADDR4:$TS_TARGET_PORT" "$TS_TMP/v2ray-server.log" ||
     ts_fail "(b) v2ray's log does not show the target"
+
+# UDP: the app's datagrams leave the TUN as a trojan UDP ASSOCIATE to
+# v2ray, which sends them on (freedom); sizes below 2 KB as in (a).
+udp echo --host "$TS_T_ADDR4" --port "$UDP_PORT" --sizes 1,512,1400,2000 \
+    --seed 5 || ts_fail "(b) UDP echo from $TS_T_ADDR4: $(tail -n 3 "$TS_TMP/udpapp.log")"
+udp echo --host "$TS_T_ADDR6" --port "$UDP_PORT" --sizes 1,512,1400,2000 \
+    --seed 6 || ts_fail "(b) UDP echo from $TS_T_ADDR6: $(tail -n 3 "$TS_TMP/udpapp.log")"
+udp stream --host "$TS_T_ADDR4" --port "$UDP_PORT" --count 200 --seconds 2 ||
+    ts_fail "(b) UDP stream: $(tail -n 3 "$TS_TMP/udpapp.log")"
+ts_log "(b) UDP: $(grep intact "$TS_TMP/udpapp.log" | tail -n 9 | grep -c 'bytes intact') datagrams echoed intact (IPv4, IPv6); $(grep stream "$TS_TMP/udpapp.log" | tail -n 1)"
+grep -q "accepted udp:$TS_T_ADDR4:$UDP_PORT" "$TS_TMP/v2ray-server.log" ||
+    ts_fail "(b) v2ray's log shows no UDP to $TS_T_ADDR4:$UDP_PORT"
 ts_alive "$V2RAY_SERVER_PID" || ts_fail "v2ray server died"
 ts_alive "$TS_CLIENT_PID" || ts_fail "the tunsplit client died"
-ts_pass "(a) v2ray trojan outbound -> tunsplit server: TCP v4+v6 $N bytes each way sha256 match, UDP echo intact v4+v6, egress denial; (b) tunsplit client -> v2ray trojan inbound: TCP v4+v6 $N bytes each way sha256 match"
+ts_pass "(a) v2ray trojan outbound -> tunsplit server: TCP v4+v6 $N bytes each way sha256 match, UDP echo intact v4+v6, egress denial; (b) tunsplit client -> v2ray trojan inbound: TCP v4+v6 $N bytes each way sha256 match, UDP echo intact v4+v6"
