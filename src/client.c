@@ -113,6 +113,21 @@ client_on_other(void *arg, const uint8_t *pkt, size_t len)
 	return flow_udp_input(cl->udp, pkt, len);
 }
 
+/* direct and block have no server (nor proxy) to talk to. */
+static bool
+client_has_server(const struct conf *c)
+{
+	return c->client.server_host != NULL;
+}
+
+/* Only tunsplit and trojan flows speak TLS (and have a warm pool). */
+static bool
+client_tls(const struct conf *c)
+{
+	return c->client.protocol == CONF_PROTO_TUNSPLIT ||
+	    c->client.protocol == CONF_PROTO_TROJAN;
+}
+
 static int
 client_udp_new(struct client *cl)
 {
@@ -122,7 +137,7 @@ client_udp_new(struct client *cl)
 	ac.loop = cl->loop;
 	ac.conf = cl->conf;
 	ac.ssl_ctx = cl->env.ssl_ctx;
-	ac.server = &cl->env.server;
+	ac.server = client_has_server(cl->conf) ? &cl->env.server : NULL;
 	ac.user_id = cl->env.user_id;
 	if ((cl->udp = flow_udp_new(&ac)) == NULL) {
 		log_warnx("cannot set up UDP associations");
@@ -191,19 +206,10 @@ client_open_tun(struct client *cl)
 }
 
 static int
-client_setup(struct client *cl)
+client_tls_setup(struct client *cl)
 {
 	const struct conf *c = cl->conf;
-	struct tsnetif_ops ops;
-	char sbuf[ADDR_STRLEN];
 
-	if ((cl->loop = loop_new()) == NULL || client_signals(cl) < 0)
-		return -1;
-	loop_trim_memory(cl->loop, 10000);
-	cl->env.loop = cl->loop;
-	cl->env.conf = c;
-	if (client_resolve(c, &cl->env.server) < 0)
-		return -1;
 	if (c->client.insecure)
 		log_warnx("client.insecure is set: the server's certificate "
 		    "is NOT verified; anyone on the path can impersonate it");
@@ -220,11 +226,61 @@ client_setup(struct client *cl)
 		    c->client.insecure ? "; with insecure, the pin is the "
 		    "only check" : "");
 	}
+	return 0;
+}
+
+static void
+client_log_ready(struct client *cl)
+{
+	const struct conf *c = cl->conf;
+	char sbuf[ADDR_STRLEN];
+
+	switch (c->client.protocol) {
+	case CONF_PROTO_SOCKS5:
+		log_info("client ready: socks5 proxy %s%s, max %u flows",
+		    addr_fmt(&cl->env.server, sbuf, sizeof(sbuf)),
+		    c->client.username[0] != '\0' ? " (username/password)" :
+		    "", c->client.max_flows);
+		break;
+	case CONF_PROTO_DIRECT:
+		log_info("client ready: direct (mark 0x%x), max %u flows",
+		    c->client.mark, c->client.max_flows);
+		break;
+	case CONF_PROTO_BLOCK:
+		log_info("client ready: block (every TCP flow is refused)");
+		break;
+	default:
+		log_info("client ready: server %s (sni %s%s), max %u flows",
+		    addr_fmt(&cl->env.server, sbuf, sizeof(sbuf)),
+		    c->client.sni != NULL ? c->client.sni :
+		    c->client.server_host,
+		    c->client.protocol == CONF_PROTO_TROJAN ? ", trojan" : "",
+		    c->client.max_flows);
+		break;
+	}
+}
+
+static int
+client_setup(struct client *cl)
+{
+	const struct conf *c = cl->conf;
+	struct tsnetif_ops ops;
+
+	if ((cl->loop = loop_new()) == NULL || client_signals(cl) < 0)
+		return -1;
+	loop_trim_memory(cl->loop, 10000);
+	cl->env.loop = cl->loop;
+	cl->env.conf = c;
+	if (client_has_server(c) && client_resolve(c, &cl->env.server) < 0)
+		return -1;
+	if (client_tls(c) && client_tls_setup(cl) < 0)
+		return -1;
 	auth_user_id(c->client.key, cl->env.user_id);
 	if (flow_env_init(&cl->env) < 0 || client_udp_new(cl) < 0 ||
 	    client_open_tun(cl) < 0)
 		return -1;
-	if (c->client.pool > 0 && (cl->env.pool = pool_new(cl->loop, c,
+	if (client_tls(c) && c->client.pool > 0 &&
+	    (cl->env.pool = pool_new(cl->loop, c,
 	    cl->env.ssl_ctx, &cl->env.server)) == NULL)
 		return -1;
 	memset(&ops, 0, sizeof(ops));
@@ -246,13 +302,11 @@ client_setup(struct client *cl)
 	if (daemon_drain_init(&cl->drain, cl->loop, client_stop_accepting,
 	    client_live, cl) < 0 ||
 	    (cl->ctl = control_new_client(cl->loop, c, &cl->env)) == NULL ||
-	    daemon_up(c->tun.name, &cl->env.server) < 0)
+	    daemon_up(c->tun.name, client_has_server(c) ? &cl->env.server :
+	    NULL) < 0)
 		return -1;
 	control_set_udp(cl->ctl, cl->udp);
-	log_info("client ready: server %s (sni %s), max %u flows",
-	    addr_fmt(&cl->env.server, sbuf, sizeof(sbuf)),
-	    c->client.sni != NULL ? c->client.sni : c->client.server_host,
-	    c->client.max_flows);
+	client_log_ready(cl);
 	return 0;
 }
 
@@ -287,10 +341,11 @@ client_run(const struct conf *c)
 	outer_ctx_free(cl->env.ssl_ctx);
 	control_free(cl->ctl);
 	loop_free(cl->loop);
-	log_info("client stopped: %llu flows (%llu on warm pool connections), "
-	    "up %llu down %llu bytes",
+	log_info("client stopped: %llu flows (%llu on warm pool connections, "
+	    "%llu blocked), up %llu down %llu bytes",
 	    (unsigned long long)cl->env.stats.accepted,
 	    (unsigned long long)cl->env.stats.pooled,
+	    (unsigned long long)cl->env.stats.blocked,
 	    (unsigned long long)cl->env.stats.bytes_up,
 	    (unsigned long long)cl->env.stats.bytes_down);
 	free(cl);

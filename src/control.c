@@ -194,7 +194,11 @@ control_fill_client(struct control *ctl, struct control_fill *cf)
 		st->pooled = env->stats.pooled;
 	}
 	st->handshake = &ctl->handshake;
-	addr_fmt(&env->server, st->server, sizeof(st->server));
+	if (ctl->conf->client.server_host != NULL)
+		addr_fmt(&env->server, st->server, sizeof(st->server));
+	else	/* protocol direct or block */
+		snprintf(st->server, sizeof(st->server), "none (%s)",
+		    conf_proto_name(ctl->conf->client.protocol));
 	st->has_tun = true;
 	st->tun = *tsnetif_stats();
 	if (ctl->udp != NULL) {

@@ -1,11 +1,19 @@
 /*
- * Client TCP flows: lwIP pcb <-> outer TLS stream.  See flow_tcp.h for the
+ * Client TCP flows: lwIP pcb <-> outer stream.  See flow_tcp.h for the
  * ownership and backpressure rules.
  *
  * Life of a flow: the app's handshake completes in lwIP (fast connect) and
- * the flow dials the server at once; once TLS is up the request header and
- * whatever the app already sent leave together.  The first byte back is
- * the server's connect status: non-zero resets the app's connection.
+ * the flow dials its outbound at once (client.protocol):
+ *
+ *   tunsplit  TLS to the server; the request header and whatever the app
+ *             already sent leave together; the first byte back is the
+ *             server's connect status: non-zero resets the app's connection.
+ *   trojan    the same with trojan's request, which has no status.
+ *   socks5    its own plain TCP connection to the proxy, the SOCKS5
+ *             negotiation (flow_socks5.c); the CONNECT reply is the status.
+ *   direct    a plain TCP connection to the destination itself, marked
+ *             (client.mark) so that it leaves outside the TUN.
+ *   block     no flow at all: the SYN is answered with an RST.
  */
 #include "flow_tcp.h"
 
@@ -23,6 +31,7 @@
 #include "lwip/pbuf.h"
 
 #include "conf.h"
+#include "flow_socks5.h"
 #include "flow_udp.h"
 #include "frame.h"
 #include "log.h"
@@ -30,6 +39,7 @@
 #include "outer.h"
 #include "pool.h"
 #include "proto_trojan.h"
+#include "socks5.h"
 #include "tsnetif.h"
 #include "sock.h"
 
@@ -39,6 +49,7 @@
 enum flow_phase {
 	FLOW_CONNECT,		/* outer TCP connect in progress */
 	FLOW_TLS,		/* TLS handshake */
+	FLOW_SOCKS,		/* SOCKS5 negotiation with the proxy */
 	FLOW_RELAY,		/* header sent or queued; relaying */
 };
 
@@ -57,6 +68,7 @@ struct flow {
 	struct loop_fd	 lfd;
 	struct loop_timer timer;
 	struct loop_timer early;		/* header waits for first bytes */
+	struct flow_socks5 *socks;		/* FLOW_SOCKS only */
 	bool		 pooled;		/* outer came from the warm pool */
 	/* connect_mode faithful: the app's SYN is held (no pcb yet) until the
 	 * server reports the target connected; then it is fed to lwIP again. */
@@ -173,6 +185,8 @@ flow_close(struct flow *f, bool abort, const char *reason)
 	f->hdr = NULL;
 	free(f->syn);
 	f->syn = NULL;
+	flow_socks5_free(f->socks);
+	f->socks = NULL;
 	env->nflows--;
 	env->stats.bytes_up += f->up;
 	env->stats.bytes_down += f->down;
@@ -593,6 +607,7 @@ flow_update_events(struct flow *f)
 		ev = EPOLLOUT;
 		break;
 	case FLOW_TLS:
+	case FLOW_SOCKS:
 		ev = outer_events(f->out);
 		break;
 	case FLOW_RELAY:
@@ -605,24 +620,54 @@ flow_update_events(struct flow *f)
 	loop_fd_mod(f->env->loop, &f->lfd, ev);
 }
 
+/* What the outbound asks for: client.dns pins DNS over TCP to the
+ * resolver too. */
+static void
+flow_target(const struct flow *f, struct addr *dst)
+{
+	*dst = f->dst;
+	(void)flow_udp_dns_pin(f->env->conf, dst);
+}
+
+/*
+ * The target is connected (socks5: the CONNECT reply; direct: the connect
+ * itself).  Faithful: the held SYN goes to lwIP now, which answers it.
+ */
+static void
+flow_connected(struct flow *f)
+{
+	f->status_ok = true;
+	if (f->held)
+		tsnetif_input(f->syn, f->syn_len);
+}
+
 static int
 flow_start_relay(struct flow *f)
 {
 	struct flow_env *env = f->env;
+	enum conf_proto proto = env->conf->client.protocol;
 	struct proto_req req;
-	struct addr dst = f->dst;
+	struct addr dst;
 	uint8_t buf[PROTO_REQ_MAX];
 	ssize_t n;
 
+	if (proto == CONF_PROTO_SOCKS5 || proto == CONF_PROTO_DIRECT) {
+		/* No header: the stream is the target's already. */
+		flow_socks5_free(f->socks);
+		f->socks = NULL;
+		f->phase = FLOW_RELAY;
+		flow_connected(f);
+		flow_mark_dirty(f);
+		return 0;
+	}
 	memset(&req, 0, sizeof(req));
 	req.kind = PROTO_KIND_TCP;
 	req.ts = (uint64_t)time(NULL);
 	randombytes_buf(req.nonce, sizeof(req.nonce));
 	memcpy(req.user_id, env->user_id, sizeof(req.user_id));
-	/* client.dns: DNS over TCP goes to the pinned resolver too. */
-	(void)flow_udp_dns_pin(env->conf, &dst);
+	flow_target(f, &dst);
 	frame_dest_from_addr(&req.dest, &dst);
-	if (env->conf->client.protocol == CONF_PROTO_TROJAN) {
+	if (proto == CONF_PROTO_TROJAN) {
 		/* No status comes back: the stream counts as connected now,
 		 * and a target the server cannot reach shows as its close. */
 		n = proto_trojan_encode(buf, sizeof(buf),
@@ -643,6 +688,78 @@ flow_start_relay(struct flow *f)
 	return 0;
 }
 
+/* The outbound's TCP connect failed with err. */
+static void
+flow_connect_failed(struct flow *f, int err)
+{
+	char dst[ADDR_STRLEN];
+
+	errno = err;
+	switch (f->env->conf->client.protocol) {
+	case CONF_PROTO_SOCKS5:
+		log_warn("flow %llu: connect to the socks5 proxy",
+		    (unsigned long long)f->id);
+		flow_fail(f, "socks5 proxy unreachable");
+		break;
+	case CONF_PROTO_DIRECT:
+		log_info("flow %llu %s: connect: %s", (unsigned long long)f->id,
+		    flow_dst(f, dst, sizeof(dst)), strerror(err));
+		/* Faithful: a refusal reaches the app as the target's RST;
+		 * anything else leaves it to time out, as it would. */
+		if (err == ECONNREFUSED && f->held)
+			tsnetif_reset_syn(f->syn, f->syn_len);
+		flow_fail(f, err == ECONNREFUSED ? "target refused" :
+		    "target unreachable");
+		break;
+	default:
+		log_warn("flow %llu: connect to server",
+		    (unsigned long long)f->id);
+		flow_fail(f, "server unreachable");
+		break;
+	}
+}
+
+/* FLOW_SOCKS: one more step of the negotiation with the proxy. */
+static void
+flow_on_socks(struct flow *f)
+{
+	char detail[192], dst[ADDR_STRLEN];
+	struct proto_dest pd;
+	struct addr target;
+	const char *why;
+	uint8_t rep;
+	int rc;
+
+	if (f->socks == NULL) {
+		flow_target(f, &target);
+		frame_dest_from_addr(&pd, &target);
+		if ((f->socks = flow_socks5_new(f->env->conf, &pd)) == NULL) {
+			flow_fail(f, "out of memory");
+			return;
+		}
+	}
+	rc = flow_socks5_step(f->socks, f->out, &why, detail, sizeof(detail),
+	    &rep);
+	if (rc == 0)
+		return;
+	if (rc < 0) {
+		/* The target's answer is news; the proxy's is trouble. */
+		if (rep != 0)
+			log_info("flow %llu %s: %s", (unsigned long long)f->id,
+			    flow_dst(f, dst, sizeof(dst)), detail);
+		else
+			log_warnx("flow %llu %s: %s", (unsigned long long)f->id,
+			    flow_dst(f, dst, sizeof(dst)), detail);
+		if (rep == SOCKS5_REP_REFUSED && f->held)
+			tsnetif_reset_syn(f->syn, f->syn_len);
+		flow_fail(f, why);
+		return;
+	}
+	stats_hist_add(&f->env->stats.handshake, stats_now_us() - f->dial_us);
+	if (flow_start_relay(f) < 0)
+		flow_fail(f, "out of memory");
+}
+
 static void
 flow_on_io(struct loop_fd *lfd, uint32_t revents)
 {
@@ -654,11 +771,22 @@ flow_on_io(struct loop_fd *lfd, uint32_t revents)
 	switch (f->phase) {
 	case FLOW_CONNECT:
 		if ((err = sock_connect_error(f->fd)) != 0) {
-			errno = err;
-			log_warn("flow %llu: connect to server",
-			    (unsigned long long)f->id);
-			flow_fail(f, "server unreachable");
+			flow_connect_failed(f, err);
 			return;
+		}
+		if (f->env->conf->client.protocol == CONF_PROTO_SOCKS5) {
+			f->phase = FLOW_SOCKS;
+			flow_on_socks(f);
+			break;
+		}
+		if (f->env->conf->client.protocol == CONF_PROTO_DIRECT) {
+			stats_hist_add(&f->env->stats.handshake,
+			    stats_now_us() - f->dial_us);
+			if (flow_start_relay(f) < 0) {
+				flow_fail(f, "out of memory");
+				return;
+			}
+			break;
 		}
 		f->phase = FLOW_TLS;
 		/* FALLTHROUGH */
@@ -674,6 +802,9 @@ flow_on_io(struct loop_fd *lfd, uint32_t revents)
 			flow_fail(f, "out of memory");
 			return;
 		}
+		break;
+	case FLOW_SOCKS:
+		flow_on_socks(f);
 		break;
 	case FLOW_RELAY:
 		/* Hung up: the rest is already in the socket buffer; stop
@@ -695,7 +826,8 @@ flow_on_timer(struct loop_timer *t)
 	uint64_t now = loop_now(f->env->loop), idle_at;
 
 	if (!f->status_ok) {
-		flow_fail(f, "connect timeout");
+		flow_fail(f, f->phase == FLOW_SOCKS ?
+		    "socks5 negotiation timeout" : "connect timeout");
 		return;
 	}
 	idle_at = f->last_ms + c->client.idle_timeout_ms;
@@ -749,10 +881,45 @@ flow_tcp_syn_allowed(void *arg)
 
 	if (env->draining)
 		return false;
+	if (env->conf->client.protocol == CONF_PROTO_BLOCK) {
+		env->stats.blocked++;	/* RST on the SYN */
+		return false;
+	}
 	if (env->nflows < env->conf->client.max_flows)
 		return true;
 	flow_limit_log(env, "max_flows %u reached", env->conf->client.max_flows);
 	return false;
+}
+
+/* socks5, direct: a plain TCP connection to the proxy or the target.
+ * 0, or -1 with f freed. */
+static int
+flow_new_plain(struct flow *f)
+{
+	struct flow_env *env = f->env;
+	const struct conf *c = env->conf;
+	struct addr to = env->server;
+
+	if (c->client.protocol == CONF_PROTO_DIRECT)
+		flow_target(f, &to);
+	if ((f->fd = sock_connect(&to, c->client.congestion,
+	    c->client.mark)) < 0) {
+		flow_limit_log(env, "socket to %s: %s",
+		    c->client.protocol == CONF_PROTO_DIRECT ? "target" :
+		    "socks5 proxy", strerror(errno));
+		free(f);
+		return -1;
+	}
+	if ((f->out = outer_new(NULL, f->fd, true, NULL)) == NULL) {
+		free(f);	/* outer_new closed the fd */
+		return -1;
+	}
+	if (loop_fd_add(env->loop, &f->lfd, f->fd, EPOLLOUT, flow_on_io) < 0) {
+		outer_abort(f->out);
+		free(f);
+		return -1;
+	}
+	return 0;
 }
 
 static struct flow *
@@ -768,6 +935,9 @@ flow_new(struct flow_env *env, const struct addr *dst)
 	f->fd = -1;
 	f->dst = *dst;
 	f->dial_us = stats_now_us();
+	if (c->client.protocol == CONF_PROTO_SOCKS5 ||
+	    c->client.protocol == CONF_PROTO_DIRECT)
+		return flow_new_plain(f) == 0 ? f : NULL;
 	if ((f->out = pool_take(env->pool)) != NULL) {
 		f->pooled = true;
 		f->fd = outer_fd(f->out);
@@ -902,6 +1072,7 @@ flow_tcp_accept(void *arg, struct tcp_pcb *pcb, err_t err)
 		return ERR_OK;
 	}
 	if (env->nflows >= env->conf->client.max_flows ||
+	    env->conf->client.protocol == CONF_PROTO_BLOCK ||
 	    (f = flow_new(env, &dst)) == NULL) {
 		env->stats.refused++;
 		tcp_abort(pcb);
@@ -933,7 +1104,7 @@ flow_tcp_foreach(struct flow_env *env,
 {
 	static const char *const phases[] = {
 		[FLOW_CONNECT] = "connect", [FLOW_TLS] = "tls",
-		[FLOW_RELAY] = "relay",
+		[FLOW_SOCKS] = "socks5", [FLOW_RELAY] = "relay",
 	};
 	struct flow_info	 fi;
 	struct flow		*f;

@@ -1,6 +1,8 @@
 /*
  * Client TCP flows: one lwIP pcb (the app's connection, terminated
- * locally) relayed to one outer TLS stream to the server.
+ * locally) relayed to one outer stream: TLS to the server (protocol
+ * tunsplit, trojan), or plain TCP to a SOCKS5 proxy or to the target
+ * itself (socks5, direct).
  *
  * Ownership: the flow owns its pcb, its outer stream and the pbufs it has
  * taken from lwIP but not yet written out.  lwIP callbacks only queue data
@@ -36,6 +38,7 @@ struct pool;
 struct flow_stats {
 	uint64_t	 accepted;	/* flows created */
 	uint64_t	 refused;	/* over the limit or out of resources */
+	uint64_t	 blocked;	/* protocol block: SYNs reset */
 	uint64_t	 failed;	/* server or target failure -> RST */
 	uint64_t	 pooled;	/* started on a warm pool connection */
 	uint64_t	 bytes_up, bytes_down;	/* of closed flows */
@@ -46,8 +49,9 @@ struct flow_stats {
 struct flow_env {
 	struct loop		*loop;
 	const struct conf	*conf;
-	struct ssl_ctx_st	*ssl_ctx;
-	struct addr		 server;
+	struct ssl_ctx_st	*ssl_ctx;	/* NULL: socks5, direct, block */
+	struct addr		 server;	/* or the socks5 proxy; unset
+						 * for direct, block */
 	struct pool		*pool;		/* warm connections, may be NULL */
 	uint8_t			 user_id[PROTO_USER_ID_LEN];
 	unsigned		 nflows;
@@ -79,7 +83,8 @@ void flow_close_all(struct flow_env *env);
 struct flow_info {
 	uint64_t		 id;
 	const struct addr	*dst;
-	const char		*state;		/* "connect" "tls" "relay" */
+	const char		*state;		/* "connect" "tls" "socks5"
+						 * "relay" */
 	uint64_t		 start_ms;	/* loop time */
 	uint64_t		 up, down;	/* payload bytes so far */
 	int			 fd;		/* outer socket (TCP_INFO), or -1 */

@@ -1,6 +1,6 @@
 /*
- * The outer stream: TLS 1.3 over a non-blocking TCP socket (OpenSSL),
- * opaque to its users.  Partial writes are on; a call that returns -1 with
+ * The outer stream: TLS 1.3 over a non-blocking TCP socket (OpenSSL), or
+ * plain TCP with the same interface, opaque to its users.  Partial writes are on; a call that returns -1 with
  * errno EAGAIN must be retried later with the same arguments (for writes:
  * the same bytes, the buffer may move) once outer_events() is ready.
  *
@@ -55,7 +55,10 @@ void outer_ctx_free(struct ssl_ctx_st *ctx);
 
 /* Wraps a connected (or connecting) non-blocking fd; takes ownership of fd
  * even on failure.  sni: server name for the client side (also verified
- * against the certificate), NULL on the server side. */
+ * against the certificate), NULL on the server side.  ctx NULL: a plain
+ * TCP stream (socks5, direct): the handshake is done at once, reads and
+ * writes are recv()/send(), a FIN reads as the end of the stream,
+ * outer_pending() is 0, the abort is an RST. */
 struct outer *outer_new(struct ssl_ctx_st *ctx, int fd, bool client,
     const char *sni);
 int  outer_fd(const struct outer *o);

@@ -277,6 +277,14 @@ pool_new(struct loop *l, const struct conf *c, struct ssl_ctx_st *ctx,
 {
 	struct pool *p;
 
+	/* Warm connections are TLS to our server; the plain outbounds
+	 * (socks5, direct) and block have none. */
+	if (ctx == NULL || (c->client.protocol != CONF_PROTO_TUNSPLIT &&
+	    c->client.protocol != CONF_PROTO_TROJAN)) {
+		log_warnx("pool: only for protocol tunsplit or trojan");
+		errno = EINVAL;
+		return NULL;
+	}
 	if ((p = calloc(1, sizeof(*p))) == NULL)
 		return NULL;
 	p->loop = l;

@@ -179,6 +179,30 @@ socks5_reply_parse(const uint8_t *in, size_t len, struct socks5_reply *r)
 	return 3 + n;
 }
 
+size_t
+socks5_reply_want(const uint8_t *in, size_t len)
+{
+	size_t	total;
+
+	/* VER REP RSV ATYP and the first address byte (a name's length). */
+	if (len < 5)
+		return 5 - len;
+	switch (in[3]) {
+	case PROTO_ATYP_IPV4:
+		total = 3 + 1 + 4 + 2;
+		break;
+	case PROTO_ATYP_IPV6:
+		total = 3 + 1 + 16 + 2;
+		break;
+	case PROTO_ATYP_DOMAIN:
+		total = 3 + 1 + 1 + (size_t)in[4] + 2;
+		break;
+	default:
+		return 1;	/* malformed: socks5_reply_parse says so */
+	}
+	return len < total ? total - len : 0;
+}
+
 const char *
 socks5_rep_str(uint8_t rep)
 {

@@ -90,6 +90,10 @@ ssize_t socks5_request(uint8_t *out, size_t outlen, uint8_t cmd,
  * unknown address type, empty domain or a NUL in it). */
 ssize_t socks5_reply_parse(const uint8_t *in, size_t len,
     struct socks5_reply *r);
+/* How many bytes to read next so as not to read past the reply (the
+ * proxy may send the target's first bytes right behind it): 0 once
+ * in[0..len) holds the whole reply, else at least 1. */
+size_t  socks5_reply_want(const uint8_t *in, size_t len);
 /* What a reply code means, as RFC 1928 words it ("connection refused"). */
 const char *socks5_rep_str(uint8_t rep);
 

@@ -1164,6 +1164,70 @@ test_idle_memory(void **state)
 	assert_int_equal(heap_live, base);
 }
 
+/*
+ * No context: plain TCP behind the same interface (the socks5 and direct
+ * outbounds).  Bulk both ways with and without half-closes, the
+ * half-close contract, a FIN as the end of the stream, abort as RST,
+ * EAGAIN with the event to wait for, nothing ever pending.
+ */
+static void
+test_plain(void **state)
+{
+	struct pair	 p;
+	struct xfer	 a, b;
+	char		 buf[16];
+
+	(void)state;
+	pair_new(&p, NULL, NULL, NULL, true);
+	assert_int_equal(outer_handshake(p.c), 1);
+	assert_true(outer_handshake_done(p.s));
+	assert_false(outer_session_reused(p.c));
+	errno = 0;
+	assert_int_equal(outer_read(p.c, buf, sizeof(buf)), -1);
+	assert_int_equal(errno, EAGAIN);
+	assert_int_equal(outer_events(p.c), EPOLLIN);
+	assert_int_equal(outer_pending(p.c), 0);
+	xfer_init(&a, BULK, 5);
+	xfer_init(&b, BULK, 6);
+	pair_transfer(&p, &a, &b, false);
+	assert_int_equal(outer_events(p.c) & EPOLLOUT, 0);
+	xfer_free(&a);
+	xfer_free(&b);
+	xfer_init(&a, BULK / 2, 7);
+	xfer_init(&b, BULK / 4, 8);
+	pair_transfer(&p, &a, &b, true);
+	xfer_free(&a);
+	xfer_free(&b);
+	pair_free(&p);
+
+	pair_new(&p, NULL, NULL, NULL, true);
+	half_close(p.s, p.c);
+	pair_free(&p);
+
+	/* A FIN is the end of a plain stream (there is no close_notify). */
+	pair_new(&p, NULL, NULL, NULL, true);
+	write_all(p.s, "bye", 3);
+	outer_free(p.s);
+	assert_int_equal(read_wait(p.c, buf, sizeof(buf)), 3);
+	assert_int_equal(read_wait(p.c, buf, sizeof(buf)), 0);
+	outer_free(p.c);
+
+	pair_new(&p, NULL, NULL, NULL, true);
+	write_all(p.c, "ping", 4);
+	assert_int_equal(read_wait(p.s, buf, sizeof(buf)), 4);
+	outer_abort(p.c);
+	errno = 0;
+	assert_int_equal(read_wait(p.s, buf, sizeof(buf)), -1);
+	assert_int_equal(errno, ECONNRESET);
+	errno = 0;
+	assert_int_equal(outer_write(p.s, "x", 1), -1);
+	assert_true(errno == EPIPE || errno == ECONNRESET);
+	outer_free(p.s);
+
+	/* No fd: refused, as with a context. */
+	assert_null(outer_new(NULL, -1, true, NULL));
+}
+
 int
 main(void)
 {
@@ -1197,6 +1261,7 @@ main(void)
 		    setup_ctxs, teardown_ctxs),
 		cmocka_unit_test_setup_teardown(test_idle_memory,
 		    setup_ctxs, teardown_ctxs),
+		cmocka_unit_test(test_plain),
 	};
 
 	/* Before OpenSSL allocates anything. */

@@ -216,8 +216,13 @@ check_reply(const char *vec, uint8_t rep, const struct proto_dest *bnd)
 	assert_dest_equal(&r.bnd, bnd);
 	/* Every proper prefix needs more; extra bytes (relayed data) are
 	 * not the reply's. */
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		assert_int_equal(socks5_reply_parse(in, i, &r), 0);
+		/* Reading what it asks for never reads past the reply. */
+		assert_true(socks5_reply_want(in, i) >= 1);
+		assert_true(i + socks5_reply_want(in, i) <= n);
+	}
+	assert_int_equal(socks5_reply_want(in, n), 0);
 	in[n] = 0xff;
 	in[n + 1] = 0x00;
 	assert_int_equal(socks5_reply_parse(in, n + 2, &r), (ssize_t)n);

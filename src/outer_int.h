@@ -1,0 +1,41 @@
+/*
+ * Private to the outer module: outer.c (streams) and outer_ctx.c (TLS
+ * contexts: verification, pinning, ALPN, padding, session tickets).
+ */
+#ifndef TUNSPLIT_OUTER_INT_H
+#define TUNSPLIT_OUTER_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <openssl/ssl.h>
+
+/* A stream.  ssl == NULL: plain TCP (outer_new with no context). */
+struct outer {
+	SSL		*ssl;
+	int		 fd;
+	bool		 client;
+	bool		 hs_done;
+	bool		 shut_sent;	/* close_notify written */
+	bool		 wr_closed;	/* TCP write side shut too */
+	bool		 eof;		/* recv() returned 0 */
+	uint32_t	 want_hs, want_rd, want_wr, want_shut;
+	char		*sni;		/* client: name to verify; cache key */
+	unsigned	 pad_left;	/* records still to pad */
+	unsigned	 pad_max;
+};
+
+/* Record padding of a context's streams (outer_ctx_padding). */
+struct outer_pad {
+	unsigned	 records;
+	unsigned	 max;
+};
+
+/* The context ex-data slots; 0 or -1 (logged). */
+int  outer_ctx_init(void);
+/* Newest usable ticket for host, removed from the context's cache. */
+SSL_SESSION *outer_cache_take(SSL_CTX *ctx, const char *host);
+/* The padding set on ctx, or NULL. */
+const struct outer_pad *outer_ctx_get_pad(SSL_CTX *ctx);
+
+#endif
