@@ -198,6 +198,37 @@ ts_pcb_exists(const ip_addr_t *local, const ip_addr_t *remote,
 	return false;
 }
 
+/*
+ * A new SYN for a connection lwIP still holds in TIME_WAIT.  lwIP gets
+ * there when it closed first (the target's side ended before the app's);
+ * the app's end is then closed at once, with no TIME_WAIT of its own, and
+ * its kernel may pick the same source port for its next connection to the
+ * same destination.  lwIP 2.1 answers such a SYN with an ACK of the old
+ * connection, the app answers that with a RST, which TIME_WAIT ignores
+ * (RFC 1337) -- and the app's connect hangs, its SYN retransmitted with
+ * backoff, until the 2 MSL (120 s) run out.  Seen as a new flow taking
+ * over 20 s to start (e2e_status under load).  As Linux and the BSDs do
+ * (RFC 1122 4.2.2.13), the new SYN ends the TIME_WAIT; here whatever its
+ * sequence number, since apps with random ISNs exist and a TUN neither
+ * delays nor duplicates the old connection's segments.
+ */
+static void
+ts_timewait_reuse(const ip_addr_t *local, const ip_addr_t *remote,
+    uint16_t lport, uint16_t rport)
+{
+	struct tcp_pcb *pcb;
+
+	for (pcb = tcp_tw_pcbs; pcb != NULL; pcb = pcb->next) {
+		if (pcb->local_port == lport && pcb->remote_port == rport &&
+		    ip_addr_cmp(&pcb->local_ip, local) &&
+		    ip_addr_cmp(&pcb->remote_ip, remote)) {
+			tcp_abort(pcb);		/* TIME_WAIT: freed, no RST */
+			ts_stats.tw_reused++;
+			return;
+		}
+	}
+}
+
 /* A TCP segment for `local` from `remote` in the IP packet pkt/len; th
  * points at its TCP header (>= 20 bytes).  Returns true when the hook
  * consumed it. */
@@ -213,6 +244,7 @@ ts_tcp_syn(const ip_addr_t *local, const ip_addr_t *remote,
 		return false;
 	sport = be16(th);
 	dport = be16(th + 2);
+	ts_timewait_reuse(local, remote, dport, sport);
 	if (ts_ops.syn_allowed != NULL && !ts_ops.syn_allowed(ts_ops.arg) &&
 	    !ts_pcb_exists(local, remote, dport, sport)) {
 		/* Flow limit: refuse the SYN itself, as a full host would. */

@@ -34,6 +34,7 @@ struct tsnetif_stats {
 	uint64_t	 tx_errors;		/* TUN write failures (packet lost) */
 	uint64_t	 syn_refused;		/* SYNs answered with RST: flow limit */
 	uint64_t	 listeners;		/* ports with an on-demand listener */
+	uint64_t	 tw_reused;		/* SYNs that ended a TIME_WAIT */
 };
 
 struct tsnetif_ops {

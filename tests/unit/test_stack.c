@@ -285,6 +285,58 @@ test_syn_refused_at_limit(void **state)
 	assert_null(tcp_active_pcbs);
 }
 
+/*
+ * lwIP closed first and holds the connection in TIME_WAIT; the app's
+ * kernel reuses the same ports for a new connection at once.  The new SYN
+ * must get a SYN-ACK (the TIME_WAIT ends), not an ACK of the old
+ * connection, which the app would answer with a RST that TIME_WAIT
+ * ignores: its connect hung until the 2 MSL ran out.  Also for a SYN whose
+ * sequence number lies before the old connection's (random ISNs).
+ */
+static void
+test_syn_reuses_time_wait(void **state)
+{
+	static const uint8_t app[4] = { 10, 9, 0, 2 }, dst[4] = { 10, 77, 2, 2 };
+	static const uint32_t isn[3] = { 1000, 900000, 10 };
+	uint8_t pkt[128], out[256];
+	ssize_t n;
+	uint32_t iss;
+	int round;
+
+	(void)state;
+	for (round = 0; round < 3; round++) {
+		tsnetif_input(pkt, mk_tcp4(pkt, app, dst, 40003, 80,
+		    isn[round], 0, 0x02));
+		n = out_read(out, sizeof(out));
+		assert_true(n >= 40);
+		assert_int_equal(out[33] & 0x17, 0x12);		/* SYN-ACK */
+		assert_int_equal(get32(out + 28), isn[round] + 1);
+		assert_null(tcp_tw_pcbs);
+		iss = get32(out + 24);
+		tsnetif_input(pkt, mk_tcp4(pkt, app, dst, 40003, 80,
+		    isn[round] + 1, iss + 1, 0x10));
+		assert_int_equal(naccepted, round + 1);
+		assert_non_null(accepted);
+		/* lwIP closes first: FIN, then the app's FIN+ACK. */
+		assert_int_equal(tcp_shutdown(accepted, 0, 1), ERR_OK);
+		tcp_output(accepted);
+		n = out_read(out, sizeof(out));
+		assert_true(n >= 40);
+		assert_true(out[33] & 0x01);
+		tcp_arg(accepted, NULL);
+		tcp_recv(accepted, NULL);
+		tcp_err(accepted, NULL);
+		accepted = NULL;	/* lwIP's now: it may free it */
+		tsnetif_input(pkt, mk_tcp4(pkt, app, dst, 40003, 80,
+		    isn[round] + 1, iss + 2, 0x11));
+		assert_non_null(tcp_tw_pcbs);
+		assert_int_equal(tcp_tw_pcbs->state, TIME_WAIT);
+		while (out_read(out, sizeof(out)) > 0)
+			;
+	}
+	assert_int_equal(tsnetif_stats()->tw_reused, 2);
+}
+
 static void
 test_icmp_echo_not_answered(void **state)
 {
@@ -361,6 +413,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_syn_any_destination_v4, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_syn_any_destination_v6, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_syn_refused_at_limit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_syn_reuses_time_wait, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_icmp_echo_not_answered, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_malformed_dropped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_other_handler_gets_udp, setup, teardown),
