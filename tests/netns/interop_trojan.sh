@@ -271,6 +271,68 @@ done
 grep -q "udp: up [1-9][0-9]* dgrams .*(trojan)" "$TS_TMP/server.log" ||
     ts_fail "(b) UDP: the tunsplit server logged no trojan UDP association"
 
+# The same by hand, for what the trojan client does not send: an empty
+# datagram (echoed as an empty packet from the target), a datagram to a
+# name (localhost: unresolved, or resolved to loopback and denied; never
+# echoed), then a malformed packet (address type 2), which must end the
+# stream.
+ip netns exec "$NS_C" timeout 60 "$TS_PY" -u - "$TS_S_ADDR4" \
+    "$TS_SERVER_PORT" "$TS_TMP/ca.pem" "$TS_SNI" "$PW" "$TS_T_ADDR4" \
+    "$UDP_PORT" >"$TS_TMP/rawtrojan.log" 2>&1 <<'PY' ||
+import hashlib, socket, ssl, struct, sys
+host, port, ca, sni, pw, target, tport = sys.argv[1:8]
+ctx = ssl.create_default_context(cafile=ca)
+t = ctx.wrap_socket(socket.create_connection((host, int(port)), timeout=10),
+                    server_hostname=sni)
+tip = socket.inet_aton(target)
+def pkt(atyp, addr, p, data):
+    return bytes([atyp]) + addr + struct.pack(">HH", p, len(data)) + b"\r\n" + data
+t.sendall(hashlib.sha224(pw.encode()).hexdigest().encode() + b"\r\n" +
+          b"\x03\x01" + bytes(6) + b"\r\n")
+buf = b""
+def packet():
+    global buf
+    while True:
+        if len(buf) >= 11:
+            n = struct.unpack(">H", buf[7:9])[0]
+            if len(buf) >= 11 + n:
+                p, buf = buf[:11 + n], buf[11 + n:]
+                return p
+        b = t.recv(65536)
+        if not b:
+            sys.exit("EOF before a packet")
+        buf += b
+t.sendall(pkt(1, tip, int(tport), b""))
+p = packet()
+if p != pkt(1, tip, int(tport), b""):
+    sys.exit("empty datagram: got %s" % p.hex())
+print("empty datagram echoed as an empty packet from %s:%s" % (target, tport))
+t.sendall(pkt(3, b"\x09localhost", int(tport), b"to a name"))
+t.sendall(pkt(1, tip, int(tport), b"after the name"))
+p = packet()
+if p != pkt(1, tip, int(tport), b"after the name"):
+    sys.exit("after the name: got %s" % p.hex())
+print("the datagram to a name was not answered; the next one was")
+t.sendall(b"\x02" + bytes(16))
+t.settimeout(10)
+try:
+    while t.recv(65536):
+        pass
+except ssl.SSLError as e:
+    pass
+print("malformed packet: the server closed the stream")
+PY
+    ts_fail "(b) raw trojan UDP: $(cat "$TS_TMP/rawtrojan.log")"
+ts_log "(b) raw trojan UDP: $(tr '\n' ';' <"$TS_TMP/rawtrojan.log")"
+for i in $(seq 50); do
+	grep -q "malformed trojan packet" "$TS_TMP/server.log" && break
+	sleep 0.1
+done
+grep -q "malformed trojan packet" "$TS_TMP/server.log" ||
+    ts_fail "(b) raw trojan UDP: no 'malformed trojan packet' in the server log"
+grep -Eq "udp: up 2 dgrams .*[ (]1 to names.*\(trojan\)" "$TS_TMP/server.log" ||
+    ts_fail "(b) raw trojan UDP: the datagram to a name was not counted"
+
 # A wrong password is treated like any unauthenticated client.
 sed "s/\"$PW\"/\"wrong-$PW\"/" "$TS_TMP/trojan-client.json" \
     >"$TS_TMP/trojan-bad.json"
