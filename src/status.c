@@ -297,6 +297,7 @@ status_write_json(const struct status *st, FILE *fp)
 		    st->udp.expired, st->udp.evicted, st->udp.dgrams_up,
 		    st->udp.dgrams_down, st->udp.bytes_up, st->udp.bytes_down,
 		    st->udp.drop_queue + st->udp.drop_hold + st->udp.drop_down +
+		    st->udp.drop_send + st->udp.drop_block + st->udp.drop_proto +
 		    st->udp.tun_errors);
 	if (st->flows != NULL) {
 		fprintf(fp, ",\"flow_list\":[");
@@ -433,8 +434,12 @@ prom_udp(FILE *fp, const struct assoc_stats *u)
 	fprintf(fp, "tunsplit_udp_dropped_total{reason=\"queue\"} %" PRIu64
 	    "\ntunsplit_udp_dropped_total{reason=\"hold\"} %" PRIu64
 	    "\ntunsplit_udp_dropped_total{reason=\"undeliverable\"} %" PRIu64
-	    "\ntunsplit_udp_dropped_total{reason=\"tun_error\"} %" PRIu64 "\n",
-	    u->drop_queue, u->drop_hold, u->drop_down, u->tun_errors);
+	    "\ntunsplit_udp_dropped_total{reason=\"tun_error\"} %" PRIu64
+	    "\ntunsplit_udp_dropped_total{reason=\"send\"} %" PRIu64
+	    "\ntunsplit_udp_dropped_total{reason=\"block\"} %" PRIu64
+	    "\ntunsplit_udp_dropped_total{reason=\"no_icmp\"} %" PRIu64 "\n",
+	    u->drop_queue, u->drop_hold, u->drop_down, u->tun_errors,
+	    u->drop_send, u->drop_block, u->drop_proto);
 }
 
 static void

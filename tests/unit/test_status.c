@@ -292,15 +292,21 @@ test_pool(void **state)
 	st.udp.dgrams_up = 100;
 	st.udp.drop_queue = 2;
 	st.udp.tun_errors = 1;
+	st.udp.drop_block = 5;
+	st.udp.drop_proto = 7;
 	s = render(status_write_text, &st);
 	assert_non_null(strstr(s, "udp: 3 associations active, 9 total"));
 	free(s);
 	s = render(status_write_json, &st);
 	assert_non_null(strstr(s, "\"udp\":{\"active\":3,\"total\":9,"));
-	assert_non_null(strstr(s, "\"dropped\":3}"));
+	assert_non_null(strstr(s, "\"dropped\":15}"));
 	free(s);
 	s = render(status_write_prometheus, &st);
 	assert_non_null(strstr(s, "tunsplit_udp_associations_active 3\n"));
+	assert_non_null(strstr(s, "tunsplit_udp_dropped_total{reason="
+	    "\"block\"} 5\n"));
+	assert_non_null(strstr(s, "tunsplit_udp_dropped_total{reason="
+	    "\"no_icmp\"} 7\n"));
 	assert_non_null(strstr(s, "tunsplit_udp_datagrams_total{direction="
 	    "\"up\"} 100\n"));
 	free(s);
