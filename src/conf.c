@@ -959,8 +959,9 @@ check_client_proto(struct ctx *x, yaml_node_t *map, struct conf *c)
 		return unused_key(x, map, "password",
 		    "needs protocol: trojan or socks5");
 	case CONF_PROTO_TROJAN:
-		/* trojan flows authenticate with the password; the key is
-		 * only for what stays native (UDP, ICMP). */
+		/* trojan flows and UDP associations authenticate with the
+		 * password; a key is not used (ICMP echo, which only the
+		 * native protocol carries, is dropped). */
 		if (require(x, map, "password") == -1)
 			return -1;
 		if (c->client.faithful) {
@@ -968,10 +969,6 @@ check_client_proto(struct ctx *x, yaml_node_t *map, struct conf *c)
 			return conf_err(x, map, "faithful needs the connect "
 			    "status, which protocol trojan does not have");
 		}
-		if (!seen(x, "key") && !seen(x, "key_file"))
-			log_warnx("client: protocol trojan without a key: "
-			    "UDP and ICMP flows (native protocol only) will "
-			    "fail");
 		return 0;
 	case CONF_PROTO_SOCKS5:
 		return check_client_socks5(x, map, c);
