@@ -1,9 +1,10 @@
 /*
  * Fuzz target: the client's side of a datagram stream's response -- the
- * status byte and the frames the server sends back, as assoc.c reads them
- * (assoc_pump_down, assoc_frames) and flow_udp.c / flow_icmp.c turn them
- * into packets for the app (DNS source rewrite, family check, UDP and
- * echo-reply building, fragmentation to the TUN MTU).
+ * status byte and the frames a tunsplit server sends back, or the UDP
+ * packets of a trojan server, as assoc_stream.c reads them and assoc.c,
+ * flow_udp.c and flow_icmp.c turn them into packets for the app (DNS
+ * source rewrite, family check, UDP and echo-reply building,
+ * fragmentation to the TUN MTU).
  *
  * The outer stream is a fake defined here (it takes the place of
  * src/outer.c at link time, as fuzz_tun's sys_now does for lwIP's clock):
@@ -15,8 +16,10 @@
  * Input layout:
  *   byte 0   bits 0-1: the app: 0 UDP/IPv4, 1 UDP/IPv6, 2 ICMP/IPv4,
  *            3 ICMP/IPv6; bit 2: UDP datagrams are DNS queries (port 53,
- *            pinned to client.dns); bits 3-5: TUN MTU; bit 6: client.dns
- *            is IPv6; bit 7: the stream ends with a reset, not an EOF
+ *            pinned to client.dns); bits 3-4: TUN MTU; bit 5: protocol
+ *            trojan (no status byte, trojan UDP packets, no ICMP: the app
+ *            sends UDP); bit 6: client.dns is IPv6; bit 7: the stream ends
+ *            with a reset, not an EOF
  *   then     records [ctl:1][len:2, big endian][len bytes from the
  *            server]; a short last record is fed truncated.  ctl bit 0:
  *            the app sends datagram number (ctl >> 1) & 7 first; bits
@@ -28,12 +31,13 @@
  * a reference parser here predicts every packet the app must get (source
  * after the DNS rewrite, payload, in order), which frames are dropped
  * (wrong family, too long for IPv4) and whether the association fails
- * (status not 0, malformed frame, reset, end before the status) or ends
- * cleanly.  Every packet written to the TUN is checked bit by bit: IP
+ * (status not 0, malformed frame or packet, reset, end before the status)
+ * or ends cleanly.  Every packet written to the TUN is checked bit by bit: IP
  * header and checksum, fragments of at most the MTU that reassemble in
  * order, UDP or ICMP header and checksum.  What the client sends is
- * checked too: a request header of the right kind, destination and MAC,
- * then one frame per datagram the app sent.  A read is never asked for 0
+ * checked too: a request header of the right kind, destination and MAC
+ * (trojan: UDP ASSOCIATE with the password's hash), then one frame or
+ * packet per datagram the app sent.  A read is never asked for 0
  * bytes, and the stream is always released at the end.
  */
 #include "config.h"
@@ -60,6 +64,7 @@
 #include "outer.h"
 #include "pkt.h"
 #include "proto.h"
+#include "proto_trojan.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -71,7 +76,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 	}								\
 } while (0)
 
-#define FZ_NCONF	10		/* 5 MTUs x resolver family */
+#define FZ_NCONF	16	/* 4 MTUs x resolver family x protocol */
 #define FZ_MAXEXP	16384		/* frames in 128 KiB */
 #define FZ_UP_MAX	65536		/* client->server bytes kept */
 #define FZ_APP_PORT	5353
@@ -228,7 +233,7 @@ struct fz_exp {
 
 static struct {
 	int		 family;	/* the app's */
-	bool		 icmp, dns;
+	bool		 icmp, dns, trojan;
 	const struct conf *conf;
 	uint8_t		 stream[1 << 17];	/* all the server's bytes */
 	size_t		 slen;
@@ -267,6 +272,67 @@ be16(const uint8_t *p)
 	return (uint16_t)(p[0] << 8 | p[1]);
 }
 
+/* ATYP and address at p (n bytes so far): 1 with *alen, the address's
+ * length after ATYP (and a name's length byte), 0 need more, -1
+ * malformed. */
+static int
+fz_ref_addr(const uint8_t *p, size_t n, size_t *alen)
+{
+	size_t i, L;
+
+	if (n < 1)
+		return 0;
+	switch (p[0]) {
+	case 1:
+		*alen = 4;
+		return 1;
+	case 4:
+		*alen = 16;
+		return 1;
+	case 3:
+		if (n < 2)
+			return 0;
+		if ((L = p[1]) == 0)
+			return -1;
+		for (i = 2; i < n && i < 2 + L; i++)
+			if (p[i] == 0)
+				return -1;
+		*alen = 1 + L;
+		return 1;
+	default:
+		return -1;
+	}
+}
+
+/*
+ * One trojan UDP packet at p (n bytes so far), by proto_trojan.h:
+ * ATYP ADDR PORT LENGTH CRLF PAYLOAD, each field judged once it is there.
+ */
+static int
+fz_ref_trojan(const uint8_t *p, size_t n, size_t *flen, uint8_t *atyp,
+    size_t *aoff, size_t *alen, size_t *plen)
+{
+	size_t o;
+	int rc;
+
+	if ((rc = fz_ref_addr(p, n, alen)) <= 0)
+		return rc;
+	*atyp = p[0];
+	*aoff = p[0] == 3 ? 2 : 1;
+	if (p[0] == 3)
+		(*alen)--;		/* the name, after its length */
+	o = *aoff + *alen + 2;		/* the length field */
+	if (n >= o + 2 && be16(p + o) > 65527)
+		return -1;
+	if ((n > o + 2 && p[o + 2] != '\r') || (n > o + 3 && p[o + 3] != '\n'))
+		return -1;
+	if (n < o + 4)
+		return 0;
+	*plen = be16(p + o);
+	*flen = o + 4 + *plen;
+	return n >= *flen ? 1 : 0;
+}
+
 /*
  * One frame at p (n bytes so far), by PROTOCOL.md: 1 complete (*flen,
  * address, payload), 0 incomplete, -1 malformed as far as it has arrived.
@@ -277,6 +343,8 @@ fz_ref_frame(const uint8_t *p, size_t n, size_t *flen, uint8_t *atyp,
 {
 	size_t i, L;
 
+	if (ref.trojan)
+		return fz_ref_trojan(p, n, flen, atyp, aoff, alen, plen);
 	if (n >= 2 && be16(p) > 65527)
 		return -1;
 	if (n < 3)
@@ -366,13 +434,14 @@ fz_ref_frames(size_t *pos)
 		ref.frames++;
 		FZ_CHECK(ref.nexp < FZ_MAXEXP);
 		e = &ref.exp[ref.nexp];
+		/* The payload: after the port (and trojan's length and CRLF). */
+		e->off = *pos + flen - plen;
 		fz_ref_source(atyp, p + aoff, be16(p + aoff + alen),
-		    p + aoff + alen + 2, plen, e, &fam);
+		    ref.stream + e->off, plen, e, &fam);
 		if (fam != ref.family ||
 		    (ref.family == AF_INET && plen > FZ_V4_MAX)) {
 			ref.drops++;
 		} else {
-			e->off = *pos + aoff + alen + 2;
 			e->len = plen;
 			ref.nexp++;
 		}
@@ -631,21 +700,36 @@ static void
 fz_check_up(void)
 {
 	struct proto_req r;
+	struct proto_trojan_req t;
 	struct proto_dest d, want;
 	const uint8_t *pl;
 	size_t off, plen, i;
 	ssize_t n;
 
 	FZ_CHECK(fz.up_len < FZ_UP_MAX);
-	n = proto_req_parse(fz.up, fz.up_len, &r);
-	FZ_CHECK(n > 0);
-	FZ_CHECK(proto_req_verify_mac(fz.up, (size_t)n,
-	    ref.conf->client.key) == 0);
-	FZ_CHECK(r.kind == (ref.icmp ? PROTO_KIND_ICMP : PROTO_KIND_UDP));
 	fz_tunnel_dst(0, &want);
-	FZ_CHECK(fz_dest_eq(&r.dest, &want));
+	if (ref.trojan) {
+		n = proto_trojan_parse(fz.up, fz.up_len, &t);
+		FZ_CHECK(n > 0 && t.cmd == PROTO_TROJAN_CMD_UDP);
+		FZ_CHECK(memcmp(t.hex, ref.conf->client.trojan_hex,
+		    PROTO_TROJAN_HEX_LEN) == 0);
+		FZ_CHECK(fz_dest_eq(&t.dest, &want));
+	} else {
+		n = proto_req_parse(fz.up, fz.up_len, &r);
+		FZ_CHECK(n > 0);
+		FZ_CHECK(proto_req_verify_mac(fz.up, (size_t)n,
+		    ref.conf->client.key) == 0);
+		FZ_CHECK(r.kind == (ref.icmp ? PROTO_KIND_ICMP :
+		    PROTO_KIND_UDP));
+		FZ_CHECK(fz_dest_eq(&r.dest, &want));
+	}
 	for (off = (size_t)n, i = 0; off < fz.up_len; i++) {
-		n = frame_parse(fz.up + off, fz.up_len - off, &d, &pl, &plen);
+		if (ref.trojan)
+			n = proto_trojan_udp_parse(fz.up + off,
+			    fz.up_len - off, &d, &pl, &plen);
+		else
+			n = frame_parse(fz.up + off, fz.up_len - off, &d, &pl,
+			    &plen);
 		FZ_CHECK(n > 0 && i < ref.sent && plen == 16);
 		fz_tunnel_dst(ref.sent_k[i], &want);
 		FZ_CHECK(fz_dest_eq(&d, &want) && pl[1] == ref.sent_k[i]);
@@ -664,24 +748,27 @@ static void
 fz_init(void)
 {
 	static const uint8_t lo[4] = { 127, 0, 0, 1 };
-	static const unsigned mtus[5] = { 576, 1280, 1500, 9000, 65535 };
+	static const unsigned mtus[4] = { 576, 1280, 1500, 65535 };
 	struct sockaddr_in sin;
 	socklen_t sl = sizeof(sin);
 	char yaml[512], err[256];
 	int i, n;
 
 	log_init(LOG_LVL_ERROR, false, "fuzz_resp");
+	/* Index: protocol trojan * 8 + resolver IPv6 * 4 + MTU. */
 	for (i = 0; i < FZ_NCONF; i++) {
 		n = snprintf(yaml, sizeof(yaml),
 		    "tun: {name: fz0, mtu: %u}\n"
 		    "client:\n"
 		    "  server: \"127.0.0.1:9\"\n"
-		    "  key: UR8GBfXkCWILEa357of526YctXNYj5edwp3e59D7Z7I=\n"
+		    "  %s\n"
 		    "  insecure: true\n"
 		    "  congestion: cubic\n"
 		    "  max_udp: 8\n"
-		    "  dns: \"%s\"\n", mtus[i % 5],
-		    i < 5 ? "10.77.2.53" : "[fd77:2::53]:53");
+		    "  dns: \"%s\"\n", mtus[i % 4],
+		    i < 8 ? "key: UR8GBfXkCWILEa357of526YctXNYj5edwp3e59D7Z7I=" :
+		    "protocol: trojan\n  password: fuzz",
+		    i % 8 < 4 ? "10.77.2.53" : "[fd77:2::53]:53");
 		FZ_CHECK(n > 0 && (size_t)n < sizeof(yaml));
 		fz_confs[i] = conf_load_buf("fuzz_resp", yaml, (size_t)n, err,
 		    sizeof(err));
@@ -799,7 +886,6 @@ fz_live_record(void *arg, uint8_t ctl, const uint8_t *p, size_t n)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const unsigned conf_of_mtu[8] = { 0, 1, 2, 3, 4, 1, 2, 2 };
 	const struct assoc_stats *st;
 	struct assoc_cfg ac;
 	struct fz_model m;
@@ -816,13 +902,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ref.fail = false;
 	memset(ref.map, 0, sizeof(ref.map));
 	ref.family = (s & 1) ? AF_INET6 : AF_INET;
-	ref.icmp = (s & 2) != 0;
+	ref.trojan = (s & 0x20) != 0;
+	ref.icmp = !ref.trojan && (s & 2) != 0;
 	ref.dns = !ref.icmp && (s & 4) != 0;
-	ref.conf = fz_confs[((s >> 6) & 1) * 5 + conf_of_mtu[(s >> 3) & 7]];
+	ref.conf = fz_confs[(s >> 5 & 1) * 8 + (s >> 6 & 1) * 4 + (s >> 3 & 3)];
 	tun.partial = false;
 
 	/* The prediction first. */
 	memset(&m, 0, sizeof(m));
+	m.status = ref.trojan;		/* none: ready once TLS is up */
 	fz_ref_send(0);
 	fz_records(data + 1, size - 1, fz_model_record, &m);
 	if (!m.broken && ((s & 0x80) || !m.status))

@@ -275,9 +275,15 @@ def trojan_seeds():
 
 def resp_seeds():
     """fuzz_resp: settings byte, then records [ctl][len:2][server bytes]."""
-    def st(mode=0, dns=False, mtu=2, res6=False, reset=False):
+    def st(mode=0, dns=False, mtu=2, res6=False, reset=False, trojan=False):
         return bytes([mode | (4 if dns else 0) | (mtu << 3) |
-                      (0x40 if res6 else 0) | (0x80 if reset else 0)])
+                      (0x20 if trojan else 0) | (0x40 if res6 else 0) |
+                      (0x80 if reset else 0)])
+
+    def tpkt(atyp, addr, port, payload, crlf=b"\r\n"):
+        a = bytes([len(addr)]) + addr if atyp == 3 else addr
+        return bytes([atyp]) + a + struct.pack("!HH", port, len(payload)) + \
+            crlf + payload
 
     def r(data, send=None, piece=0):
         ctl = (piece << 4) | ((1 | (send << 1)) if send is not None else 0)
@@ -314,6 +320,18 @@ def resp_seeds():
         "truncated_reset": st(reset=True) + r(b"\0" + frame(1, peer4, 1,
                                                          b"abcdef")[:-2]),
         "empty_eof": st(),
+        "trojan_udp4": st(trojan=True) + r(tpkt(1, peer4, 4000, b"abc")) +
+        r(tpkt(4, peer6, 4000, b"dropped"), send=1),
+        "trojan_dns6": st(1, dns=True, trojan=True) +
+        r(tpkt(1, res4, 53, q(0)), send=3) + r(tpkt(1, res4, 53, q(3))),
+        "trojan_frag6": st(1, mtu=0, trojan=True) +
+        r(tpkt(4, peer6, 9, b"t" * 3000), piece=9),
+        "trojan_bad_crlf": st(trojan=True) + r(tpkt(1, peer4, 1, b"x",
+                                                    crlf=b"\n\r")),
+        "trojan_oversize": st(trojan=True) + r(bytes([1]) + peer4 +
+                                              b"\x00\x35\xff\xf8\r\n"),
+        "trojan_name": st(trojan=True) + r(tpkt(3, b"example.com", 53, b"q")),
+        "trojan_empty_eof": st(trojan=True),
     }
 
 
