@@ -341,8 +341,8 @@ client_run(const struct conf *c)
 	outer_ctx_free(cl->env.ssl_ctx);
 	control_free(cl->ctl);
 	loop_free(cl->loop);
-	log_info("client stopped: %llu flows (%llu on warm pool connections, "
-	    "%llu blocked), up %llu down %llu bytes",
+	log_info("client stopped: %llu flows (%llu on warm pool connections), "
+	    "%llu blocked, up %llu down %llu bytes",
 	    (unsigned long long)cl->env.stats.accepted,
 	    (unsigned long long)cl->env.stats.pooled,
 	    (unsigned long long)cl->env.stats.blocked,
