@@ -1049,12 +1049,58 @@ key_listen(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
 }
 
 static int check_user(struct ctx *, yaml_node_t *, void *);
+static int cidrs(struct ctx *, yaml_node_t *, struct cidr **, size_t *);
+
+struct conf_egress *
+conf_egress_ref(struct conf_egress *e)
+{
+	if (e != NULL)
+		e->refs++;
+	return e;
+}
+
+void
+conf_egress_unref(struct conf_egress *e)
+{
+	if (e == NULL || --e->refs > 0)
+		return;
+	free(e->allow);
+	free(e->deny);
+	free(e);
+}
+
+/* A user's (or trojan password's) own egress list; *e made on first use.
+ * k->min: 1 allow, 0 deny. */
+static int
+egress_list(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
+    struct conf_egress **e)
+{
+	if (*e == NULL) {
+		if ((*e = calloc(1, sizeof(**e))) == NULL)
+			return conf_err(x, n, "out of memory");
+		(*e)->refs = 1;
+	}
+	if (k->min != 0)
+		return cidrs(x, n, &(*e)->allow, &(*e)->nallow);
+	return cidrs(x, n, &(*e)->deny, &(*e)->ndeny);
+}
+
+static int
+key_user_egress(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
+    void *base)
+{
+	return egress_list(x, n, k, FIELD(base, k, struct conf_egress *));
+}
 
 static const struct conf_key keys_user[] = {
 	{ "name", key_word, offsetof(struct conf_user, name), 0,
 	    CONF_NAME_MAX, NULL },
 	{ "key", key_key, offsetof(struct conf_user, key), 0, 0, NULL },
 	{ "key_file", key_file, offsetof(struct conf_user, key), 0, 0, NULL },
+	{ "egress_allow", key_user_egress, offsetof(struct conf_user, egress),
+	    1, 0, NULL },
+	{ "egress_deny", key_user_egress, offsetof(struct conf_user, egress),
+	    0, 0, NULL },
 	{ NULL, NULL, 0, 0, 0, NULL }
 };
 static const struct conf_map map_user = { keys_user, check_user };
@@ -1112,10 +1158,16 @@ key_users(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
 	return list_walk(x, n, 1, CONF_MAX_USERS, user_item, base);
 }
 
+/* One trojan_passwords entry: a password, or a mapping with one and the
+ * password's own egress lists. */
+struct trojan_entry {
+	struct conf	*c;
+	size_t		 i;
+};
+
 static int
-trojan_item(struct ctx *x, yaml_node_t *n, size_t i, void *arg)
+trojan_password(struct ctx *x, yaml_node_t *n, struct conf *c, size_t i)
 {
-	struct conf	*c = arg;
 	const char	*s = scalar(x, n);
 	size_t		 j;
 
@@ -1126,8 +1178,53 @@ trojan_item(struct ctx *x, yaml_node_t *n, size_t i, void *arg)
 	for (j = 0; j < i; j++)
 		if (strcmp(c->server.trojan_hex[j], c->server.trojan_hex[i]) == 0)
 			return conf_err(x, n, "duplicate password");
-	c->server.ntrojan = i + 1;
 	return 0;
+}
+
+static int
+key_trojan_password(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
+    void *base)
+{
+	struct trojan_entry	*t = base;
+
+	(void)k;
+	return trojan_password(x, n, t->c, t->i);
+}
+
+static int
+key_trojan_egress(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
+    void *base)
+{
+	struct trojan_entry	*t = base;
+
+	return egress_list(x, n, k, &t->c->server.trojan_egress[t->i]);
+}
+
+static int
+check_trojan(struct ctx *x, yaml_node_t *map, void *base)
+{
+	(void)base;
+	return require(x, map, "password");
+}
+
+static const struct conf_key keys_trojan[] = {
+	{ "password", key_trojan_password, 0, 0, 0, NULL },
+	{ "egress_allow", key_trojan_egress, 0, 1, 0, NULL },
+	{ "egress_deny", key_trojan_egress, 0, 0, 0, NULL },
+	{ NULL, NULL, 0, 0, 0, NULL }
+};
+static const struct conf_map map_trojan = { keys_trojan, check_trojan };
+
+static int
+trojan_item(struct ctx *x, yaml_node_t *n, size_t i, void *arg)
+{
+	struct trojan_entry	 t = { arg, i };
+
+	/* Counted first: conf_free releases what a failed entry made. */
+	t.c->server.ntrojan = i + 1;
+	if (n->type == YAML_MAPPING_NODE)
+		return map_walk(x, n, &map_trojan, &t);
+	return trojan_password(x, n, t.c, i);
 }
 
 static int
@@ -1138,8 +1235,10 @@ key_trojan(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
 
 	(void)k;
 	if (list_count(n) > 0 && list_count(n) <= CONF_MAX_TROJAN &&
-	    (c->server.trojan_hex = calloc(list_count(n),
-	    sizeof(*c->server.trojan_hex))) == NULL)
+	    ((c->server.trojan_hex = calloc(list_count(n),
+	    sizeof(*c->server.trojan_hex))) == NULL ||
+	    (c->server.trojan_egress = calloc(list_count(n),
+	    sizeof(*c->server.trojan_egress))) == NULL))
 		return conf_err(x, n, "out of memory");
 	return list_walk(x, n, 1, CONF_MAX_TROJAN, trojan_item, base);
 }
@@ -1427,6 +1526,18 @@ static const struct conf_key keys_egress[] = {
 };
 static const struct conf_map map_egress = { keys_egress, NULL };
 
+static const struct conf_key keys_resolver[] = {
+	{ "workers", key_uint, C(server.resolve_workers), 1, 64, NULL },
+	{ "queue", key_uint, C(server.resolve_queue), 1, 65536, NULL },
+	{ "timeout", key_ms, C(server.resolve_timeout_ms), 100, 600000, NULL },
+	{ "cache", key_uint, C(server.resolve_cache), 0, 1000000, NULL },
+	{ "cache_ttl", key_ms, C(server.resolve_ttl_ms), 0, MS_MAX, NULL },
+	{ "negative_ttl", key_ms, C(server.resolve_negative_ttl_ms), 0,
+	    MS_MAX, NULL },
+	{ NULL, NULL, 0, 0, 0, NULL }
+};
+static const struct conf_map map_resolver = { keys_resolver, NULL };
+
 static const struct conf_key keys_server[] = {
 	{ "listen", key_listen, 0, 0, 0, NULL },
 	{ "cert", key_path, C(server.cert_file), 0, 0, NULL },
@@ -1446,6 +1557,7 @@ static const struct conf_key keys_server[] = {
 	{ "time_window", key_secs, C(server.time_window_s), 1000, 3600000,
 	    NULL },
 	{ "egress", key_map, 0, 0, 0, &map_egress },
+	{ "resolver", key_map, 0, 0, 0, &map_resolver },
 	{ "fallback", key_fallback, 0, 0, 0, NULL },
 	{ "fallback_tls", key_bool, C(server.fallback_tls), 0, 0, NULL },
 	{ NULL, NULL, 0, 0, 0, NULL }
@@ -1552,6 +1664,12 @@ conf_new(void)
 	c->server.idle_timeout_ms = 300000;
 	c->server.handshake_timeout_ms = 10000;
 	c->server.time_window_s = 120;
+	c->server.resolve_workers = 4;
+	c->server.resolve_queue = 256;
+	c->server.resolve_timeout_ms = 5000;
+	c->server.resolve_cache = 1024;
+	c->server.resolve_ttl_ms = 60000;
+	c->server.resolve_negative_ttl_ms = 10000;
 	snprintf(c->control, sizeof(c->control), "%s", CONF_CONTROL_DEFAULT);
 	c->drain_timeout_ms = CONF_DRAIN_DEFAULT_MS;
 	return c;
@@ -1560,6 +1678,8 @@ conf_new(void)
 void
 conf_free(struct conf *c)
 {
+	size_t	i;
+
 	if (c == NULL)
 		return;
 	free(c->path);
@@ -1570,6 +1690,12 @@ conf_free(struct conf *c)
 	free(c->pidfile);
 	free(c->server.cert_file);
 	free(c->server.cert_key_file);
+	for (i = 0; c->server.users != NULL && i < c->server.nusers; i++)
+		conf_egress_unref(c->server.users[i].egress);
+	for (i = 0; c->server.trojan_egress != NULL && i < c->server.ntrojan;
+	    i++)
+		conf_egress_unref(c->server.trojan_egress[i]);
+	free(c->server.trojan_egress);
 	if (c->server.users != NULL)
 		sodium_memzero(c->server.users,
 		    c->server.nusers * sizeof(*c->server.users));
@@ -1820,14 +1946,32 @@ dump_mark(FILE *fp, uint32_t mark)
 }
 
 static void
-dump_cidrs(FILE *fp, const char *key, const struct cidr *v, size_t n)
+dump_cidr_list(FILE *fp, const char *indent, const char *key,
+    const struct cidr *v, size_t n)
 {
 	char	buf[INET6_ADDRSTRLEN + 8];
 	size_t	i;
 
-	fprintf(fp, "    %s:%s\n", key, n == 0 ? " []" : "");
+	fprintf(fp, "%s%s:%s\n", indent, key, n == 0 ? " []" : "");
 	for (i = 0; i < n; i++)
-		fprintf(fp, "      - %s\n", cidr_fmt(&v[i], buf, sizeof(buf)));
+		fprintf(fp, "%s  - %s\n", indent,
+		    cidr_fmt(&v[i], buf, sizeof(buf)));
+}
+
+static void
+dump_cidrs(FILE *fp, const char *key, const struct cidr *v, size_t n)
+{
+	dump_cidr_list(fp, "    ", key, v, n);
+}
+
+/* A user's own lists, when it has them. */
+static void
+dump_user_egress(FILE *fp, const char *indent, const struct conf_egress *e)
+{
+	if (e == NULL)
+		return;
+	dump_cidr_list(fp, indent, "egress_allow", e->allow, e->nallow);
+	dump_cidr_list(fp, indent, "egress_deny", e->deny, e->ndeny);
 }
 
 static void
@@ -1925,10 +2069,17 @@ dump_server(const struct conf *c, FILE *fp)
 	for (i = 0; i < c->server.nusers; i++) {
 		dump_kv(fp, "    - ", "name", c->server.users[i].name);
 		fprintf(fp, "      key: (redacted)\n");
+		dump_user_egress(fp, "      ", c->server.users[i].egress);
 	}
 	if (c->server.ntrojan > 0)
 		fprintf(fp, "  # trojan_passwords: %zu (redacted)\n",
 		    c->server.ntrojan);
+	for (i = 0; i < c->server.ntrojan; i++) {
+		if (c->server.trojan_egress[i] == NULL)
+			continue;
+		fprintf(fp, "  # trojan_passwords[%zu]:\n", i);
+		dump_user_egress(fp, "  #   ", c->server.trojan_egress[i]);
+	}
 	dump_kv(fp, "  ", "congestion", c->server.congestion);
 	dump_mark(fp, c->server.mark);
 	fprintf(fp, "  max_conns: %u\n", c->server.max_conns);
@@ -1941,6 +2092,12 @@ dump_server(const struct conf *c, FILE *fp)
 	dump_cidrs(fp, "allow", c->server.egress_allow,
 	    c->server.negress_allow);
 	dump_cidrs(fp, "deny", c->server.egress_deny, c->server.negress_deny);
+	fprintf(fp, "  resolver:\n    workers: %u\n    queue: %u\n",
+	    c->server.resolve_workers, c->server.resolve_queue);
+	dump_ms(fp, "  timeout", c->server.resolve_timeout_ms);
+	fprintf(fp, "    cache: %u\n", c->server.resolve_cache);
+	dump_ms(fp, "  cache_ttl", c->server.resolve_ttl_ms);
+	dump_ms(fp, "  negative_ttl", c->server.resolve_negative_ttl_ms);
 	if (c->server.fallback_host != NULL) {
 		dump_hostport(fp, "fallback", c->server.fallback_host,
 		    c->server.fallback_port);

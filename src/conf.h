@@ -37,7 +37,26 @@ enum conf_proto {
 	CONF_PROTO_BLOCK,		/* every flow refused */
 };
 
+/*
+ * One user's own egress lists (server.users[].egress_allow/egress_deny,
+ * or a trojan_passwords entry's), checked before the server-wide ones.
+ * Reference counted, loop thread only: a session keeps the lists it
+ * authenticated with (conf_egress_ref) across a reload that frees the
+ * table.
+ */
+struct conf_egress {
+	unsigned	 refs;
+	struct cidr	*allow;
+	size_t		 nallow;
+	struct cidr	*deny;
+	size_t		 ndeny;
+};
+
+struct conf_egress *conf_egress_ref(struct conf_egress *e);	/* NULL ok */
+void conf_egress_unref(struct conf_egress *e);			/* NULL ok */
+
 struct conf_user {
+	struct conf_egress *egress;	/* NULL: the server-wide lists only */
 	char	 name[CONF_NAME_MAX];
 	uint8_t	 key[CONF_KEY_LEN];
 };
@@ -110,6 +129,7 @@ struct conf {
 		size_t		 nusers;
 		char		(*trojan_hex)[CONF_TROJAN_HEX_LEN + 1]; /* trojan_passwords, hashed */
 		size_t		 ntrojan;
+		struct conf_egress **trojan_egress;	/* per password; NULL entries */
 		char		 congestion[CONF_CC_MAX];
 		uint32_t	 mark;
 		unsigned	 max_conns;		/* default 8192 */
@@ -122,6 +142,13 @@ struct conf {
 		size_t		 negress_allow;
 		struct cidr	*egress_deny;		/* extra denies */
 		size_t		 negress_deny;
+		/* resolver: domain-name targets (resolve.h). */
+		unsigned	 resolve_workers;	/* threads, default 4 */
+		unsigned	 resolve_queue;		/* waiting, default 256 */
+		unsigned	 resolve_timeout_ms;	/* default 5000 */
+		unsigned	 resolve_cache;		/* names, default 1024; 0 = off */
+		unsigned	 resolve_ttl_ms;	/* default 60000 */
+		unsigned	 resolve_negative_ttl_ms; /* default 10000 */
 		char		*fallback_host;		/* cover site, NULL: none */
 		uint16_t	 fallback_port;
 		bool		 fallback_tls;		/* cover site speaks TLS */

@@ -526,6 +526,7 @@ daemon_reload_server_swaps(struct conf *live, struct conf *n)
 	size_t			 nusers = live->server.nusers;
 	char			*p;
 	char			(*th)[CONF_TROJAN_HEX_LEN + 1];
+	struct conf_egress	**te;
 	size_t			 nt;
 
 	live->server.users = n->server.users;
@@ -538,6 +539,9 @@ daemon_reload_server_swaps(struct conf *live, struct conf *n)
 	live->server.ntrojan = n->server.ntrojan;
 	n->server.trojan_hex = th;
 	n->server.ntrojan = nt;
+	te = live->server.trojan_egress;
+	live->server.trojan_egress = n->server.trojan_egress;
+	n->server.trojan_egress = te;
 	p = live->server.fallback_host;
 	live->server.fallback_host = n->server.fallback_host;
 	n->server.fallback_host = p;
@@ -562,6 +566,15 @@ daemon_reload_server(struct conf *live, struct conf *n)
 	for (i = 0; !listen && i < n->server.nlisten; i++)
 		listen = !addr_eq(&live->server.listen[i], &n->server.listen[i]);
 	daemon_restart_needed("server.listen", listen);
+	/* The resolver's threads and cache are sized at start. */
+	daemon_restart_needed("server.resolver",
+	    live->server.resolve_workers != n->server.resolve_workers ||
+	    live->server.resolve_queue != n->server.resolve_queue ||
+	    live->server.resolve_timeout_ms != n->server.resolve_timeout_ms ||
+	    live->server.resolve_cache != n->server.resolve_cache ||
+	    live->server.resolve_ttl_ms != n->server.resolve_ttl_ms ||
+	    live->server.resolve_negative_ttl_ms !=
+	    n->server.resolve_negative_ttl_ms);
 	live->server.max_conns = n->server.max_conns;
 	live->server.connect_timeout_ms = n->server.connect_timeout_ms;
 	live->server.idle_timeout_ms = n->server.idle_timeout_ms;

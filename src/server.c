@@ -30,6 +30,7 @@
 #include "log.h"
 #include "loop.h"
 #include "outer.h"
+#include "resolve.h"
 #include "sess.h"
 #include "sock.h"
 
@@ -175,6 +176,19 @@ egress_is_self(const struct conf *c, int family, const uint8_t *ip,
 bool
 server_egress_allowed(const struct conf *c, const struct addr *a)
 {
+	return server_egress_allowed_user(c, NULL, a);
+}
+
+/*
+ * A user's own lists come first, in the same order (deny, then allow):
+ * they are the operator's more specific words, so a user's allow entry
+ * opens what the server-wide deny list or the defaults close, for that
+ * user only.  Only a listener itself stays closed to everyone.
+ */
+bool
+server_egress_allowed_user(const struct conf *c, const struct conf_egress *u,
+    const struct addr *a)
+{
 	const uint8_t	*ip;
 	int		 family;
 	uint16_t	 port = addr_port(a);
@@ -182,6 +196,10 @@ server_egress_allowed(const struct conf *c, const struct addr *a)
 	ip = egress_ip(a, &family);
 	if (egress_is_self(c, family, ip, port, true))
 		return false;
+	if (u != NULL && egress_in(u->deny, u->ndeny, family, ip))
+		return false;
+	if (u != NULL && egress_in(u->allow, u->nallow, family, ip))
+		return true;
 	if (egress_in(c->server.egress_deny, c->server.negress_deny, family, ip))
 		return false;
 	if (egress_in(c->server.egress_allow, c->server.negress_allow, family,
@@ -443,6 +461,27 @@ server_signals(struct server *srv)
 	return 0;
 }
 
+/* Domain-name targets; the threads start with the first name. */
+static int
+server_resolver(struct server *srv)
+{
+	const struct conf	*c = srv->conf;
+	struct resolve_conf	 rc = {
+		.workers = c->server.resolve_workers,
+		.queue = c->server.resolve_queue,
+		.timeout_ms = c->server.resolve_timeout_ms,
+		.cache_size = c->server.resolve_cache,
+		.cache_ttl_ms = c->server.resolve_ttl_ms,
+		.negative_ttl_ms = c->server.resolve_negative_ttl_ms,
+	};
+
+	if ((srv->env.resolver = resolver_new(srv->loop, &rc)) == NULL) {
+		log_warn("server: cannot set up the resolver");
+		return -1;
+	}
+	return 0;
+}
+
 static int
 server_open(struct server *srv)
 {
@@ -476,6 +515,8 @@ server_open(struct server *srv)
 		return -1;
 	}
 	sess_env_init(&srv->env, c, srv->loop, ctx, auth);
+	if (server_resolver(srv) == -1)
+		return -1;
 	if (loop_on_iteration(srv->loop, sess_reap, &srv->env) == -1) {
 		log_warnx("cannot register the session reaper");
 		return -1;
@@ -504,6 +545,7 @@ server_cleanup(struct server *srv)
 		server_close_listeners(srv);
 		sess_close_all(&srv->env, "shutdown");
 		sess_reap(&srv->env);
+		resolver_free(srv->env.resolver);
 		cover_free(srv->cover);
 		if (srv->sigfd != -1) {
 			loop_fd_del(srv->loop, &srv->sig_lfd);

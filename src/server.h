@@ -6,6 +6,7 @@
 #include <stdbool.h>
 
 struct conf;
+struct conf_egress;
 struct addr;
 
 /* Runs until SIGINT/SIGTERM.  Returns the process exit status. */
@@ -15,5 +16,9 @@ int server_run(const struct conf *c);
  * denies loopback, private, link-local, CGNAT, multicast, unspecified and
  * metadata ranges, unless conf lists an allow entry covering it. */
 bool server_egress_allowed(const struct conf *c, const struct addr *a);
+/* The same with a user's own lists (conf_user.egress, NULL: none) first:
+ * its deny entries, then its allow entries, then the server's. */
+bool server_egress_allowed_user(const struct conf *c,
+    const struct conf_egress *u, const struct addr *a);
 
 #endif

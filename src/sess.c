@@ -5,6 +5,7 @@
  *
  *   HANDSHAKE  TLS handshake            \ both bounded by one deadline,
  *   HEADER     request header read      / handshake_timeout
+ *   RESOLVE    a domain name being looked up (resolve.c; its timeout)
  *   CONNECT    target dial in progress    connect_timeout
  *   RELAY      bytes both ways            idle_timeout
  *
@@ -49,15 +50,18 @@
 #include "proto.h"
 #include "proto_trojan.h"
 #include "relay.h"
+#include "resolve.h"
 #include "server.h"
 #include "sess_dgram.h"
 #include "sock.h"
 
 #define SESS_LINGER_MS	5000	/* error status sent, client to close */
+#define SESS_DIAL_MIN_MS	250	/* per address of a name, at least */
 
 enum sess_state {
 	SESS_HANDSHAKE,
 	SESS_HEADER,
+	SESS_RESOLVE,
 	SESS_CONNECT,
 	SESS_RELAY,
 	SESS_DGRAM,	/* UDP association, ICMP echo: sess_dgram.c */
@@ -95,6 +99,16 @@ struct sess {
 	bool			 has_user;
 	/* A copy: a reload may replace the user table under us. */
 	char			 user[CONF_NAME_MAX];
+	struct conf_egress	*egress;	/* the user's own lists, a ref */
+
+	/* A domain-name target: the lookup, then its allowed addresses,
+	 * dialed in order within one connect_timeout. */
+	char			*name;
+	uint16_t		 name_port;
+	struct resolve_query	*rq;
+	uint8_t			 ndial, idial;
+	struct resolve_ip	 dial[RESOLVE_MAX_ADDRS];
+	uint64_t		 dial_deadline_ms;
 
 	uint64_t		 start_ms;
 	uint64_t		 last_io_ms;
@@ -108,17 +122,25 @@ static void sess_on_outer(struct loop_fd *, uint32_t);
 static void sess_on_target(struct loop_fd *, uint32_t);
 static void sess_relay(struct sess *, uint32_t, uint32_t);
 static void sess_fallback_connected(struct sess *, int);
+static void sess_dial(struct sess *);
+static void sess_dial_next(struct sess *);
+static void sess_dial_failed(struct sess *, int, const char *);
 
 /* ---- teardown ---------------------------------------------------- */
 
 static void
 sess_log_summary(const struct sess *s, const char *reason)
 {
-	char			 peer[ADDR_STRLEN], target[ADDR_STRLEN] = "-";
+	char			 peer[ADDR_STRLEN], target[RESOLVE_NAME_MAX + 16 +
+				    ADDR_STRLEN] = "-", a[ADDR_STRLEN];
 
 	addr_fmt(&s->peer, peer, sizeof(peer));
 	if (s->fallback)
 		snprintf(target, sizeof(target), "cover site");
+	else if (s->name != NULL)
+		snprintf(target, sizeof(target), "%s:%u%s%s", s->name,
+		    s->name_port, s->has_target ? " via " : "",
+		    s->has_target ? addr_fmt(&s->target, a, sizeof(a)) : "");
 	else if (s->has_target)
 		addr_fmt(&s->target, target, sizeof(target));
 	log_info("sess %llu: closed: %s -> %s user %s: up %llu down %llu "
@@ -154,6 +176,8 @@ sess_close(struct sess *s, const char *reason, int rst)
 		return;
 	s->state = SESS_CLOSED;
 	loop_timer_cancel(env->loop, &s->timer);
+	resolve_cancel(s->rq);		/* its callback must never run */
+	s->rq = NULL;
 	if (s->dg != NULL) {
 		sess_dgram_stop(s->dg);
 		s->relay.bytes_to_fd = sess_dgram_stats(s->dg)->bytes_up;
@@ -319,12 +343,49 @@ sess_connect_done(struct sess *s)
 		return;
 	}
 	if (err != 0) {
-		sess_drop_target(s, false);
-		sess_answer(s, proto_status_from_errno(err), "connect failed",
-		    err);
+		sess_dial_failed(s, err, "connect failed");
 		return;
 	}
 	sess_connected(s);
+}
+
+/* A name's next allowed address, if any is left, else the answer. */
+static void
+sess_dial_failed(struct sess *s, int err, const char *reason)
+{
+	char	a[ADDR_STRLEN];
+
+	sess_drop_target(s, false);
+	if (s->idial < s->ndial) {
+		log_debug("sess %llu: %s: %s: %s, trying the next address",
+		    s->id, s->name, addr_fmt(&s->target, a, sizeof(a)),
+		    strerror(err));
+		sess_dial_next(s);
+		return;
+	}
+	sess_answer(s, proto_status_from_errno(err), reason, err);
+}
+
+/* Each address of a name gets its share of what is left of the one
+ * connect_timeout (at least SESS_DIAL_MIN_MS); an address gets it all. */
+static unsigned
+sess_dial_timeout(struct sess *s)
+{
+	uint64_t	now = loop_now(s->env->loop), left, ms;
+
+	if (s->ndial == 0)
+		return s->env->conf->server.connect_timeout_ms;
+	left = s->dial_deadline_ms > now ? s->dial_deadline_ms - now : 0;
+	ms = left / (uint64_t)(s->ndial - s->idial + 1);
+	return ms < SESS_DIAL_MIN_MS ? SESS_DIAL_MIN_MS : (unsigned)ms;
+}
+
+static void
+sess_dial_next(struct sess *s)
+{
+	resolve_ip_to_addr(&s->dial[s->idial++], s->name_port, &s->target);
+	s->has_target = true;
+	sess_dial(s);
 }
 
 static void
@@ -336,9 +397,7 @@ sess_dial(struct sess *s)
 
 	fd = sock_connect(&s->target, c->server.congestion, c->server.mark);
 	if (fd == -1) {
-		err = errno;
-		sess_answer(s, proto_status_from_errno(err), "connect failed",
-		    err);
+		sess_dial_failed(s, errno, "connect failed");
 		return;
 	}
 	s->target_fd = fd;
@@ -355,7 +414,7 @@ sess_dial(struct sess *s)
 		return;
 	}
 	s->state = SESS_CONNECT;
-	sess_timer_set(s, c->server.connect_timeout_ms);
+	sess_timer_set(s, sess_dial_timeout(s));
 }
 
 /* ---- datagrams ------------------------------------------------- */
@@ -390,6 +449,8 @@ sess_start_dgram(struct sess *s, const struct proto_req *req)
 	dc.outer_lfd = &s->outer_lfd;
 	dc.kind = req->kind;
 	dc.trojan = s->trojan;
+	dc.resolver = s->env->resolver;
+	dc.egress = s->egress;
 	dc.id = s->id;
 	dc.end = sess_dgram_end;
 	dc.arg = s;
@@ -466,8 +527,90 @@ sess_fallback(struct sess *s, const char *reason)
 	sess_timer_set(s, s->env->conf->server.connect_timeout_ms);
 }
 
-/* Domain destinations need a resolver that does not block the loop (a
- * resolver thread); until there is one they are answered UNSUPPORTED. */
+/* ---- names ----------------------------------------------------- */
+
+/*
+ * A name's addresses: every one is checked against the egress policy and
+ * only the allowed ones are dialed, in getaddrinfo's order.  A name that
+ * resolves only to denied addresses is an egress denial like a denied
+ * address; one that does not resolve is answered PROTO_ERR_RESOLVE.
+ */
+static void
+sess_resolved(struct sess *s, const struct resolve_result *res)
+{
+	const struct conf	*c = s->env->conf;
+	struct addr		 a;
+	char			 first[ADDR_STRLEN];
+	size_t			 i;
+
+	if (res->status != RESOLVE_OK) {
+		log_info("sess %llu: user %s: %s: %s", s->id, s->user, s->name,
+		    resolve_status_str(res->status));
+		sess_answer(s, PROTO_ERR_RESOLVE,
+		    resolve_status_str(res->status), 0);
+		return;
+	}
+	s->ndial = s->idial = 0;
+	for (i = 0; i < res->n; i++) {
+		resolve_ip_to_addr(&res->ip[i], s->name_port, &a);
+		if (i == 0)
+			addr_fmt(&a, first, sizeof(first));
+		if (server_egress_allowed_user(c, s->egress, &a))
+			s->dial[s->ndial++] = res->ip[i];
+	}
+	log_debug("sess %llu: user %s -> %s:%u: %zu addresses, %u allowed%s",
+	    s->id, s->user, s->name, s->name_port, res->n, s->ndial,
+	    res->cached ? " (cached)" : "");
+	if (s->ndial == 0) {
+		log_info("sess %llu: user %s: %s resolves only to addresses "
+		    "the egress policy denies (%s%s)", s->id, s->user, s->name,
+		    first, res->n > 1 ? ", ..." : "");
+		sess_answer(s, PROTO_ERR_DENIED, "egress denied", 0);
+		return;
+	}
+	s->dial_deadline_ms = loop_now(s->env->loop) +
+	    c->server.connect_timeout_ms;
+	sess_dial_next(s);
+}
+
+static void
+sess_on_resolved(void *arg, const struct resolve_result *res)
+{
+	struct sess	*s = arg;
+
+	s->rq = NULL;
+	sess_resolved(s, res);
+}
+
+static void
+sess_resolve(struct sess *s, const struct proto_dest *dest)
+{
+	struct resolve_result	 res;
+
+	s->name_port = dest->port;
+	if ((s->name = strdup(dest->domain)) == NULL) {
+		sess_answer(s, PROTO_ERR_GENERAL, "out of memory", ENOMEM);
+		return;
+	}
+	if (s->env->resolver == NULL) {
+		sess_answer(s, PROTO_ERR_UNSUPPORTED,
+		    "unsupported address type", 0);
+		return;
+	}
+	s->rq = resolve_start(s->env->resolver, s->name, &res,
+	    sess_on_resolved, s);
+	if (s->rq == NULL) {
+		sess_resolved(s, &res);
+		return;
+	}
+	/* As while connecting: only a hang-up or reset is noticed. */
+	if (loop_fd_mod(s->env->loop, &s->outer_lfd, 0) == -1) {
+		sess_close(s, "epoll", 0);
+		return;
+	}
+	s->state = SESS_RESOLVE;
+}
+
 static void
 sess_route(struct sess *s, const struct proto_req *req)
 {
@@ -481,6 +624,10 @@ sess_route(struct sess *s, const struct proto_req *req)
 		sess_answer(s, PROTO_ERR_UNSUPPORTED, "unsupported kind", 0);
 		return;
 	}
+	if (req->dest.atyp == PROTO_ATYP_DOMAIN) {
+		sess_resolve(s, &req->dest);
+		return;
+	}
 	if (req->dest.atyp != PROTO_ATYP_IPV4 &&
 	    req->dest.atyp != PROTO_ATYP_IPV6) {
 		sess_answer(s, PROTO_ERR_UNSUPPORTED,
@@ -492,7 +639,8 @@ sess_route(struct sess *s, const struct proto_req *req)
 	s->has_target = true;
 	log_debug("sess %llu: user %s -> %s", s->id, s->user,
 	    addr_fmt(&s->target, target, sizeof(target)));
-	if (!server_egress_allowed(s->env->conf, &s->target)) {
+	if (!server_egress_allowed_user(s->env->conf, s->egress,
+	    &s->target)) {
 		sess_answer(s, PROTO_ERR_DENIED, "egress denied", 0);
 		return;
 	}
@@ -502,6 +650,7 @@ sess_route(struct sess *s, const struct proto_req *req)
 static void
 sess_request(struct sess *s, const struct proto_req *req, size_t hlen)
 {
+	const struct conf	*c = s->env->conf;
 	const uint8_t	*hdr = buf_head(&s->hdr);
 	size_t		 early = buf_len(&s->hdr) - hlen, user;
 	int		 rc;
@@ -515,6 +664,11 @@ sess_request(struct sess *s, const struct proto_req *req, size_t hlen)
 	s->has_user = true;
 	snprintf(s->user, sizeof(s->user), "%s",
 	    auth_user_name(s->env->auth, user));
+	/* auth's index is into conf's users (swapped together on reload;
+	 * the name guards against a reload auth refused). */
+	if (user < c->server.nusers &&
+	    strcmp(c->server.users[user].name, s->user) == 0)
+		s->egress = conf_egress_ref(c->server.users[user].egress);
 	/* Bytes behind the header in the same read are the client's first
 	 * payload (early data) for the target. */
 	if (buf_append(&s->relay.to_fd, hdr + hlen, early) != early) {
@@ -554,6 +708,7 @@ sess_trojan_request(struct sess *s, const struct proto_trojan_req *tr,
 	s->trojan = true;
 	s->has_user = true;
 	snprintf(s->user, sizeof(s->user), "trojan#%d", i);
+	s->egress = conf_egress_ref(c->server.trojan_egress[i]);
 	if (buf_append(&s->relay.to_fd, hdr + hlen, early) != early) {
 		sess_close(s, "out of memory", 0);
 		return;
@@ -718,6 +873,9 @@ sess_on_outer(struct loop_fd *lfd, uint32_t revents)
 	case SESS_HEADER:
 		sess_read_header(s);
 		break;
+	case SESS_RESOLVE:
+		sess_close(s, "client gone during resolve", 0);
+		break;
 	case SESS_CONNECT:
 		/* Interest is 0 here: only an error or hang-up wakes us. */
 		sess_close(s, "client gone during connect", SESS_RST_TARGET);
@@ -765,9 +923,9 @@ sess_on_timer(struct loop_timer *t)
 			sess_fallback_connected(s, ETIMEDOUT);
 			break;
 		}
-		sess_drop_target(s, false);
-		sess_answer(s, proto_status_from_errno(ETIMEDOUT),
-		    "connect timeout", 0);
+		sess_dial_failed(s, ETIMEDOUT, "connect timeout");
+		break;
+	case SESS_RESOLVE:	/* the resolver keeps the time */
 		break;
 	case SESS_RELAY:
 		if (s->answer_only) {
@@ -857,6 +1015,8 @@ sess_reap(void *arg)
 	while ((s = LIST_FIRST(&e->dead)) != NULL) {
 		LIST_REMOVE(s, entry);
 		sess_dgram_free(s->dg);
+		conf_egress_unref(s->egress);
+		free(s->name);
 		free(s);
 	}
 }
@@ -867,6 +1027,7 @@ sess_foreach(struct sess_env *e,
 {
 	static const char *const states[] = {
 		[SESS_HANDSHAKE] = "tls", [SESS_HEADER] = "header",
+		[SESS_RESOLVE] = "resolve",
 		[SESS_CONNECT] = "connect", [SESS_RELAY] = "relay",
 		[SESS_DGRAM] = "datagram", [SESS_CLOSED] = "closed",
 	};

@@ -19,6 +19,7 @@ struct auth;
 struct conf;
 struct cover;
 struct loop;
+struct resolver;
 struct sess;
 struct ssl_ctx_st;
 
@@ -55,6 +56,7 @@ struct sess_env {
 	struct ssl_ctx_st	*ctx;		/* server TLS context */
 	struct auth		*auth;
 	struct cover		*cover;		/* NULL or disabled: close */
+	struct resolver		*resolver;	/* domain names; NULL: refused */
 	/* Owned by this module. */
 	struct sess_list	 live;
 	struct sess_list	 dead;		/* closed, freed by sess_reap */

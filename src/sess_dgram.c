@@ -37,6 +37,7 @@
 #include "pkt.h"
 #include "proto.h"
 #include "proto_trojan.h"
+#include "resolve.h"
 #include "server.h"
 #include "stats.h"
 
@@ -47,6 +48,9 @@
 #define SD_ECHO_RING	64		/* echo send times kept, for the log */
 #define SD_ICMP_MAX	(60 + 65535)	/* IPv4 header (raw) + message */
 #define SD_BATCH	64		/* UDP datagrams per sendmmsg() */
+#define SD_NAMES_PENDING 4		/* names being looked up at once */
+#define SD_HELD_MAX	(64 * 1024)	/* datagrams held per such name */
+#define SD_HELD_HDR	4		/* held: length, port, payload */
 
 struct sd_sock {
 	struct sess_dgram	*d;
@@ -55,6 +59,16 @@ struct sd_sock {
 	bool			 raw;		/* ICMP over a raw socket */
 	uint32_t		 events;
 	struct loop_fd		 lfd;
+};
+
+/* A name being looked up, and the datagrams waiting for it. */
+struct sd_name {
+	struct sess_dgram	*d;
+	bool			 used;
+	struct resolve_query	*q;
+	char			 name[256];
+	uint8_t			*held;
+	size_t			 held_len, held_cap;
 };
 
 struct sess_dgram {
@@ -66,6 +80,8 @@ struct sess_dgram {
 	bool			 ended;
 	bool			 write_blocked;
 	bool			 denied_logged;
+	bool			 unresolved_logged;
+	struct sd_name		 names[SD_NAMES_PENDING];
 	uint16_t		 echo_id;	/* ours, on raw ICMP sockets */
 	struct {
 		bool		 used;
@@ -308,39 +324,33 @@ sd_batch_add(struct sess_dgram *d, struct sd_batch *b, struct sd_sock *s,
 	b->msg[i].msg_hdr.msg_iovlen = 1;
 }
 
+/* To an address: the egress policy, then the socket of its family.  port
+ * is the UDP port or the ICMP echo sequence number. */
 static void
-sd_send(struct sess_dgram *d, struct sd_batch *b,
-    const struct proto_dest *dst, const uint8_t *data, size_t len)
+sd_send_to(struct sess_dgram *d, struct sd_batch *b, struct addr *to,
+    uint16_t port, const uint8_t *data, size_t len)
 {
-	struct addr	 to;
 	struct sd_sock	*s;
 	ssize_t		 n;
 
-	if (frame_dest_to_addr(dst, &to) < 0) {
-		d->st.dropped++;	/* names: no resolver here yet */
-		if (d->st.names++ == 0)
-			log_info("sess %llu: %s to %s:%u dropped: domain names "
-			    "are not resolved for datagrams (further ones only "
-			    "counted)", d->cfg.id, sd_kind(d),
-			    dst->atyp == PROTO_ATYP_DOMAIN ? dst->domain : "?",
-			    dst->port);
+	/* ICMP has no ports (the frame's is the sequence number). */
+	if (d->cfg.kind == PROTO_KIND_ICMP && addr_family(to) == AF_INET)
+		to->u.sin.sin_port = 0;
+	else if (d->cfg.kind == PROTO_KIND_ICMP)
+		to->u.sin6.sin6_port = 0;
+	if (!server_egress_allowed_user(d->cfg.conf, d->cfg.egress, to)) {
+		sd_denied(d, to);
 		return;
 	}
-	if (d->cfg.kind == PROTO_KIND_ICMP)
-		addr_from_raw(&to, addr_family(&to), dst->ip, 0);
-	if (!server_egress_allowed(d->cfg.conf, &to)) {
-		sd_denied(d, &to);
-		return;
-	}
-	if ((s = sd_sock_get(d, addr_family(&to))) == NULL) {
+	if ((s = sd_sock_get(d, addr_family(to))) == NULL) {
 		d->st.dropped++;
 		return;
 	}
 	if (d->cfg.kind != PROTO_KIND_ICMP) {
-		sd_batch_add(d, b, s, &to, data, len);
+		sd_batch_add(d, b, s, to, data, len);
 		return;
 	}
-	n = sd_send_icmp(d, s, &to, dst->port, data, len);
+	n = sd_send_icmp(d, s, to, port, data, len);
 	if (n < 0) {
 		d->st.dropped++;
 		return;
@@ -348,6 +358,182 @@ sd_send(struct sess_dgram *d, struct sd_batch *b,
 	d->st.dgrams_up++;
 	d->st.bytes_up += len;
 	d->last_io_ms = loop_now(d->cfg.loop);
+}
+
+/* ---- toward names ------------------------------------------------------ */
+
+static void
+sd_unresolved(struct sess_dgram *d, const char *name, const char *why)
+{
+	d->st.dropped++;
+	d->st.unresolved++;
+	if (d->unresolved_logged)
+		return;
+	d->unresolved_logged = true;
+	log_info("sess %llu: %s to %s dropped: %s (further ones only counted)",
+	    d->cfg.id, sd_kind(d), name, why);
+}
+
+/*
+ * A datagram to a name goes to the first of its addresses the egress
+ * policy allows; a name with none is an egress denial.
+ */
+static void
+sd_send_resolved(struct sess_dgram *d, struct sd_batch *b, const char *name,
+    const struct resolve_result *res, uint16_t port, const uint8_t *data,
+    size_t len)
+{
+	struct addr	to;
+	size_t		i;
+
+	if (res->status != RESOLVE_OK) {
+		sd_unresolved(d, name, resolve_status_str(res->status));
+		return;
+	}
+	for (i = 0; i < res->n; i++) {
+		resolve_ip_to_addr(&res->ip[i], port, &to);
+		if (server_egress_allowed_user(d->cfg.conf, d->cfg.egress, &to))
+			break;
+	}
+	if (i == res->n) {
+		resolve_ip_to_addr(&res->ip[0], port, &to);
+		sd_denied(d, &to);
+		return;
+	}
+	sd_send_to(d, b, &to, port, data, len);
+}
+
+static void
+sd_name_free(struct sd_name *nm)
+{
+	resolve_cancel(nm->q);
+	nm->q = NULL;
+	free(nm->held);
+	nm->held = NULL;
+	nm->held_len = nm->held_cap = 0;
+	nm->used = false;
+}
+
+/* The lookup is done: the datagrams held for it go now. */
+static void
+sd_on_resolved(void *arg, const struct resolve_result *res)
+{
+	static struct sd_batch	 b;	/* see sd_frames */
+	struct sd_name		*nm = arg;
+	struct sess_dgram	*d = nm->d;
+	size_t			 off = 0, len;
+	uint16_t		 port;
+
+	nm->q = NULL;
+	b.n = 0;
+	while (off + SD_HELD_HDR <= nm->held_len) {
+		len = (size_t)nm->held[off] << 8 | nm->held[off + 1];
+		port = (uint16_t)(nm->held[off + 2] << 8 | nm->held[off + 3]);
+		off += SD_HELD_HDR;
+		sd_send_resolved(d, &b, nm->name, res, port, nm->held + off,
+		    len);
+		off += len;
+	}
+	if (b.n > 0)
+		sd_batch_send(d, &b);
+	sd_name_free(nm);
+}
+
+/* Keeps a datagram until its name is resolved; past SD_HELD_MAX bytes
+ * per name it is dropped, as a full socket buffer would. */
+static void
+sd_hold(struct sess_dgram *d, struct sd_name *nm, uint16_t port,
+    const uint8_t *data, size_t len)
+{
+	size_t	 need = nm->held_len + SD_HELD_HDR + len, cap;
+	uint8_t	*p;
+
+	if (need > SD_HELD_MAX) {
+		sd_unresolved(d, nm->name, "too much held for the name");
+		return;
+	}
+	if (need > nm->held_cap) {
+		cap = need < 2048 ? 2048 : need;
+		if ((p = realloc(nm->held, cap)) == NULL) {
+			d->st.dropped++;
+			return;
+		}
+		nm->held = p;
+		nm->held_cap = cap;
+	}
+	p = nm->held + nm->held_len;
+	p[0] = (uint8_t)(len >> 8);
+	p[1] = (uint8_t)len;
+	p[2] = (uint8_t)(port >> 8);
+	p[3] = (uint8_t)port;
+	if (len > 0)
+		memcpy(p + SD_HELD_HDR, data, len);
+	nm->held_len = need;
+}
+
+/*
+ * A datagram to a domain name: answered at once from the resolver's cache
+ * (the usual case after the first one), or held while at most
+ * SD_NAMES_PENDING names per association are being looked up.
+ */
+static void
+sd_send_name(struct sess_dgram *d, struct sd_batch *b,
+    const struct proto_dest *dst, const uint8_t *data, size_t len)
+{
+	struct resolve_result	 res;
+	struct sd_name		*nm, *spare = NULL;
+	size_t			 i;
+
+	d->st.names++;
+	if (d->cfg.resolver == NULL) {
+		sd_unresolved(d, dst->domain, "no resolver");
+		return;
+	}
+	for (i = 0; i < SD_NAMES_PENDING; i++) {
+		nm = &d->names[i];
+		if (!nm->used) {
+			if (spare == NULL)
+				spare = nm;
+			continue;
+		}
+		if (strcmp(nm->name, dst->domain) == 0) {
+			sd_hold(d, nm, dst->port, data, len);
+			return;
+		}
+	}
+	if (spare == NULL) {
+		sd_unresolved(d, dst->domain, "too many names being looked up");
+		return;
+	}
+	nm = spare;
+	nm->q = resolve_start(d->cfg.resolver, dst->domain, &res,
+	    sd_on_resolved, nm);
+	if (nm->q == NULL) {
+		sd_send_resolved(d, b, dst->domain, &res, dst->port, data,
+		    len);
+		return;
+	}
+	nm->used = true;
+	nm->d = d;
+	snprintf(nm->name, sizeof(nm->name), "%s", dst->domain);
+	sd_hold(d, nm, dst->port, data, len);
+}
+
+static void
+sd_send(struct sess_dgram *d, struct sd_batch *b,
+    const struct proto_dest *dst, const uint8_t *data, size_t len)
+{
+	struct addr	 to;
+
+	if (dst->atyp == PROTO_ATYP_DOMAIN) {
+		sd_send_name(d, b, dst, data, len);
+		return;
+	}
+	if (frame_dest_to_addr(dst, &to) < 0) {
+		d->st.dropped++;
+		return;
+	}
+	sd_send_to(d, b, &to, dst->port, data, len);
 }
 
 /* ---- toward the client ------------------------------------------------- */
@@ -691,6 +877,8 @@ sess_dgram_stop(struct sess_dgram *d)
 		return;
 	d->stopped = true;
 	d->ended = true;
+	for (i = 0; i < SD_NAMES_PENDING; i++)
+		sd_name_free(&d->names[i]);	/* no callback after this */
 	for (i = 0; i < 2; i++) {
 		if (d->sock[i].fd < 0)
 			continue;
@@ -701,7 +889,8 @@ sess_dgram_stop(struct sess_dgram *d)
 	buf_free(&d->tx);
 	buf_free(&d->rx);
 	log_info("sess %llu: %s: up %llu dgrams %llu bytes, down %llu dgrams "
-	    "%llu bytes, %llu denied, %llu dropped (%llu to names)%s",
+	    "%llu bytes, %llu denied, %llu dropped; %llu to names, %llu of "
+	    "them unresolved%s",
 	    d->cfg.id, sd_kind(d),
 	    (unsigned long long)d->st.dgrams_up,
 	    (unsigned long long)d->st.bytes_up,
@@ -709,7 +898,9 @@ sess_dgram_stop(struct sess_dgram *d)
 	    (unsigned long long)d->st.bytes_down,
 	    (unsigned long long)d->st.denied,
 	    (unsigned long long)d->st.dropped,
-	    (unsigned long long)d->st.names, d->cfg.trojan ? " (trojan)" : "");
+	    (unsigned long long)d->st.names,
+	    (unsigned long long)d->st.unresolved,
+	    d->cfg.trojan ? " (trojan)" : "");
 }
 
 void

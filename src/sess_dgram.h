@@ -10,8 +10,10 @@
  * a raw socket when net.ipv4.ping_group_range does not include our group
  * (root has CAP_NET_RAW); echo replies go back framed with the responder
  * and the sequence number.  Every destination is checked against the
- * egress policy (server_egress_allowed); denied datagrams are dropped and
- * counted.
+ * egress policy (server_egress_allowed_user); denied datagrams are dropped
+ * and counted.  A destination that is a domain name is resolved
+ * (resolve.h): from the cache at once, or held (bounded) while the name
+ * is looked up; it goes to the first of its addresses the policy allows.
  *
  * Bounds: the buffer toward the client holds FRAME_MAX and more; sockets
  * are only read while a largest frame still fits, so a slow client leaves
@@ -36,9 +38,11 @@
 #include <stdint.h>
 
 struct conf;
+struct conf_egress;
 struct loop;
 struct loop_fd;
 struct outer;
+struct resolver;
 struct sess_dgram;
 
 struct sess_dgram_cfg {
@@ -48,6 +52,11 @@ struct sess_dgram_cfg {
 	struct loop_fd		*outer_lfd;	/* registered by the session */
 	uint8_t			 kind;		/* PROTO_KIND_UDP or _ICMP */
 	bool			 trojan;	/* trojan UDP packets (kind UDP) */
+	/* Domain-name destinations (NULL: dropped, counted) and the
+	 * user's own egress lists (NULL: the server's only), both kept
+	 * alive by the session for the association's lifetime. */
+	struct resolver		*resolver;
+	const struct conf_egress *egress;
 	unsigned long long	 id;		/* the session's, for logs */
 	/* The association is over (reason static, err an errno or 0).
 	 * Called at most once. */
@@ -60,7 +69,8 @@ struct sess_dgram_stats {
 	uint64_t	 dgrams_down, bytes_down;	/* to the client */
 	uint64_t	 denied;	/* egress policy */
 	uint64_t	 dropped;	/* send failed, unsupported address */
-	uint64_t	 names;		/* of those, to a domain name */
+	uint64_t	 names;		/* to a domain name */
+	uint64_t	 unresolved;	/* of those, dropped: no address */
 };
 
 /* Starts relaying: queues the OK status byte (not for trojan) and keeps

@@ -212,6 +212,20 @@ server:
     "flow_seq": "server: {listen: [1.2.3.4:5], users: [], egress: {allow: []}}\n",
     "both_roles": "client: {}\nserver: {}\n",
     "durations": "client: {connect_timeout: 250ms, idle_timeout: 1h, server: h:1}\n",
+    "server_names": """server:
+  listen: 0.0.0.0:443
+  cert: /c.pem
+  cert_key: /k.pem
+  users:
+    - name: alice
+      key: UR8GBfXkCWILEa357of526YctXNYj5edwp3e59D7Z7I=
+      egress_allow: [10.20.0.0/16, "fd20::/64"]
+      egress_deny: 10.20.9.0/24
+  trojan_passwords:
+    - plain
+    - {password: mapped, egress_allow: [192.168.7.0/24], egress_deny: []}
+  resolver: {workers: 2, queue: 8, timeout: 1500ms, cache: 0, cache_ttl: 5s, negative_ttl: 0}
+""",
 }
 
 

@@ -15,9 +15,8 @@
 # client namespace the local routing rule is moved behind a rule sending
 # 127.0.0.1 to ts0, and route_localnet allows such packets out of ts0.
 # ::1 never leaves a host on Linux, so IPv6 loopback is covered by the unit
-# tests (test_server) only.  Domain-name targets are not resolved by the
-# server yet (PROTO_ERR_UNSUPPORTED), so a name resolving to 127.0.0.1
-# cannot be tried here.
+# tests (test_server) and by name in e2e_resolve.sh, which also tries a
+# name for every other default-denied range, IPv4 and IPv6.
 . "$(dirname "$0")/lib.sh"
 ts_init e2e_egress
 
