@@ -77,27 +77,12 @@ sock_udp(int family, uint32_t mark)
 	fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -1;
+	/* One socket per family: no IPv4-mapped sources to untangle. */
 	if (family == AF_INET6)
 		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one,
 		    sizeof(one));
 	sock_set_mark(fd, mark);
 	return fd;
-}
-
-/* A source address read from a socket, as the kinds want it: IPv4-mapped
- * IPv6 addresses are IPv4. */
-static void
-sock_src(struct proto_dest *src, const struct addr *from)
-{
-	static const uint8_t	mapped[12] = { [10] = 0xff, [11] = 0xff };
-
-	frame_dest_from_addr(src, from);
-	if (src->atyp == PROTO_ATYP_IPV6 &&
-	    memcmp(src->ip, mapped, sizeof(mapped)) == 0) {
-		src->atyp = PROTO_ATYP_IPV4;
-		memmove(src->ip, src->ip + 12, 4);
-		memset(src->ip + 4, 0, 12);
-	}
 }
 
 /* ---- events ------------------------------------------------------------ */
@@ -237,7 +222,7 @@ sock_pump_down_fd(struct assoc *a, int fd)
 				continue;
 			}
 		} else {
-			sock_src(&src, &from);
+			frame_dest_from_addr(&src, &from);
 			p = buf;
 			plen = (size_t)r;
 		}
@@ -477,6 +462,9 @@ sock_on_ctl(struct loop_fd *lfd, uint32_t revents)
 	if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 		return;
 	if (r <= 0) {
+		/* What the relay sent before the end still goes to the app. */
+		if (a->step == S_RELAY)
+			sock_pump_down_fd(a, a->ufd);
 		assoc_end(a, r == 0 ? "proxy closed the control connection" :
 		    "proxy reset the control connection");
 		return;
