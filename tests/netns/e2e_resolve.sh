@@ -181,4 +181,58 @@ printf '%s\n' "$st" | grep -q 'egress denied' ||
     ts_fail "status shows no egress denials: $st"
 printf '%s\n' "$st" | grep -q 'host not found' ||
     ts_fail "status shows no 'host not found': $st"
-ts_pass "names: target v4/v6 intact for alice and t-allowed, denied for bob and t-plain; $(denials) egress denials (every default range, v4 and v6, by name); unknown names: host not found; UDP to names echoed or dropped by the same rules"
+
+# 8. A name service that never answers: a DNS "server" on the server
+#    namespace's own loopback that reads every query and drops it.  The
+#    resolver's timeout, its queue bound, and a client gone during a lookup
+#    (its query cancelled: no callback for a freed session; ASan builds
+#    would catch one).  A second server with one worker and a queue of one.
+ts_stop_server
+printf 'hosts: files dns\n' >"$ETC/nsswitch.conf"
+printf 'nameserver 127.0.0.1\noptions timeout:4 attempts:1\n' >"$ETC/resolv.conf"
+ts_bg "$NS_S" blackhole "$TS_PY" -u -c '
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("127.0.0.1", 53))
+print("blackhole: listening", flush=True)
+while True:
+    d, a = s.recvfrom(4096)
+    print("blackhole: query of %d bytes dropped" % len(d), flush=True)
+'
+sed -i 's/^  resolver: {.*}$/  resolver: {workers: 1, queue: 1, timeout: 1s, negative_ttl: 0}/' \
+    "$TS_TMP/server.yaml"
+grep -q 'workers: 1, queue: 1' "$TS_TMP/server.yaml" || ts_fail "resolver line not replaced"
+ts_start_server
+expect_tcp "$KEY_A" target4.test ok	# the hosts file still answers first
+t0=$(date +%s%N)
+expect_tcp "$KEY_A" slow1.test resolve
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+grep -q 'slow1.test: name resolution timeout' "$TS_TMP/server.log" ||
+    ts_fail "no resolver timeout for slow1.test: $(grep slow1 "$TS_TMP/server.log" | tail -n 2)"
+grep -q 'blackhole: query' "$TS_TMP/blackhole.log" ||
+    ts_fail "the lookup never reached the name service"
+# The one worker is still stuck in slow1's lookup: slow2 waits in the
+# queue (and times out there), slow3 finds the queue full.
+rt tcp --key "$KEY_A" --host slow2.test --expect resolve &
+w=$!
+sleep 0.3
+t1=$(date +%s%N)
+rt tcp --key "$KEY_A" --host slow3.test --expect resolve ||
+    ts_fail "slow3.test: $(tail -n 2 "$out")"
+busy_ms=$(( ($(date +%s%N) - t1) / 1000000 ))
+wait "$w" || ts_fail "slow2.test: $(grep slow2 "$out" | tail -n 2)"
+grep -q 'slow3.test: resolver busy' "$TS_TMP/server.log" ||
+    ts_fail "slow3.test was not refused as busy: $(grep slow3 "$TS_TMP/server.log" | tail -n 2)"
+grep -q 'slow2.test: name resolution timeout' "$TS_TMP/server.log" ||
+    ts_fail "slow2.test did not time out in the queue"
+# Gone during the lookup: the session ends, its query is cancelled.
+rt tcp --key "$KEY_A" --host slow4.test --hangup || ts_fail "hangup client"
+sleep 1
+grep -q 'client gone during resolve' "$TS_TMP/server.log" ||
+    ts_fail "no 'client gone during resolve': $(grep 'sess' "$TS_TMP/server.log" | tail -n 3)"
+sleep 4	# the stuck lookup finishes; its late answer finds no session
+expect_tcp "$KEY_A" target6.test ok
+ts_alive "$TS_SERVER_PID" || ts_fail "the server died"
+ts_log "slow name service: timeout after $ms ms (1 s configured), queue full refused in $busy_ms ms, a client gone during its lookup cancelled it"
+
+ts_pass "names: target v4/v6 intact for alice and t-allowed, denied for bob and t-plain; $(denials) egress denials (every default range, v4 and v6, by name); unknown names: host not found; UDP to names echoed or dropped by the same rules; a silent name service: timeout, queue full, cancellation"

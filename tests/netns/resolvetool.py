@@ -6,7 +6,8 @@ TUN, so requests with names come from here.  Standard library only.
   tcp         native header (doc/PROTOCOL.md), kind 1, to --host (a name or
               an address); prints the status byte.  With status 0 it asks
               the target (tools.py serve) for --bytes of stream --seed and
-              checks every byte (SHA-256).
+              checks every byte (SHA-256).  --hangup: close right after
+              the header instead.
   udp         native header, kind 2, then one frame per --host (repeatable)
               with the payload "WHOAMI" to port --tport; prints the status
               and, per name, the echo server's answer or "no reply".
@@ -127,13 +128,21 @@ def cmd_tcp(args):
     s = tls(args)
     req = ("SEND %d %d 0\n" % (args.bytes, args.seed)).encode()
     s.sendall(native_header(key, 1, args.host, args.tport) + req)
+    if args.hangup:
+        # Gone while the server still works on the request.
+        time.sleep(0.2)
+        s.close()
+        log("tcp %s: hung up after the header" % args.host)
+        return "hangup"
+    t0 = time.monotonic()
     try:
         st = recv_exact(s, 1)[0]
     except (EOFError, OSError) as e:
         log("tcp %s: no status: %s" % (args.host, e))
         return "nostatus"
     name = STATUS.get(st, str(st))
-    log("tcp %s:%d: status %d (%s)" % (args.host, args.tport, st, name))
+    log("tcp %s:%d: status %d (%s) after %.2fs" % (args.host, args.tport, st,
+                                                  name, time.monotonic() - t0))
     if st != 0:
         return name
     return check_stream(s, args, "tcp %s" % args.host)
@@ -281,6 +290,9 @@ def main():
             q.add_argument("--host", required=True)
             q.add_argument("--bytes", type=int, default=1 << 20)
             q.add_argument("--seed", type=int, default=1)
+        if name == "tcp":
+            q.add_argument("--hangup", action="store_true",
+                           help="close right after the header")
     args = p.parse_args()
     fn = {"tcp": cmd_tcp, "udp": cmd_udp, "trojan": cmd_trojan,
           "trojan-udp": cmd_trojan_udp}[args.cmd]
