@@ -146,6 +146,18 @@ fs5_read(struct flow_socks5 *s, struct outer *o, size_t want,
 	return -1;
 }
 
+/* The user name for a log line: printable ASCII only, bounded. */
+static const char *
+fs5_vis(const char *in, char *out, size_t len)
+{
+	size_t	i;
+
+	for (i = 0; in[i] != '\0' && i + 1 < len; i++)
+		out[i] = in[i] >= 0x20 && in[i] < 0x7f ? in[i] : '?';
+	out[i] = '\0';
+	return out;
+}
+
 #define FS5_FAIL(w, ...) do {						\
 	*why = (w);							\
 	snprintf(detail, detail_len, __VA_ARGS__);			\
@@ -179,6 +191,7 @@ flow_socks5_step(struct flow_socks5 *s, struct outer *o, const char **why,
     char *detail, size_t detail_len, uint8_t *rep)
 {
 	struct socks5_reply	 r;
+	char			 user[64];
 	uint8_t			 v = 0;
 	ssize_t			 n;
 	int			 rc = 0;
@@ -224,7 +237,8 @@ flow_socks5_step(struct flow_socks5 *s, struct outer *o, const char **why,
 				FS5_FAIL("socks5 authentication failed",
 				    "socks5 proxy rejected username '%s' and "
 				    "its password (status 0x%02x)",
-				    s->conf->client.username, v);
+				    fs5_vis(s->conf->client.username, user,
+				    sizeof(user)), v);
 			s->state = FS5_REQUEST;
 			continue;
 		case FS5_REPLY:
