@@ -25,6 +25,7 @@
 #include "buf.h"
 #include "conf.h"
 #include "dq.h"
+#include "limit.h"
 #include "log.h"
 #include "loop.h"
 #include "pkt.h"
@@ -348,10 +349,22 @@ assoc_get(struct assoc_env *e, const struct assoc_key *key,
 		e->st.drop_block++;
 		return NULL;
 	}
-	if ((a = assoc_lookup(e, key)) == NULL &&
-	    (a = assoc_new(e, key, dst)) == NULL) {
-		e->st.drop_hold++;
-		return NULL;
+	if ((a = assoc_lookup(e, key)) == NULL) {
+		/* The memory budget full: new work is refused, here a new
+		 * association (its datagram dropped); live ones go on. */
+		if (e->mem != NULL && !limit_mem_admit(e->mem, ASSOC_STAGE)) {
+			e->st.drop_memory++;
+			if (e->lst != NULL)
+				limit_refuse(e->lst, LIMIT_MEMORY,
+				    loop_now(e->loop), "UDP associations",
+				    "max_buffer_memory: %zu of %zu bytes in "
+				    "use", e->mem->used, e->mem->max);
+			return NULL;
+		}
+		if ((a = assoc_new(e, key, dst)) == NULL) {
+			e->st.drop_hold++;
+			return NULL;
+		}
 	}
 	if (a->phase == ASSOC_HOLD) {
 		e->st.drop_hold++;
@@ -535,6 +548,8 @@ assoc_env_new(const struct assoc_cfg *cfg)
 	e->user_id = cfg->user_id;
 	e->tun_write = cfg->tun_write != NULL ? cfg->tun_write :
 	    tsnetif_output_raw;
+	e->mem = cfg->mem;
+	e->lst = cfg->lst;
 	while (nb < e->conf->client.max_udp && nb < (1u << 20))
 		nb <<= 1;
 	e->nbuckets = nb;

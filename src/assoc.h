@@ -40,6 +40,8 @@
 struct addr;
 struct conf;
 struct loop;
+struct limit_mem;
+struct limit_stats;
 struct ssl_ctx_st;
 struct assoc;
 struct assoc_env;
@@ -70,6 +72,7 @@ struct assoc_stats {
 	uint64_t	 drop_send;	/* the socket refused it (direct, socks5) */
 	uint64_t	 drop_block;	/* protocol block */
 	uint64_t	 drop_proto;	/* ICMP echo: the protocol has no ICMP */
+	uint64_t	 drop_memory;	/* no new association: memory budget */
 	uint64_t	 tun_errors;	/* TUN writes that failed */
 };
 
@@ -94,6 +97,10 @@ struct assoc_cfg {
 	const uint8_t		*user_id;	/* PROTO_USER_ID_LEN bytes */
 	/* Writes one IP packet to the TUN; NULL: tsnetif_output_raw. */
 	int			(*tun_write)(const uint8_t *pkt, size_t len);
+	/* client.max_buffer_memory (the TCP flows' budget), or NULL: no new
+	 * association while it is full (the datagram is dropped). */
+	const struct limit_mem	*mem;
+	struct limit_stats	*lst;
 };
 
 /* One live association as the control socket shows it. */

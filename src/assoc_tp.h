@@ -122,6 +122,8 @@ struct assoc_env {
 	struct addr		 server;	/* or the socks5 proxy */
 	const uint8_t		*user_id;	/* the client's: SIGHUP updates it */
 	int			(*tun_write)(const uint8_t *, size_t);
+	const struct limit_mem	*mem;		/* may be NULL */
+	struct limit_stats	*lst;
 	struct assoc_ops	 ops[ASSOC_KINDS];
 
 	struct assoc		**buckets;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "limit.h"
 #include "log.h"
 
 void
@@ -20,6 +21,8 @@ buf_init(struct buf *b, size_t cap)
 	b->cap = cap;
 	b->off = 0;
 	b->len = 0;
+	b->mem = NULL;
+	b->denied = false;
 }
 
 void
@@ -27,6 +30,8 @@ buf_free(struct buf *b)
 {
 	if (b == NULL)
 		return;
+	if (b->data != NULL && b->mem != NULL)
+		limit_mem_give(b->mem, b->cap);
 	free(b->data);
 	b->data = NULL;
 	b->off = 0;
@@ -51,13 +56,29 @@ buf_full(const struct buf *b)
 	return b->len >= b->cap;
 }
 
+static int
+buf_alloc(struct buf *b)
+{
+	if (b->mem != NULL && !limit_mem_take(b->mem, b->cap)) {
+		b->denied = true;
+		return -1;
+	}
+	b->denied = false;
+	if ((b->data = malloc(b->cap)) == NULL) {
+		if (b->mem != NULL)
+			limit_mem_give(b->mem, b->cap);
+		return -1;
+	}
+	return 0;
+}
+
 uint8_t *
 buf_tail(struct buf *b, size_t *room)
 {
 	*room = 0;
 	if (buf_full(b))
 		return NULL;
-	if (b->data == NULL && (b->data = malloc(b->cap)) == NULL)
+	if (b->data == NULL && buf_alloc(b) == -1)
 		return NULL;
 	/* Costs at most len bytes of copying and gives the caller one
 	 * contiguous region for the whole room (one read() instead of two). */
@@ -115,4 +136,19 @@ buf_release_if_empty(struct buf *b)
 {
 	if (b->len == 0)
 		buf_free(b);
+}
+
+void
+buf_set_budget(struct buf *b, struct limit_mem *m)
+{
+	if (b->mem == m)
+		return;
+	if (b->data != NULL) {
+		if (b->mem != NULL)
+			limit_mem_give(b->mem, b->cap);
+		if (m != NULL)
+			limit_mem_force(m, b->cap);
+	}
+	b->mem = m;
+	b->denied = false;
 }

@@ -10,11 +10,15 @@
 #include <stdint.h>
 #include <stdbool.h>
 
+struct limit_mem;
+
 struct buf {
 	uint8_t	*data;
 	size_t	 cap;	/* fixed at init */
 	size_t	 off;	/* start of unread bytes */
 	size_t	 len;	/* unread bytes */
+	struct limit_mem *mem;	/* budget charged cap while data is held */
+	bool	 denied;	/* the budget refused the last allocation */
 };
 
 void   buf_init(struct buf *b, size_t cap);
@@ -31,5 +35,9 @@ size_t buf_append(struct buf *b, const void *p, size_t n);
 const uint8_t *buf_head(const struct buf *b);	/* unread bytes */
 void   buf_consume(struct buf *b, size_t n);
 void   buf_release_if_empty(struct buf *b);
+/* Charges the storage to a budget from now on (NULL: none).  Storage
+ * held already is charged at once, even past the budget's limit; later
+ * allocations that do not fit fail (buf_tail NULL, denied set). */
+void   buf_set_budget(struct buf *b, struct limit_mem *m);
 
 #endif

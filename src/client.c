@@ -139,6 +139,8 @@ client_udp_new(struct client *cl)
 	ac.ssl_ctx = cl->env.ssl_ctx;
 	ac.server = client_has_server(cl->conf) ? &cl->env.server : NULL;
 	ac.user_id = cl->env.user_id;
+	ac.mem = &cl->env.mem;		/* set up by flow_env_init */
+	ac.lst = &cl->env.lst;
 	if ((cl->udp = flow_udp_new(&ac)) == NULL) {
 		log_warnx("cannot set up UDP associations");
 		return -1;

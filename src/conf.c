@@ -24,6 +24,7 @@
 #include <yaml.h>
 
 #include "auth.h"
+#include "limit.h"
 #include "log.h"
 #include "proto_trojan.h"
 
@@ -539,6 +540,29 @@ key_secs(struct ctx *x, yaml_node_t *n, const struct conf_key *k, void *base)
 	if (ms % 1000 != 0)
 		return conf_err(x, n, "must be whole seconds");
 	*FIELD(base, k, unsigned) = (unsigned)(ms / 1000);
+	return 0;
+}
+
+/*
+ * A byte count: "64M", "512K", "1G" or bare bytes.  0 means no limit;
+ * anything else must lie in min..max.
+ */
+static int
+key_size(struct ctx *x, yaml_node_t *n, const struct conf_key *k, void *base)
+{
+	const char		*s = scalar(x, n);
+	unsigned long long	 v;
+
+	if (s == NULL)
+		return -1;
+	if (limit_parse_size(s, &v) == -1)
+		return conf_err(x, n, "'%s' is not a size (4096, 512K, 64M, 1G)",
+		    conf_vis(x, s));
+	if (v != 0 && (v < (unsigned long long)k->min ||
+	    v > (unsigned long long)k->max))
+		return conf_err(x, n, "%s out of range (0 for no limit, or "
+		    "%lldM..%lldG)", conf_vis(x, s), k->min >> 20, k->max >> 30);
+	*FIELD(base, k, size_t) = (size_t)v;
 	return 0;
 }
 
@@ -1097,6 +1121,10 @@ static const struct conf_key keys_user[] = {
 	    CONF_NAME_MAX, NULL },
 	{ "key", key_key, offsetof(struct conf_user, key), 0, 0, NULL },
 	{ "key_file", key_file, offsetof(struct conf_user, key), 0, 0, NULL },
+	{ "max_conns", key_uint, offsetof(struct conf_user, max_conns), 1,
+	    1000000, NULL },
+	{ "max_udp", key_uint, offsetof(struct conf_user, max_udp), 1,
+	    1000000, NULL },
 	{ "egress_allow", key_user_egress, offsetof(struct conf_user, egress),
 	    1, 0, NULL },
 	{ "egress_deny", key_user_egress, offsetof(struct conf_user, egress),
@@ -1200,6 +1228,21 @@ key_trojan_egress(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
 	return egress_list(x, n, k, &t->c->server.trojan_egress[t->i]);
 }
 
+/* off 0: max_conns, 1: max_udp. */
+static int
+key_trojan_limit(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
+    void *base)
+{
+	struct trojan_entry	*t = base;
+	struct conf_limits	*l = &t->c->server.trojan_limits[t->i];
+	unsigned long long	 v;
+
+	if (number(x, n, k, &v) == -1)
+		return -1;
+	*(k->off == 0 ? &l->max_conns : &l->max_udp) = (unsigned)v;
+	return 0;
+}
+
 static int
 check_trojan(struct ctx *x, yaml_node_t *map, void *base)
 {
@@ -1211,6 +1254,8 @@ static const struct conf_key keys_trojan[] = {
 	{ "password", key_trojan_password, 0, 0, 0, NULL },
 	{ "egress_allow", key_trojan_egress, 0, 1, 0, NULL },
 	{ "egress_deny", key_trojan_egress, 0, 0, 0, NULL },
+	{ "max_conns", key_trojan_limit, 0, 1, 1000000, NULL },
+	{ "max_udp", key_trojan_limit, 1, 1, 1000000, NULL },
 	{ NULL, NULL, 0, 0, 0, NULL }
 };
 static const struct conf_map map_trojan = { keys_trojan, check_trojan };
@@ -1238,7 +1283,9 @@ key_trojan(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
 	    ((c->server.trojan_hex = calloc(list_count(n),
 	    sizeof(*c->server.trojan_hex))) == NULL ||
 	    (c->server.trojan_egress = calloc(list_count(n),
-	    sizeof(*c->server.trojan_egress))) == NULL))
+	    sizeof(*c->server.trojan_egress))) == NULL ||
+	    (c->server.trojan_limits = calloc(list_count(n),
+	    sizeof(*c->server.trojan_limits))) == NULL))
 		return conf_err(x, n, "out of memory");
 	return list_walk(x, n, 1, CONF_MAX_TROJAN, trojan_item, base);
 }
@@ -1473,6 +1520,8 @@ check_log(struct ctx *x, yaml_node_t *map, void *base)
 
 #define C(f)	offsetof(struct conf, f)
 #define MS_MAX	(24LL * 3600 * 1000)
+#define SIZE_MIN_B	(1LL << 20)		/* max_buffer_memory */
+#define SIZE_MAX_B	(1024LL << 30)
 
 static const struct conf_key keys_log[] = {
 	{ "level", key_level, C(log_level), 0, 0, NULL },
@@ -1511,6 +1560,8 @@ static const struct conf_key keys_client[] = {
 	{ "pool_lifetime", key_ms, C(client.pool_lifetime_ms), 1000, 600000,
 	    NULL },
 	{ "max_udp", key_uint, C(client.max_udp), 1, 1000000, NULL },
+	{ "max_buffer_memory", key_size, C(client.max_buffer_memory), SIZE_MIN_B,
+	    SIZE_MAX_B, NULL },
 	{ "udp_timeout", key_ms, C(client.udp_timeout_ms), 1000, MS_MAX, NULL },
 	{ "dns_timeout", key_ms, C(client.dns_timeout_ms), 1000, MS_MAX, NULL },
 	{ "dns", key_dns, 0, 0, 0, NULL },
@@ -1547,6 +1598,15 @@ static const struct conf_key keys_server[] = {
 	{ "congestion", key_word, C(server.congestion), 0, CONF_CC_MAX, NULL },
 	{ "mark", key_u32, C(server.mark), 0, UINT32_MAX, NULL },
 	{ "max_conns", key_uint, C(server.max_conns), 1, 1000000, NULL },
+	{ "max_conns_per_source", key_uint, C(server.max_conns_per_source), 0,
+	    1000000, NULL },
+	{ "max_conns_per_user", key_uint, C(server.max_conns_per_user), 0,
+	    1000000, NULL },
+	{ "max_udp", key_uint, C(server.max_udp), 1, 1000000, NULL },
+	{ "max_udp_per_user", key_uint, C(server.max_udp_per_user), 0,
+	    1000000, NULL },
+	{ "max_buffer_memory", key_size, C(server.max_buffer_memory), SIZE_MIN_B,
+	    SIZE_MAX_B, NULL },
 	{ "padding", key_uint, C(server.padding), 0, 64, NULL },
 	{ "connect_timeout", key_ms, C(server.connect_timeout_ms), 100,
 	    600000, NULL },
@@ -1656,10 +1716,14 @@ conf_new(void)
 	c->server.padding = 8;
 	c->client.pool_lifetime_ms = 8000;
 	c->client.max_udp = 1024;
+	c->client.max_buffer_memory = (size_t)64 << 20;
 	c->client.udp_timeout_ms = 60000;
 	c->client.dns_timeout_ms = 10000;
 	snprintf(c->server.congestion, sizeof(c->server.congestion), "bbr");
 	c->server.max_conns = 8192;
+	c->server.max_conns_per_source = LIMIT_SOURCE_DEFAULT;
+	c->server.max_udp = 4096;
+	c->server.max_buffer_memory = (size_t)256 << 20;
 	c->server.connect_timeout_ms = 10000;
 	c->server.idle_timeout_ms = 300000;
 	c->server.handshake_timeout_ms = 10000;
@@ -1696,6 +1760,7 @@ conf_free(struct conf *c)
 	    i++)
 		conf_egress_unref(c->server.trojan_egress[i]);
 	free(c->server.trojan_egress);
+	free(c->server.trojan_limits);
 	if (c->server.users != NULL)
 		sodium_memzero(c->server.users,
 		    c->server.nusers * sizeof(*c->server.users));
@@ -1927,6 +1992,22 @@ dump_kv(FILE *fp, const char *indent, const char *key, const char *s)
 	fputc('\n', fp);
 }
 
+/* Bytes in the largest unit that is exact. */
+static void
+dump_size(FILE *fp, const char *key, size_t v)
+{
+	static const char	 units[] = "GMK";
+	unsigned		 shift;
+	size_t			 i;
+
+	for (i = 0, shift = 30; i < 3; i++, shift -= 10)
+		if (v != 0 && v % ((size_t)1 << shift) == 0) {
+			fprintf(fp, "  %s: %zu%c\n", key, v >> shift, units[i]);
+			return;
+		}
+	fprintf(fp, "  %s: %zu\n", key, v);
+}
+
 static void
 dump_ms(FILE *fp, const char *key, unsigned ms)
 {
@@ -2037,6 +2118,7 @@ dump_client(const struct conf *c, FILE *fp)
 	fprintf(fp, "  pool: %u\n", c->client.pool);
 	dump_ms(fp, "pool_lifetime", c->client.pool_lifetime_ms);
 	fprintf(fp, "  max_udp: %u\n", c->client.max_udp);
+	dump_size(fp, "max_buffer_memory", c->client.max_buffer_memory);
 	dump_ms(fp, "udp_timeout", c->client.udp_timeout_ms);
 	dump_ms(fp, "dns_timeout", c->client.dns_timeout_ms);
 	if (c->client.has_dns) {
@@ -2069,20 +2151,39 @@ dump_server(const struct conf *c, FILE *fp)
 	for (i = 0; i < c->server.nusers; i++) {
 		dump_kv(fp, "    - ", "name", c->server.users[i].name);
 		fprintf(fp, "      key: (redacted)\n");
+		if (c->server.users[i].max_conns != 0)
+			fprintf(fp, "      max_conns: %u\n",
+			    c->server.users[i].max_conns);
+		if (c->server.users[i].max_udp != 0)
+			fprintf(fp, "      max_udp: %u\n",
+			    c->server.users[i].max_udp);
 		dump_user_egress(fp, "      ", c->server.users[i].egress);
 	}
 	if (c->server.ntrojan > 0)
 		fprintf(fp, "  # trojan_passwords: %zu (redacted)\n",
 		    c->server.ntrojan);
 	for (i = 0; i < c->server.ntrojan; i++) {
-		if (c->server.trojan_egress[i] == NULL)
+		const struct conf_limits *l = &c->server.trojan_limits[i];
+
+		if (c->server.trojan_egress[i] == NULL && l->max_conns == 0 &&
+		    l->max_udp == 0)
 			continue;
 		fprintf(fp, "  # trojan_passwords[%zu]:\n", i);
+		if (l->max_conns != 0)
+			fprintf(fp, "  #   max_conns: %u\n", l->max_conns);
+		if (l->max_udp != 0)
+			fprintf(fp, "  #   max_udp: %u\n", l->max_udp);
 		dump_user_egress(fp, "  #   ", c->server.trojan_egress[i]);
 	}
 	dump_kv(fp, "  ", "congestion", c->server.congestion);
 	dump_mark(fp, c->server.mark);
 	fprintf(fp, "  max_conns: %u\n", c->server.max_conns);
+	fprintf(fp, "  max_conns_per_source: %u\n",
+	    c->server.max_conns_per_source);
+	fprintf(fp, "  max_conns_per_user: %u\n", c->server.max_conns_per_user);
+	fprintf(fp, "  max_udp: %u\n", c->server.max_udp);
+	fprintf(fp, "  max_udp_per_user: %u\n", c->server.max_udp_per_user);
+	dump_size(fp, "max_buffer_memory", c->server.max_buffer_memory);
 	fprintf(fp, "  padding: %u\n", c->server.padding);
 	dump_ms(fp, "connect_timeout", c->server.connect_timeout_ms);
 	dump_ms(fp, "idle_timeout", c->server.idle_timeout_ms);

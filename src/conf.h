@@ -55,10 +55,18 @@ struct conf_egress {
 struct conf_egress *conf_egress_ref(struct conf_egress *e);	/* NULL ok */
 void conf_egress_unref(struct conf_egress *e);			/* NULL ok */
 
+/* A trojan password's own limits; 0: the server's per-user defaults. */
+struct conf_limits {
+	unsigned max_conns;
+	unsigned max_udp;
+};
+
 struct conf_user {
 	struct conf_egress *egress;	/* NULL: the server-wide lists only */
 	char	 name[CONF_NAME_MAX];
 	uint8_t	 key[CONF_KEY_LEN];
+	unsigned max_conns;	/* 0: server.max_conns_per_user */
+	unsigned max_udp;	/* 0: server.max_udp_per_user */
 };
 
 struct conf {
@@ -111,6 +119,7 @@ struct conf {
 		unsigned	 pool;			/* warm TLS connections, default 2 */
 		unsigned	 pool_lifetime_ms;	/* default 8000 (< server handshake_timeout) */
 		unsigned	 max_udp;		/* UDP/ICMP associations, default 1024 */
+		size_t		 max_buffer_memory;	/* bytes, 0 = none; default 64M */
 		unsigned	 udp_timeout_ms;	/* default 60000 */
 		unsigned	 dns_timeout_ms;	/* port 53 and ICMP, default 10000 */
 		bool		 has_dns;
@@ -130,9 +139,15 @@ struct conf {
 		char		(*trojan_hex)[CONF_TROJAN_HEX_LEN + 1]; /* trojan_passwords, hashed */
 		size_t		 ntrojan;
 		struct conf_egress **trojan_egress;	/* per password; NULL entries */
+		struct conf_limits *trojan_limits;	/* per password */
 		char		 congestion[CONF_CC_MAX];
 		uint32_t	 mark;
 		unsigned	 max_conns;		/* default 8192 */
+		unsigned	 max_conns_per_source;	/* default 4096, 0 = none */
+		unsigned	 max_conns_per_user;	/* default 0 = none */
+		unsigned	 max_udp;		/* datagram sessions, default 4096 */
+		unsigned	 max_udp_per_user;	/* default 0 = none */
+		size_t		 max_buffer_memory;	/* relay buffers, bytes; default 256M */
 		unsigned	 padding;		/* padded records per stream, default 8 */
 		unsigned	 connect_timeout_ms;	/* default 10000 */
 		unsigned	 idle_timeout_ms;	/* default 300000 */

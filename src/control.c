@@ -162,6 +162,9 @@ control_on_sess(void *arg, const struct sess_info *si)
 	control_tcp_info(si->fd, f);
 }
 
+static void control_fill_limits(struct status *, const struct limit_stats *,
+    const struct limit_mem *);
+
 static void
 control_fill_client(struct control *ctl, struct control_fill *cf)
 {
@@ -177,6 +180,7 @@ control_fill_client(struct control *ctl, struct control_fill *cf)
 	st->bytes_up = env->stats.bytes_up;
 	st->bytes_down = env->stats.bytes_down;
 	st->failures = &env->stats.failures;
+	control_fill_limits(st, &env->lst, &env->mem);
 	/* Every outer connection set up: by flows dialing directly and by
 	 * the warm pool ahead of them. */
 	ctl->handshake = env->stats.handshake;
@@ -210,6 +214,18 @@ control_fill_client(struct control *ctl, struct control_fill *cf)
 }
 
 static void
+control_fill_limits(struct status *st, const struct limit_stats *ls,
+    const struct limit_mem *m)
+{
+	st->has_limits = true;
+	memcpy(st->limit_refused, ls->refused, sizeof(st->limit_refused));
+	st->mem_used = m->used;
+	st->mem_peak = m->peak;
+	st->mem_max = m->max;
+	st->mem_denied = m->denied;
+}
+
+static void
 control_fill_server(struct control *ctl, struct control_fill *cf)
 {
 	struct sess_env	*env = ctl->senv;
@@ -231,6 +247,13 @@ control_fill_server(struct control *ctl, struct control_fill *cf)
 	snprintf(st->cover, sizeof(st->cover), "%s", cover_name(env->cover));
 	st->cover_relayed = env->stats.fallback;
 	st->cover_failed = env->stats.fallback_failed;
+	if (env->lim != NULL) {
+		control_fill_limits(st, &env->lim->st, &env->lim->mem);
+		st->has_sources = true;
+		st->sources = env->lim->sources.n;
+		st->udp_sessions = env->lim->udp;
+		st->udp_max = ctl->conf->server.max_udp;
+	}
 	sess_foreach(env, control_on_sess, cf);
 }
 

@@ -495,6 +495,7 @@ daemon_reload_client(struct conf *live, struct conf *n)
 	    live->client.route_auto != n->client.route_auto);
 	/* New flows use these; live flows read the timeouts as they go. */
 	live->client.max_flows = n->client.max_flows;
+	live->client.max_buffer_memory = n->client.max_buffer_memory;
 	live->client.connect_timeout_ms = n->client.connect_timeout_ms;
 	live->client.idle_timeout_ms = n->client.idle_timeout_ms;
 	memcpy(live->client.key, n->client.key, sizeof(live->client.key));
@@ -527,6 +528,7 @@ daemon_reload_server_swaps(struct conf *live, struct conf *n)
 	char			*p;
 	char			(*th)[CONF_TROJAN_HEX_LEN + 1];
 	struct conf_egress	**te;
+	struct conf_limits	*tl;
 	size_t			 nt;
 
 	live->server.users = n->server.users;
@@ -542,6 +544,9 @@ daemon_reload_server_swaps(struct conf *live, struct conf *n)
 	te = live->server.trojan_egress;
 	live->server.trojan_egress = n->server.trojan_egress;
 	n->server.trojan_egress = te;
+	tl = live->server.trojan_limits;
+	live->server.trojan_limits = n->server.trojan_limits;
+	n->server.trojan_limits = tl;
 	p = live->server.fallback_host;
 	live->server.fallback_host = n->server.fallback_host;
 	n->server.fallback_host = p;
@@ -576,6 +581,13 @@ daemon_reload_server(struct conf *live, struct conf *n)
 	    live->server.resolve_negative_ttl_ms !=
 	    n->server.resolve_negative_ttl_ms);
 	live->server.max_conns = n->server.max_conns;
+	/* Limits: new connections are judged by the new values; live ones
+	 * stay (the server applies max_buffer_memory in server_reload). */
+	live->server.max_conns_per_source = n->server.max_conns_per_source;
+	live->server.max_conns_per_user = n->server.max_conns_per_user;
+	live->server.max_udp = n->server.max_udp;
+	live->server.max_udp_per_user = n->server.max_udp_per_user;
+	live->server.max_buffer_memory = n->server.max_buffer_memory;
 	live->server.connect_timeout_ms = n->server.connect_timeout_ms;
 	live->server.idle_timeout_ms = n->server.idle_timeout_ms;
 	live->server.handshake_timeout_ms = n->server.handshake_timeout_ms;

@@ -45,6 +45,7 @@
 
 #define FLOW_EARLY_MS	2	/* header waits this long for first bytes */
 #define FLOW_LIMIT_LOG_MS	10000	/* refusal messages at most this often */
+#define FLOW_MEM_MIN	1024	/* smallest download read under a budget */
 
 enum flow_phase {
 	FLOW_CONNECT,		/* outer TCP connect in progress */
@@ -100,6 +101,11 @@ struct flow {
 	uint64_t	 start_ms, last_ms;
 	uint64_t	 dial_us;		/* outer connect started */
 	uint64_t	 up, down;
+
+	/* client.max_buffer_memory (env->mem): inq_len is charged too. */
+	size_t		 mem_down;		/* written to lwIP, not acked */
+	size_t		 recved_owed;		/* window held back, for memory */
+	struct limit_waiter mw;
 };
 
 static void flow_mark_dirty(struct flow *);
@@ -181,6 +187,9 @@ flow_close(struct flow *f, bool abort, const char *reason)
 	if (f->inq != NULL)
 		pbuf_free(f->inq);
 	f->inq = f->inq_tail = NULL;
+	limit_mem_give(&env->mem, f->inq_len + f->mem_down);
+	f->inq_len = f->mem_down = 0;
+	limit_mem_unwait(&env->mem, &f->mw);
 	free(f->hdr);
 	f->hdr = NULL;
 	free(f->syn);
@@ -216,6 +225,8 @@ flow_queue_append(struct flow *f, struct pbuf *p)
 {
 	struct pbuf *last;
 
+	/* Already received: charged even past the budget (see flow_recved). */
+	limit_mem_force(&f->env->mem, p->tot_len);
 	f->inq_len += p->tot_len;
 	for (last = p; last->next != NULL; last = last->next)
 		;
@@ -250,8 +261,11 @@ flow_on_sent(void *arg, struct tcp_pcb *pcb, u16_t len)
 {
 	struct flow *f = arg;
 
+	size_t acked = len < f->mem_down ? len : f->mem_down;
+
 	(void)pcb;
-	(void)len;
+	limit_mem_give(&f->env->mem, acked);
+	f->mem_down -= acked;
 	if (f->down_blocked)
 		flow_mark_dirty(f);
 	return ERR_OK;
@@ -300,6 +314,73 @@ flow_gather(struct flow *f, uint8_t *out, size_t max)
 	return n;
 }
 
+/*
+ * Opens the app's window by n bytes, which have left.  Over the memory
+ * budget the window stays shut instead (the app's TCP waits, nothing is
+ * dropped) and opens once memory is free (flow_on_memory).
+ */
+static void
+flow_recved(struct flow *f, size_t n)
+{
+	struct limit_mem *m = &f->env->mem;
+	size_t k;
+
+	n += f->recved_owed;
+	f->recved_owed = 0;
+	if (f->pcb == NULL)
+		return;
+	if (m->max != 0 && m->used + m->unit > m->max) {
+		f->recved_owed = n;
+		m->denied++;
+		limit_mem_wait(m, &f->mw);
+		return;
+	}
+	while (n > 0) {
+		k = n > 0xffff ? 0xffff : n;
+		tcp_recved(f->pcb, (u16_t)k);
+		n -= k;
+	}
+}
+
+/* Memory is free again: the flow's paused side goes on. */
+static void
+flow_on_memory(struct limit_waiter *w)
+{
+	struct flow *f = container_of(w, struct flow, mw);
+
+	if (f->recved_owed > 0) {
+		flow_recved(f, 0);
+		f->ack_pending = true;
+	}
+	flow_mark_dirty(f);
+}
+
+/*
+ * What the download may take from the budget now: up to want, at least
+ * FLOW_MEM_MIN, or 0 (the flow waits for memory).  Charged; the caller
+ * gives back what it did not use.
+ */
+static size_t
+flow_mem_take(struct flow *f, size_t want)
+{
+	struct limit_mem *m = &f->env->mem;
+	size_t avail;
+
+	if (m->max == 0) {
+		limit_mem_force(m, want);
+		return want;
+	}
+	avail = m->used < m->max ? m->max - m->used : 0;
+	if (avail > want)
+		avail = want;
+	if (avail < FLOW_MEM_MIN)
+		m->denied++;
+	else if (limit_mem_take(m, avail))	/* counts a refusal too */
+		return avail;
+	limit_mem_wait(m, &f->mw);
+	return 0;
+}
+
 static void
 flow_consume(struct flow *f, size_t n)
 {
@@ -318,10 +399,10 @@ flow_consume(struct flow *f, size_t n)
 	}
 	f->up += n;
 	f->inq_len -= n;
+	limit_mem_give(&f->env->mem, n);
+	flow_recved(f, n);
 	while (n > 0) {
 		k = n > 0xffff ? 0xffff : n;
-		if (f->pcb != NULL)
-			tcp_recved(f->pcb, (u16_t)k);
 		f->inq = pbuf_free_header(f->inq, (u16_t)k);
 		n -= k;
 	}
@@ -461,6 +542,7 @@ flow_held_status(struct flow *f, const char **why)
 static int
 flow_pump_down(struct flow *f, const char **why)
 {
+	struct limit_mem *m = &f->env->mem;
 	uint8_t *data;
 	size_t room;
 	ssize_t r;
@@ -469,12 +551,15 @@ flow_pump_down(struct flow *f, const char **why)
 		return flow_held_status(f, why);
 	f->down_blocked = false;
 	while (!f->out_eof && f->pcb != NULL) {
-		if ((room = flow_app_room(f)) < 1024) {
+		if ((room = flow_app_room(f)) < 1024 ||
+		    (room = flow_mem_take(f, room)) == 0) {
 			f->down_blocked = true;
 			break;
 		}
 		data = f->env->stage;
 		r = outer_read(f->out, data, room);
+		/* Charged from here on: what lwIP holds until the app acks. */
+		limit_mem_give(m, room - (r > 0 ? (size_t)r : 0));
 		if (r == 0) {
 			f->out_eof = true;
 			if (!f->status_ok) {
@@ -490,15 +575,20 @@ flow_pump_down(struct flow *f, const char **why)
 			return -1;
 		}
 		f->last_ms = loop_now(f->env->loop);
+		room = (size_t)r;
 		if (!f->status_ok && flow_take_status(f, &data, &r) < 0) {
+			limit_mem_give(m, room);
 			*why = "target connect failed";
 			return -1;
 		}
+		limit_mem_give(m, room - (size_t)r);	/* the status byte */
 		if (r > 0 && tcp_write(f->pcb, data, (u16_t)r,
 		    TCP_WRITE_FLAG_COPY) != ERR_OK) {
+			limit_mem_give(m, (size_t)r);
 			*why = "lwIP out of memory";
 			return -1;
 		}
+		f->mem_down += (size_t)r;
 		f->down += (uint64_t)r;
 	}
 	if (f->out_eof && !f->app_shut && f->pcb != NULL) {
@@ -569,9 +659,8 @@ flow_work(struct flow *f)
 }
 
 static void
-flow_on_iteration(void *arg)
+flow_run_dirty(struct flow_env *env)
 {
-	struct flow_env *env = arg;
 	struct flow *f, *next;
 
 	while ((f = env->dirty) != NULL) {
@@ -583,6 +672,20 @@ flow_on_iteration(void *arg)
 				flow_work(f);
 		}
 	}
+}
+
+static void
+flow_on_iteration(void *arg)
+{
+	struct flow_env *env = arg;
+	struct flow *f;
+
+	flow_run_dirty(env);
+	/* Memory given back in this pass goes to the flows waiting for it
+	 * (in turn), which then work in this same iteration. */
+	env->mem.max = env->conf->client.max_buffer_memory;	/* reload */
+	limit_mem_wake(&env->mem);
+	flow_run_dirty(env);
 	while ((f = env->reap) != NULL) {
 		env->reap = f->next;
 		free(f);
@@ -885,10 +988,19 @@ flow_tcp_syn_allowed(void *arg)
 		env->stats.blocked++;	/* RST on the SYN */
 		return false;
 	}
-	if (env->nflows < env->conf->client.max_flows)
-		return true;
-	flow_limit_log(env, "max_flows %u reached", env->conf->client.max_flows);
-	return false;
+	if (env->nflows >= env->conf->client.max_flows) {
+		flow_limit_log(env, "max_flows %u reached",
+		    env->conf->client.max_flows);
+		return false;
+	}
+	/* Room for what a new flow first takes, and a unit for those paused. */
+	if (!limit_mem_admit(&env->mem, FLOW_STAGE)) {
+		limit_refuse(&env->lst, LIMIT_MEMORY, loop_now(env->loop),
+		    "flows", "max_buffer_memory: %zu of %zu bytes in use",
+		    env->mem.used, env->mem.max);
+		return false;
+	}
+	return true;
 }
 
 /* socks5, direct: a plain TCP connection to the proxy or the target.
@@ -932,6 +1044,7 @@ flow_new(struct flow_env *env, const struct addr *dst)
 		return NULL;
 	f->env = env;
 	f->id = ++env->next_id;
+	f->mw.fn = flow_on_memory;
 	f->fd = -1;
 	f->dst = *dst;
 	f->dial_us = stats_now_us();
@@ -1087,6 +1200,8 @@ flow_tcp_accept(void *arg, struct tcp_pcb *pcb, err_t err)
 int
 flow_env_init(struct flow_env *env)
 {
+	limit_mem_init(&env->mem, env->conf->client.max_buffer_memory,
+	    FLOW_STAGE);
 	return loop_on_iteration(env->loop, flow_on_iteration, env);
 }
 

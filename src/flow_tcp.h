@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "addr.h"
+#include "limit.h"
 #include "proto.h"
 #include "stats.h"
 #include "lwip/err.h"
@@ -60,6 +61,10 @@ struct flow_env {
 	bool			 draining;	/* SIGTERM: RST new SYNs */
 	uint64_t		 limit_log_ms;	/* last refusal message */
 	uint64_t		 limit_hits;	/* refusals since then */
+	/* client.max_buffer_memory: bytes held for flows -- the app's
+	 * queued upload and the download lwIP holds until the app acks. */
+	struct limit_mem	 mem;
+	struct limit_stats	 lst;
 	struct flow		*all;	/* live flows */
 	struct flow		*dirty;	/* flows with work for this iteration */
 	struct flow		*reap;	/* closed, freed at iteration end */

@@ -68,6 +68,21 @@ relay_free(struct relay *r)
 	buf_free(&r->to_outer);
 }
 
+void
+relay_set_budget(struct relay *r, struct limit_mem *m)
+{
+	buf_set_budget(&r->to_fd, m);
+	buf_set_budget(&r->to_outer, m);
+}
+
+/* Only sides still read count: a finished side needs no memory. */
+bool
+relay_starved(const struct relay *r)
+{
+	return (r->to_fd.denied && !r->outer_eof) ||
+	    (r->to_outer.denied && !r->fd_eof);
+}
+
 /* Outer -> fd.  Then, if the outer side has ended, shut the fd's write. */
 static int
 relay_flush_fd(struct relay *r, bool *progress)
@@ -234,10 +249,15 @@ relay_outer_events(const struct relay *r)
 {
 	uint32_t ev = 0;
 
-	if (!r->outer_eof && buf_room(&r->to_fd) > 0)
+	if (!r->outer_eof && buf_room(&r->to_fd) > 0 && !r->to_fd.denied)
 		ev |= r->outer_rd_ev;
 	if (buf_len(&r->to_outer) > 0 || (r->fd_eof && !r->outer_shut))
 		ev |= r->outer_wr_ev;
+	/* Paused for memory: outer_wr_ev may still carry the EPOLLIN of the
+	 * last read that blocked; readable input would wake us in a loop
+	 * (TLS 1.3 writes never need to read; errors wake us anyway). */
+	if (r->to_fd.denied && !r->outer_eof)
+		ev &= ~(uint32_t)EPOLLIN;
 	return ev;
 }
 
@@ -248,7 +268,7 @@ relay_fd_events(const struct relay *r)
 
 	if (r->fd == -1)
 		return 0;
-	if (!r->fd_eof && buf_room(&r->to_outer) > 0)
+	if (!r->fd_eof && buf_room(&r->to_outer) > 0 && !r->to_outer.denied)
 		ev |= EPOLLIN;
 	if (buf_len(&r->to_fd) > 0)
 		ev |= EPOLLOUT;

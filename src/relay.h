@@ -22,6 +22,7 @@
 
 #include "buf.h"
 
+struct limit_mem;
 struct outer;
 
 #define RELAY_BUF_SIZE	(64 * 1024)
@@ -61,5 +62,13 @@ enum relay_state relay_run(struct relay *r);
 uint32_t relay_outer_events(const struct relay *r);
 uint32_t relay_fd_events(const struct relay *r);
 void relay_free(struct relay *r);	/* buffers; counters stay readable */
+/*
+ * Charges both buffers to a memory budget.  A side whose buffer the budget
+ * refuses is not read (no data is lost: it waits in the socket or in TLS)
+ * and relay_starved() says so; the owner queues a waiter and runs the
+ * relay again when memory is free.
+ */
+void relay_set_budget(struct relay *r, struct limit_mem *m);
+bool relay_starved(const struct relay *r);
 
 #endif

@@ -14,9 +14,11 @@
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <arpa/inet.h>
 
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
@@ -27,9 +29,11 @@
 #include "control.h"
 #include "cover.h"
 #include "daemon.h"
+#include "limit.h"
 #include "log.h"
 #include "loop.h"
 #include "outer.h"
+#include "relay.h"
 #include "resolve.h"
 #include "sess.h"
 #include "sock.h"
@@ -54,7 +58,7 @@ struct server {
 	size_t			 nlisteners;
 	struct loop_timer	 accept_timer;
 	uint64_t		 emfile_log_ms;
-	uint64_t		 limit_log_ms;
+	struct limit_server	 lim;		/* per source, per user, memory */
 	int			 sigfd;
 	struct loop_fd		 sig_lfd;
 	sigset_t		 oldmask;
@@ -211,6 +215,87 @@ server_egress_allowed_user(const struct conf *c, const struct conf_egress *u,
 	return !egress_is_self(c, family, ip, port, false);
 }
 
+/* ---- limits ------------------------------------------------------ */
+
+void
+server_user_limits(const struct conf *c, bool trojan, size_t idx,
+    const char *name, unsigned *max_conns, unsigned *max_udp)
+{
+	struct conf_limits	 l = { 0, 0 };
+
+	if (trojan && idx < c->server.ntrojan && c->server.trojan_limits != NULL)
+		l = c->server.trojan_limits[idx];
+	else if (!trojan && idx < c->server.nusers &&
+	    strcmp(c->server.users[idx].name, name) == 0) {
+		l.max_conns = c->server.users[idx].max_conns;
+		l.max_udp = c->server.users[idx].max_udp;
+	}
+	*max_conns = l.max_conns != 0 ? l.max_conns :
+	    c->server.max_conns_per_user;
+	*max_udp = l.max_udp != 0 ? l.max_udp : c->server.max_udp_per_user;
+}
+
+/* A source as counted: "192.0.2.1", "2001:db8::/64" (mapped: IPv4). */
+static const char *
+server_source_fmt(const uint8_t *key, size_t klen, char *out, size_t outlen)
+{
+	uint8_t	 ip6[16] = { 0 };
+	char	 s[INET6_ADDRSTRLEN] = "?";
+
+	if (klen == 5) {
+		(void)inet_ntop(AF_INET, key + 1, s, sizeof(s));
+		snprintf(out, outlen, "%s", s);
+	} else {
+		memcpy(ip6, key + 1, 8);
+		(void)inet_ntop(AF_INET6, ip6, s, sizeof(s));
+		snprintf(out, outlen, "%s/64", s);
+	}
+	return out;
+}
+
+/*
+ * At accept, before any TLS: the global and the per-source connection
+ * counts.  Refused connections are reset (no TIME_WAIT left on our side)
+ * and cost one accept and one hash lookup.  NULL *src: no entry (out of
+ * memory: accepted uncounted rather than refused).
+ */
+static bool
+server_admit(struct server *srv, const struct addr *peer,
+    struct limit_ent **src)
+{
+	const struct conf	*c = srv->conf;
+	struct limit_server	*ls = &srv->lim;
+	uint64_t		 now = loop_now(srv->loop);
+	uint8_t			 key[LIMIT_SOURCE_KEY_LEN];
+	char			 a[ADDR_STRLEN];
+	struct limit_ent	*e;
+	size_t			 klen;
+
+	*src = NULL;
+	if (srv->env.nlive >= c->server.max_conns) {
+		srv->env.stats.refused++;
+		limit_refuse(&ls->st, LIMIT_CONNS, now, "connections",
+		    "max_conns %u reached", c->server.max_conns);
+		return false;
+	}
+	klen = limit_source_key(peer, key);
+	if ((e = limit_tab_get(&ls->sources, key, klen)) == NULL)
+		return true;
+	if (c->server.max_conns_per_source != 0 &&
+	    e->conns >= c->server.max_conns_per_source) {
+		srv->env.stats.refused++;
+		limit_tab_release(&ls->sources, e);
+		limit_refuse(&ls->st, LIMIT_SOURCE, now, "connections",
+		    "source %s: max_conns_per_source %u reached",
+		    server_source_fmt(key, klen, a, sizeof(a)),
+		    c->server.max_conns_per_source);
+		return false;
+	}
+	e->conns++;
+	*src = e;
+	return true;
+}
+
 /* ---- accepting --------------------------------------------------- */
 
 static bool
@@ -286,7 +371,7 @@ server_on_accept(struct loop_fd *lfd, uint32_t revents)
 {
 	struct listener	*ln = container_of(lfd, struct listener, lfd);
 	struct server	*srv = ln->srv;
-	unsigned	 max = srv->conf->server.max_conns;
+	struct limit_ent *src;
 	struct addr	 peer;
 	int		 fd, n;
 
@@ -308,15 +393,11 @@ server_on_accept(struct loop_fd *lfd, uint32_t revents)
 			log_warn("accept");
 			return;
 		}
-		if (max != 0 && srv->env.nlive >= max) {
-			srv->env.stats.refused++;
-			if (server_log_due(srv, &srv->limit_log_ms))
-				log_warnx("max_conns %u reached: closing new "
-				    "connections", max);
-			close(fd);
+		if (!server_admit(srv, &peer, &src)) {
+			sock_close_rst(fd);
 			continue;
 		}
-		sess_new(&srv->env, fd, &peer);
+		sess_new(&srv->env, fd, &peer, src);
 	}
 }
 
@@ -348,6 +429,7 @@ server_reload(struct server *srv)
 	const struct conf	*c = srv->conf;
 	struct ssl_ctx_st	*ctx;
 
+	srv->lim.mem.max = c->server.max_buffer_memory;
 	if (auth_reload(srv->env.auth, c) == 0)
 		log_info("reload: %zu users", c->server.nusers);
 	else
@@ -517,6 +599,19 @@ server_open(struct server *srv)
 	sess_env_init(&srv->env, c, srv->loop, ctx, auth);
 	if (server_resolver(srv) == -1)
 		return -1;
+	/* Entries exist only for live connections: at most max_conns. */
+	if (limit_tab_init(&srv->lim.sources, c->server.max_conns / 4) == -1 ||
+	    limit_tab_init(&srv->lim.users, 256) == -1) {
+		log_warnx("server: out of memory");
+		return -1;
+	}
+	limit_mem_init(&srv->lim.mem, c->server.max_buffer_memory,
+	    RELAY_BUF_SIZE);
+	srv->env.lim = &srv->lim;
+	if (loop_on_iteration(srv->loop, limit_mem_wake, &srv->lim.mem) == -1) {
+		log_warnx("cannot register the memory waiter");
+		return -1;
+	}
 	if (loop_on_iteration(srv->loop, sess_reap, &srv->env) == -1) {
 		log_warnx("cannot register the session reaper");
 		return -1;
@@ -557,6 +652,8 @@ server_cleanup(struct server *srv)
 	auth_free(srv->env.auth);
 	outer_ctx_free(srv->env.ctx);
 	control_free(srv->ctl);
+	limit_tab_free(&srv->lim.sources);
+	limit_tab_free(&srv->lim.users);
 	loop_free(srv->loop);
 }
 
@@ -569,8 +666,10 @@ server_run(const struct conf *c)
 	/* Writes to a peer that went away must fail with EPIPE. */
 	(void)signal(SIGPIPE, SIG_IGN);
 	if (server_open(&srv) == 0) {
-		log_info("server: %zu users, max_conns %u", c->server.nusers,
-		    c->server.max_conns);
+		log_info("server: %zu users, max_conns %u (%u per source), "
+		    "max_udp %u, max_buffer_memory %zu", c->server.nusers,
+		    c->server.max_conns, c->server.max_conns_per_source,
+		    c->server.max_udp, c->server.max_buffer_memory);
 		if (loop_run(srv.loop) == 0)
 			rc = 0;
 		else

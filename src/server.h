@@ -4,6 +4,7 @@
 #define TUNSPLIT_SERVER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 struct conf;
 struct conf_egress;
@@ -20,5 +21,12 @@ bool server_egress_allowed(const struct conf *c, const struct addr *a);
  * its deny entries, then its allow entries, then the server's. */
 bool server_egress_allowed_user(const struct conf *c,
     const struct conf_egress *u, const struct addr *a);
+
+/* A user's limits (0: none): users[idx] when idx names that user in c
+ * (a reload may have changed the table), or with trojan the password's
+ * entry trojan_passwords[idx]; what they leave unset (or an idx out of
+ * range) comes from server.max_conns_per_user and max_udp_per_user. */
+void server_user_limits(const struct conf *c, bool trojan, size_t idx,
+    const char *name, unsigned *max_conns, unsigned *max_udp);
 
 #endif

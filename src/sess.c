@@ -44,6 +44,7 @@
 #include "buf.h"
 #include "conf.h"
 #include "cover.h"
+#include "limit.h"
 #include "log.h"
 #include "loop.h"
 #include "outer.h"
@@ -56,6 +57,7 @@
 #include "sock.h"
 
 #define SESS_LINGER_MS	5000	/* error status sent, client to close */
+#define SESS_ANSWER_BUF	4096	/* an answer's buffers (not charged) */
 #define SESS_DIAL_MIN_MS	250	/* per address of a name, at least */
 
 enum sess_state {
@@ -116,6 +118,15 @@ struct sess {
 	const char		*reason;	/* why it ends, once decided */
 	bool			 rejected;	/* counted as a rejection */
 	int			 err;		/* errno behind reason, or 0 */
+
+	/* Limits (env->lim): counts held, released by sess_close. */
+	struct limit_ent	*lim_src;	/* one conn on its source */
+	struct limit_ent	*lim_user;	/* one conn on its user */
+	bool			 lim_udp;	/* one datagram session too */
+	size_t			 lim_reserved;	/* memory held for the relay */
+	size_t			 lim_idx;	/* users[] (trojan: passwords[])
+						 * index, SIZE_MAX: none */
+	struct limit_waiter	 lim_wait;	/* relay paused for memory */
 };
 
 static void sess_on_outer(struct loop_fd *, uint32_t);
@@ -125,6 +136,10 @@ static void sess_fallback_connected(struct sess *, int);
 static void sess_dial(struct sess *);
 static void sess_dial_next(struct sess *);
 static void sess_dial_failed(struct sess *, int, const char *);
+static void sess_budget(struct sess *);
+static void sess_unreserve(struct sess *);
+static bool sess_reserve(struct sess *, size_t);
+static void sess_on_memory(struct limit_waiter *);
 
 /* ---- teardown ---------------------------------------------------- */
 
@@ -166,6 +181,34 @@ sess_drop_target(struct sess *s, bool rst)
 	s->target_fd = -1;
 }
 
+/* Gives back every count the session holds (sess_close, sess_new). */
+static void
+sess_limits_release(struct sess *s)
+{
+	struct limit_server	*ls = s->env->lim;
+
+	if (ls == NULL)
+		return;
+	limit_mem_unwait(&ls->mem, &s->lim_wait);
+	sess_unreserve(s);
+	if (s->lim_udp) {
+		ls->udp--;
+		if (s->lim_user != NULL)
+			s->lim_user->udp--;
+		s->lim_udp = false;
+	}
+	if (s->lim_user != NULL) {
+		s->lim_user->conns--;
+		limit_tab_release(&ls->users, s->lim_user);
+		s->lim_user = NULL;
+	}
+	if (s->lim_src != NULL) {
+		s->lim_src->conns--;
+		limit_tab_release(&ls->sources, s->lim_src);
+		s->lim_src = NULL;
+	}
+}
+
 /* The single teardown path; idempotent.  rst: SESS_RST_* flags. */
 static void
 sess_close(struct sess *s, const char *reason, int rst)
@@ -192,6 +235,7 @@ sess_close(struct sess *s, const char *reason, int rst)
 	sess_drop_target(s, (rst & SESS_RST_TARGET) != 0);
 	relay_free(&s->relay);
 	buf_free(&s->hdr);
+	sess_limits_release(s);
 	sess_log_summary(s, reason);
 	env->stats.bytes_up += s->relay.bytes_to_fd;
 	env->stats.bytes_down += s->relay.bytes_to_outer;
@@ -299,6 +343,13 @@ sess_answer(struct sess *s, uint8_t status, const char *reason, int err)
 {
 	s->reason = reason;
 	s->err = err;
+	/* A status byte out, and whatever the client still sends read and
+	 * dropped: small buffers, not charged to the memory budget (an
+	 * answer may be the refusal of a full one); early data is dropped. */
+	sess_unreserve(s);
+	relay_free(&s->relay);
+	buf_init(&s->relay.to_fd, SESS_ANSWER_BUF);
+	buf_init(&s->relay.to_outer, SESS_ANSWER_BUF);
 	/* trojan has no status: the client learns of failure by the close. */
 	if (!s->trojan && buf_append(&s->relay.to_outer, &status, 1) != 1) {
 		sess_close(s, "out of memory", 0);
@@ -324,6 +375,7 @@ sess_connected(struct sess *s)
 		return;
 	}
 	relay_start(&s->relay, s->outer, s->target_fd);
+	sess_budget(s);
 	s->state = SESS_RELAY;
 	s->last_io_ms = loop_now(s->env->loop);
 	sess_timer_set(s, c->server.idle_timeout_ms);
@@ -417,6 +469,135 @@ sess_dial(struct sess *s)
 	sess_timer_set(s, sess_dial_timeout(s));
 }
 
+/* ---- limits ---------------------------------------------------- */
+
+/*
+ * After authentication, before any work for the request: the user's
+ * connections, datagram sessions (global and the user's), and room in the
+ * memory budget.  A refusal is answered PROTO_ERR_LIMIT (trojan: closed),
+ * counted and logged at most once per interval per kind.  -1: refused.
+ */
+static int
+sess_admit(struct sess *s, uint8_t kind)
+{
+	struct sess_env		*env = s->env;
+	struct limit_server	*ls = env->lim;
+	const struct conf	*c = env->conf;
+	uint64_t		 now = loop_now(env->loop);
+	struct limit_ent	*u;
+	unsigned		 max_conns, max_udp;
+	bool			 dgram, room;
+
+	if (ls == NULL || !s->has_user)
+		return 0;
+	dgram = kind == PROTO_KIND_UDP || kind == PROTO_KIND_ICMP;
+	server_user_limits(c, s->trojan, s->lim_idx, s->user, &max_conns,
+	    &max_udp);
+	if ((u = limit_tab_get(&ls->users, s->user, strlen(s->user))) == NULL) {
+		sess_answer(s, PROTO_ERR_GENERAL, "out of memory", ENOMEM);
+		return -1;
+	}
+	/* A refused session holds no count while its answer lingers. */
+	if (max_conns != 0 && u->conns >= max_conns) {
+		limit_tab_release(&ls->users, u);
+		limit_refuse(&ls->st, LIMIT_USER_CONNS, now, "connections",
+		    "user %s: max_conns %u reached", s->user, max_conns);
+		sess_answer(s, PROTO_ERR_LIMIT, "limit: user max_conns", 0);
+		return -1;
+	}
+	if (dgram && ls->udp >= c->server.max_udp) {
+		limit_tab_release(&ls->users, u);
+		limit_refuse(&ls->st, LIMIT_UDP, now, "datagram sessions",
+		    "max_udp %u reached", c->server.max_udp);
+		sess_answer(s, PROTO_ERR_LIMIT, "limit: max_udp", 0);
+		return -1;
+	}
+	if (dgram && max_udp != 0 && u->udp >= max_udp) {
+		limit_tab_release(&ls->users, u);
+		limit_refuse(&ls->st, LIMIT_USER_UDP, now, "datagram sessions",
+		    "user %s: max_udp %u reached", s->user, max_udp);
+		sess_answer(s, PROTO_ERR_LIMIT, "limit: user max_udp", 0);
+		return -1;
+	}
+	/* A stream reserves what its relay holds at the start (the status
+	 * byte's buffer, early data); datagram sessions only need room. */
+	if (dgram)
+		room = limit_mem_admit(&ls->mem, RELAY_BUF_SIZE);
+	else
+		room = sess_reserve(s, RELAY_BUF_SIZE +
+		    (s->relay.to_fd.data != NULL ? RELAY_BUF_SIZE : 0));
+	if (!room) {
+		if (dgram)
+			limit_refuse(&ls->st, LIMIT_MEMORY, now,
+			    "datagram sessions", "max_buffer_memory: %zu of "
+			    "%zu bytes in use", ls->mem.used, ls->mem.max);
+		limit_tab_release(&ls->users, u);
+		sess_answer(s, PROTO_ERR_LIMIT, "limit: max_buffer_memory", 0);
+		return -1;
+	}
+	u->conns++;
+	s->lim_user = u;
+	if (dgram) {
+		ls->udp++;
+		u->udp++;
+		s->lim_udp = true;
+	}
+	return 0;
+}
+
+/*
+ * Memory for a relay about to start, taken when admitted so that what it
+ * holds at its start (allocated before the budget is attached) never
+ * takes the budget past its limit.  Refusals are counted and logged.
+ */
+static bool
+sess_reserve(struct sess *s, size_t n)
+{
+	struct limit_server	*ls = s->env->lim;
+
+	if (ls == NULL)
+		return true;
+	if (!limit_mem_admit(&ls->mem, n)) {
+		limit_refuse(&ls->st, LIMIT_MEMORY, loop_now(s->env->loop),
+		    "connections", "max_buffer_memory: %zu of %zu bytes in use",
+		    ls->mem.used, ls->mem.max);
+		return false;
+	}
+	limit_mem_force(&ls->mem, n);
+	s->lim_reserved += n;
+	return true;
+}
+
+static void
+sess_unreserve(struct sess *s)
+{
+	if (s->lim_reserved == 0)
+		return;
+	limit_mem_give(&s->env->lim->mem, s->lim_reserved);
+	s->lim_reserved = 0;
+}
+
+/* Relay buffers are charged to the budget from the relay's start on, in
+ * place of the reservation. */
+static void
+sess_budget(struct sess *s)
+{
+	if (s->env->lim == NULL)
+		return;
+	sess_unreserve(s);
+	relay_set_budget(&s->relay, &s->env->lim->mem);
+}
+
+/* Memory is free again: run the paused relay. */
+static void
+sess_on_memory(struct limit_waiter *w)
+{
+	struct sess	*s = container_of(w, struct sess, lim_wait);
+
+	if (s->state == SESS_RELAY)
+		sess_relay(s, 0, 0);
+}
+
 /* ---- datagrams ------------------------------------------------- */
 
 static void
@@ -488,6 +669,7 @@ sess_fallback_connected(struct sess *s, int err)
 		return;
 	}
 	relay_start(&s->relay, s->outer, s->target_fd);
+	sess_budget(s);
 	s->state = SESS_RELAY;
 	s->last_io_ms = loop_now(s->env->loop);
 	sess_timer_set(s, c->server.idle_timeout_ms);
@@ -503,6 +685,10 @@ sess_fallback(struct sess *s, const char *reason)
 
 	s->reason = reason;
 	s->fallback = true;
+	if (!sess_reserve(s, RELAY_BUF_SIZE)) {
+		sess_close(s, "limit: max_buffer_memory", 0);
+		return;
+	}
 	if (buf_append(&s->relay.to_fd, buf_head(&s->hdr), n) != n) {
 		sess_close(s, "out of memory", 0);
 		return;
@@ -616,6 +802,8 @@ sess_route(struct sess *s, const struct proto_req *req)
 {
 	char	 target[ADDR_STRLEN];
 
+	if (sess_admit(s, req->kind) == -1)
+		return;
 	if (req->kind == PROTO_KIND_UDP || req->kind == PROTO_KIND_ICMP) {
 		sess_start_dgram(s, req);
 		return;
@@ -662,6 +850,7 @@ sess_request(struct sess *s, const struct proto_req *req, size_t hlen)
 		return;
 	}
 	s->has_user = true;
+	s->lim_idx = user;
 	snprintf(s->user, sizeof(s->user), "%s",
 	    auth_user_name(s->env->auth, user));
 	/* auth's index is into conf's users (swapped together on reload;
@@ -708,6 +897,7 @@ sess_trojan_request(struct sess *s, const struct proto_trojan_req *tr,
 	s->trojan = true;
 	s->has_user = true;
 	snprintf(s->user, sizeof(s->user), "trojan#%d", i);
+	s->lim_idx = (size_t)i;
 	s->egress = conf_egress_ref(c->server.trojan_egress[i]);
 	if (buf_append(&s->relay.to_fd, hdr + hlen, early) != early) {
 		sess_close(s, "out of memory", 0);
@@ -858,6 +1048,8 @@ sess_relay(struct sess *s, uint32_t oev, uint32_t tev)
 		s->last_bytes = bytes;
 		s->last_io_ms = loop_now(s->env->loop);
 	}
+	if (s->env->lim != NULL && relay_starved(r))
+		limit_mem_wait(&s->env->lim->mem, &s->lim_wait);
 	sess_watch_relay(s, oev, tev);
 }
 
@@ -951,7 +1143,8 @@ sess_on_timer(struct loop_timer *t)
 }
 
 void
-sess_new(struct sess_env *env, int fd, const struct addr *peer)
+sess_new(struct sess_env *env, int fd, const struct addr *peer,
+    struct limit_ent *src)
 {
 	const struct conf	*c = env->conf;
 	struct sess		*s;
@@ -959,12 +1152,19 @@ sess_new(struct sess_env *env, int fd, const struct addr *peer)
 	if ((s = calloc(1, sizeof(*s))) == NULL) {
 		log_warn("session");
 		close(fd);
+		if (src != NULL) {
+			src->conns--;
+			limit_tab_release(&env->lim->sources, src);
+		}
 		return;
 	}
 	if (c->server.congestion[0] != '\0')
 		(void)sock_set_cc(fd, c->server.congestion);
 	sock_set_nodelay(fd);
 	s->env = env;
+	s->lim_src = src;
+	s->lim_idx = SIZE_MAX;
+	s->lim_wait.fn = sess_on_memory;
 	s->id = ++env->next_id;
 	s->peer = *peer;
 	s->target_fd = -1;
@@ -987,6 +1187,7 @@ sess_new(struct sess_env *env, int fd, const struct addr *peer)
 	return;
 fail:
 	outer_free(s->outer);
+	sess_limits_release(s);
 	free(s);
 }
 

@@ -18,6 +18,8 @@ struct addr;
 struct auth;
 struct conf;
 struct cover;
+struct limit_ent;
+struct limit_server;
 struct loop;
 struct resolver;
 struct sess;
@@ -27,7 +29,8 @@ LIST_HEAD(sess_list, sess);
 
 /* Counters for the control socket and metrics. */
 struct sess_stats {
-	uint64_t		 refused;	/* closed at accept: max_conns */
+	uint64_t		 refused;	/* closed at accept: max_conns,
+						 * max_conns_per_source */
 	uint64_t		 failed;	/* ended in an error */
 	uint64_t		 bytes_up;	/* to targets, closed sessions */
 	uint64_t		 bytes_down;	/* to clients (status byte too) */
@@ -57,6 +60,7 @@ struct sess_env {
 	struct auth		*auth;
 	struct cover		*cover;		/* NULL or disabled: close */
 	struct resolver		*resolver;	/* domain names; NULL: refused */
+	struct limit_server	*lim;		/* NULL: no limits (tests) */
 	/* Owned by this module. */
 	struct sess_list	 live;
 	struct sess_list	 dead;		/* closed, freed by sess_reap */
@@ -67,8 +71,10 @@ struct sess_env {
 
 void sess_env_init(struct sess_env *e, const struct conf *c, struct loop *l,
     struct ssl_ctx_st *ctx, struct auth *auth);
-/* Takes ownership of an accepted non-blocking fd. */
-void sess_new(struct sess_env *e, int fd, const struct addr *peer);
+/* Takes ownership of an accepted non-blocking fd, and of one count on
+ * src (its source's entry in e->lim, or NULL). */
+void sess_new(struct sess_env *e, int fd, const struct addr *peer,
+    struct limit_ent *src);
 void sess_close_all(struct sess_env *e, const char *reason);
 /* Frees closed sessions; call at the end of a loop iteration, when no
  * event for them can still be pending. */

@@ -101,6 +101,30 @@ text_flows(const struct status *st, FILE *fp)
 	}
 }
 
+static void
+text_limits(const struct status *st, FILE *fp)
+{
+	char	 a[32], b[32], c[32];
+	size_t	 i;
+
+	fprintf(fp, "buffer memory: %s in use, peak %s, limit %s; %" PRIu64
+	    " allocations refused (reads paused)\n",
+	    status_bytes(st->mem_used, a, sizeof(a)),
+	    status_bytes(st->mem_peak, b, sizeof(b)),
+	    st->mem_max != 0 ? status_bytes(st->mem_max, c, sizeof(c)) : "none",
+	    st->mem_denied);
+	if (st->has_sources)
+		fprintf(fp, "sources: %zu with connections; datagram sessions "
+		    "%u (max %u)\n", st->sources, st->udp_sessions,
+		    st->udp_max);
+	fprintf(fp, "limits refused:");
+	for (i = 0; i < LIMIT_NKINDS; i++)
+		if (st->has_sources || i == LIMIT_MEMORY)
+			fprintf(fp, " %s %" PRIu64, limit_kind_name(i),
+			    st->limit_refused[i]);
+	fputc('\n', fp);
+}
+
 void
 status_write_text(const struct status *st, FILE *fp)
 {
@@ -155,6 +179,8 @@ status_write_text(const struct status *st, FILE *fp)
 		    st->udp.created, st->udp.failed, st->udp.expired,
 		    st->udp.evicted, st->udp.dgrams_up, st->udp.dgrams_down,
 		    st->udp.bytes_up, st->udp.bytes_down);
+	if (st->has_limits)
+		text_limits(st, fp);
 	if (st->flows != NULL)
 		text_flows(st, fp);
 }
@@ -237,6 +263,25 @@ json_flow(FILE *fp, const struct status_flow *f)
 	fputc('}', fp);
 }
 
+static void
+json_limits(const struct status *st, FILE *fp)
+{
+	size_t	 i;
+
+	fprintf(fp, ",\"limits\":{\"refused\":{");
+	for (i = 0; i < LIMIT_NKINDS; i++)
+		fprintf(fp, "%s\"%s\":%" PRIu64, i > 0 ? "," : "",
+		    limit_kind_name(i), st->limit_refused[i]);
+	fprintf(fp, "},\"buffer_memory\":{\"used\":%zu,\"peak\":%zu,"
+	    "\"max\":%zu,\"denied\":%" PRIu64 "}", st->mem_used, st->mem_peak,
+	    st->mem_max, st->mem_denied);
+	if (st->has_sources)
+		fprintf(fp, ",\"sources\":%zu,\"udp_sessions\":%u,"
+		    "\"udp_max\":%u", st->sources, st->udp_sessions,
+		    st->udp_max);
+	fputc('}', fp);
+}
+
 void
 status_write_json(const struct status *st, FILE *fp)
 {
@@ -299,6 +344,8 @@ status_write_json(const struct status *st, FILE *fp)
 		    st->udp.drop_queue + st->udp.drop_hold + st->udp.drop_down +
 		    st->udp.drop_send + st->udp.drop_block + st->udp.drop_proto +
 		    st->udp.tun_errors);
+	if (st->has_limits)
+		json_limits(st, fp);
 	if (st->flows != NULL) {
 		fprintf(fp, ",\"flow_list\":[");
 		for (i = 0; i < st->nflows; i++) {
@@ -465,6 +512,36 @@ prom_pool(FILE *fp, const struct status *st)
 	    "Flows started on a warm pool connection.", st->pooled);
 }
 
+static void
+prom_limits(FILE *fp, const struct status *st)
+{
+	size_t	 i;
+
+	prom_head(fp, "limit_refused_total", "counter",
+	    "New work refused by a limit: conns (max_conns), source "
+	    "(max_conns_per_source), user_conns, udp (max_udp), user_udp, "
+	    "memory (max_buffer_memory).");
+	for (i = 0; i < LIMIT_NKINDS; i++)
+		fprintf(fp, "tunsplit_limit_refused_total{limit=\"%s\"} %"
+		    PRIu64 "\n", limit_kind_name(i), st->limit_refused[i]);
+	prom_one(fp, "buffer_memory_bytes", "gauge",
+	    "Relay buffer memory in use.", st->mem_used);
+	prom_one(fp, "buffer_memory_peak_bytes", "gauge",
+	    "Most relay buffer memory in use at once.", st->mem_peak);
+	prom_one(fp, "buffer_memory_limit_bytes", "gauge",
+	    "max_buffer_memory (0: no limit).", st->mem_max);
+	prom_one(fp, "buffer_memory_denied_total", "counter",
+	    "Buffer allocations refused by max_buffer_memory (that side "
+	    "paused reading).", st->mem_denied);
+	if (st->has_sources) {
+		prom_one(fp, "limit_sources", "gauge",
+		    "Source addresses (IPv4, IPv6 /64) with live connections.",
+		    st->sources);
+		prom_one(fp, "udp_sessions", "gauge",
+		    "Live datagram sessions (UDP, ICMP).", st->udp_sessions);
+	}
+}
+
 void
 status_write_prometheus(const struct status *st, FILE *fp)
 {
@@ -494,7 +571,8 @@ status_write_prometheus(const struct status *st, FILE *fp)
 	    srv ? "Sessions accepted." : "TCP flows accepted (one outer "
 	    "connect each).", st->total);
 	prom_one(fp, PROM_NAME("refused_total"), "counter",
-	    srv ? "Connections closed at once: max_conns reached." :
+	    srv ? "Connections closed at accept: max_conns or "
+	    "max_conns_per_source reached." :
 	    "Flows refused: flow limit or out of resources.", st->refused);
 	prom_one(fp, PROM_NAME("failed_total"), "counter",
 	    srv ? "Sessions that ended in an error." :
@@ -530,4 +608,6 @@ status_write_prometheus(const struct status *st, FILE *fp)
 		prom_pool(fp, st);
 	if (st->has_udp)
 		prom_udp(fp, &st->udp);
+	if (st->has_limits)
+		prom_limits(fp, st);
 }

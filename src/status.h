@@ -15,6 +15,7 @@
 
 #include "addr.h"
 #include "assoc.h"
+#include "limit.h"
 #include "pool.h"
 #include "stats.h"
 #include "tsnetif.h"
@@ -70,6 +71,15 @@ struct status {
 	bool		 has_cover;
 	char		 cover[ADDR_STRLEN + 256];	/* "host:port" */
 	uint64_t	 cover_relayed, cover_failed;
+
+	/* Limits: refusals by kind, the buffer memory budget. */
+	bool		 has_limits;
+	uint64_t	 limit_refused[LIMIT_NKINDS];
+	size_t		 mem_used, mem_peak, mem_max;	/* max 0: none */
+	uint64_t	 mem_denied;		/* allocations refused: reads paused */
+	bool		 has_sources;		/* server */
+	size_t		 sources;		/* sources with live connections */
+	unsigned	 udp_sessions, udp_max;	/* server datagram sessions */
 
 	/* Optional per-flow list (status --flows). */
 	const struct status_flow *flows;

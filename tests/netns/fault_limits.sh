@@ -1,5 +1,8 @@
 #!/bin/bash
-# Configured limits: client max_flows 100, then server max_conns 100.
+# Configured limits: client max_flows 100, then server max_conns 100, then
+# server max_conns_per_source 100 (the client's address is one source; a
+# second address on the client host is another, and is still served while
+# the first is at its limit).
 # 150 apps connect at once; exactly the first 100 get through and work, the
 # other 50 are refused at once (client: the app's SYN is answered with an
 # RST; server: the connection is closed at accept and the app reset), the
@@ -13,7 +16,8 @@ ts_init fault_limits
 ts_topology_up
 ts_make_pki
 
-# run_case NAME: 150 apps against the configured limit of 100.
+# run_case NAME [HOOK]: 150 apps against the configured limit of 100; HOOK
+# runs while the 100 are held.
 run_case() {
 	local name=$1 ready=$TS_TMP/$1.ready release=$TS_TMP/$1.release
 	ts_bg "$NS_C" "$name-held" "$TS_PY" -u "$TS_SOAK_PY" hold \
@@ -31,6 +35,7 @@ run_case() {
 	    ts_fail "$name: flows over the limit got through: $(head -n 1 "$TS_TMP/$name-over.log")"
 	grep -q '"timeout"' "$TS_TMP/$name-over.log" &&
 	    ts_fail "$name: refused flows hung instead of being reset"
+	[ -z "${2:-}" ] || "$2"
 	touch "$release"
 	wait "$held" || ts_fail "$name: admitted flows broke: $(tail -n 1 "$TS_TMP/$name-held.log")"
 	ts_log "$name: $(tail -n 1 "$TS_TMP/$name-held.log")"
@@ -80,4 +85,39 @@ msgs=$(grep -c 'max_conns 100 reached' "$TS_TMP/server.log")
     ts_fail "server logged the limit $msgs times"
 ts_log "server: $refused connections refused (status), limit logged $msgs time(s)"
 ts_check_alive
-ts_pass "max_flows and max_conns refuse only the new work, at once, counted and logged once per interval; recovery at once"
+kill -TERM "$TS_CLIENT_PID" "$TS_SERVER_PID"
+sleep 0.3
+kill -TERM "$TS_CLIENT_PID" "$TS_SERVER_PID" 2>/dev/null
+wait "$TS_CLIENT_PID" "$TS_SERVER_PID" 2>/dev/null
+
+# 3. The server's max_conns_per_source.
+src2=10.77.1.3
+ip -n "$NS_C" addr add "$src2/24" dev eth0 || ts_fail "second client address"
+tlsprobe() {	# tlsprobe SOURCE
+	ip netns exec "$NS_C" timeout 20 "$TS_PY" -u "$TS_LIB_DIR/limits.py" \
+	    tlsprobe --server "$TS_S_ADDR4" --port "$TS_SERVER_PORT" \
+	    --ca "$TS_TMP/ca.pem" --sni "$TS_SNI" --source "$1" --timeout 5
+}
+probe_sources() {
+	local out
+	out=$(tlsprobe "$TS_C_ADDR4" 2>&1) &&
+	    ts_fail "source $TS_C_ADDR4 at its limit, yet served: $out"
+	ts_log "source: first source at its limit: $out"
+	out=$(tlsprobe "$src2" 2>&1) ||
+	    ts_fail "second source refused while the first is at its limit: $out"
+	ts_log "source: second source meanwhile: $out"
+}
+ts_write_configs "  pool: 0" "  max_conns_per_source: 100"
+ts_start_server
+ts_start_client
+run_case source probe_sources
+st=$(status_json "$NS_S" "$TS_TMP/server.sock") || ts_fail "server status"
+refused=$(printf '%s' "$st" | "$TS_PY" -c 'import json,sys; print(json.load(sys.stdin)["limits"]["refused"]["source"])') ||
+    ts_fail "no limits.refused.source in the server status: $st"
+[ "$refused" -ge 51 ] || ts_fail "server counted $refused refused by source, 51 expected: $st"
+msgs=$(grep -c 'max_conns_per_source 100 reached' "$TS_TMP/server.log")
+[ "$msgs" -ge 1 ] && [ "$msgs" -le 3 ] ||
+    ts_fail "server logged the per-source limit $msgs times"
+ts_log "source: $refused connections refused (status), limit logged $msgs time(s)"
+ts_check_alive
+ts_pass "max_flows, max_conns and max_conns_per_source refuse only the new work, at once, counted and logged once per interval; recovery at once"

@@ -352,12 +352,18 @@ async def loris(args):
     start of a TLS ClientHello (or nothing).  Prints how long the server
     took to close them; fails when some are still open after --within."""
     raise_nofile()
-    conns = []
+    conns, reset = [], 0
     hello = bytes.fromhex("160301") + b"\x02\x00" + b"\x01\x00\x01\xfc\x03\x03"
     for i in range(args.conns):
         try:
             r, w = await asyncio.wait_for(
-                asyncio.open_connection(args.host, args.port), args.timeout)
+                asyncio.open_connection(
+                    args.host, args.port,
+                    local_addr=(args.source, 0) if args.source else None),
+                args.timeout)
+        except (ConnectionResetError, ConnectionRefusedError):
+            reset += 1	# refused at once (a per-source limit): closed
+            continue
         except Exception as e:  # noqa: BLE001
             log("loris: connection %d failed: %s" % (i, errname(e)))
             return 1
@@ -368,7 +374,7 @@ async def loris(args):
     if args.ready:
         with open(args.ready, "w") as f:
             f.write("%d\n" % len(conns))
-    closed = []
+    closed = [0.0] * reset
 
     async def wait_close(c):
         try:
@@ -385,10 +391,12 @@ async def loris(args):
     for r, w in conns:
         w.close()
     last = max(closed) if closed else -1
-    log("loris: %d/%d half-open connections closed by the server, the last "
-        "after %.1fs (limit %.1fs)" % (len(closed), len(conns), last,
-                                        args.within))
-    return 0 if len(closed) == len(conns) else 1
+    log("loris: %d/%d half-open connections closed by the server, %d of "
+        "them within 1s (%d reset while connecting), the last after %.1fs "
+        "(limit %.1fs)" %
+        (len(closed), args.conns, sum(1 for t in closed if t < 1.0), reset,
+         last, args.within))
+    return 0 if len(closed) == args.conns else 1
 
 
 def native_header(key, kind, ip, port, ts=None, nonce=None):
@@ -605,6 +613,7 @@ def main():
     a.add_argument("--conns", type=int, default=200)
     a.add_argument("--within", type=float, default=10)
     a.add_argument("--ready")
+    a.add_argument("--source", help="local address to connect from")
     a = app("garbage")
     a.add_argument("--ca", required=True)
     a.add_argument("--sni", required=True)

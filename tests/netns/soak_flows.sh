@@ -2,7 +2,7 @@
 # Many concurrent idle flows: TS_FLOWS connections (default 10,000, about
 # 20 s; 2,000 in a sanitizer build) are opened through the tunnel and each
 # proven with a round trip, held open together, then proven again.  The client runs with
-# max_flows 12000, the server with max_conns 12000.  Reports the resident
+# max_flows 12000, the server with max_conns (and per source) 12000.  Reports the resident
 # memory of client and server before, while holding (per flow) and at peak,
 # and checks that both fall back once the flows are gone.
 #
@@ -26,7 +26,9 @@ TS_MAX_FLOWS=12000
 ts_topology_up
 ts_soak_sysctls
 ts_make_pki
-ts_write_configs "" "  max_conns: 12000"
+# One client is one source: max_conns_per_source (default 4096) too.
+ts_write_configs "" "  max_conns: 12000
+  max_conns_per_source: 12000"
 ts_start_soak_target
 ts_start_server
 servers=$TS_SERVER_PID

@@ -913,6 +913,99 @@ roundtrip(const char *yaml, const char *const *keys)
 	free(full);
 }
 
+/* Resource limits: values, defaults, sizes, errors, the dump. */
+static void
+test_limits(void **state)
+{
+	static const char *const k2[] = { K1, K2, NULL };
+	static const struct {
+		const char	*yaml, *where, *msg;
+	} bad[] = {
+		{ SERVER "  max_buffer_memory: 64m\n", "t.yaml:8:22: "
+		    "server.max_buffer_memory: ", "'64m' is not a size" },
+		{ SERVER "  max_buffer_memory: 512K\n", "t.yaml:8:22: "
+		    "server.max_buffer_memory: ", "out of range (0 for no limit, "
+		    "or 1M..1024G)" },
+		{ SERVER "  max_buffer_memory: 2048G\n", "t.yaml:8:22: ",
+		    "out of range" },
+		{ SERVER "  max_buffer_memory: -1\n", "t.yaml:8:22: ",
+		    "not a size" },
+		{ SERVER "  max_buffer_memory: 99999999999999999999999\n",
+		    "t.yaml:8:22: ", "not a size" },
+		{ CLIENT "  max_buffer_memory: 1.5M\n", "t.yaml:4:22: "
+		    "client.max_buffer_memory: ", "not a size" },
+		{ SERVER "  max_conns_per_source: 1000001\n", "t.yaml:8:25: "
+		    "server.max_conns_per_source: ", "out of range" },
+		{ SERVER "  max_udp: 0\n", "t.yaml:8:12: server.max_udp: ",
+		    "out of range (1..1000000)" },
+		{ "server:\n  listen: 0.0.0.0:443\n  cert: /c\n  cert_key: /k\n"
+		    "  users:\n    - {name: a, key: \"" K1 "\", max_conns: 0}\n",
+		    "t.yaml:6:81: server.users[0].max_conns: ", "out of range" },
+		{ "server:\n  listen: 0.0.0.0:443\n  cert: /c\n  cert_key: /k\n"
+		    "  users:\n    - {name: a, key: \"" K1 "\", max_tcp: 3}\n",
+		    "t.yaml:6:70: server.users[0].max_tcp: ", "unknown key" },
+		{ CLIENT "  max_conns_per_source: 5\n", "t.yaml:4:3: ",
+		    "unknown key" },
+	};
+	struct conf	*c;
+	size_t		 i;
+
+	(void)state;
+	/* Defaults. */
+	assert_non_null(c = load(SERVER));
+	assert_int_equal(c->server.max_conns_per_source, 4096);
+	assert_int_equal(c->server.max_conns_per_user, 0);
+	assert_int_equal(c->server.max_udp, 4096);
+	assert_int_equal(c->server.max_udp_per_user, 0);
+	assert_int_equal(c->server.max_buffer_memory, 256u << 20);
+	assert_int_equal(c->server.users[0].max_conns, 0);
+	assert_int_equal(c->server.users[0].max_udp, 0);
+	conf_free(c);
+	assert_non_null(c = load(CLIENT));
+	assert_int_equal(c->client.max_buffer_memory, 64u << 20);
+	conf_free(c);
+	/* Values. */
+	c = load("server:\n  listen: 0.0.0.0:443\n  cert: /c\n"
+	    "  cert_key: /k\n  users:\n"
+	    "    - {name: a, key: \"" K1 "\", max_conns: 5, max_udp: 2}\n"
+	    "    - {name: b, key: \"" K2 "\"}\n"
+	    "  max_conns_per_source: 0\n  max_conns_per_user: 50\n"
+	    "  max_udp: 7\n  max_udp_per_user: 3\n"
+	    "  max_buffer_memory: 1G\n");
+	if (c == NULL)
+		fail_msg("%s", errbuf);
+	assert_int_equal(c->server.users[0].max_conns, 5);
+	assert_int_equal(c->server.users[0].max_udp, 2);
+	assert_int_equal(c->server.users[1].max_conns, 0);
+	assert_int_equal(c->server.max_conns_per_source, 0);
+	assert_int_equal(c->server.max_conns_per_user, 50);
+	assert_int_equal(c->server.max_udp, 7);
+	assert_int_equal(c->server.max_udp_per_user, 3);
+	assert_int_equal(c->server.max_buffer_memory, 1u << 30);
+	conf_free(c);
+	assert_non_null(c = load(CLIENT "  max_buffer_memory: 0\n"));
+	assert_int_equal(c->client.max_buffer_memory, 0);
+	conf_free(c);
+	assert_non_null(c = load(CLIENT "  max_buffer_memory: 1048576\n"));
+	assert_int_equal(c->client.max_buffer_memory, 1u << 20);
+	conf_free(c);
+	assert_non_null(c = load(CLIENT "  max_buffer_memory: 3MiB\n"));
+	assert_int_equal(c->client.max_buffer_memory, 3u << 20);
+	conf_free(c);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		expect_err(bad[i].yaml, bad[i].where, bad[i].msg);
+	/* The dump reads back the same. */
+	roundtrip(CLIENT "  max_buffer_memory: 1536K\n", k2);
+	roundtrip(CLIENT "  max_buffer_memory: 0\n", k2);
+	roundtrip("server:\n  listen: 0.0.0.0:443\n  cert: /c\n"
+	    "  cert_key: /k\n  users:\n"
+	    "    - {name: a, key: \"" K1 "\", max_conns: 5, max_udp: 2}\n"
+	    "    - {name: b, key: \"" K2 "\"}\n"
+	    "  max_conns_per_source: 9\n  max_conns_per_user: 8\n"
+	    "  max_udp: 7\n  max_udp_per_user: 6\n"
+	    "  max_buffer_memory: 1048577\n", k2);
+}
+
 static void
 test_dump(void **state)
 {
@@ -1044,6 +1137,7 @@ main(void)
 		cmocka_unit_test(test_load_file),
 		cmocka_unit_test(test_duration),
 		cmocka_unit_test(test_dump),
+		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_examples),
 	};
 

@@ -33,6 +33,7 @@
 #include <openssl/x509.h>
 
 #include "buf.h"
+#include "limit.h"
 #include "outer.h"
 #include "relay.h"
 #include "sock.h"
@@ -370,6 +371,76 @@ test_backpressure_bounded(void **state)
 	pair_close(&p);
 }
 
+/*
+ * A memory budget of one buffer for a relay that moves BIG bytes both ways
+ * while the client reads slowly: the budget never goes over, the side it
+ * refuses is paused (not read: no read interest), and once the other
+ * buffer drains the paused side goes on -- every byte arrives, in order.
+ */
+static void
+test_budget_pauses_never_loses(void **state)
+{
+	struct pair		 p;
+	struct limit_mem	 m;
+	uint8_t			*up, *down, *got_up, *got_down;
+	size_t			 sent_up = 0, sent_down = 0, n_up = 0, n_down = 0;
+	ssize_t			 n;
+	bool			 was_starved = false;
+	int			 i;
+
+	(void)state;
+	pair_open(&p, 1);
+	limit_mem_init(&m, RELAY_BUF_SIZE, RELAY_BUF_SIZE);
+	up = malloc(BIG);
+	down = malloc(BIG);
+	got_up = malloc(BIG);
+	got_down = malloc(BIG);
+	fill_pattern(up, BIG, 4);
+	fill_pattern(down, BIG, 5);
+	relay_start(&p.r, p.so, p.fd);
+	relay_set_budget(&p.r, &m);
+	for (i = 0; i < 40000 && (n_up < BIG || n_down < BIG); i++) {
+		if (sent_up < BIG && (n = outer_write(p.co, up + sent_up,
+		    BIG - sent_up)) > 0)
+			sent_up += (size_t)n;
+		if (sent_down < BIG && (n = send(p.peer, down + sent_down,
+		    BIG - sent_down, MSG_NOSIGNAL)) > 0)
+			sent_down += (size_t)n;
+		if ((n = peer_read(&p, got_up + n_up, BIG - n_up)) > 0)
+			n_up += (size_t)n;
+		/* The client reads only every 8th turn: downstream backs up
+		 * and holds its buffer, starving upstream for a while. */
+		if (i % 8 == 0 && (n = client_read(&p, got_down + n_down,
+		    BIG - n_down)) > 0)
+			n_down += (size_t)n;
+		assert_int_equal(pump(&p), RELAY_RUNNING);
+		assert_true(m.used <= m.max);
+		if (relay_starved(&p.r)) {
+			was_starved = true;
+			if (p.r.to_fd.denied)
+				assert_int_equal(relay_outer_events(&p.r) &
+				    EPOLLIN, 0);
+			if (p.r.to_outer.denied)
+				assert_int_equal(relay_fd_events(&p.r) &
+				    EPOLLIN, 0);
+		}
+	}
+	assert_true(was_starved);
+	assert_true(m.denied > 0);
+	assert_int_equal(m.peak, RELAY_BUF_SIZE);
+	assert_int_equal(n_up, BIG);
+	assert_int_equal(n_down, BIG);
+	assert_memory_equal(got_up, up, BIG);
+	assert_memory_equal(got_down, down, BIG);
+	relay_free(&p.r);
+	assert_int_equal(m.used, 0);
+	free(up);
+	free(down);
+	free(got_up);
+	free(got_down);
+	pair_close(&p);
+}
+
 static void
 test_answer_only(void **state)
 {
@@ -454,6 +525,7 @@ main(void)
 		cmocka_unit_test(test_queued_first_then_both_ways),
 		cmocka_unit_test(test_half_close_both_ways),
 		cmocka_unit_test(test_backpressure_bounded),
+		cmocka_unit_test(test_budget_pauses_never_loses),
 		cmocka_unit_test(test_answer_only),
 		cmocka_unit_test(test_fd_reset),
 		cmocka_unit_test(test_outer_reset),
