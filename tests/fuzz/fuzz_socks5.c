@@ -18,6 +18,9 @@
  *  - round trips: a reply's address encodes (as a request) to the reply's
  *    bytes after RSV; a datagram's address to the header after RSV, with
  *    socks5_udp_hdr_len agreeing, the payload the rest of the datagram;
+ *  - socks5_reply_want never asks for a byte past the reply: reading what
+ *    it asks for, from nothing, ends exactly at the reply's end, and it
+ *    says 0 from there on;
  *  - the auth request has the RFC 1929 layout exactly when both
  *    credentials are 1..255 bytes, and is refused otherwise; too small an
  *    output buffer is refused, never overrun.
@@ -190,6 +193,35 @@ fz_prefixes(enum fz_msg m, const uint8_t *in, size_t len, struct fz_out *o)
 	return r;
 }
 
+/* The client reads a reply in steps of socks5_reply_want(), so that the
+ * target's first bytes behind it stay in the socket. */
+static void
+fz_reply_want(const uint8_t *in, size_t len)
+{
+	ssize_t total = ref_parse(FZ_REPLY, in, len), r;
+	size_t l = 0, want, steps = 0;
+
+	for (;;) {
+		r = ref_parse(FZ_REPLY, in, l);
+		if (r < 0)
+			return;		/* malformed: the parser says so */
+		want = socks5_reply_want(in, l);
+		if (r > 0) {
+			FZ_CHECK(want == 0 && (size_t)r == l);
+			break;
+		}
+		FZ_CHECK(want >= 1);
+		if (total > 0)
+			FZ_CHECK(l + want <= (size_t)total);
+		if (l + want > len)
+			return;		/* the input ends first */
+		l += want;
+		FZ_CHECK(++steps <= SOCKS5_REPLY_MAX);
+	}
+	/* Bytes after the reply never make it ask for more. */
+	FZ_CHECK(socks5_reply_want(in, len) == 0);
+}
+
 /* ---- round trips --------------------------------------------------------- */
 
 static void
@@ -301,6 +333,7 @@ fz_session(const uint8_t *in, size_t len)
 		len -= (size_t)r;
 	} else if (o.byte != SOCKS5_METHOD_NONE)
 		return;
+	fz_reply_want(in, len);
 	if ((r = fz_prefixes(FZ_REPLY, in, len, &o)) <= 0)
 		return;
 	fz_reply_round_trip(in, (size_t)r, &o.reply);
@@ -332,6 +365,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		else
 			fz_udp_round_trip(data, (size_t)r, &o);
 	}
+	fz_reply_want(data, size);
 	fz_session(data, size);
 	fz_auth_encode(data, size);
 	fz_greeting();
