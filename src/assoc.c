@@ -424,7 +424,7 @@ assoc_refused(struct assoc_env *e)
 		e->st.drop_block++;
 	else if (e->st.drop_proto++ == 0)
 		log_warnx("icmp: echo requests are dropped: protocol %s "
-		    "carries no ICMP (only tunsplit does); each one is "
+		    "carries no ICMP (only tunsplit and direct do); each one is "
 		    "counted", conf_proto_name(e->conf->client.protocol));
 }
 

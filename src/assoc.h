@@ -10,7 +10,8 @@
  *   trojan    one TLS stream, trojan UDP ASSOCIATE and packets; UDP only
  *   socks5    RFC 1928 UDP ASSOCIATE: a TCP control connection to the
  *             proxy, a UDP socket to its relay; UDP only
- *   direct    one unconnected UDP socket marked with client.mark; UDP only
+ *   direct    one unconnected UDP socket marked with client.mark (a ping
+ *             socket for ICMP echo)
  *   block     none: datagrams are refused and counted
  *
  * Ownership: the env owns every association (hash table for lookup, LRU

@@ -7,7 +7,11 @@
  *           client.mark so that routing keeps them out of the TUN.  An
  *           unconnected socket takes replies from any source: full cone.
  *           Queue items are native frames (frame.h), parsed back to find
- *           the destination when they leave.
+ *           the destination when they leave.  ICMP echo goes through ping
+ *           sockets (SOCK_DGRAM, IPPROTO_ICMP[V6]) the same way, the frame
+ *           port being the sequence number; they need the process's group
+ *           in net.ipv4.ping_group_range (raw sockets, as the server falls
+ *           back to, would see every echo reply of the host).
  *
  *   socks5  RFC 1928 UDP ASSOCIATE.  a->fd is the TCP control connection
  *           to the proxy (greeting, RFC 1929 username/password when
@@ -33,6 +37,7 @@
 #include <netinet/in.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include "assoc_tp.h"
 #include "conf.h"
@@ -69,12 +74,15 @@ sock_set_mark(int fd, uint32_t mark)
 		log_warn("setsockopt SO_MARK %u", mark);
 }
 
+/* A UDP socket, or with proto IPPROTO_ICMP / IPPROTO_ICMPV6 a ping
+ * socket (the kernel sets the echo identifier and checksum, and hands us
+ * only the replies to our own requests). */
 static int
-sock_udp(int family, uint32_t mark)
+sock_dgram(int family, int proto, uint32_t mark)
 {
 	int	fd, one = 1;
 
-	fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, proto);
 	if (fd < 0)
 		return -1;
 	/* One socket per family: no IPv4-mapped sources to untangle. */
@@ -119,12 +127,24 @@ direct_fd(struct assoc *a, int family)
 {
 	int		*fd = family == AF_INET ? &a->fd : &a->ufd;
 	struct loop_fd	*lfd = family == AF_INET ? &a->lfd : &a->ulfd;
+	static bool	 warned;
+	int		 proto = 0;
 
 	if (*fd >= 0)
 		return *fd;
-	if ((*fd = sock_udp(family, a->env->conf->client.mark)) < 0) {
-		log_warn("%s %llu: IPv%d socket", assoc_kstr(a),
-		    (unsigned long long)a->id, family == AF_INET ? 4 : 6);
+	if (a->key.kind == PROTO_KIND_ICMP)
+		proto = family == AF_INET ? IPPROTO_ICMP : IPPROTO_ICMPV6;
+	if ((*fd = sock_dgram(family, proto, a->env->conf->client.mark)) < 0) {
+		if (proto != 0 && errno == EACCES) {
+			if (!warned)
+				log_warnx("icmp: no ping socket (the group is "
+				    "outside net.ipv4.ping_group_range): echo "
+				    "requests are dropped, counted");
+			warned = true;
+		} else
+			log_warn("%s %llu: IPv%d socket", assoc_kstr(a),
+			    (unsigned long long)a->id,
+			    family == AF_INET ? 4 : 6);
 		return -1;
 	}
 	if (loop_fd_add(a->env->loop, lfd, *fd, EPOLLIN,
@@ -134,6 +154,34 @@ direct_fd(struct assoc *a, int family)
 		return -1;
 	}
 	return *fd;
+}
+
+/* One datagram of the direct transport: UDP as it is, ICMP as an echo
+ * request whose sequence number is the frame's port. */
+static ssize_t
+direct_send(struct assoc *a, int fd, struct addr *to,
+    const struct proto_dest *dst, const uint8_t *p, size_t plen)
+{
+	uint8_t		 echo[PKT_ECHO_HDR];
+	struct iovec	 iov[2];
+	struct msghdr	 m;
+
+	if (a->key.kind != PROTO_KIND_ICMP)
+		return sendto(fd, p, plen, 0, &to->u.sa, to->len);
+	memset(echo, 0, sizeof(echo));
+	echo[0] = addr_family(to) == AF_INET ? 8 : 128;	/* echo request */
+	echo[6] = (uint8_t)(dst->port >> 8);
+	echo[7] = (uint8_t)dst->port;
+	iov[0].iov_base = echo;
+	iov[0].iov_len = sizeof(echo);
+	iov[1].iov_base = (void *)(uintptr_t)p;
+	iov[1].iov_len = plen;
+	memset(&m, 0, sizeof(m));
+	m.msg_name = &to->u.sa;
+	m.msg_namelen = to->len;
+	m.msg_iov = iov;
+	m.msg_iovlen = 2;
+	return sendmsg(fd, &m, 0);
 }
 
 /* Sends the front item.  1 sent or dropped, 0 blocked. */
@@ -156,7 +204,7 @@ sock_send_one(struct assoc *a, const uint8_t *item, size_t len)
 			errno = EINVAL;
 			w = -1;
 		} else
-			w = sendto(fd, p, plen, 0, &to.u.sa, to.len);
+			w = direct_send(a, fd, &to, &dst, p, plen);
 	}
 	if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 		return 0;
@@ -221,6 +269,18 @@ sock_pump_down_fd(struct assoc *a, int fd)
 				a->drops++;
 				continue;
 			}
+		} else if (a->key.kind == PROTO_KIND_ICMP) {
+			/* A ping socket: an echo reply, its sequence number
+			 * as the frame's port. */
+			if (r < PKT_ECHO_HDR || (buf[0] != 0 && buf[0] != 129)) {
+				a->env->st.drop_down++;
+				a->drops++;
+				continue;
+			}
+			frame_dest_from_addr(&src, &from);
+			src.port = (uint16_t)(buf[6] << 8 | buf[7]);
+			p = buf + PKT_ECHO_HDR;
+			plen = (size_t)r - PKT_ECHO_HDR;
 		} else {
 			frame_dest_from_addr(&src, &from);
 			p = buf;
@@ -289,7 +349,7 @@ socks_udp_socket(struct assoc *a, struct proto_dest *self)
 	local.len = sizeof(local.u);
 	if (getsockname(a->fd, &local.u.sa, &local.len) < 0)
 		return -1;
-	if ((a->ufd = sock_udp(addr_family(&local),
+	if ((a->ufd = sock_dgram(addr_family(&local), 0,
 	    a->env->conf->client.mark)) < 0)
 		return -1;
 	if (addr_family(&local) == AF_INET)
@@ -552,6 +612,7 @@ const struct assoc_tp assoc_tp_socks5 = {
 
 const struct assoc_tp assoc_tp_direct = {
 	.name = "direct",
+	.icmp = true,
 	.sockets = true,
 	.open = sock_open,
 	.encode_hdr = frame_encode_hdr,

@@ -1,6 +1,7 @@
 /*
  * Client ICMP echo: echo requests (ICMP type 8, ICMPv6 type 128) from the
- * TUN are forwarded to the server, which pings the real target; its reply
+ * TUN are forwarded to the server, which pings the real target (with
+ * protocol direct the client pings it itself, assoc_sock.c); its reply
  * comes back framed and is written to the TUN as an echo reply from the
  * target, with the app's own identifier and sequence number.  The app thus
  * measures the true round trip through the tunnel, and gets no reply when

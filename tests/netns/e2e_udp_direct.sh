@@ -19,7 +19,9 @@
 #     the app receives it.
 #  3. DNS pinning (dns: 10.77.2.1:53): a query to 10.77.2.99:53 is answered
 #     by the pinned resolver and seen by the app as from 10.77.2.99:53.
-#  4. ICMP echo: dropped (direct carries no ICMP), one log line.
+#  4. ICMP echo: ping (IPv4 and IPv6) is answered through a ping socket of
+#     the client's (net.ipv4.ping_group_range opened for it); with the
+#     range closed, echo requests are dropped with one log line.
 #  5. block: a connected app socket gets EHOSTUNREACH (IPv4) / EACCES
 #     (IPv6) from the ICMP "administratively prohibited" the client answers
 #     with, at once; the client's counters show the blocked datagrams.
@@ -69,6 +71,8 @@ udp() {
 }
 
 # ---- direct ------------------------------------------------------------------
+# The client (root, group 0) may open ping sockets.
+ts_sysctl "$NS_C" net/ipv4/ping_group_range "0 2147483647"
 write_client direct
 ts_start_client
 
@@ -103,22 +107,33 @@ udp echo --host 10.77.2.99 --port 53 --sizes 12,512 ||
 ts_log "direct: DNS to 10.77.2.99:53 answered via the pinned resolver, seen from 10.77.2.99:53"
 
 if command -v ping >/dev/null 2>&1; then
+	ip netns exec "$NS_C" ping -c 3 -i 0.2 -W 2 "$TS_S2_ADDR4" \
+	    >>"$TS_TMP/ping.log" 2>&1 ||
+	    ts_fail "direct: ping $TS_S2_ADDR4: $(tail -n 3 "$TS_TMP/ping.log")"
+	ip netns exec "$NS_C" ping -6 -c 3 -i 0.2 -W 2 "$TS_S2_ADDR6" \
+	    >>"$TS_TMP/ping.log" 2>&1 ||
+	    ts_fail "direct: ping $TS_S2_ADDR6: $(tail -n 3 "$TS_TMP/ping.log")"
+	ts_log "direct: ping v4 and v6 answered: $(grep -c 'bytes from' "$TS_TMP/ping.log") replies"
+	ts_sysctl "$NS_C" net/ipv4/ping_group_range "1 0"
 	if ip netns exec "$NS_C" ping -c 2 -i 0.2 -W 1 "$TS_S2_ADDR4" \
 	    >>"$TS_TMP/ping.log" 2>&1; then
-		ts_fail "direct: ping answered, but direct carries no ICMP"
+		ts_fail "direct: ping answered without a ping socket"
 	fi
-	grep -q "icmp: echo requests are dropped: protocol direct" \
-	    "$TS_TMP/client.log" || ts_fail "direct: no log line for the dropped echo"
-	ts_log "direct: ICMP echo dropped with one log line"
+	grep -q "icmp: no ping socket" "$TS_TMP/client.log" ||
+	    ts_fail "direct: no log line for the dropped echo"
+	ts_log "direct: without ping sockets, echo dropped with one log line"
 fi
 ts_alive "$TS_CLIENT_PID" || ts_fail "the client died"
 kill -TERM "$TS_CLIENT_PID"
 wait "$TS_CLIENT_PID" 2>/dev/null
 # No association ever had the client's own address as its app: nothing
 # came back in through the TUN.
-if grep -E "udp [0-9]+ $TS_C_ADDR4:" "$TS_TMP/client.log"; then
+if grep -E "(udp|icmp) [0-9]+ $TS_C_ADDR4:" "$TS_TMP/client.log"; then
 	ts_fail "direct: a datagram looped back into the TUN"
 fi
+grep -qE "icmp [0-9]+ 198.18.0.1:[0-9]+: .*up 3 dgrams.*down 3 dgrams" \
+    "$TS_TMP/client.log" ||
+    ts_fail "direct: the client's log shows no ICMP session with 3 echoes each way"
 
 # ---- block -------------------------------------------------------------------
 mv "$TS_TMP/client.log" "$TS_TMP/client-direct.log"
@@ -135,4 +150,4 @@ kill -TERM "$TS_CLIENT_PID"
 wait "$TS_CLIENT_PID" 2>/dev/null
 grep -q "udp: 0 associations.* 2 blocked" "$TS_TMP/client.log" ||
     ts_fail "block: the client does not count 2 blocked datagrams: $(grep 'udp: ' "$TS_TMP/client.log")"
-ts_pass "direct: full cone over one marked socket, v4 and v6, DNS pinned, ICMP dropped; block: apps told at once (ICMP admin prohibited), counted"
+ts_pass "direct: full cone over one marked socket, v4 and v6, DNS pinned, ping through ping sockets; block: apps told at once (ICMP admin prohibited), counted"
