@@ -254,6 +254,67 @@ test_prometheus(void **state)
 	free(s);
 }
 
+/* The limits: refusals by kind, the buffer budget, server extras. */
+static void
+test_limits(void **state)
+{
+	struct status	 st;
+	char		*s;
+
+	(void)state;
+	sample(&st, false);
+	st.role = "server";
+	st.has_tun = false;
+	st.has_limits = true;
+	st.limit_refused[LIMIT_SOURCE] = 200;
+	st.limit_refused[LIMIT_USER_CONNS] = 5;
+	st.limit_refused[LIMIT_MEMORY] = 7;
+	st.mem_used = 3 << 20;
+	st.mem_peak = 4 << 20;
+	st.mem_max = 256 << 20;
+	st.mem_denied = 11;
+	st.has_sources = true;
+	st.sources = 12;
+	st.udp_sessions = 3;
+	st.udp_max = 4096;
+	s = render(status_write_text, &st);
+	assert_non_null(strstr(s, "buffer memory: 3.0 MiB in use, peak 4.0 MiB, "
+	    "limit 256.0 MiB; 11 allocations refused (reads paused)\n"));
+	assert_non_null(strstr(s, "sources: 12 with connections; datagram "
+	    "sessions 3 (max 4096)\n"));
+	assert_non_null(strstr(s, "limits refused: conns 0 source 200 "
+	    "user_conns 5 udp 0 user_udp 0 memory 7\n"));
+	free(s);
+	s = render(status_write_json, &st);
+	assert_non_null(strstr(s, "\"limits\":{\"refused\":{\"conns\":0,"
+	    "\"source\":200,\"user_conns\":5,\"udp\":0,\"user_udp\":0,"
+	    "\"memory\":7},\"buffer_memory\":{\"used\":3145728,\"peak\":"
+	    "4194304,\"max\":268435456,\"denied\":11},\"sources\":12,"
+	    "\"udp_sessions\":3,\"udp_max\":4096}"));
+	free(s);
+	s = render(status_write_prometheus, &st);
+	assert_non_null(strstr(s, "tunsplit_limit_refused_total{limit="
+	    "\"source\"} 200\n"));
+	assert_non_null(strstr(s, "tunsplit_limit_refused_total{limit="
+	    "\"memory\"} 7\n"));
+	assert_non_null(strstr(s, "tunsplit_buffer_memory_bytes 3145728\n"));
+	assert_non_null(strstr(s, "tunsplit_buffer_memory_limit_bytes "
+	    "268435456\n"));
+	assert_non_null(strstr(s, "tunsplit_buffer_memory_denied_total 11\n"));
+	assert_non_null(strstr(s, "tunsplit_limit_sources 12\n"));
+	assert_non_null(strstr(s, "tunsplit_udp_sessions 3\n"));
+	free(s);
+	/* The client: memory only, no limit of "none" when unlimited. */
+	st.role = "client";
+	st.has_sources = false;
+	st.mem_max = 0;
+	s = render(status_write_text, &st);
+	assert_non_null(strstr(s, "limit none;"));
+	assert_non_null(strstr(s, "limits refused: memory 7\n"));
+	assert_null(strstr(s, "sources:"));
+	free(s);
+}
+
 static void
 test_pool(void **state)
 {
@@ -531,6 +592,7 @@ main(void)
 		cmocka_unit_test(test_json),
 		cmocka_unit_test(test_prometheus),
 		cmocka_unit_test(test_pool),
+		cmocka_unit_test(test_limits),
 		cmocka_unit_test_setup_teardown(test_answer, setup_ctl,
 		    teardown_ctl),
 		cmocka_unit_test_setup_teardown(test_socket, setup_ctl,
