@@ -115,10 +115,26 @@ def session(v6=False, mtu=2, port=80):
     ])
 
 
+def tw_reuse(v6=False):
+    """lwIP closes first (TIME_WAIT), then the app's next SYN on the same
+    ports, once with an ISN after the old one and once before it."""
+    t = lambda *a, **k: tcp(*a, sport=40100, v6=v6, **k)  # noqa: E731
+    recs = []
+    for isn in (7000, 900000, 10):
+        recs += [
+            rec(t(SYN, isn, opts=SYN_OPTS)),
+            rec(t(ACK, isn + 1, 1), SHUT),
+            rec(t(ACK | FIN, isn + 1, 2), 0x01),
+        ]
+    return settings(2) + b"".join(recs)
+
+
 def tun_seeds():
     s = {}
     s["v4_session"] = session()
     s["v6_session"] = session(v6=True, mtu=4)
+    s["v4_tw_reuse"] = tw_reuse()
+    s["v6_tw_reuse"] = tw_reuse(v6=True)
     isn = 5000
     # Out of order data (SACK), a hole filled later, then a reset.
     s["v4_ooo_rst"] = settings(3) + b"".join([
