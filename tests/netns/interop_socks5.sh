@@ -214,7 +214,7 @@ grep -q "socks5 authentication failed" "$TS_TMP/client.log" ||
 ts_alive "$TS_CLIENT_PID" || ts_fail "(d) the client died"
 sed -i "s/\"wrong-$PW\"/\"$PW\"/" "$TS_TMP/client.yaml"
 kill -HUP "$TS_CLIENT_PID"
-sleep 0.5
+wait_log "$TS_TMP/client.log" "reloaded $TS_TMP/client.yaml" "(d) SIGHUP"
 app recv --host "$TS_T_ADDR4" --port "$TS_TARGET_PORT" --bytes "$N" --seed 70
 grep -q -- "$PW" "$TS_TMP/client.log" && ts_fail "(d) the password was logged"
 ts_log "(d) passed"
