@@ -22,19 +22,8 @@
 . "$(dirname "$0")/lib.sh"
 ts_init interop_udp_socks5
 
-# need PROGRAM PACKAGE: the program, installing its package when missing.
-need() {
-	command -v "$1" >/dev/null 2>&1 && return 0
-	[ -x "/usr/sbin/$1" ] && return 0
-	if command -v apt-get >/dev/null 2>&1; then
-		DEBIAN_FRONTEND=noninteractive timeout 300 apt-get install -y \
-		    "$2" >>"$TS_TMP/apt.log" 2>&1
-	fi
-	command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] ||
-	    ts_skip "Debian package '$2' cannot be installed ($(tail -n 1 "$TS_TMP/apt.log" 2>/dev/null))"
-}
-need danted dante-server
-need v2ray v2ray
+ts_need danted dante-server
+ts_need v2ray v2ray
 DANTED=$(command -v danted || echo /usr/sbin/danted)
 UDPTOOL=$TS_LIB_DIR/udptool.py
 DANTE_PORT=1080

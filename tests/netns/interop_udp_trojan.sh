@@ -22,17 +22,8 @@
 . "$(dirname "$0")/lib.sh"
 ts_init interop_udp_trojan
 
-need() {
-	command -v "$1" >/dev/null 2>&1 && return 0
-	if command -v apt-get >/dev/null 2>&1; then
-		DEBIAN_FRONTEND=noninteractive timeout 300 apt-get install -y \
-		    "$2" >>"$TS_TMP/apt.log" 2>&1
-	fi
-	command -v "$1" >/dev/null 2>&1 ||
-	    ts_skip "Debian package '$2' cannot be installed ($(tail -n 1 "$TS_TMP/apt.log" 2>/dev/null))"
-}
-need trojan trojan
-need v2ray v2ray
+ts_need trojan trojan
+ts_need v2ray v2ray
 UDPTOOL=$TS_LIB_DIR/udptool.py
 PW=udp-$$-secret
 TROJAN_PORT=8444

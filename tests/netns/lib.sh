@@ -76,6 +76,19 @@ ts_dump_logs() {
 	printf -- '----- end of logs -----\n'
 }
 
+# ts_need PROGRAM PACKAGE: PROGRAM (in PATH or /usr/sbin), installing the
+# Debian PACKAGE with apt-get when it is missing; skips the test (77) with
+# a clear message only when that fails.  Call after ts_init.
+ts_need() {
+	command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] && return 0
+	if command -v apt-get >/dev/null 2>&1; then
+		DEBIAN_FRONTEND=noninteractive timeout 300 apt-get install -y \
+		    "$2" >>"$TS_TMP/apt.log" 2>&1
+	fi
+	command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] ||
+	    ts_skip "Debian package '$2' cannot be installed ($(tail -n 1 "$TS_TMP/apt.log" 2>/dev/null))"
+}
+
 # ts_init NAME: check we can run at all, then create the temp dir and the
 # cleanup trap.  Exits 77 (skip) when not root or without /dev/net/tun.
 ts_init() {
