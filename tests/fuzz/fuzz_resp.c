@@ -1,9 +1,10 @@
 /*
- * Fuzz target: the client's side of a datagram stream's response -- the
- * status byte and the frames a tunsplit server sends back, or the UDP
- * packets of a trojan server, as assoc_stream.c reads them and assoc.c,
- * flow_udp.c and flow_icmp.c turn them into packets for the app (DNS
- * source rewrite, family check, UDP and echo-reply building,
+ * Fuzz target: the client's side of a datagram association's responses --
+ * the status byte and the frames a tunsplit server sends back, or the UDP
+ * packets of a trojan server, as assoc_stream.c reads them, or the
+ * datagrams of a SOCKS5 UDP relay, as assoc_sock.c reads them -- and how
+ * assoc.c, flow_udp.c and flow_icmp.c turn them into packets for the app
+ * (DNS source rewrite, family check, UDP and echo-reply building,
  * fragmentation to the TUN MTU).
  *
  * The outer stream is a fake defined here (it takes the place of
@@ -11,15 +12,21 @@
  * the handshake succeeds at once, writes are taken whole, and reads
  * return the input's bytes.  The association really dials a listening
  * socket of this process on loopback, so the loop, its fds and the
- * association's phases are the real ones; nothing leaves the host.
+ * association's phases are the real ones; nothing leaves the host.  For
+ * socks5 this process is the proxy: it answers the client's control
+ * connection itself (no authentication; the relay it names is its own
+ * UDP socket on loopback, never an address from the input) and sends the
+ * input's datagrams from that socket.
  *
  * Input layout:
  *   byte 0   bits 0-1: the app: 0 UDP/IPv4, 1 UDP/IPv6, 2 ICMP/IPv4,
  *            3 ICMP/IPv6; bit 2: UDP datagrams are DNS queries (port 53,
  *            pinned to client.dns); bits 3-4: TUN MTU; bit 5: protocol
- *            trojan (no status byte, trojan UDP packets, no ICMP: the app
- *            sends UDP); bit 6: client.dns is IPv6; bit 7: the stream ends
- *            with a reset, not an EOF
+ *            trojan (no status byte, trojan UDP packets; no ICMP: the app
+ *            sends UDP), or with bit 1 socks5 (each record one datagram
+ *            from the relay); bit 6: client.dns is IPv6; bit 7: the stream
+ *            (socks5: the control connection) ends with a reset, not an
+ *            EOF
  *   then     records [ctl:1][len:2, big endian][len bytes from the
  *            server]; a short last record is fed truncated.  ctl bit 0:
  *            the app sends datagram number (ctl >> 1) & 7 first; bits
@@ -65,6 +72,7 @@
 #include "pkt.h"
 #include "proto.h"
 #include "proto_trojan.h"
+#include "socks5.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -76,7 +84,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 	}								\
 } while (0)
 
-#define FZ_NCONF	16	/* 4 MTUs x resolver family x protocol */
+#define FZ_NCONF	24	/* 4 MTUs x resolver family x 3 protocols */
+#define FZ_DGRAM_MAX	65507		/* the largest datagram on loopback */
 #define FZ_MAXEXP	16384		/* frames in 128 KiB */
 #define FZ_UP_MAX	65536		/* client->server bytes kept */
 #define FZ_APP_PORT	5353
@@ -108,6 +117,9 @@ static struct {
 	bool		 released;
 	int		 lfd;		/* listener; the server's end: */
 	int		 sfd;
+	int		 ufd;		/* socks5: the relay's socket */
+	struct sockaddr_in client_udp;	/* socks5: the client's */
+	unsigned	 up_dgrams;	/* socks5: datagrams at the relay */
 	uint8_t		 up[FZ_UP_MAX];	/* what the client wrote */
 	size_t		 up_len;
 } fz;
@@ -233,7 +245,7 @@ struct fz_exp {
 
 static struct {
 	int		 family;	/* the app's */
-	bool		 icmp, dns, trojan;
+	bool		 icmp, dns, trojan, socks;
 	const struct conf *conf;
 	uint8_t		 stream[1 << 17];	/* all the server's bytes */
 	size_t		 slen;
@@ -408,6 +420,34 @@ fz_ref_source(uint8_t atyp, const uint8_t *ip, uint16_t port,
 	}
 	fz_app_dst(k, e->src, &e->port);
 	*fam = ref.family;
+}
+
+/* A relay datagram, RFC 1928: RSV(2, not checked) FRAG(0) ATYP ADDR
+ * PORT DATA; p is at ref.stream + off.  Anything else is dropped. */
+static void
+fz_ref_socks(const uint8_t *p, size_t n, size_t off)
+{
+	struct fz_exp *e;
+	size_t alen = 0, hl;
+	int fam;
+
+	if (n < 3 || p[2] != 0 || fz_ref_addr(p + 3, n - 3, &alen) <= 0 ||
+	    n < (hl = 3 + 1 + alen + 2)) {
+		ref.drops++;
+		return;
+	}
+	ref.frames++;
+	FZ_CHECK(ref.nexp < FZ_MAXEXP);
+	e = &ref.exp[ref.nexp];
+	e->off = off + hl;
+	fz_ref_source(p[3], p + 4, be16(p + 4 + alen), p + hl, n - hl, e,
+	    &fam);
+	if (fam != ref.family || (ref.family == AF_INET && n - hl > FZ_V4_MAX))
+		ref.drops++;
+	else {
+		e->len = n - hl;
+		ref.nexp++;
+	}
 }
 
 /* Consumes the complete frames of stream[*pos, slen); false once the
@@ -695,6 +735,41 @@ fz_dest_eq(const struct proto_dest *a, const struct proto_dest *b)
 	    memcmp(a->ip, b->ip, a->atyp == PROTO_ATYP_IPV4 ? 4 : 16) == 0;
 }
 
+/* socks5: the client's datagrams at the relay, each one the app sent, in
+ * order, with the SOCKS UDP header naming its destination; !check: thrown
+ * away. */
+static void
+fz_socks_drain(bool check)
+{
+	static uint8_t buf[FZ_DGRAM_MAX + 1];
+	struct proto_dest d, want;
+	struct sockaddr_in from;
+	socklen_t fl;
+	const uint8_t *pl;
+	size_t plen;
+	ssize_t n;
+
+	for (;;) {
+		fl = sizeof(from);
+		n = recvfrom(fz.ufd, buf, sizeof(buf), MSG_DONTWAIT,
+		    (struct sockaddr *)&from, &fl);
+		if (n < 0) {
+			FZ_CHECK(errno == EAGAIN || errno == EWOULDBLOCK);
+			return;
+		}
+		if (!check)
+			continue;
+		FZ_CHECK(from.sin_port == fz.client_udp.sin_port);
+		FZ_CHECK(buf[0] == 0 && buf[1] == 0 && buf[2] == 0);
+		FZ_CHECK(socks5_udp_parse(buf, (size_t)n, &d, &pl, &plen) > 0);
+		FZ_CHECK(fz.up_dgrams < ref.sent && plen == 16);
+		fz_tunnel_dst(ref.sent_k[fz.up_dgrams], &want);
+		FZ_CHECK(fz_dest_eq(&d, &want) &&
+		    pl[1] == ref.sent_k[fz.up_dgrams]);
+		fz.up_dgrams++;
+	}
+}
+
 /* What the client sent: the header, then one frame per datagram. */
 static void
 fz_check_up(void)
@@ -706,6 +781,11 @@ fz_check_up(void)
 	size_t off, plen, i;
 	ssize_t n;
 
+	if (ref.socks) {
+		fz_socks_drain(true);
+		FZ_CHECK(fz.up_dgrams == ref.sent);
+		return;
+	}
 	FZ_CHECK(fz.up_len < FZ_UP_MAX);
 	fz_tunnel_dst(0, &want);
 	if (ref.trojan) {
@@ -742,6 +822,7 @@ fz_check_up(void)
 
 static struct conf	*fz_confs[FZ_NCONF];
 static struct addr	 fz_srv;
+static struct sockaddr_in fz_relay;
 static uint8_t		 fz_uid[PROTO_USER_ID_LEN];
 
 static void
@@ -755,7 +836,13 @@ fz_init(void)
 	int i, n;
 
 	log_init(LOG_LVL_ERROR, false, "fuzz_resp");
-	/* Index: protocol trojan * 8 + resolver IPv6 * 4 + MTU. */
+	static const char *const proto[3] = {
+		"key: UR8GBfXkCWILEa357of526YctXNYj5edwp3e59D7Z7I=",
+		"protocol: trojan\n  password: fuzz",
+		"protocol: socks5",
+	};
+
+	/* Index: protocol * 8 + resolver IPv6 * 4 + MTU. */
 	for (i = 0; i < FZ_NCONF; i++) {
 		n = snprintf(yaml, sizeof(yaml),
 		    "tun: {name: fz0, mtu: %u}\n"
@@ -766,9 +853,7 @@ fz_init(void)
 		    "  congestion: cubic\n"
 		    "  max_udp: 8\n"
 		    "  dns: \"%s\"\n", mtus[i % 4],
-		    i < 8 ? "key: UR8GBfXkCWILEa357of526YctXNYj5edwp3e59D7Z7I=" :
-		    "protocol: trojan\n  password: fuzz",
-		    i % 8 < 4 ? "10.77.2.53" : "[fd77:2::53]:53");
+		    proto[i / 8], i % 8 < 4 ? "10.77.2.53" : "[fd77:2::53]:53");
 		FZ_CHECK(n > 0 && (size_t)n < sizeof(yaml));
 		fz_confs[i] = conf_load_buf("fuzz_resp", yaml, (size_t)n, err,
 		    sizeof(err));
@@ -788,6 +873,13 @@ fz_init(void)
 	FZ_CHECK(getsockname(fz.lfd, (struct sockaddr *)&sin, &sl) == 0);
 	addr_from_raw(&fz_srv, AF_INET, lo, ntohs(sin.sin_port));
 	fz.sfd = -1;
+	/* The socks5 relay, on loopback like the proxy. */
+	sin.sin_port = 0;
+	fz.ufd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	FZ_CHECK(fz.ufd >= 0);
+	FZ_CHECK(bind(fz.ufd, (struct sockaddr *)&sin, sizeof(sin)) == 0);
+	sl = sizeof(fz_relay);
+	FZ_CHECK(getsockname(fz.ufd, (struct sockaddr *)&fz_relay, &sl) == 0);
 }
 
 /* Records: [ctl][len:2][bytes]; the callback gets each, truncated at the
@@ -824,11 +916,17 @@ fz_model_record(void *arg, uint8_t ctl, const uint8_t *p, size_t n)
 {
 	struct fz_model *m = arg;
 
+	if (ref.socks && n > FZ_DGRAM_MAX)
+		return true;		/* cannot be sent: skipped */
 	if ((ctl & 1) && ref.sent < sizeof(ref.sent_k))
 		fz_ref_send((ctl >> 1) & 7);
 	FZ_CHECK(ref.slen + n <= sizeof(ref.stream));
 	memcpy(ref.stream + ref.slen, p, n);
 	ref.slen += n;
+	if (ref.socks) {
+		fz_ref_socks(p, n, ref.slen - n);
+		return true;
+	}
 	if (!m->status && ref.slen > 0) {
 		m->status = true;
 		m->pos = 1;
@@ -864,16 +962,112 @@ struct fz_live {
 	unsigned	 sent;
 };
 
+/* socks5: n bytes from the client's control connection. */
+static void
+fz_ctl_read(struct loop *l, uint8_t *buf, size_t n)
+{
+	size_t got = 0;
+	ssize_t r;
+	unsigned i;
+
+	for (i = 0; got < n; i++) {
+		if ((r = recv(fz.sfd, buf + got, n - got, MSG_DONTWAIT)) > 0) {
+			got += (size_t)r;
+			continue;
+		}
+		FZ_CHECK(r < 0 && errno == EAGAIN && i < 100);
+		FZ_CHECK(loop_run_once(l, 20) == 0);
+	}
+}
+
+/* socks5: the proxy's side of the dialog, the client's first datagram
+ * at the relay. */
+static void
+fz_socks_dialog(struct loop *l)
+{
+	static const uint8_t method[2] = { 5, 0 };
+	uint8_t buf[10], reply[10] = { 5, 0, 0, 1, 0, 0, 0, 0 };
+	unsigned i;
+
+	for (i = 0; (fz.sfd = accept4(fz.lfd, NULL, NULL, SOCK_CLOEXEC)) < 0;
+	    i++) {
+		FZ_CHECK(errno == EAGAIN && i < 100);
+		FZ_CHECK(loop_run_once(l, 20) == 0);
+	}
+	fz_ctl_read(l, buf, 3);
+	FZ_CHECK(buf[0] == 5 && buf[1] == 1 && buf[2] == 0);
+	FZ_CHECK(write(fz.sfd, method, 2) == 2);
+	/* UDP ASSOCIATE naming the client's UDP socket (on loopback, as
+	 * its control connection). */
+	fz_ctl_read(l, buf, 10);
+	FZ_CHECK(buf[0] == 5 && buf[1] == SOCKS5_CMD_UDP && buf[2] == 0 &&
+	    buf[3] == 1 && buf[4] == 127 && buf[7] == 1);
+	memset(&fz.client_udp, 0, sizeof(fz.client_udp));
+	fz.client_udp.sin_family = AF_INET;
+	memcpy(&fz.client_udp.sin_addr, buf + 4, 4);
+	memcpy(&fz.client_udp.sin_port, buf + 8, 2);
+	/* The relay: 0.0.0.0 means the proxy's own address. */
+	memcpy(reply + 8, &fz_relay.sin_port, 2);
+	FZ_CHECK(write(fz.sfd, reply, sizeof(reply)) == sizeof(reply));
+	for (i = 0; fz.up_dgrams == 0; i++) {
+		FZ_CHECK(i < 100);
+		FZ_CHECK(loop_run_once(l, 20) == 0);
+		fz_socks_drain(true);
+	}
+}
+
+/* socks5: one datagram from the relay; the client must have taken it
+ * (delivered or dropped) before the next. */
+static void
+fz_socks_record(struct fz_live *lv, const uint8_t *p, size_t n)
+{
+	const struct assoc_stats *st = assoc_stats(flow_udp_assoc(lv->u));
+	uint64_t seen = st->dgrams_down + st->drop_down;
+	unsigned i;
+
+	FZ_CHECK(sendto(fz.ufd, p, n, 0, (struct sockaddr *)&fz.client_udp,
+	    sizeof(fz.client_udp)) == (ssize_t)n);
+	for (i = 0; st->dgrams_down + st->drop_down == seen; i++) {
+		FZ_CHECK(i < 100);
+		FZ_CHECK(loop_run_once(lv->loop, 20) == 0);
+	}
+	fz_socks_drain(true);
+}
+
+/* socks5: the proxy ends the control connection; the association ends
+ * with it. */
+static void
+fz_socks_end(struct fz_live *lv)
+{
+	const struct assoc_stats *st = assoc_stats(flow_udp_assoc(lv->u));
+	struct linger lg = { 1, 0 };
+	unsigned i;
+
+	if (fz.reset)
+		(void)setsockopt(fz.sfd, SOL_SOCKET, SO_LINGER, &lg,
+		    sizeof(lg));
+	close(fz.sfd);
+	fz.sfd = -1;
+	for (i = 0; st->active > 0; i++) {
+		FZ_CHECK(i < 100);
+		FZ_CHECK(loop_run_once(lv->loop, 20) == 0);
+	}
+}
+
 static bool
 fz_live_record(void *arg, uint8_t ctl, const uint8_t *p, size_t n)
 {
 	struct fz_live *lv = arg;
 
-	if (fz.released)
-		return false;
+	if (fz.released || (ref.socks && n > FZ_DGRAM_MAX))
+		return !fz.released;
 	if ((ctl & 1) && lv->sent < sizeof(ref.sent_k)) {
 		fz_app_send(lv->u, (ctl >> 1) & 7);
 		lv->sent++;
+	}
+	if (ref.socks) {
+		fz_socks_record(lv, p, n);
+		return true;
 	}
 	fz.p = p;
 	fz.n = n;
@@ -902,10 +1096,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ref.fail = false;
 	memset(ref.map, 0, sizeof(ref.map));
 	ref.family = (s & 1) ? AF_INET6 : AF_INET;
-	ref.trojan = (s & 0x20) != 0;
-	ref.icmp = !ref.trojan && (s & 2) != 0;
+	ref.trojan = (s & 0x22) == 0x20;
+	ref.socks = (s & 0x22) == 0x22;
+	ref.icmp = (s & 0x22) == 0x02;
 	ref.dns = !ref.icmp && (s & 4) != 0;
-	ref.conf = fz_confs[(s >> 5 & 1) * 8 + (s >> 6 & 1) * 4 + (s >> 3 & 3)];
+	ref.conf = fz_confs[(ref.trojan ? 8 : ref.socks ? 16 : 0) +
+	    (s >> 6 & 1) * 4 + (s >> 3 & 3)];
 	tun.partial = false;
 
 	/* The prediction first. */
@@ -913,7 +1109,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	m.status = ref.trojan;		/* none: ready once TLS is up */
 	fz_ref_send(0);
 	fz_records(data + 1, size - 1, fz_model_record, &m);
-	if (!m.broken && ((s & 0x80) || !m.status))
+	/* socks5 is ready at the proxy's reply, and only its end follows. */
+	if (!ref.socks && !m.broken && ((s & 0x80) || !m.status))
 		ref.fail = true;
 
 	/* Then the client. */
@@ -922,6 +1119,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fz.n = 0;
 	fz.reset = (s & 0x80) != 0;
 	fz.up_len = 0;
+	fz.up_dgrams = 0;
+	fz_socks_drain(false);		/* nothing left from before */
 	memset(&ac, 0, sizeof(ac));
 	memset(&lv, 0, sizeof(lv));
 	FZ_CHECK((lv.loop = loop_new()) != NULL);
@@ -933,12 +1132,18 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FZ_CHECK((lv.u = flow_udp_new(&ac)) != NULL);
 	fz_app_send(lv.u, 0);
 	lv.sent = 1;
+	if (ref.socks)
+		fz_socks_dialog(lv.loop);
 	fz_records(data + 1, size - 1, fz_live_record, &lv);
-	fz.end = true;
-	fz_run(lv.loop);
+	if (ref.socks) {
+		fz_socks_end(&lv);
+	} else {
+		fz.end = true;
+		fz_run(lv.loop);
+		FZ_CHECK(fz.live != NULL && fz.released);
+	}
 
 	/* The verdict. */
-	FZ_CHECK(fz.live != NULL && fz.released);
 	FZ_CHECK(!tun.partial && ref.next == ref.nexp);
 	st = assoc_stats(flow_udp_assoc(lv.u));
 	FZ_CHECK(st->failed == (ref.fail ? 1u : 0u));

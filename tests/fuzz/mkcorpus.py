@@ -305,10 +305,17 @@ def trojan_seeds():
 
 def resp_seeds():
     """fuzz_resp: settings byte, then records [ctl][len:2][server bytes]."""
-    def st(mode=0, dns=False, mtu=2, res6=False, reset=False, trojan=False):
+    def st(mode=0, dns=False, mtu=2, res6=False, reset=False, trojan=False,
+           socks=False):
         return bytes([mode | (4 if dns else 0) | (mtu << 3) |
-                      (0x20 if trojan else 0) | (0x40 if res6 else 0) |
+                      (0x20 if trojan or socks else 0) |
+                      (2 if socks else 0) | (0x40 if res6 else 0) |
                       (0x80 if reset else 0)])
+
+    def sdg(atyp, addr, port, payload, frag=0, rsv=b"\0\0"):
+        a = bytes([len(addr)]) + addr if atyp == 3 else addr
+        return rsv + bytes([frag, atyp]) + a + struct.pack("!H", port) + \
+            payload
 
     def tpkt(atyp, addr, port, payload, crlf=b"\r\n"):
         a = bytes([len(addr)]) + addr if atyp == 3 else addr
@@ -362,6 +369,16 @@ def resp_seeds():
                                               b"\x00\x35\xff\xf8\r\n"),
         "trojan_name": st(trojan=True) + r(tpkt(3, b"example.com", 53, b"q")),
         "trojan_empty_eof": st(trojan=True),
+        "socks_udp4": st(socks=True) + r(sdg(1, peer4, 4000, b"abc")) +
+        r(sdg(4, peer6, 4000, b"dropped"), send=1) +
+        r(sdg(1, peer4, 4001, b"rsv", rsv=b"\xff\xff")),
+        "socks_dns6": st(1, dns=True, socks=True) +
+        r(sdg(1, res4, 53, q(0)), send=2) + r(sdg(1, res4, 53, q(2))),
+        "socks_frag6": st(1, mtu=0, socks=True, reset=True) +
+        r(sdg(4, peer6, 9, b"s" * 3000)),
+        "socks_bad": st(socks=True) + r(sdg(1, peer4, 1, b"x", frag=1)) +
+        r(b"") + r(b"\0\0\0\x01\xc0") + r(sdg(3, b"a\0b", 1, b"x")) +
+        r(sdg(3, b"example.com", 53, b"q")) + r(sdg(1, peer4, 2, b"ok")),
     }
 
 
