@@ -1,0 +1,97 @@
+/*
+ * Private to the client TCP flow module: flow_tcp.c (the relay: lwIP
+ * callbacks, the pumps, the per-iteration pass, teardown) and
+ * flow_tcp_open.c (new flows: the SYN and accept side, dialling the
+ * outbound and its handshakes).  See flow_tcp.h for the rules.
+ */
+#ifndef TUNSPLIT_FLOW_TCP_INT_H
+#define TUNSPLIT_FLOW_TCP_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "addr.h"
+#include "flow_tcp.h"
+#include "limit.h"
+#include "loop.h"
+
+struct flow_socks5;
+struct outer;
+struct pbuf;
+struct tcp_pcb;
+
+enum flow_phase {
+	FLOW_CONNECT,		/* outer TCP connect in progress */
+	FLOW_TLS,		/* TLS handshake */
+	FLOW_SOCKS,		/* SOCKS5 negotiation with the proxy */
+	FLOW_RELAY,		/* header sent or queued; relaying */
+};
+
+struct flow {
+	uint64_t	 id;
+	struct flow_env	*env;
+	struct flow	*next, *prev;		/* env->all, or env->reap */
+	struct flow	*dirty_next;
+	bool		 dirty;
+	bool		 closing;
+
+	enum flow_phase	 phase;
+	struct tcp_pcb	*pcb;			/* NULL once lwIP freed it */
+	struct outer	*out;
+	int		 fd;
+	struct loop_fd	 lfd;
+	struct loop_timer timer;
+	struct loop_timer early;		/* header waits for first bytes */
+	struct flow_socks5 *socks;		/* FLOW_SOCKS only */
+	bool		 pooled;		/* outer came from the warm pool */
+	/* connect_mode faithful: the app's SYN is held (no pcb yet) until the
+	 * server reports the target connected; then it is fed to lwIP again. */
+	bool		 held;
+	uint8_t		*syn;
+	size_t		 syn_len;
+	struct addr	 app;			/* the app's end, to match the pcb */
+	struct addr	 dst;
+
+	/* app -> server: header bytes first, then queued pbufs.  The pbufs
+	 * are linked through ->next by hand (see flow_queue_append); only
+	 * ->len of each is meaningful. */
+	uint8_t		*hdr;
+	size_t		 hdr_len, hdr_off;
+	struct pbuf	*inq, *inq_tail;
+	size_t		 inq_len;
+	size_t		 retry_len;		/* blocked write to repeat */
+
+	bool		 app_fin;		/* app sent FIN */
+	bool		 out_shut;		/* close_notify sent */
+	bool		 out_eof;		/* server finished sending */
+	bool		 app_shut;		/* FIN queued to the app */
+	bool		 status_ok;		/* server connected the target */
+	bool		 down_blocked;		/* waiting for lwIP send room */
+	bool		 write_blocked;		/* outer write wants an event */
+	bool		 hup;			/* socket hung up: no more events */
+	bool		 ack_pending;
+
+	uint64_t	 start_ms, last_ms;
+	uint64_t	 dial_us;		/* outer connect started */
+	uint64_t	 up, down;
+
+	/* client.max_buffer_memory (env->mem): inq_len is charged too. */
+	size_t		 mem_down;		/* written to lwIP, not acked */
+	size_t		 recved_owed;		/* window held back, for memory */
+	struct limit_waiter mw;
+};
+
+/* flow_tcp.c */
+const char *flow_dst(const struct flow *f, char *buf, size_t len);
+void flow_list_push(struct flow **head, struct flow *f);
+/* The single teardown: abort resets both sides, else both close.
+ * Idempotent; the struct is freed at the end of the loop iteration. */
+void flow_close(struct flow *f, bool abort, const char *reason);
+void flow_fail(struct flow *f, const char *reason);	/* counted, abort */
+void flow_mark_dirty(struct flow *f);
+void flow_update_events(struct flow *f);
+struct flow *flow_alloc(struct flow_env *env, const struct addr *dst);
+void flow_attach_pcb(struct flow *f, struct tcp_pcb *pcb);
+
+#endif
