@@ -38,6 +38,7 @@
 #include "log.h"
 #include "loop.h"
 #include "pool.h"
+#include "resolve.h"
 #include "sess.h"
 #include "sock.h"
 #include "status.h"
@@ -253,6 +254,10 @@ control_fill_server(struct control *ctl, struct control_fill *cf)
 		st->sources = env->lim->sources.n;
 		st->udp_sessions = env->lim->udp;
 		st->udp_max = ctl->conf->server.max_udp;
+	}
+	if (env->resolver != NULL) {
+		st->has_resolver = true;
+		st->resolver = *resolver_stats(env->resolver);
 	}
 	sess_foreach(env, control_on_sess, cf);
 }

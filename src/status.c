@@ -101,6 +101,19 @@ text_flows(const struct status *st, FILE *fp)
 	}
 }
 
+/* The server's resolver: outcomes of its lookups, its queue now. */
+static void
+text_resolver(const struct resolve_stats *r, FILE *fp)
+{
+	fprintf(fp, "resolver: %" PRIu64 " lookups, %" PRIu64 " from the cache;"
+	    " %" PRIu64 " ok, %" PRIu64 " not found, %" PRIu64 " failed, %"
+	    PRIu64 " timed out, %" PRIu64 " busy, %" PRIu64 " bad names; %"
+	    PRIu64 " cancelled; %u waiting, %u running, %u threads, %u names "
+	    "cached\n", r->lookups, r->cache_hits, r->ok, r->notfound,
+	    r->failed, r->timeouts, r->busy, r->badname, r->cancelled,
+	    r->waiting, r->running, r->threads, r->cached);
+}
+
 static void
 text_limits(const struct status *st, FILE *fp)
 {
@@ -181,6 +194,8 @@ status_write_text(const struct status *st, FILE *fp)
 		    st->udp.bytes_up, st->udp.bytes_down);
 	if (st->has_limits)
 		text_limits(st, fp);
+	if (st->has_resolver)
+		text_resolver(&st->resolver, fp);
 	if (st->flows != NULL)
 		text_flows(st, fp);
 }
@@ -261,6 +276,19 @@ json_flow(FILE *fp, const struct status_flow *f)
 		    ",\"retrans\":%" PRIu32 ",\"cwnd\":%" PRIu32, f->rtt_us,
 		    f->rttvar_us, f->retrans, f->cwnd);
 	fputc('}', fp);
+}
+
+static void
+json_resolver(const struct resolve_stats *r, FILE *fp)
+{
+	fprintf(fp, ",\"resolver\":{\"lookups\":%" PRIu64 ",\"cache_hits\":%"
+	    PRIu64 ",\"ok\":%" PRIu64 ",\"notfound\":%" PRIu64 ",\"failed\":%"
+	    PRIu64 ",\"timeouts\":%" PRIu64 ",\"busy\":%" PRIu64 ",\"badname\":%"
+	    PRIu64 ",\"cancelled\":%" PRIu64 ",\"late\":%" PRIu64
+	    ",\"waiting\":%u,\"running\":%u,\"threads\":%u,\"cached\":%u}",
+	    r->lookups, r->cache_hits, r->ok, r->notfound, r->failed,
+	    r->timeouts, r->busy, r->badname, r->cancelled, r->late, r->waiting,
+	    r->running, r->threads, r->cached);
 }
 
 static void
@@ -346,6 +374,8 @@ status_write_json(const struct status *st, FILE *fp)
 		    st->udp.tun_errors);
 	if (st->has_limits)
 		json_limits(st, fp);
+	if (st->has_resolver)
+		json_resolver(&st->resolver, fp);
 	if (st->flows != NULL) {
 		fprintf(fp, ",\"flow_list\":[");
 		for (i = 0; i < st->nflows; i++) {
@@ -513,6 +543,36 @@ prom_pool(FILE *fp, const struct status *st)
 }
 
 static void
+prom_resolver(FILE *fp, const struct resolve_stats *r)
+{
+	prom_one(fp, "resolver_lookups_total", "counter",
+	    "Domain-name lookups asked of the resolver.", r->lookups);
+	prom_one(fp, "resolver_cache_hits_total", "counter",
+	    "Lookups answered from the cache (positive or negative).",
+	    r->cache_hits);
+	prom_head(fp, "resolver_results_total", "counter",
+	    "Lookup outcomes: ok, notfound, failed, timeout, busy (queue "
+	    "full), badname.");
+	fprintf(fp, "tunsplit_resolver_results_total{result=\"ok\"} %" PRIu64
+	    "\ntunsplit_resolver_results_total{result=\"notfound\"} %" PRIu64
+	    "\ntunsplit_resolver_results_total{result=\"failed\"} %" PRIu64
+	    "\ntunsplit_resolver_results_total{result=\"timeout\"} %" PRIu64
+	    "\ntunsplit_resolver_results_total{result=\"busy\"} %" PRIu64
+	    "\ntunsplit_resolver_results_total{result=\"badname\"} %" PRIu64
+	    "\n", r->ok, r->notfound, r->failed, r->timeouts, r->busy,
+	    r->badname);
+	prom_one(fp, "resolver_cancelled_total", "counter",
+	    "Lookups whose session ended first.", r->cancelled);
+	prom_head(fp, "resolver_queue", "gauge",
+	    "Lookups waiting for a thread and running now.");
+	fprintf(fp, "tunsplit_resolver_queue{state=\"waiting\"} %u\n"
+	    "tunsplit_resolver_queue{state=\"running\"} %u\n", r->waiting,
+	    r->running);
+	prom_one(fp, "resolver_cached_names", "gauge",
+	    "Names in the resolver's cache.", r->cached);
+}
+
+static void
 prom_limits(FILE *fp, const struct status *st)
 {
 	size_t	 i;
@@ -610,4 +670,6 @@ status_write_prometheus(const struct status *st, FILE *fp)
 		prom_udp(fp, &st->udp);
 	if (st->has_limits)
 		prom_limits(fp, st);
+	if (st->has_resolver)
+		prom_resolver(fp, &st->resolver);
 }

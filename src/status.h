@@ -17,6 +17,7 @@
 #include "assoc.h"
 #include "limit.h"
 #include "pool.h"
+#include "resolve.h"
 #include "stats.h"
 #include "tsnetif.h"
 
@@ -80,6 +81,10 @@ struct status {
 	bool		 has_sources;		/* server */
 	size_t		 sources;		/* sources with live connections */
 	unsigned	 udp_sessions, udp_max;	/* server datagram sessions */
+
+	/* The server's resolver (domain-name targets). */
+	bool		 has_resolver;
+	struct resolve_stats resolver;
 
 	/* Optional per-flow list (status --flows). */
 	const struct status_flow *flows;

@@ -181,6 +181,8 @@ printf '%s\n' "$st" | grep -q 'egress denied' ||
     ts_fail "status shows no egress denials: $st"
 printf '%s\n' "$st" | grep -q 'host not found' ||
     ts_fail "status shows no 'host not found': $st"
+printf '%s\n' "$st" | grep -Eq '^resolver: [0-9]+ lookups, [1-9][0-9]* from the cache; [1-9][0-9]* ok, [1-9][0-9]* not found, 0 failed, 0 timed out, 0 busy, 1 bad names' ||
+    ts_fail "resolver counters: $(printf '%s\n' "$st" | grep resolver)"
 
 # 8. A name service that never answers: a DNS "server" on the server
 #    namespace's own loopback that reads every query and drops it.  The
@@ -233,6 +235,10 @@ grep -q 'client gone during resolve' "$TS_TMP/server.log" ||
 sleep 4	# the stuck lookup finishes; its late answer finds no session
 expect_tcp "$KEY_A" target6.test ok
 ts_alive "$TS_SERVER_PID" || ts_fail "the server died"
+st=$(ip netns exec "$NS_S" "$TUNSPLIT" status -c "$TS_TMP/server.yaml" 2>&1)
+printf '%s\n' "$st" >>"$out"
+printf '%s\n' "$st" | grep -Eq '^resolver: .* 2 timed out, 1 busy, 0 bad names; 1 cancelled; 0 waiting, [01] running, 1 threads' ||
+    ts_fail "resolver counters after the slow lookups: $(printf '%s\n' "$st" | grep resolver)"
 ts_log "slow name service: timeout after $ms ms (1 s configured), queue full refused in $busy_ms ms, a client gone during its lookup cancelled it"
 
 ts_pass "names: target v4/v6 intact for alice and t-allowed, denied for bob and t-plain; $(denials) egress denials (every default range, v4 and v6, by name); unknown names: host not found; UDP to names echoed or dropped by the same rules; a silent name service: timeout, queue full, cancellation"

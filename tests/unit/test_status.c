@@ -315,6 +315,61 @@ test_limits(void **state)
 	free(s);
 }
 
+/* The server's resolver counters, in all three renderings. */
+static void
+test_resolver(void **state)
+{
+	struct status	 st;
+	char		*s;
+
+	(void)state;
+	sample(&st, false);
+	st.role = "server";
+	st.has_tun = false;
+	st.has_resolver = true;
+	st.resolver.lookups = 40;
+	st.resolver.cache_hits = 30;
+	st.resolver.ok = 31;
+	st.resolver.notfound = 4;
+	st.resolver.failed = 1;
+	st.resolver.timeouts = 2;
+	st.resolver.busy = 1;
+	st.resolver.badname = 1;
+	st.resolver.cancelled = 3;
+	st.resolver.late = 2;
+	st.resolver.waiting = 1;
+	st.resolver.running = 2;
+	st.resolver.threads = 2;
+	st.resolver.cached = 9;
+	s = render(status_write_text, &st);
+	assert_non_null(strstr(s, "resolver: 40 lookups, 30 from the cache; "
+	    "31 ok, 4 not found, 1 failed, 2 timed out, 1 busy, 1 bad names; "
+	    "3 cancelled; 1 waiting, 2 running, 2 threads, 9 names cached\n"));
+	free(s);
+	s = render(status_write_json, &st);
+	assert_non_null(strstr(s, ",\"resolver\":{\"lookups\":40,"
+	    "\"cache_hits\":30,\"ok\":31,\"notfound\":4,\"failed\":1,"
+	    "\"timeouts\":2,\"busy\":1,\"badname\":1,\"cancelled\":3,"
+	    "\"late\":2,\"waiting\":1,\"running\":2,\"threads\":2,"
+	    "\"cached\":9}"));
+	free(s);
+	s = render(status_write_prometheus, &st);
+	assert_non_null(strstr(s, "tunsplit_resolver_lookups_total 40\n"));
+	assert_non_null(strstr(s, "tunsplit_resolver_results_total{result="
+	    "\"busy\"} 1\n"));
+	assert_non_null(strstr(s, "tunsplit_resolver_results_total{result="
+	    "\"timeout\"} 2\n"));
+	assert_non_null(strstr(s, "tunsplit_resolver_queue{state=\"waiting\"} "
+	    "1\n"));
+	assert_non_null(strstr(s, "tunsplit_resolver_cached_names 9\n"));
+	free(s);
+	/* Without a resolver (the client), no such lines. */
+	st.has_resolver = false;
+	s = render(status_write_text, &st);
+	assert_null(strstr(s, "resolver"));
+	free(s);
+}
+
 static void
 test_pool(void **state)
 {
@@ -593,6 +648,7 @@ main(void)
 		cmocka_unit_test(test_prometheus),
 		cmocka_unit_test(test_pool),
 		cmocka_unit_test(test_limits),
+		cmocka_unit_test(test_resolver),
 		cmocka_unit_test_setup_teardown(test_answer, setup_ctl,
 		    teardown_ctl),
 		cmocka_unit_test_setup_teardown(test_socket, setup_ctl,
