@@ -120,8 +120,10 @@ sock_update_events(struct assoc *a)
 
 /* ---- toward the destinations ------------------------------------------- */
 
-/* The direct socket for dst's family, made when first needed; -1 when it
- * cannot be made (logged once per association). */
+/* The direct socket for dst's family, made when first needed.  -1: no
+ * ping socket allowed (the datagram is dropped; logged once per process),
+ * or -2: no socket at all (out of fds or memory), which fails the
+ * association, so that the hold-down paces retries and log lines. */
 static int
 direct_fd(struct assoc *a, int family)
 {
@@ -141,17 +143,19 @@ direct_fd(struct assoc *a, int family)
 				    "outside net.ipv4.ping_group_range): echo "
 				    "requests are dropped, counted");
 			warned = true;
-		} else
-			log_warn("%s %llu: IPv%d socket", assoc_kstr(a),
-			    (unsigned long long)a->id,
-			    family == AF_INET ? 4 : 6);
-		return -1;
+			return -1;
+		}
+		log_warn("%s %llu: IPv%d socket", assoc_kstr(a),
+		    (unsigned long long)a->id, family == AF_INET ? 4 : 6);
+		assoc_fail(a, "cannot open a socket");
+		return -2;
 	}
 	if (loop_fd_add(a->env->loop, lfd, *fd, EPOLLIN,
 	    family == AF_INET ? sock_on_fd : sock_on_ufd) < 0) {
 		close(*fd);
 		*fd = -1;
-		return -1;
+		assoc_fail(a, "epoll");
+		return -2;
 	}
 	return *fd;
 }
@@ -184,7 +188,8 @@ direct_send(struct assoc *a, int fd, struct addr *to,
 	return sendmsg(fd, &m, 0);
 }
 
-/* Sends the front item.  1 sent or dropped, 0 blocked. */
+/* Sends the front item.  1 sent or dropped, 0 blocked, -1 the association
+ * failed (its queue is gone). */
 static int
 sock_send_one(struct assoc *a, const uint8_t *item, size_t len)
 {
@@ -197,15 +202,17 @@ sock_send_one(struct assoc *a, const uint8_t *item, size_t len)
 
 	if (is_socks(a)) {
 		w = send(a->ufd, item, len, 0);
-	} else {
-		if (frame_parse(item, len, &dst, &p, &plen) <= 0 ||
-		    frame_dest_to_addr(&dst, &to) < 0 ||
-		    (fd = direct_fd(a, addr_family(&to))) < 0) {
-			errno = EINVAL;
-			w = -1;
-		} else
-			w = direct_send(a, fd, &to, &dst, p, plen);
-	}
+	} else if (frame_parse(item, len, &dst, &p, &plen) <= 0 ||
+	    frame_dest_to_addr(&dst, &to) < 0) {
+		errno = EINVAL;	/* not from the TUN: never a name */
+		w = -1;
+	} else if ((fd = direct_fd(a, addr_family(&to))) == -2) {
+		return -1;
+	} else if (fd < 0) {
+		errno = EACCES;
+		w = -1;
+	} else
+		w = direct_send(a, fd, &to, &dst, p, plen);
 	if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 		return 0;
 	if (w < 0) {
@@ -225,8 +232,11 @@ sock_pump_up(struct assoc *a)
 
 	a->write_blocked = false;
 	while ((item = dq_front(&a->q, &len)) != NULL) {
-		if (sock_send_one(a, item, len) == 0) {
+		switch (sock_send_one(a, item, len)) {
+		case 0:
 			a->write_blocked = true;
+			return;
+		case -1:
 			return;
 		}
 		assoc_q_consume(a, len);

@@ -24,6 +24,7 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <cmocka.h>
 
@@ -327,6 +328,39 @@ test_direct(void **state)
 	close(t2);
 	if (t6 >= 0)
 		close(t6);
+}
+
+/* direct without a free fd: the association fails and holds down (which
+ * paces retries and log lines); the queued datagrams are dropped, the
+ * queue accounting stays exact. */
+static void
+test_direct_no_socket(void **state)
+{
+	struct client		 c;
+	struct proto_dest	 d;
+	struct assoc		*a;
+	struct rlimit		 old, low;
+	int			 fd;
+
+	(void)state;
+	client_start(&c, "  protocol: direct\n  mark: 0x7353\n", 0, false);
+	frame_dest_from_ip(&d, AF_INET, LO4, 9);
+	assert_non_null(a = app_get(&c, 5100, &d));
+	assert_int_equal(assoc_send(a, &d, (const uint8_t *)"x", 1, false), 0);
+	assert_int_equal(assoc_send(a, &d, (const uint8_t *)"y", 1, false), 0);
+	/* No fd at or above the lowest free one. */
+	assert_true((fd = dup(0)) >= 0);
+	close(fd);
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+	low = old;
+	low.rlim_cur = (rlim_t)fd;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+	loop_run_once(c.loop, 0);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+	assert_int_equal(astats(&c)->failed, 1);
+	assert_null(app_get(&c, 5100, &d));
+	assert_int_equal(astats(&c)->drop_hold, 1);
+	client_stop(&c);
 }
 
 /* ---- a SOCKS5 proxy ------------------------------------------------------------ */
@@ -771,6 +805,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_direct),
+		cmocka_unit_test(test_direct_no_socket),
 		cmocka_unit_test(test_socks5),
 		cmocka_unit_test(test_socks5_auth),
 		cmocka_unit_test(test_socks5_control_closes),
