@@ -6,8 +6,14 @@ a run's result lines into the results file and its tables.
   report.py ttfb    META-JSON SAMPLES-FILE [LINKEM-JSON]
   report.py ping    META-JSON PING-OUTPUT  [LINKEM-JSON]
   report.py udp     META-JSON IPERF-JSON   [LINKEM-JSON]
+  report.py rrlat   META-JSON RRLAT-JSON RRLAT-STDERR [LINKEM-JSON]
+  report.py connrate META-JSON FLOWS-JSON FLOWS-STDERR
+  report.py idle    META-JSON FLOWS-JSON FLOWS-STDERR
   report.py final   RESULTS-JSONL RUN-META-JSON OUT-JSON  -> tables (markdown)
+                    (also OUT.<scenario>.json, one per scenario)
   report.py tables  OUT-JSON                              -> tables again
+  report.py readme  OUT-JSON [README.md]  -> the README's generated part
+                    (printed, or replaced between the bench markers)
 
 A result line is a JSON object; "value" is what the progress line shows.
 Failures are recorded, never turned into numbers.
@@ -63,6 +69,17 @@ def cmd_iperf(meta, ipath, lpath=None):
         r["receiver_cc"] = end.get("receiver_tcp_congestion")
         r["value"] = "%.2f Mbit/s (retr %s, cc %s)" % (
             r["mbit"], r["retransmits"], r["sender_cc"])
+        # CPU was counted over the whole run, omitted seconds included, so
+        # it is divided by every byte of every interval.
+        moved = sum(i["sum"]["bytes"] for i in d.get("intervals", []))
+        r["bytes_all"] = moved
+        for side in ("client", "server"):
+            cpu = meta.get("cpu_%s_s" % side)
+            if cpu is not None and moved:
+                r["cpu_%s_s_per_gib" % side] = round(cpu / (moved / 2**30), 2)
+        if "cpu_client_s_per_gib" in r:
+            r["value"] += ", CPU s/GiB client %s server %s" % (
+                r["cpu_client_s_per_gib"], r.get("cpu_server_s_per_gib"))
     r["linkem"] = linkem_summary(lpath)
     return r
 
@@ -144,6 +161,78 @@ def cmd_ping(meta, ppath, lpath=None):
     return r
 
 
+def err_tail(path):
+    try:
+        with open(path) as f:
+            lines = [x.strip() for x in f if x.strip()]
+        return lines[-1][:200] if lines else None
+    except OSError:
+        return None
+
+
+def cmd_rrlat(meta, jpath, epath, lpath=None):
+    r = dict(meta)
+    d = load(jpath)
+    if not d:
+        r["error"] = err_tail(epath) or "no rrlat result"
+        r["value"] = "FAILED: " + r["error"]
+    else:
+        r.update(d)
+        r["value"] = "%s loop%s: %d answered, p50 %.2f p99 %.2f p99.9 " \
+            "%.2f max %.2f ms%s" % (
+                d["mode"], " at %g/s" % d["rate"] if d["rate"] else "",
+                d["answered"], d["p50_us"] / 1e3, d["p99_us"] / 1e3,
+                d["p999_us"] / 1e3, d["max_us"] / 1e3,
+                ", %d unanswered" % d["unanswered"] if d["unanswered"]
+                else "")
+        if d["unanswered"]:
+            r["error"] = "%d requests unanswered" % d["unanswered"]
+    r["linkem"] = linkem_summary(lpath)
+    return r
+
+
+def cmd_connrate(meta, jpath, epath):
+    r = dict(meta)
+    d = load(jpath)
+    if not d:
+        r["error"] = err_tail(epath) or "no result"
+        r["value"] = "FAILED: " + r["error"]
+    else:
+        r.update(d)
+        r["value"] = "%.0f new connections/s (%d in %.1f s, %d failed)" % (
+            d["per_second"], d["connections"], d["seconds"], d["failed"])
+        if d["failed"]:
+            r["error"] = "%d connections failed" % d["failed"]
+    return r
+
+
+def cmd_idle(meta, jpath, epath):
+    r = dict(meta)
+    d = load(jpath)
+    if not d or "error" in d:
+        r["error"] = (d or {}).get("error") or err_tail(epath) or "no result"
+        r["value"] = "FAILED: " + r["error"]
+        return r
+    r["rss_kib_before"] = d["rss_kib_before"]
+    r["steps"] = d["steps"]
+    parts = []
+    for st in d["steps"]:
+        n = st["flows"]
+        st["bytes_per_flow"] = {}
+        for side, kib in st["rss_kib"].items():
+            k0 = d["rss_kib_before"].get(side)
+            if kib is not None and k0 is not None:
+                st["bytes_per_flow"][side] = round((kib - k0) * 1024 / n)
+        parts.append("%d flows (open in %.1f s): %s" % (
+            n, st["open_seconds"], ", ".join(
+                "%s %+d KiB = %s B/flow" % (
+                    side, st["rss_kib"][side] - d["rss_kib_before"][side],
+                    st["bytes_per_flow"][side])
+                for side in st["bytes_per_flow"])))
+    r["value"] = "; ".join(parts)
+    return r
+
+
 # ---- tables ---------------------------------------------------------------
 
 def fmt(x):
@@ -156,14 +245,30 @@ def fmt(x):
     return "%.2g" % x if x < 1 else "%.1f" % x
 
 
-def updown(rs, **sel):
-    def pick(direction):
-        for r in rs:
-            if r.get("dir") == direction and all(
-                    r.get(k) == v for k, v in sel.items()):
-                return "FAILED" if "error" in r else fmt(r.get("mbit"))
+def sel(rs, **kw):
+    return [r for r in rs if all(r.get(k) == v for k, v in kw.items())]
+
+
+def mbit(rs, **kw):
+    """The one matching result's Mbit/s, None when missing or failed."""
+    for r in sel(rs, **kw):
+        return None if "error" in r else r.get("mbit")
+    return None
+
+
+def cell(rs, **kw):
+    m = sel(rs, **kw)
+    if not m:
         return "n/a"
-    return "%s / %s" % (pick("up"), pick("down"))
+    return "FAILED" if "error" in m[0] else fmt(m[0].get("mbit"))
+
+
+def updown(rs, **kw):
+    return "%s / %s" % (cell(rs, dir="up", **kw), cell(rs, dir="down", **kw))
+
+
+def ratio(a, b):
+    return "n/a" if a is None or not b else "%.2f" % (a / b)
 
 
 def table(head, rows):
@@ -174,76 +279,278 @@ def table(head, rows):
 
 
 PATH_NAMES = {"direct": "direct", "openvpn": "OpenVPN-TCP",
-              "tunsplit": "tunsplit (warm pool)",
-              "tunsplit-nopool": "tunsplit (no pool)"}
+              "v2ray": "v2ray VLESS+TLS", "kcptun": "kcptun fast3",
+              "tunsplit": "tunsplit", "tunsplit-nopool": "tunsplit, no pool"}
+TPUT_COLS = [("direct", "cubic"), ("direct", "bbr"), ("openvpn", "bbr"),
+             ("v2ray", "bbr"), ("kcptun", "bbr"), ("tunsplit", "bbr")]
 
 
-def tables(doc):
-    rs = doc["results"]
-    meta = doc["meta"]
+def col_name(path, cc):
+    if path == "direct":
+        return "direct %s" % cc.upper()
+    if path == "kcptun":
+        return PATH_NAMES[path]
+    return "%s (%s)" % (PATH_NAMES[path], cc.upper())
+
+
+def t_ceiling(rs, meta):
+    ceil = sel(rs, scenario="ceiling")
+    if not ceil:
+        return None
+    rows = []
+    for link in ("veth", "linkem"):
+        for flows in sorted({r["flows"] for r in ceil}):
+            if sel(ceil, link=link, flows=flows):
+                rows.append([link if link == "veth" else
+                             "linkem, no impairment", flows,
+                             updown(ceil, link=link, flows=flows)])
+    return ("### Ceiling: no impairment, %s, Mbit/s up / down\n\n" %
+            meta.get("ceiling_cc", "cubic").upper() +
+            table(["link", "flows", "Mbit/s"], rows))
+
+
+def cpu_cell(rs, side, **kw):
+    vals = []
+    for d in ("up", "down"):
+        m = [r for r in sel(rs, dir=d, **kw) if "error" not in r]
+        v = m[0].get("cpu_%s_s_per_gib" % side) if m else None
+        vals.append("n/a" if v is None else "%.2f" % v)
+    return " / ".join(vals)
+
+
+def t_tunnels(rs, meta):
+    sc = sel(rs, scenario="scale", kind="iperf")
+    if not sc:
+        return None
+    rows = []
+    for path in ("direct", "openvpn", "v2ray", "kcptun", "tunsplit"):
+        if not sel(sc, path=path):
+            continue
+        rows.append([PATH_NAMES[path], updown(sc, path=path),
+                     cpu_cell(sc, "client", path=path),
+                     cpu_cell(sc, "server", path=path)])
+    return ("### Through each tunnel over a plain veth (no impairment, 1 "
+            "flow, %s s): Mbit/s and CPU seconds per GiB, up / down\n\n" %
+            meta.get("short_seconds", "") +
+            table(["path", "Mbit/s", "client CPU s/GiB", "server CPU s/GiB"],
+                  rows))
+
+
+def lfl_cols(lfl):
+    return [(p, c) for p, c in TPUT_COLS if sel(lfl, path=p, cc=c)]
+
+
+def t_lfl(rs, meta):
+    lfl = sel(rs, scenario="lfl", kind="iperf")
     out = []
-
-    ceil = [r for r in rs if r["scenario"] == "ceiling"]
-    if ceil:
+    for flows in sorted({r["flows"] for r in lfl}):
+        fl = sel(lfl, flows=flows)
+        cols = lfl_cols(fl)
+        head = ["loss"] + [col_name(p, c) for p, c in cols]
+        have_ts = ("tunsplit", "bbr") in cols
+        if have_ts:
+            head += ["tunsplit / direct BBR", "tunsplit / OpenVPN-TCP"]
         rows = []
-        for link in ("veth", "linkem"):
-            for flows in sorted({r["flows"] for r in ceil}):
-                if any(r["link"] == link for r in ceil):
-                    rows.append([link if link == "veth" else
-                                 "linkem, no impairment", flows,
-                                 updown(ceil, link=link, flows=flows)])
-        out.append("### Ceiling (no impairment, %s, Mbit/s up / down)\n\n" %
-                   meta.get("ceiling_cc", "cubic") +
-                   table(["link", "flows", "Mbit/s"], rows))
-
-    lfl = [r for r in rs if r["scenario"] == "lfl" and r["kind"] == "iperf"]
-    if lfl:
-        cols = []
-        for path in ("direct", "openvpn", "tunsplit"):
-            for cc in ("cubic", "bbr"):
-                if any(r["path"] == path and r["cc"] == cc for r in lfl):
-                    cols.append((path, cc))
-        for flows in sorted({r["flows"] for r in lfl}):
-            rows = []
-            for loss in sorted({r["loss"] for r in lfl}):
-                rows.append(["%g %%" % loss] + [
-                    updown(lfl, path=p, cc=c, loss=loss, flows=flows)
-                    for p, c in cols])
-            out.append(
-                "### Long fat lossy path: %s Mbit/s, RTT %s ms, %s ms queue, "
-                "%d flow%s (Mbit/s up / down)\n\n" % (
-                    meta["rate_mbit"], meta["rtt_ms"], meta["queue_ms"],
-                    flows, "s" if flows > 1 else "") +
-                table(["loss"] + ["%s %s" % (PATH_NAMES[p], c.upper())
-                                  for p, c in cols], rows))
-
-    tt = [r for r in rs if r["kind"] == "ttfb"]
-    if tt:
-        rows = []
-        for r in tt:
-            if "error" in r:
-                rows.append([PATH_NAMES[r["path"]], "FAILED", "", "", ""])
-            else:
-                rows.append([PATH_NAMES[r["path"]], r["connect_ms_median"],
-                             r["ttfb_ms_median"], r["ttfb_ms_p99"], r["n"]])
+        for loss in sorted({r["loss"] for r in fl}):
+            row = ["%g %%" % loss] + [updown(fl, path=p, cc=c, loss=loss)
+                                      for p, c in cols]
+            if have_ts:
+                for ref, rcc in (("direct", "bbr"), ("openvpn", "bbr")):
+                    row.append(" / ".join(ratio(
+                        mbit(fl, path="tunsplit", loss=loss, dir=d),
+                        mbit(fl, path=ref, cc=rcc, loss=loss, dir=d))
+                        for d in ("up", "down")))
+            rows.append(row)
         out.append(
-            "### New connection: connect to first response byte "
-            "(RTT %s ms, %s, ms)\n\n" % (meta["rtt_ms"], "1 KiB over HTTP") +
-            table(["path", "connect median", "first byte median",
-                   "first byte p99", "n"], rows))
+            "### Long fat lossy path: %s Mbit/s, RTT %s ms, %s ms queue, "
+            "%d flow%s, Mbit/s up / down\n\n" % (
+                meta["rate_mbit"], meta["rtt_ms"], meta["queue_ms"],
+                flows, "s" if flows > 1 else "") + table(head, rows))
+    return "\n\n".join(out) if out else None
 
-    acc = accuracy_rows(rs)
-    if acc:
-        out.append("### linkem accuracy\n\n" + table(
-            ["check", "configured", "measured"], acc))
+
+def t_kept(rs, meta):
+    """Throughput kept under loss, relative to the same path at 0 %."""
+    lfl = sel(rs, scenario="lfl", kind="iperf", flows=1)
+    losses = sorted({r["loss"] for r in lfl})
+    if 0 not in losses or len(losses) < 2:
+        return None
+    rows = []
+    for p, c in lfl_cols(lfl):
+        row = [col_name(p, c)]
+        for loss in losses[1:]:
+            row.append(" / ".join(
+                "n/a" if mbit(lfl, path=p, cc=c, loss=0, dir=d) is None or
+                mbit(lfl, path=p, cc=c, loss=loss, dir=d) is None else
+                "%.0f %%" % (100.0 * mbit(lfl, path=p, cc=c, loss=loss, dir=d)
+                             / mbit(lfl, path=p, cc=c, loss=0, dir=d))
+                for d in ("up", "down")))
+        rows.append(row)
+    return ("### What loss costs each path: throughput kept, relative to "
+            "the same path at 0 % loss (1 flow, up / down)\n\n" +
+            table(["path"] + ["%g %%" % x for x in losses[1:]], rows))
+
+
+def med_range(vals):
+    vals = [v for v in vals if v is not None]
+    if not vals:
+        return "n/a"
+    if len(vals) == 1:
+        return fmt(vals[0])
+    return "%s (%s–%s)" % (fmt(statistics.median(vals)), fmt(min(vals)),
+                           fmt(max(vals)))
+
+
+def t_hiloss(rs, meta):
+    hl = sel(rs, scenario="hiloss", kind="iperf")
+    if not hl:
+        return None
+    rows = []
+    for p, c in TPUT_COLS:
+        m = sel(hl, path=p, cc=c)
+        if not m:
+            continue
+        row = [col_name(p, c)]
+        for d in ("up", "down"):
+            vals = [None if "error" in r else r["mbit"]
+                    for r in sel(m, dir=d)]
+            fails = sum(1 for v in vals if v is None)
+            row.append(med_range(vals) + (" (%d failed)" % fails
+                                          if fails else ""))
+        rows.append(row)
+    seeds = sorted({r["seed"] for r in hl})
+    return ("### High loss: %g %% random loss, same link, 1 flow, median "
+            "(min–max) over seeds %s, Mbit/s\n\n" % (
+                hl[0]["loss"], ", ".join(str(x) for x in seeds)) +
+            table(["path", "up", "down"], rows))
+
+
+def t_targets(rs, meta):
+    lfl = sel(rs, scenario="lfl", kind="iperf", flows=1)
+    if not sel(lfl, path="tunsplit"):
+        return None
+    rows = []
+    for loss in sorted({r["loss"] for r in lfl}):
+        goal = 0.85 if loss >= 5 else 0.9
+        for d in ("up", "down"):
+            t = mbit(lfl, path="tunsplit", loss=loss, dir=d)
+            b = mbit(lfl, path="direct", cc="bbr", loss=loss, dir=d)
+            if t is None or not b:
+                continue
+            rows.append(["tunsplit ≥ %.2f× direct BBR, %g %% %s" % (
+                goal, loss, d), "%.2f×" % (t / b),
+                "yes" if t / b >= goal else "**no**"])
+    for d in ("up", "down"):
+        t = mbit(lfl, path="tunsplit", loss=1, dir=d)
+        o = mbit(lfl, path="openvpn", loss=1, dir=d)
+        if t is not None and o:
+            rows.append(["tunsplit ≥ 2.5× OpenVPN-TCP, 1 %% %s" % d,
+                         "%.2f×" % (t / o),
+                         "yes" if t / o >= 2.5 else "**no**"])
+    return ("### The issue's targets in this run (1 flow)\n\n" +
+            table(["target", "measured", "met"], rows)) if rows else None
+
+
+def t_ttfb(rs, meta):
+    tt = sel(rs, kind="ttfb")
+    if not tt:
+        return None
+    rows = []
+    for r in tt:
+        if "error" in r:
+            rows.append([PATH_NAMES[r["path"]], "FAILED", "", "", "", ""])
+        else:
+            rows.append([PATH_NAMES[r["path"]], r["connect_ms_median"],
+                         r["ttfb_ms_median"], r["ttfb_ms_p99"],
+                         "%.2f" % (r["ttfb_ms_median"] / meta["rtt_ms"]),
+                         r["n"]])
+    return ("### New connection: connect to first response byte (RTT %s ms, "
+            "1 KiB over HTTP, ms)\n\n" % meta["rtt_ms"] +
+            table(["path", "connect median", "first byte median",
+                   "first byte p99", "RTTs", "n"], rows))
+
+
+def ms(us):
+    return "n/a" if us is None else "%.1f" % (us / 1e3)
+
+
+def t_rrlat(rs, meta):
+    rr = sel(rs, kind="rrlat")
+    if not rr:
+        return None
+    out = []
+    for loss in sorted({r["loss"] for r in rr}):
+        rows = []
+        for path in ("direct", "openvpn", "v2ray", "kcptun", "tunsplit"):
+            m = sel(rr, path=path, loss=loss)
+            if not m:
+                continue
+            row = [PATH_NAMES[path]]
+            for mode in ("closed", "open"):
+                x = [r for r in m if (r["rr_rate"] > 0) == (mode == "open")]
+                if not x or "p50_us" not in x[0]:
+                    row += ["FAILED" if x else "n/a", "", ""]
+                    continue
+                r = x[0]
+                row += [ms(r["p50_us"]), ms(r["p99_us"]),
+                        ms(r["p999_us"]) if mode == "open" else
+                        str(r["answered"])]
+                if mode == "open" and r.get("unanswered"):
+                    row[-1] += " (%d unanswered)" % r["unanswered"]
+            rows.append(row)
+        rate = max(r["rr_rate"] for r in rr)
+        out.append(
+            "### Request latency on an open connection: 64-byte echo, RTT "
+            "%s ms, %g %% loss, ms\n\n" % (rr[0]["rtt_ms"], loss) +
+            table(["path", "closed p50", "closed p99", "closed n",
+                   "open %g/s p50" % rate, "open p99", "open p99.9"], rows))
     return "\n\n".join(out)
+
+
+def t_scale(rs, meta):
+    cr = sel(rs, kind="connrate")
+    idle = sel(rs, kind="idle")
+    if not cr and not idle:
+        return None
+    steps = sorted({st["flows"] for r in idle if "steps" in r
+                    for st in r["steps"]})
+    head = ["path", "new conn/s"] + [
+        "RSS per idle flow at %d: client / server" % n for n in steps]
+    rows = []
+    for path in ("direct", "openvpn", "v2ray", "kcptun", "tunsplit",
+                 "tunsplit-nopool"):
+        c = sel(cr, path=path)
+        i = sel(idle, path=path)
+        if not c and not i:
+            continue
+        row = [PATH_NAMES[path],
+               "n/a" if not c else "FAILED" if "per_second" not in c[0]
+               else "%.0f" % c[0]["per_second"]]
+        for n in steps:
+            st = [x for r in i if "steps" in r for x in r["steps"]
+                  if x["flows"] == n]
+            if not st:
+                row.append("n/a" if not i or "error" not in i[0]
+                           else "FAILED")
+                continue
+            b = st[0]["bytes_per_flow"]
+            row.append("%s / %s" % tuple(
+                "n/a" if b.get(k) is None else
+                "%.1f KB" % (b[k] / 1e3) for k in ("client", "server")))
+        rows.append(row)
+    return ("### Connection rate and memory (plain veth, no impairment)\n\n"
+            "New connections: sequential HTTP/1.0 GETs of 1 KiB for %s s.  "
+            "Idle flows: TCP connections through the path to a holder on the "
+            "target, one byte each, RSS growth of the path's client and "
+            "server daemon 11 s after the last one opened.\n\n" %
+            meta.get("conn_seconds", "?") + table(head, rows))
 
 
 def accuracy_rows(rs):
     rows = []
     for r in rs:
         if r["kind"] == "ping" and "error" not in r:
-            rows.append(["ping RTT (%s)" % r["link_args"],
+            rows.append(["ping RTT (%s)" % (r["link_args"] or "no options"),
                          "%s ms" % r["rtt_configured_ms"],
                          "min %.3f avg %.3f mdev %.3f ms" % (
                              r["rtt_min_ms"], r["rtt_avg_ms"],
@@ -260,7 +567,7 @@ def accuracy_rows(rs):
     # Realised random loss over every impaired TCP run, per setting.
     by_loss = {}
     for r in rs:
-        if r["kind"] != "iperf" or r["scenario"] != "lfl" or not r["linkem"]:
+        if r["kind"] != "iperf" or not r.get("loss") or not r.get("linkem"):
             continue
         for k in ("a_to_b", "b_to_a"):
             d = r["linkem"][k]
@@ -278,6 +585,74 @@ def accuracy_rows(rs):
     return rows
 
 
+def t_accuracy(rs, meta):
+    acc = accuracy_rows(rs)
+    return ("### linkem accuracy\n\n" + table(
+        ["check", "configured", "measured"], acc)) if acc else None
+
+
+TABLES = [t_lfl, t_kept, t_targets, t_hiloss, t_ttfb, t_rrlat, t_ceiling,
+          t_tunnels, t_scale, t_accuracy]
+
+
+def tables(doc):
+    rs, meta = doc["results"], doc["meta"]
+    return "\n\n".join(t for t in (f(rs, meta) for f in TABLES) if t)
+
+
+def conditions(meta):
+    return (
+        "Run of %s, `%s` (%d s), on %s (%d CPUs), kernel %s; %s, %s, %s, "
+        "kcptun %s, tunsplit %s.  Load average %s at the start and %s at "
+        "the end: the machine was shared with other work, which is why "
+        "each table compares paths measured in the same run.  Throughput: "
+        "iperf3 %s s after %s s omitted per cell (15 %%: %s s after %s; "
+        "ceiling and veth runs %s s); tunnels and their endpoints run %s; "
+        "tunsplit's TUN MTU %s, warm pool %s." % (
+            meta["date"], meta["command"], meta.get("duration_s", 0),
+            meta["cpu"], meta["cpus"], meta["kernel"], meta["iperf3"],
+            meta["openvpn"], meta.get("v2ray", "v2ray"),
+            meta.get("kcptun", "?"), meta.get("tunsplit", "?"),
+            meta["loadavg_start"], meta["loadavg_end"],
+            meta["iperf_seconds"], meta["iperf_omit"],
+            meta.get("hiloss_seconds", "?"), meta.get("hiloss_omit", "?"),
+            meta.get("short_seconds", "?"), meta.get("tunnel_cc", "bbr").upper(),
+            meta.get("tunsplit_mtu", "?"), meta.get("tunsplit_pool", "?")))
+
+
+BEGIN = "<!-- bench:begin (generated by bench/report.py readme) -->"
+END = "<!-- bench:end -->"
+
+
+def readme(doc, out_name):
+    return "\n\n".join([
+        BEGIN,
+        "```\nsudo make -C build bench        # = bench/run.sh, see "
+        "bench/README.md\n```",
+        conditions(doc["meta"]) + "  Results: `bench/results/%s`." %
+        out_name,
+        tables(doc).replace("### ", "#### "),
+        END])
+
+
+def cmd_readme(out_path, readme_path=None):
+    import os
+    doc = load(out_path)
+    text = readme(doc, os.path.basename(out_path))
+    if not readme_path:
+        print(text)
+        return
+    with open(readme_path) as f:
+        old = f.read()
+    b, e = old.find(BEGIN), old.find(END)
+    if b < 0 or e < b:
+        sys.exit("%s: no bench markers" % readme_path)
+    new = old[:b] + text + old[e + len(END):]
+    with open(readme_path + ".tmp", "w") as f:
+        f.write(new)
+    os.rename(readme_path + ".tmp", readme_path)
+
+
 def cmd_final(jsonl, meta_path, out_path):
     with open(jsonl) as f:
         results = [json.loads(line) for line in f if line.strip()]
@@ -285,6 +660,12 @@ def cmd_final(jsonl, meta_path, out_path):
     with open(out_path, "w") as f:
         json.dump(doc, f, indent=1)
         f.write("\n")
+    base = out_path[:-5] if out_path.endswith(".json") else out_path
+    for scen in sorted({r["scenario"] for r in results}):
+        with open("%s.%s.json" % (base, scen), "w") as f:
+            json.dump({"meta": doc["meta"], "scenario": scen,
+                       "results": sel(results, scenario=scen)}, f, indent=1)
+            f.write("\n")
     print(tables(doc))
 
 
@@ -292,16 +673,19 @@ def main(argv):
     if len(argv) < 2:
         sys.exit(__doc__)
     cmd, args = argv[1], argv[2:]
-    if cmd in ("iperf", "udp", "ttfb", "ping"):
+    kinds = {"iperf": cmd_iperf, "udp": cmd_udp, "ttfb": cmd_ttfb,
+             "ping": cmd_ping, "rrlat": cmd_rrlat, "connrate": cmd_connrate,
+             "idle": cmd_idle}
+    if cmd in kinds:
         meta = json.loads(args[0])
-        fn = {"iperf": cmd_iperf, "udp": cmd_udp, "ttfb": cmd_ttfb,
-              "ping": cmd_ping}[cmd]
-        r = fn(meta, *args[1:])
+        r = kinds[cmd](meta, *args[1:])
         print(json.dumps(r))
     elif cmd == "final":
         cmd_final(*args)
     elif cmd == "tables":
         print(tables(load(args[0])))
+    elif cmd == "readme":
+        cmd_readme(*args)
     else:
         sys.exit(__doc__)
 

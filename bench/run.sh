@@ -1,30 +1,50 @@
 #!/bin/bash
 # The benchmark: builds the testbed (bench/testbed.sh), runs the scenarios,
-# prints tables and writes bench/results/<time>.json.  Root only.
+# prints tables and writes bench/results/<time>.json (all results) and
+# <time>.<scenario>.json (one per scenario).  Root only.
 #
-# usage: run.sh [--quick] [--scenarios LIST] [--paths LIST] [--loss LIST]
-#               [--cc LIST] [--flows LIST] [--time S] [--omit S]
-#               [--samples N] [--seed N] [--out FILE] [--no-rtprio]
+# usage: run.sh [--quick | --full] [--scenarios LIST] [--paths LIST]
+#               [--loss LIST] [--cc LIST] [--flows LIST] [--time S]
+#               [--omit S] [--samples N] [--seed N] [--seeds LIST]
+#               [--idle LIST] [--out FILE] [--no-rtprio]
 #
-#   scenarios  accuracy ceiling lfl ttfb   (default: all)
-#   paths      direct openvpn tunsplit     (default: all; tunsplit needs
-#                                           TUNSPLIT=binary and is a stub)
-#   loss       percent list for lfl        (default: 0 0.3 1 5)
-#   cc         direct path's CCs           (default: cubic bbr; tunnels
-#                                           always run bbr)
-#   flows      iperf3 -P list              (default: 1)
-#   time/omit  iperf3 -t / -O seconds      (default: 10 / 2)
-#   samples    new connections for ttfb    (default: 20)
+#   scenarios  accuracy ceiling lfl hiloss ttfb rrlat scale  (default: all)
+#   paths      direct openvpn v2ray kcptun tunsplit   (default: all; tunsplit
+#              needs TUNSPLIT=binary; ttfb and scale add tunsplit-nopool)
+#   loss       percent list for lfl            (default: 0 0.3 1 5)
+#   cc         direct path's CCs in lfl        (default: cubic bbr; tunnels
+#                                               always run bbr)
+#   flows      iperf3 -P list for lfl/ceiling  (default: 1 4; in lfl the 4
+#              flows run for direct BBR, OpenVPN and tunsplit at 0 and 1 %,
+#              with --full for every path and loss)
+#   time/omit  iperf3 -t / -O seconds in lfl (default: 4 / 2; hiloss 3 / 1,
+#              --full 10 / 2 for both); kcptun runs in lfl at 1 and 5 %
+#              (its loss cases; --full: every loss)
+#   samples    new connections for ttfb        (default: 20)
+#   seed       loss pattern seed of lfl, rrlat (default: 1)
+#   seeds      hiloss (15 %) seeds             (default: 1 2 3)
+#   idle       idle-flow counts for scale      (default: 1000 10000 through
+#              tunsplit, 1000 through the others; --full: both for all)
+#   --quick    a 5-minute smoke run; --full    longer runs, more seeds,
+#              every path with 4 flows, the CUBIC column at 15 %, more
+#              accuracy checks, request latency without loss as well
+#              (about 35 minutes; the default about 18, --quick about 8)
+#   --dry-run  print the plan (one line per measurement) and exit
 #   --no-rtprio  run linkem at normal priority (default: SCHED_FIFO 10 on
 #              impaired links, so that other load on the machine does not
 #              make it late; the unimpaired ceiling always runs normally)
 #
-# Conditions of the long fat lossy path (lfl): 100 Mbit/s bottleneck each
-# way, 70 ms one-way delay (RTT 140 ms), 100 ms drop-tail queue, random loss
-# applied after the queue, both directions.  Override with BENCH_RATE,
-# BENCH_DELAY, BENCH_QUEUE.
+# Conditions of the long fat lossy path (lfl, hiloss, ttfb): 100 Mbit/s
+# bottleneck each way, 70 ms one-way delay (RTT 140 ms), 100 ms drop-tail
+# queue, random loss applied after the queue, both directions.  rrlat uses
+# the same link with RTT 20 ms.  Override with BENCH_RATE, BENCH_DELAY,
+# BENCH_QUEUE, BENCH_RR_DELAY.
 #
-# Environment: LINKEM (linkem binary), TUNSPLIT (tunsplit binary, later).
+# Environment: LINKEM, RRLAT (built by make; else testbed.sh and run.sh
+# build them), TUNSPLIT (tunsplit binary), TSB_TUNSPLIT_REV (the revision
+# it was built from, for the results; default: git describe of this tree),
+# TSB_POOL (tunsplit's pool, default 6), TSB_MTU (its TUN MTU, 9000).  Only one run at a time: the namespaces have
+# fixed names, so a run holds /run/tsb.lock (flock) from start to end.
 
 set -u
 
@@ -32,38 +52,69 @@ ARGS="$*"
 HERE=$(cd "$(dirname "$0")" && pwd)
 TESTBED=$HERE/testbed.sh
 REPORT=$HERE/report.py
+FLOWS_PY=$HERE/flows.py
 export TSB_RUN=${TSB_RUN:-/run/tsb}
 NS_C=tsb-client
 NS_S=tsb-server
 NS_T=tsb-target
 TARGET=10.201.2.2
+SERVER=10.201.1.2
+RR_PORT=7001
+IDLE_PORT=7000
 
-SCENARIOS="accuracy ceiling lfl ttfb"
-PATHS="direct openvpn tunsplit"
+SCENARIOS="accuracy ceiling lfl hiloss ttfb rrlat scale"
+PATHS="direct openvpn v2ray kcptun tunsplit"
 LOSSES="0 0.3 1 5"
 CCS="cubic bbr"
 TUNNEL_CC=bbr
 CEILING_CC=cubic
-FLOWS=1
-T=10
+FLOWS="1 4"
+MULTI_PATHS="direct openvpn tunsplit"	# paths and losses run with > 1 flow
+MULTI_CCS="bbr"
+MULTI_LOSSES="0 1"
+HILOSS=15
+HILOSS_CCS="bbr"
+SEEDS="1 2 3"
+T=4
 OMIT=2
+T_SHORT=3		# ceiling and scale iperf3 runs
+HL_T=3			# hiloss iperf3 runs: at 15 % no path reaches a
+HL_OMIT=1		# steady state; the spread over seeds is the result
+KCP_LOSSES="1 5"	# kcptun in lfl: the loss cases (--full: all)
+OMIT_SHORT=1
+RR_T=3			# rrlat seconds, each loop
+RR_RATE=500		# rrlat open-loop requests per second
+RR_LOSSES="1"		# --full: 0 1
+CONN_T=3		# connection-rate seconds
+IDLE="1000 10000"	# idle flows through tunsplit
+IDLE_OTHER="1000"	# through the others (--full: as $IDLE)
 SAMPLES=20
 SEED=1
+ACC_FULL=0
+DRY=0
 OUT=
 RTPRIO="--rtprio 10"
 RATE=${BENCH_RATE:-100}
 DELAY=${BENCH_DELAY:-70}
 QUEUE=${BENCH_QUEUE:-100}
+RR_DELAY=${BENCH_RR_DELAY:-10}
 
 die() { echo "run.sh: $*" >&2; exit 1; }
 say() { echo "$*" >&2; }
 nsx() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
 
-usage() { sed -n '4,21s/^# \{0,1\}//p' "$0" >&2; exit 2; }
+usage() { sed -n '4,/^$/s/^# \{0,1\}//p' "$0" >&2; exit 2; }
 
 while [ $# -gt 0 ]; do
 	case $1 in
-	--quick)	T=4; OMIT=1; LOSSES="0 1"; SAMPLES=10 ;;
+	--quick)	T=3; OMIT=1; LOSSES="0 1"; SAMPLES=10; SEEDS=1
+			FLOWS=1; IDLE=1000; RR_T=2; RR_LOSSES=1 ;;
+	--full)		T=10; OMIT=2; SEEDS="1 2 3 4 5"; T_SHORT=5
+			MULTI_PATHS="direct openvpn v2ray kcptun tunsplit"
+			MULTI_LOSSES=ALL; KCP_LOSSES=ALL; HL_T=10; HL_OMIT=2
+			MULTI_CCS="cubic bbr"; HILOSS_CCS="cubic bbr"
+			RR_T=5; CONN_T=5; ACC_FULL=1; RR_LOSSES="0 1"
+			IDLE_OTHER=FULL ;;
 	--scenarios)	SCENARIOS=$2; shift ;;
 	--paths)	PATHS=$2; shift ;;
 	--loss)		LOSSES=$2; shift ;;
@@ -73,28 +124,61 @@ while [ $# -gt 0 ]; do
 	--omit)		OMIT=$2; shift ;;
 	--samples)	SAMPLES=$2; shift ;;
 	--seed)		SEED=$2; shift ;;
+	--seeds)	SEEDS=$2; shift ;;
+	--idle)		IDLE=$2; IDLE_OTHER=$2; shift ;;
 	--out)		OUT=$2; shift ;;
 	--no-rtprio)	RTPRIO= ;;
+	--dry-run)	DRY=1 ;;
 	*)		usage ;;
 	esac
 	shift
 done
 
+[ "$IDLE_OTHER" = FULL ] && IDLE_OTHER=$IDLE
+[ "$MULTI_LOSSES" = ALL ] && MULTI_LOSSES=$LOSSES
+[ "$KCP_LOSSES" = ALL ] && KCP_LOSSES=$LOSSES
 [ "$(id -u)" = 0 ] || die "must run as root (namespaces, TUN)"
-for tool in ip iperf3 curl socat nginx ping python3 sysctl; do
+for tool in ip iperf3 curl socat nginx ping python3 sysctl flock; do
 	command -v $tool >/dev/null || die "$tool is missing"
 done
-case " $PATHS " in *" openvpn "*)
-	command -v openvpn >/dev/null ||
-	    die "openvpn is missing (apt-get install openvpn, or --paths direct)"
-esac
+
+# One run at a time: the namespaces, /run/tsb and the daemons' ports are
+# fixed.  The lock is held on fd 9 until we exit; testbed.sh, run from here,
+# is told it is held, and every daemon we start gets fd 9 closed so a
+# leftover process can never keep a later run out.
+LOCK=${TSB_LOCK:-/run/tsb.lock}
+exec 9>>"$LOCK" || die "cannot open $LOCK"
+if ! flock -n 9; then
+	die "another bench run holds the lock ($LOCK: $(
+	    cat "$LOCK" 2>/dev/null)); wait for it to end"
+fi
+echo "run.sh pid $$" >"$LOCK"
+export TSB_LOCK_HELD=1
+
+# Ten thousand idle flows need more descriptors than the default hard limit
+# in the app, the proxies and the target; root may raise it.
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+
+need_tool() {	# path tool...: warn once, the path then reads n/a
+	local p=$1 t; shift
+	for t in "$@"; do
+		command -v "$t" >/dev/null && continue
+		say "run.sh: $t is missing: the $p column will read n/a" \
+		    "(apt-get install ${PKG_OF[$t]:-$t})"
+		return 1
+	done
+}
+declare -A PKG_OF=([openvpn]=openvpn [v2ray]=v2ray [kcptun-client]=kcptun
+    [kcptun-server]=kcptun [nft]=nftables [openssl]=openssl)
 
 STAMP=$(date -u +%Y%m%d-%H%M%S)
 mkdir -p "$HERE/results"
 OUT=${OUT:-$HERE/results/$STAMP.json}
 WORK=$(mktemp -d /tmp/tsb-bench.XXXXXX)
+chmod 755 "$WORK"
 RESULTS=$WORK/results.jsonl
 : >"$RESULTS"
+CLK_TCK=$(getconf CLK_TCK)
 
 # ---- congestion control ----------------------------------------------------
 # A non-initial namespace may only pick algorithms the host allows; widen the
@@ -103,7 +187,7 @@ CC_SAVED=$(sysctl -n net.ipv4.tcp_allowed_congestion_control)
 
 cc_prepare() {
 	local want="$CC_SAVED" c
-	for c in $CCS $TUNNEL_CC $CEILING_CC; do
+	for c in $CCS $TUNNEL_CC $CEILING_CC $MULTI_CCS $HILOSS_CCS; do
 		case " $want " in *" $c "*) ;; *) want="$want $c" ;; esac
 	done
 	sysctl -qw net.ipv4.tcp_allowed_congestion_control="$want" ||
@@ -123,6 +207,7 @@ cc_set() {
 # a measurement (discarded), once after (kept with the result).
 linkem_period() {
 	local pid i=0
+	rm -f "$1"
 	pid=$(cat "$TSB_RUN/linkem.pid" 2>/dev/null) || return 1
 	rm -f "$TSB_RUN/linkem.json"
 	kill -USR1 "$pid" 2>/dev/null || return 1
@@ -132,14 +217,105 @@ linkem_period() {
 	[ -s "$TSB_RUN/linkem.json" ] && cp "$TSB_RUN/linkem.json" "$1"
 }
 
+# ---- daemons ------------------------------------------------------------------
+# bg_start NS PIDFILE LOG CMD...: CMD in NS, in the background.  Not through
+# nsx (a function run with & is a subshell, and $! would not be the daemon);
+# ip netns exec execs, so $! is the daemon itself.
+bg_start() {
+	local ns=$1 pidf=$2 log=$3; shift 3
+	ip netns exec "$ns" "$@" >>"$log" 2>&1 </dev/null 9>&- &
+	echo $! >"$pidf"
+}
+
+pid_stop() {	# PIDFILE: stop the process we started and recorded there
+	local pid i=0
+	pid=$(cat "$1" 2>/dev/null) || return 0
+	kill -TERM "$pid" 2>/dev/null
+	while kill -0 "$pid" 2>/dev/null && [ $i -lt 50 ]; do
+		sleep 0.1; i=$((i + 1))
+	done
+	kill -KILL "$pid" 2>/dev/null
+	rm -f "$1"
+	return 0
+}
+
+wait_listen() {	# NS PORT [tcp|udp]: until something listens there (5 s)
+	local i=0 opt=-Hltn
+	[ "${3:-tcp}" = udp ] && opt=-Hlun
+	until [ -n "$(nsx "$1" ss $opt "sport = :$2" 2>/dev/null)" ]; do
+		[ $i -lt 50 ] || return 1
+		sleep 0.1; i=$((i + 1))
+	done
+}
+
+cpu_ticks() {	# PID: user + system clock ticks so far
+	[ -n "$1" ] && [ -r "/proc/$1/stat" ] || { echo 0; return; }
+	# Fields after the ")" of the command name: utime is the 12th.
+	sed 's/.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'
+}
+
 # ---- paths ----------------------------------------------------------------
 # path_up PATH makes the target subnet reach the target through PATH;
-# path_down undoes it.  The direct path is the testbed's own routing.
+# path_down undoes it; path_pids PATH PORT names the client-side and
+# server-side daemon carrying connections to PORT (for CPU and memory).
+# The direct path is the testbed's own routing.
+
+PKI=$WORK/pki
+
+bench_pki() {	# a throwaway CA and a certificate for "tunsplit.bench"
+	[ -f "$PKI/server.pem" ] && return 0
+	need_tool tls openssl || return 1
+	mkdir -p "$PKI" || return 1
+	(cd "$PKI" &&
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+	    -keyout ca.key -out ca.pem -days 2 -subj /CN=tsb-ca &&
+	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+	    -keyout server.key -out server.csr -subj /CN=tunsplit.bench &&
+	printf 'subjectAltName=DNS:tunsplit.bench\n' >ext &&
+	openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key \
+	    -CAcreateserial -days 2 -extfile ext -out server.pem) \
+	    >"$PKI/pki.log" 2>&1
+}
+
+# Transparent redirect in the client namespace for the L4 proxies: the
+# target's TCP ports go to the local proxy (RULES are nft statements), and
+# anything else bound for the target subnet is dropped, so a broken
+# redirect fails loudly instead of silently measuring the direct path.
+redirect_up() {
+	need_tool "$1" nft || return 1
+	nsx $NS_C nft -f - <<EOF
+table ip tsb_redir {
+	chain out_nat {
+		type nat hook output priority -100; policy accept;
+		$2
+	}
+	chain out_filter {
+		type filter hook output priority 0; policy accept;
+		ip daddr 10.201.2.0/24 counter drop
+	}
+}
+EOF
+}
+
+redirect_down() {
+	nsx $NS_C nft delete table ip tsb_redir 2>/dev/null
+	return 0
+}
+
+# A path's first request: proves that it carries HTTP to the target and
+# warms it (a proxy's session, a tunnel's pool) before anything is measured.
+path_check() {
+	local n
+	n=$(nsx $NS_C curl -s -o /dev/null -m 10 -w '%{size_download}' \
+	    http://$TARGET/1k) && [ "$n" = 1024 ] ||
+	    { say "$1: HTTP through it failed"; return 1; }
+}
 
 OVPN=$WORK/ovpn
 
 ovpn_up() {
 	local common i=0
+	need_tool openvpn openvpn || return 1
 	mkdir -p "$OVPN"
 	[ -f "$OVPN/key" ] || openvpn --genkey secret "$OVPN/key" 2>/dev/null ||
 	    return 1
@@ -147,16 +323,16 @@ ovpn_up() {
 	# Nagle adds most of an RTT to small exchanges.
 	common="--dev tun-ovpn --dev-type tun --cipher AES-256-CBC --auth SHA256
 	    --socket-flags TCP_NODELAY --verb 3 --ping 10 --ping-restart 60"
-	nsx $NS_S openvpn $common --proto tcp-server --local 10.201.1.2 \
+	nsx $NS_S openvpn $common --proto tcp-server --local $SERVER \
 	    --lport 1194 --ifconfig 10.201.9.2 10.201.9.1 \
 	    --secret "$OVPN/key" 0 --daemon tsb-ovpn-s \
-	    --writepid "$OVPN/s.pid" --log "$OVPN/s.log" >>"$OVPN/s.log" 2>&1 ||
-	    return 1
-	nsx $NS_C openvpn $common --proto tcp-client --remote 10.201.1.2 1194 \
+	    --writepid "$OVPN/s.pid" --log "$OVPN/s.log" >>"$OVPN/s.log" \
+	    2>&1 9>&- || return 1
+	nsx $NS_C openvpn $common --proto tcp-client --remote $SERVER 1194 \
 	    --nobind --ifconfig 10.201.9.1 10.201.9.2 \
 	    --secret "$OVPN/key" 1 --daemon tsb-ovpn-c \
-	    --writepid "$OVPN/c.pid" --log "$OVPN/c.log" >>"$OVPN/c.log" 2>&1 ||
-	    return 1
+	    --writepid "$OVPN/c.pid" --log "$OVPN/c.log" >>"$OVPN/c.log" \
+	    2>&1 9>&- || return 1
 	while ! grep -q "Initialization Sequence Completed" "$OVPN/c.log" \
 	    2>/dev/null; do
 		[ $i -lt 100 ] || { tail -5 "$OVPN/c.log" >&2; return 1; }
@@ -166,48 +342,118 @@ ovpn_up() {
 	# Fail loudly rather than measure the direct path by mistake.
 	nsx $NS_C ip route get $TARGET | grep -q "dev tun-ovpn" ||
 	    { say "openvpn: route not through the tunnel"; return 1; }
-	nsx $NS_C ping -q -c 1 -W 5 $TARGET >/dev/null
+	path_check openvpn
 }
 
 ovpn_down() {
-	local f pid i
-	for f in c s; do
-		pid=$(cat "$OVPN/$f.pid" 2>/dev/null) || continue
-		kill -TERM "$pid" 2>/dev/null
-		i=0
-		while kill -0 "$pid" 2>/dev/null && [ $i -lt 50 ]; do
-			sleep 0.1; i=$((i + 1))
-		done
-		kill -KILL "$pid" 2>/dev/null
-		rm -f "$OVPN/$f.pid"
-	done
-	nsx $NS_C ip route replace 10.201.2.0/24 via 10.201.1.2 dev lkc \
+	pid_stop "$OVPN/c.pid"
+	pid_stop "$OVPN/s.pid"
+	nsx $NS_C ip route replace 10.201.2.0/24 via $SERVER dev lkc \
 	    2>/dev/null
 	return 0
 }
 
-# The tunsplit columns: a throwaway CA and server certificate, a server in
-# $NS_S listening on 10.201.1.2 (egress allowed to the target subnet), a
-# client in $NS_C whose TUN carries 10.201.2.0/24 and fd00:201:2::/64 while
-# 10.201.1.2 stays on lkc.  "tunsplit" keeps a warm pool (TSB_POOL, default
-# 6: sequential new connections 1 RTT apart drain a smaller pool faster
-# than a replacement handshake refills it); "tunsplit-nopool" has none.
+# v2ray 4.x as a per-connection TLS proxy: VLESS over TLS 1.3 (one outer
+# TCP+TLS connection per app connection, as trojan or VLESS are used), the
+# client side a transparent dokodemo-door fed by the nft redirect.
+V2=$WORK/v2ray
+V2_PORT=10800
+
+v2ray_up() {
+	local uuid
+	need_tool v2ray v2ray || return 1
+	bench_pki || { say "v2ray: certificates failed"; return 1; }
+	mkdir -p "$V2"
+	uuid=$(cat /proc/sys/kernel/random/uuid)
+	cat >"$V2/server.json" <<EOF
+{"log": {"loglevel": "warning"},
+ "inbounds": [{"listen": "$SERVER", "port": 8444, "protocol": "vless",
+   "settings": {"clients": [{"id": "$uuid"}], "decryption": "none"},
+   "streamSettings": {"network": "tcp", "security": "tls",
+     "tlsSettings": {"certificates": [{"certificateFile": "$PKI/server.pem",
+                                       "keyFile": "$PKI/server.key"}]}}}],
+ "outbounds": [{"protocol": "freedom"}]}
+EOF
+	cat >"$V2/client.json" <<EOF
+{"log": {"loglevel": "warning"},
+ "inbounds": [{"listen": "127.0.0.1", "port": $V2_PORT,
+   "protocol": "dokodemo-door",
+   "settings": {"network": "tcp", "followRedirect": true}}],
+ "outbounds": [{"protocol": "vless",
+   "settings": {"vnext": [{"address": "$SERVER", "port": 8444,
+                           "users": [{"id": "$uuid", "encryption": "none"}]}]},
+   "streamSettings": {"network": "tcp", "security": "tls",
+     "tlsSettings": {"serverName": "tunsplit.bench",
+       "certificates": [{"usage": "verify",
+                         "certificateFile": "$PKI/ca.pem"}]}}}]}
+EOF
+	bg_start $NS_S "$V2/s.pid" "$V2/s.log" v2ray -config "$V2/server.json"
+	bg_start $NS_C "$V2/c.pid" "$V2/c.log" v2ray -config "$V2/client.json"
+	wait_listen $NS_S 8444 && wait_listen $NS_C $V2_PORT ||
+	    { tail -5 "$V2/s.log" "$V2/c.log" >&2; return 1; }
+	redirect_up v2ray "ip daddr 10.201.2.0/24 tcp dport { 80, 5201, \
+$IDLE_PORT, $RR_PORT } redirect to :$V2_PORT" || return 1
+	path_check v2ray
+}
+
+v2ray_down() {
+	redirect_down
+	pid_stop "$V2/c.pid"
+	pid_stop "$V2/s.pid"
+}
+
+# kcptun forwards one local port to one remote address, so each target
+# port gets its own client/server pair (and KCP session).  "fast3", FEC
+# 10/3 (its default), windows 1024 packets: the classic settings.
+KCP=$WORK/kcptun
+KCP_PORTS="5201 80 $IDLE_PORT $RR_PORT"
+KCP_OPTS="--mode fast3 --key tsb-bench --crypt aes --nocomp --mtu 1350
+    --sndwnd 1024 --rcvwnd 1024 --quiet"
+
+kcptun_up() {
+	local i=0 p rules=
+	need_tool kcptun kcptun-client kcptun-server || return 1
+	mkdir -p "$KCP"
+	for p in $KCP_PORTS; do
+		# shellcheck disable=SC2086
+		bg_start $NS_S "$KCP/s$p.pid" "$KCP/s$p.log" kcptun-server \
+		    -l $SERVER:$((29900 + i)) -t $TARGET:$p $KCP_OPTS
+		# shellcheck disable=SC2086
+		bg_start $NS_C "$KCP/c$p.pid" "$KCP/c$p.log" kcptun-client \
+		    -l 127.0.0.1:$((15000 + i)) -r $SERVER:$((29900 + i)) \
+		    $KCP_OPTS
+		rules="$rules
+		ip daddr 10.201.2.0/24 tcp dport $p redirect to :$((15000 + i))"
+		i=$((i + 1))
+	done
+	i=0
+	for p in $KCP_PORTS; do
+		wait_listen $NS_S $((29900 + i)) udp &&
+		    wait_listen $NS_C $((15000 + i)) ||
+		    { tail -3 "$KCP/s$p.log" "$KCP/c$p.log" >&2; return 1; }
+		i=$((i + 1))
+	done
+	redirect_up kcptun "$rules" || return 1
+	path_check kcptun
+}
+
+kcptun_down() {
+	local p
+	redirect_down
+	for p in $KCP_PORTS; do
+		pid_stop "$KCP/c$p.pid"
+		pid_stop "$KCP/s$p.pid"
+	done
+}
+
+# The tunsplit columns: a server in $NS_S listening on 10.201.1.2 (egress
+# allowed to the target subnet), a client in $NS_C whose TUN carries
+# 10.201.2.0/24 and fd00:201:2::/64 while 10.201.1.2 stays on lkc.
+# "tunsplit" keeps a warm pool (TSB_POOL, default 6: sequential new
+# connections 1 RTT apart drain a smaller pool faster than a replacement
+# handshake refills it); "tunsplit-nopool" has none.
 TS_DIR=$WORK/tunsplit
 TS_MTU=${TSB_MTU:-9000}
-
-ts_pki() {
-	[ -f "$TS_DIR/server.pem" ] && return 0
-	mkdir -p "$TS_DIR" || return 1
-	(cd "$TS_DIR" &&
-	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
-	    -keyout ca.key -out ca.pem -days 2 -subj /CN=tsb-ca &&
-	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
-	    -keyout server.key -out server.csr -subj /CN=tunsplit.bench &&
-	printf 'subjectAltName=DNS:tunsplit.bench\n' >ext &&
-	openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key \
-	    -CAcreateserial -days 2 -extfile ext -out server.pem) \
-	    >"$TS_DIR/pki.log" 2>&1
-}
 
 tunsplit_up() {
 	local pool=$1 key i
@@ -215,17 +461,19 @@ tunsplit_up() {
 		say "tunsplit: no binary (set TUNSPLIT=path)"
 		return 1
 	fi
-	ts_pki || { say "tunsplit: certificates failed"; return 1; }
+	bench_pki || { say "tunsplit: certificates failed"; return 1; }
+	mkdir -p "$TS_DIR"
 	key=$("$TUNSPLIT" genkey) || return 1
 	cat >"$TS_DIR/server.yaml" <<EOF
 log: {level: warn}
 control: $TS_DIR/server.sock
 server:
-  listen: ["10.201.1.2:8443"]
-  cert: $TS_DIR/server.pem
-  cert_key: $TS_DIR/server.key
+  listen: ["$SERVER:8443"]
+  cert: $PKI/server.pem
+  cert_key: $PKI/server.key
   users: [{name: bench, key: "$key"}]
   congestion: $TUNNEL_CC
+  max_conns: 30000
   egress: {allow: [10.201.2.0/24, "fd00:201:2::/64"]}
 EOF
 	cat >"$TS_DIR/client.yaml" <<EOF
@@ -233,22 +481,19 @@ log: {level: warn}
 control: $TS_DIR/client.sock
 tun: {name: tsb-ts, mtu: $TS_MTU, address: [198.18.0.1/15, "fdfe:dcba:9876::1/64"]}
 client:
-  server: "10.201.1.2:8443"
+  server: "$SERVER:8443"
   sni: tunsplit.bench
-  ca: $TS_DIR/ca.pem
+  ca: $PKI/ca.pem
   key: "$key"
   congestion: $TUNNEL_CC
+  max_flows: 30000
   pool: $pool
 EOF
 	chmod 600 "$TS_DIR"/*.yaml
-	# Not through nsx (a function: $! would be a subshell, and killing
-	# it would leave the daemon running); ip netns exec execs.
-	ip netns exec $NS_S "$TUNSPLIT" run -c "$TS_DIR/server.yaml" \
-	    >>"$TS_DIR/server.log" 2>&1 </dev/null &
-	echo $! >"$TS_DIR/server.pid"
-	ip netns exec $NS_C "$TUNSPLIT" run -c "$TS_DIR/client.yaml" \
-	    >>"$TS_DIR/client.log" 2>&1 </dev/null &
-	echo $! >"$TS_DIR/client.pid"
+	bg_start $NS_S "$TS_DIR/server.pid" "$TS_DIR/server.log" \
+	    "$TUNSPLIT" run -c "$TS_DIR/server.yaml"
+	bg_start $NS_C "$TS_DIR/client.pid" "$TS_DIR/client.log" \
+	    "$TUNSPLIT" run -c "$TS_DIR/client.yaml"
 	i=0
 	until nsx $NS_C ip link show tsb-ts 2>/dev/null | grep -q UP; do
 		[ $i -lt 50 ] || { tail -5 "$TS_DIR/client.log" >&2; return 1; }
@@ -259,28 +504,19 @@ EOF
 	nsx $NS_C ip route get $TARGET | grep -q "dev tsb-ts" ||
 	    { say "tunsplit: route not through the tunnel"; return 1; }
 	# Let the pool fill before anything is measured.
-	sleep 2
-	nsx $NS_C curl -s -o /dev/null -m 10 http://$TARGET/1k
+	sleep 1
+	path_check tunsplit
 }
 
 tunsplit_down() {
-	local f pid i
-	for f in client server; do
-		pid=$(cat "$TS_DIR/$f.pid" 2>/dev/null) || continue
-		kill -TERM "$pid" 2>/dev/null
-		i=0
-		while kill -0 "$pid" 2>/dev/null && [ $i -lt 80 ]; do
-			sleep 0.1; i=$((i + 1))
-		done
-		kill -KILL "$pid" 2>/dev/null
-		rm -f "$TS_DIR/$f.pid"
-	done
+	local i=0
+	pid_stop "$TS_DIR/client.pid"
+	pid_stop "$TS_DIR/server.pid"
 	# The TUN (and its routes) go with the client; wait until it has.
-	i=0
 	while nsx $NS_C ip link show tsb-ts >/dev/null 2>&1 && [ $i -lt 50 ]; do
 		sleep 0.1; i=$((i + 1))
 	done
-	nsx $NS_C ip route replace 10.201.2.0/24 via 10.201.1.2 dev lkc \
+	nsx $NS_C ip route replace 10.201.2.0/24 via $SERVER dev lkc \
 	    2>/dev/null
 	return 0
 }
@@ -289,6 +525,8 @@ path_up() {
 	case $1 in
 	direct)		return 0 ;;
 	openvpn)	ovpn_up ;;
+	v2ray)		v2ray_up ;;
+	kcptun)		kcptun_up ;;
 	tunsplit)	tunsplit_up "${TSB_POOL:-6}" ;;
 	tunsplit-nopool) tunsplit_up 0 ;;
 	*)		die "unknown path $1" ;;
@@ -298,12 +536,27 @@ path_up() {
 path_down() {
 	case $1 in
 	openvpn)	ovpn_down ;;
+	v2ray)		v2ray_down ;;
+	kcptun)		kcptun_down ;;
 	tunsplit|tunsplit-nopool) tunsplit_down ;;
 	esac
 }
 
+path_pids() {	# PATH PORT -> "client-pid server-pid" (0 for none)
+	local c="" s=""
+	case $1 in
+	openvpn)	c=$OVPN/c.pid; s=$OVPN/s.pid ;;
+	v2ray)		c=$V2/c.pid; s=$V2/s.pid ;;
+	kcptun)		c=$KCP/c$2.pid; s=$KCP/s$2.pid ;;
+	tunsplit*)	c=$TS_DIR/client.pid; s=$TS_DIR/server.pid ;;
+	esac
+	echo "$(cat "$c" 2>/dev/null || echo 0) $(cat "$s" 2>/dev/null ||
+	    echo 0)"
+}
+
 # ---- measurements -----------------------------------------------------------
-# Each appends one JSON line to $RESULTS and echoes its summary.
+# Each gets its metadata as an unterminated JSON object ("{... "), adds its
+# own fields, appends one JSON line to $RESULTS and echoes its summary.
 
 record() {
 	local kind=$1 meta=$2; shift 2
@@ -313,17 +566,27 @@ record() {
 	    'import json,sys; print(json.load(sys.stdin)["value"])'
 }
 
-m_iperf() {
-	local meta=$1 flows=$2 dir=$3 rev=
+m_iperf() {	# META FLOWS DIR SECONDS OMIT
+	local meta=$1 flows=$2 dir=$3 t=$4 omit=$5 rev="" cp sp c0 s0
 	[ "$dir" = down ] && rev=-R
+	read -r cp sp <<<"$(path_pids "$CUR_PATH" 5201)"
 	linkem_period "$WORK/le0.json"
 	rm -f "$WORK/le.json"
+	c0=$(cpu_ticks "$cp"); s0=$(cpu_ticks "$sp")
 	# --foreground keeps iperf3 in our process group, so ^C reaches it.
-	timeout --foreground $((T + OMIT + 40)) ip netns exec $NS_C iperf3 -c $TARGET -J \
-	    -t "$T" -O "$OMIT" -P "$flows" $rev --connect-timeout 10000 \
-	    >"$WORK/iperf.json" 2>"$WORK/iperf.err" </dev/null
+	timeout --foreground $((t + omit + 40)) ip netns exec $NS_C iperf3 \
+	    -c $TARGET -J -t "$t" -O "$omit" -P "$flows" $rev \
+	    --connect-timeout 10000 >"$WORK/iperf.json" 2>"$WORK/iperf.err" \
+	    </dev/null 9>&-
+	meta="$meta, \"seconds\": $t, \"omit\": $omit"
+	# CPU of the path's daemons over the whole run (omitted seconds too:
+	# report.py divides by all bytes moved, from the per-second intervals)
+	[ "$cp" != 0 ] && meta="$meta, \"cpu_client_s\": $(awk "BEGIN {
+	    print ($(cpu_ticks "$cp") - $c0) / $CLK_TCK }")"
+	[ "$sp" != 0 ] && meta="$meta, \"cpu_server_s\": $(awk "BEGIN {
+	    print ($(cpu_ticks "$sp") - $s0) / $CLK_TCK }")"
 	linkem_period "$WORK/le.json"
-	record iperf "$meta" "$WORK/iperf.json" "$WORK/le.json"
+	record iperf "$meta}" "$WORK/iperf.json" "$WORK/le.json"
 	# A killed client can leave the server waiting for a test that never
 	# ends; restart the target's services when a run failed.
 	if ! grep -q '"end"' "$WORK/iperf.json" 2>/dev/null ||
@@ -344,7 +607,51 @@ m_ttfb() {
 		    echo "0 0 fail" >>"$WORK/ttfb.txt"
 	done
 	linkem_period "$WORK/le.json"
-	record ttfb "$meta" "$WORK/ttfb.txt" "$WORK/le.json"
+	record ttfb "$meta, \"samples\": $SAMPLES}" "$WORK/ttfb.txt" \
+	    "$WORK/le.json"
+}
+
+m_rrlat() {	# META RATE (0: closed loop)
+	local meta=$1 rate=$2
+	linkem_period "$WORK/le0.json"
+	rm -f "$WORK/le.json"
+	timeout --foreground $((RR_T + 30)) ip netns exec $NS_C "$RRLAT" \
+	    -c $TARGET -p $RR_PORT -b 64 -d "$RR_T" -r "$rate" \
+	    >"$WORK/rrlat.json" 2>"$WORK/rrlat.err" </dev/null 9>&-
+	linkem_period "$WORK/le.json"
+	record rrlat "$meta}" "$WORK/rrlat.json" "$WORK/rrlat.err" \
+	    "$WORK/le.json"
+}
+
+m_connrate() {
+	local meta=$1
+	timeout --foreground $((CONN_T + 30)) ip netns exec $NS_C python3 \
+	    "$FLOWS_PY" connrate $TARGET 80 "$CONN_T" >"$WORK/conn.json" \
+	    2>"$WORK/conn.err" </dev/null 9>&-
+	record connrate "$meta}" "$WORK/conn.json" "$WORK/conn.err"
+}
+
+# Idle flows: the target accepts and holds; the app opens the counts in
+# COUNTS one after another, one byte on each, and reads the daemons' RSS at
+# each count, 11 s after the last connection opened for tunsplit (it
+# trims its heap every 10 s) and 3 s for the others.
+m_idle() {	# META COUNTS
+	local meta=$1 counts=$2 cp sp n wait=3
+	[ "$CUR_PATH" = tunsplit ] && wait=11
+	read -r cp sp <<<"$(path_pids "$CUR_PATH" $IDLE_PORT)"
+	bg_start $NS_T "$WORK/hold.pid" "$WORK/hold.log" python3 "$FLOWS_PY" \
+	    hold $TARGET $IDLE_PORT
+	wait_listen $NS_T $IDLE_PORT || { echo "FAILED: holder"; return; }
+	n=$(echo $counts | wc -w)
+	timeout --foreground $((n * wait + 300)) ip netns exec $NS_C python3 \
+	    "$FLOWS_PY" open $TARGET $IDLE_PORT "$(echo $counts | tr ' ' ,)" $wait \
+	    "client=$cp,server=$sp" >"$WORK/idle.json" 2>"$WORK/idle.err" \
+	    </dev/null 9>&-
+	pid_stop "$WORK/hold.pid"
+	record idle "$meta, \"wait_s\": $wait}" "$WORK/idle.json" \
+	    "$WORK/idle.err"
+	# Let the daemons close the flows before the next measurement.
+	sleep 2
 }
 
 m_ping() {
@@ -353,17 +660,18 @@ m_ping() {
 	rm -f "$WORK/le.json"
 	nsx $NS_C ping -q -c 200 -i 0.01 -W 5 $TARGET >"$WORK/ping.txt" 2>&1
 	linkem_period "$WORK/le.json"
-	record ping "$meta" "$WORK/ping.txt" "$WORK/le.json"
+	record ping "$meta}" "$WORK/ping.txt" "$WORK/le.json"
 }
 
-m_udp() {
+m_udp() {	# META BW
 	local meta=$1 bw=$2
 	linkem_period "$WORK/le0.json"
 	rm -f "$WORK/le.json"
-	timeout --foreground 60 ip netns exec $NS_C iperf3 -c $TARGET -J -u -b "$bw" \
-	    -l 1000 -t 4 --get-server-output >"$WORK/udp.json" 2>&1 </dev/null
+	timeout --foreground 60 ip netns exec $NS_C iperf3 -c $TARGET -J -u \
+	    -b "$bw" -l 1000 -t 4 --get-server-output >"$WORK/udp.json" 2>&1 \
+	    </dev/null 9>&-
 	linkem_period "$WORK/le.json"
-	record udp "$meta" "$WORK/udp.json" "$WORK/le.json"
+	record udp "$meta}" "$WORK/udp.json" "$WORK/le.json"
 }
 
 # ---- the plan ---------------------------------------------------------------
@@ -371,53 +679,116 @@ m_udp() {
 # The runner changes the link and the path only when a line asks for a
 # different one, so the plan's order is also its cost.
 
-LFL_LINK="--delay $DELAY --rate $RATE --queue $QUEUE --seed $SEED"
+LFL_BASE="--delay $DELAY --rate $RATE --queue $QUEUE"
+LFL_LINK="$LFL_BASE --seed $SEED"
 LFL_RTT=$(awk "BEGIN { print 2 * $DELAY }")
+RR_LINK="--delay $RR_DELAY --rate $RATE --queue $QUEUE --seed $SEED"
+RR_RTT=$(awk "BEGIN { print 2 * $RR_DELAY }")
+
+has_path() { case " $PATHS " in *" $1 "*) return 0 ;; esac; return 1; }
+
+# Paths of a throughput table: direct runs each CC, tunnels $TUNNEL_CC.
+path_ccs() {	# PATH CC-LIST-FOR-DIRECT
+	if [ "$1" = direct ]; then echo "$2"; else echo $TUNNEL_CC; fi
+}
+
+plan_iperf() {	# scenario link loss paths ccs flows t omit
+	local path c f d
+	for path in $4; do
+		has_path "$path" || continue
+		for c in $(path_ccs "$path" "$5"); do
+			for f in $6; do
+				for d in up down; do
+					echo "iperf|$1|$2|$path|$c|$f|$d|$3|$7:$8"
+				done
+			done
+		done
+	done
+}
 
 plan() {
-	local s loss path cc c f d link
+	local s loss path c f d link seed m
 	for s in $SCENARIOS; do
 		case $s in
 		accuracy)
-			for d in 0 10 $DELAY; do
-				echo "ping|accuracy|--delay $d|direct|$CEILING_CC|1|up||rtt=$((2 * d))"
-			done
 			echo "ping|accuracy|$LFL_LINK|direct|$CEILING_CC|1|up||rtt=$LFL_RTT"
 			echo "udp|accuracy|--rate 50|direct|$CEILING_CC|1|up||rate:80M:50 Mbit/s less headers"
 			echo "udp|accuracy|--delay 5 --loss 5 --seed $SEED|direct|$CEILING_CC|1|up||loss:40M:5 %"
+			[ $ACC_FULL = 1 ] || continue
+			for d in 0 10 $DELAY; do
+				echo "ping|accuracy|--delay $d|direct|$CEILING_CC|1|up||rtt=$((2 * d))"
+			done
 			echo "udp|accuracy|--delay 5 --ge 1,10,0,50 --seed $SEED|direct|$CEILING_CC|1|up||Gilbert-Elliott loss:40M:4.545 % (bursts of 10 at 50 %)"
 			echo "udp|accuracy|--delay 20 --jitter 5|direct|$CEILING_CC|1|up||jitter, no reorder:40M:0 out of order"
 			echo "udp|accuracy|--delay 20 --jitter 5 --reorder|direct|$CEILING_CC|1|up||jitter with --reorder:40M:some out of order"
 			;;
 		ceiling)
-			for link in veth ""; do
+			for link in veth none; do
 				for f in $FLOWS; do
 					for d in up down; do
-						echo "iperf|ceiling|${link:-none}|direct|$CEILING_CC|$f|$d||"
+						echo "iperf|ceiling|$link|direct|$CEILING_CC|$f|$d||$T_SHORT:$OMIT_SHORT"
 					done
 				done
 			done
 			;;
 		lfl)
+			# Path by path, so each is set up once per loss.
 			for loss in $LOSSES; do
-				for path in $PATHS; do
-					if [ $path = direct ]; then cc=$CCS; else cc=$TUNNEL_CC; fi
-					for c in $cc; do
-						for f in $FLOWS; do
-							for d in up down; do
-								echo "iperf|lfl|$LFL_LINK --loss $loss|$path|$c|$f|$d|$loss|"
-							done
-						done
+				for path in direct openvpn v2ray kcptun tunsplit; do
+					[ $path = kcptun ] && case " $KCP_LOSSES " in
+					    *" $loss "*) ;; *) continue ;; esac
+					plan_iperf lfl "$LFL_LINK --loss $loss" "$loss" \
+					    $path "$CCS" 1 $T $OMIT
+					for f in $FLOWS; do
+						[ "$f" = 1 ] && continue
+						case " $MULTI_PATHS " in *" $path "*) ;; *) continue ;; esac
+						case " $MULTI_LOSSES " in *" $loss "*) ;; *) continue ;; esac
+						plan_iperf lfl "$LFL_LINK --loss $loss" "$loss" \
+						    $path "$MULTI_CCS" "$f" $T $OMIT
 					done
 				done
 			done
 			;;
+		hiloss)
+			for seed in $SEEDS; do
+				plan_iperf hiloss "$LFL_BASE --seed $seed --loss $HILOSS" \
+				    $HILOSS "direct openvpn v2ray kcptun tunsplit" \
+				    "$HILOSS_CCS" 1 $HL_T $HL_OMIT
+			done
+			;;
 		ttfb)
-			for path in $PATHS; do
+			for path in direct openvpn v2ray kcptun tunsplit \
+			    tunsplit-nopool; do
+				has_path "${path%-nopool}" || continue
 				echo "ttfb|ttfb|$LFL_LINK|$path|$TUNNEL_CC|1|up||"
-				# The pool's effect needs its own column.
-				[ $path = tunsplit ] &&
-				    echo "ttfb|ttfb|$LFL_LINK|tunsplit-nopool|$TUNNEL_CC|1|up||"
+			done
+			;;
+		rrlat)
+			for loss in $RR_LOSSES; do
+				for path in direct openvpn v2ray kcptun tunsplit; do
+					has_path "$path" || continue
+					for m in 0 $RR_RATE; do
+						echo "rrlat|rrlat|$RR_LINK --loss $loss|$path|$TUNNEL_CC|1|up|$loss|$m"
+					done
+				done
+			done
+			;;
+		scale)
+			for path in direct openvpn v2ray kcptun tunsplit \
+			    tunsplit-nopool; do
+				has_path "${path%-nopool}" || continue
+				if [ $path != tunsplit-nopool ]; then
+					for d in up down; do
+						echo "iperf|scale|veth|$path|$TUNNEL_CC|1|$d||$T_SHORT:$OMIT_SHORT"
+					done
+				fi
+				echo "connrate|scale|veth|$path|$TUNNEL_CC|1|up||"
+				case $path in
+				tunsplit)
+				    echo "idle|scale|veth|$path|$TUNNEL_CC|1|up||$IDLE" ;;
+				openvpn|v2ray|kcptun)
+				    echo "idle|scale|veth|$path|$TUNNEL_CC|1|up||$IDLE_OTHER" ;;
+				esac
 			done
 			;;
 		*)	die "unknown scenario $s" ;;
@@ -434,6 +805,7 @@ FAILED_PATHS=
 cleanup() {
 	trap - EXIT INT TERM
 	[ -n "$CUR_PATH" ] && path_down "$CUR_PATH"
+	pid_stop "$WORK/hold.pid"
 	"$TESTBED" down
 	sysctl -qw net.ipv4.tcp_allowed_congestion_control="$CC_SAVED"
 	rm -rf "$WORK"
@@ -455,13 +827,19 @@ link_up() {
 json_str() { printf '"%s"' "$(printf '%s' "$1" | sed 's/["\\]/\\&/g')"; }
 
 run_plan() {
-	local total i=0 start now eta kind scen link path cc flows dir loss extra
-	local meta check bw expect
-	total=$(plan | wc -l)
+	local total i=0 start now eta kind scen link path cc flows dir loss
+	local extra meta check bw expect seed sd cur_scen="" lname
+	plan >"$WORK/plan.txt"
+	total=$(wc -l <"$WORK/plan.txt")
 	start=$(date +%s)
 	say "bench: $total measurements; results go to $OUT"
 	while IFS='|' read -r kind scen link path cc flows dir loss extra <&3; do
 		i=$((i + 1))
+		now=$(date +%s)
+		if [ "$scen" != "$cur_scen" ]; then
+			say "== $scen ($(grep -c "^[^|]*|$scen|" "$WORK/plan.txt") measurements, $((now - start)) s into the run)"
+			cur_scen=$scen
+		fi
 		if [ "$link" != "$CUR_LINK" ]; then
 			[ -n "$CUR_PATH" ] && path_down "$CUR_PATH"
 			CUR_PATH=
@@ -482,54 +860,101 @@ run_plan() {
 		fi
 		cc_set "$cc"
 		now=$(date +%s)
-		eta=$(( (now - start) * (total - i + 1) / (i > 1 ? i - 1 : 1) ))
-		[ $i -gt 1 ] || eta="?"
-		meta="{\"kind\": \"$kind\", \"scenario\": \"$scen\", \"link\": \"$(
-		    case $link in veth|none) echo "${link/none/linkem}" ;;
-		    *) echo linkem ;; esac)\", \"link_args\": $(json_str "$link"),"
+		if [ $i -gt 1 ]; then
+			eta=$(( (now - start) * (total - i + 1) / (i - 1) ))
+		else
+			eta="?"
+		fi
+		case $link in
+		veth)	lname=veth ;;
+		*)	lname=linkem ;;
+		esac
+		case $link in
+		*--seed*) seed=$(echo "$link" | sed 's/.*--seed \([0-9]*\).*/\1/') ;;
+		*)	seed=null ;;
+		esac
+		sd=; [ "$seed" = null ] || sd="seed=$seed "
+		meta="{\"kind\": \"$kind\", \"scenario\": \"$scen\", \"link\": \"$lname\","
+		meta="$meta \"link_args\": $(json_str "${link/none/}"),"
 		meta="$meta \"path\": \"$path\", \"cc\": \"$cc\", \"flows\": $flows,"
-		meta="$meta \"dir\": \"$dir\", \"loss\": ${loss:-null}"
-		printf '[%d/%d, %ds, eta %ss] %s %s %s %s %s flows=%s %s: ' \
+		meta="$meta \"dir\": \"$dir\", \"loss\": ${loss:-null}, \"seed\": $seed,"
+		meta="$meta \"load1\": $(cut -d' ' -f1 /proc/loadavg)"
+		printf '[%d/%d, %ds, eta %ss] %s %s %s %s%sflows=%s %s: ' \
 		    $i $total $((now - start)) "$eta" "$scen" "$path" "$cc" \
-		    "${loss:+loss=$loss%}" "$link" "$flows" "$dir" >&2
+		    "${loss:+loss=$loss% }" "$sd" \
+		    "$flows" "$dir" >&2
 		case $kind in
-		iperf)	meta="$meta, \"seconds\": $T, \"omit\": $OMIT}"
-			m_iperf "$meta" "$flows" "$dir" >&2 ;;
-		ttfb)	meta="$meta, \"samples\": $SAMPLES}"
-			m_ttfb "$meta" >&2 ;;
-		ping)	meta="$meta, \"rtt_configured_ms\": ${extra#rtt=}}"
-			m_ping "$meta" >&2 ;;
+		iperf)	m_iperf "$meta" "$flows" "$dir" "${extra%:*}" \
+			    "${extra#*:}" >&2 ;;
+		ttfb)	m_ttfb "$meta" >&2 ;;
+		rrlat)	m_rrlat "$meta, \"rr_rate\": $extra, \"rtt_ms\": $RR_RTT" \
+			    "$extra" >&2 ;;
+		connrate) m_connrate "$meta" >&2 ;;
+		idle)	m_idle "$meta" "$extra" >&2 ;;
+		ping)	m_ping "$meta, \"rtt_configured_ms\": ${extra#rtt=}" >&2 ;;
 		udp)	check=${extra%%:*}; bw=${extra#*:}; expect=${bw#*:}
 			bw=${bw%%:*}
 			meta="$meta, \"check\": $(json_str "$check"),"
-			meta="$meta \"expect\": $(json_str "$expect")}"
+			meta="$meta \"expect\": $(json_str "$expect")"
 			m_udp "$meta" "$bw" >&2 ;;
 		esac
-	done 3< <(plan)
+	done 3<"$WORK/plan.txt"
 }
 
+version_of() { "$@" 2>/dev/null | head -n1 | cut -c1-60; }
+
 meta_write() {
-	local linkem_bin
-	linkem_bin=${LINKEM:-testbed default}
 	cat <<EOF
 {"date": "$(date -u +%Y-%m-%dT%H:%M:%SZ)", "kernel": "$(uname -r)",
  "cpu": $(json_str "$(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n1)"),
- "cpus": $(nproc), "iperf3": $(json_str "$(iperf3 --version | head -n1)"),
- "openvpn": $(json_str "$(openvpn --version 2>/dev/null | head -n1 | cut -d' ' -f1-2)"),
- "command": $(json_str "bench/run.sh $ARGS"), "linkem": $(json_str "$linkem_bin"),
+ "cpus": $(nproc), "iperf3": $(json_str "$(version_of iperf3 --version)"),
+ "openvpn": $(json_str "$(version_of openvpn --version | cut -d' ' -f1-2)"),
+ "v2ray": $(json_str "$(version_of v2ray -version | cut -d' ' -f1-2)"),
+ "kcptun": $(json_str "$(dpkg-query -W -f '${Version}' kcptun 2>/dev/null)"),
+ "tunsplit": $(json_str "${TSB_TUNSPLIT_REV:-$(cd "$HERE" &&
+    git describe --always --dirty 2>/dev/null)}"),
+ "command": $(json_str "bench/run.sh $ARGS"), "linkem": $(json_str "${LINKEM:-testbed default}"),
  "rate_mbit": $RATE, "rtt_ms": $LFL_RTT, "queue_ms": $QUEUE, "seed": $SEED,
- "iperf_seconds": $T, "iperf_omit": $OMIT, "ceiling_cc": "$CEILING_CC",
+ "hiloss_pct": $HILOSS, "hiloss_seeds": "$SEEDS",
+ "rr_rtt_ms": $RR_RTT, "rr_seconds": $RR_T, "rr_rate": $RR_RATE,
+ "conn_seconds": $CONN_T, "idle_flows": "$IDLE",
+ "idle_flows_others": "$IDLE_OTHER",
+ "iperf_seconds": $T, "iperf_omit": $OMIT, "short_seconds": $T_SHORT,
+ "hiloss_seconds": $HL_T, "hiloss_omit": $HL_OMIT, "kcptun_lfl_losses": "$KCP_LOSSES",
+ "multi_flow_losses": "$MULTI_LOSSES",
+ "ceiling_cc": "$CEILING_CC", "tunnel_cc": "$TUNNEL_CC",
+ "tunsplit_mtu": $TS_MTU, "tunsplit_pool": ${TSB_POOL:-6},
  "ttfb_samples": $SAMPLES, "linkem_rtprio": $(json_str "$RTPRIO"),
+ "duration_s": $(( $(date +%s) - RUN_START )),
  "loadavg_start": $(json_str "$LOAD_START"),
  "loadavg_end": $(json_str "$(cut -d' ' -f1-3 /proc/loadavg)")}
 EOF
 }
 
+# testbed.sh finds or builds rrlat the same way as linkem.
+if [ -z "${RRLAT:-}" ]; then
+	if [ -x "$HERE/rrlat" ]; then
+		RRLAT=$HERE/rrlat
+	else
+		RRLAT=$TSB_RUN-rrlat
+		${CC:-cc} -O2 -Wall -o "$RRLAT" "$HERE/rrlat.c" ||
+		    die "cannot build rrlat"
+	fi
+fi
+export RRLAT LINKEM
+
+if [ $DRY = 1 ]; then
+	trap - EXIT INT TERM
+	rm -rf "$WORK"
+	plan
+	exit 0
+fi
 cc_prepare
 "$TESTBED" down
 # Other work on the machine shows up as emulator lateness and CPU-starved
 # endpoints: say so up front, and keep the load in the results.
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
+RUN_START=$(date +%s)
 case $LOAD_START in
 0.[0-4]*) ;;
 *) say "bench: warning: load average $LOAD_START before the run" ;;
@@ -541,4 +966,4 @@ echo
 python3 "$REPORT" final "$RESULTS" "$WORK/meta.json" "$OUT" ||
     die "report failed"
 echo
-echo "results: $OUT"
+echo "results: $OUT (and one file per scenario beside it)"

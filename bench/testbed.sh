@@ -25,7 +25,11 @@
 #        testbed.sh status
 #
 # Environment: LINKEM (linkem binary; built into $TSB_RUN when unset and
-# not found), TSB_RUN (state directory, default /run/tsb).
+# not found), RRLAT (bench/rrlat.c's binary: when set, an rrlat echo server
+# listens on the target's port 7001), TSB_RUN (state directory, default
+# /run/tsb), TSB_LOCK (default /run/tsb.lock: up, down and services hold it,
+# unless run.sh, which holds it for the whole run, says so with
+# TSB_LOCK_HELD=1).
 
 set -eu
 
@@ -122,7 +126,8 @@ link_linkem() {
 	rm -f "$TSB_RUN/linkem.pid" "$TSB_RUN/linkem.json"
 	setsid "$LINKEM" --a-netns $NS_C --a-name lkc --b-netns $NS_S \
 	    --b-name lks --pidfile "$TSB_RUN/linkem.pid" \
-	    --stats "$TSB_RUN/linkem.json" "$@" >"$TSB_RUN/linkem.log" 2>&1 &
+	    --stats "$TSB_RUN/linkem.json" "$@" >"$TSB_RUN/linkem.log" 2>&1 \
+	    9>&- &
 	i=0
 	while [ ! -s "$TSB_RUN/linkem.pid" ]; do
 		[ $i -lt 50 ] || { cat "$TSB_RUN/linkem.log" >&2;
@@ -174,7 +179,8 @@ services_start() {
 		rm -f "$TSB_RUN/iperf3.pid"
 		# Daemons must not keep our caller's stdout/stderr open.
 		nsx $NS_T iperf3 -s -D -p 5201 --pidfile "$TSB_RUN/iperf3.pid" \
-		    --logfile "$TSB_RUN/iperf3.log" </dev/null >/dev/null 2>&1
+		    --logfile "$TSB_RUN/iperf3.log" </dev/null >/dev/null 2>&1 \
+		    9>&-
 	fi
 	if ! pid_alive "$(pidfile_pid "$TSB_RUN/nginx.pid")"; then
 		mkdir -p "$TSB_RUN/www" "$TSB_RUN/nginx-tmp"
@@ -189,7 +195,8 @@ services_start() {
 		chmod -R a+rX "$TSB_RUN/www"
 		nginx_conf >"$TSB_RUN/nginx.conf"
 		nsx $NS_T nginx -c "$TSB_RUN/nginx.conf" -p "$TSB_RUN" \
-		    -e "$TSB_RUN/nginx-error.log" </dev/null >/dev/null 2>&1
+		    -e "$TSB_RUN/nginx-error.log" </dev/null >/dev/null 2>&1 \
+		    9>&-
 	fi
 	for v in 4 6; do
 		if ! pid_alive "$(pidfile_pid "$TSB_RUN/udpecho$v.pid")"; then
@@ -199,15 +206,27 @@ services_start() {
 			# caller's stderr.
 			ip netns exec $NS_T socat -T 60 \
 			    UDP$v-LISTEN:7,reuseaddr,fork PIPE \
-			    </dev/null >/dev/null 2>&1 &
+			    </dev/null >/dev/null 2>&1 9>&- &
 			echo $! >"$TSB_RUN/udpecho$v.pid"
 		fi
 	done
+	if [ -n "${RRLAT:-}" ] &&
+	    ! pid_alive "$(pidfile_pid "$TSB_RUN/rrlat.pid")"; then
+		[ -x "$RRLAT" ] || die "RRLAT=$RRLAT is not executable"
+		ip netns exec $NS_T "$RRLAT" -s -l 10.201.2.2 -p 7001 \
+		    </dev/null >>"$TSB_RUN/rrlat.log" 2>&1 9>&- &
+		echo $! >"$TSB_RUN/rrlat.pid"
+	fi
 	# iperf3 -D and nginx return before they listen; wait for both.
 	i=0
 	while [ "$(nsx $NS_T ss -Hltn '( sport = :5201 or sport = :80 )' |
 	    wc -l)" -lt 3 ]; do
 		[ $i -lt 50 ] || die "target services did not start"
+		sleep 0.1; i=$((i + 1))
+	done
+	while [ -n "${RRLAT:-}" ] &&
+	    [ -z "$(nsx $NS_T ss -Hltn 'sport = :7001')" ]; do
+		[ $i -lt 100 ] || die "rrlat -s did not start"
 		sleep 0.1; i=$((i + 1))
 	done
 }
@@ -264,7 +283,7 @@ cmd_check() {
 cmd_status() {
 	ip netns list | grep tsb- || echo "no tsb namespaces"
 	[ -f "$TSB_RUN/link" ] && echo "link: $(cat "$TSB_RUN/link")"
-	for f in linkem iperf3 nginx udpecho4 udpecho6; do
+	for f in linkem iperf3 nginx udpecho4 udpecho6 rrlat; do
 		pid=$(pidfile_pid "$TSB_RUN/$f.pid")
 		if pid_alive "$pid"; then echo "$f: running ($pid)"; fi
 	done
@@ -278,6 +297,19 @@ cmd_services() {
 	services_start
 }
 
+# One user of the fixed names at a time (see run.sh).
+lock() {
+	[ "${TSB_LOCK_HELD:-}" = 1 ] && return 0
+	LOCK=${TSB_LOCK:-/run/tsb.lock}
+	exec 9>>"$LOCK" || die "cannot open $LOCK"
+	flock -n 9 ||
+	    die "another bench run holds the lock ($LOCK: $(cat "$LOCK"))"
+	echo "testbed.sh $1 pid $$" >"$LOCK"
+}
+
+case "${1:-}" in
+up|down|services) lock "$1" ;;
+esac
 case "${1:-}" in
 up)	shift; cmd_up "$@" ;;
 services) cmd_services ;;

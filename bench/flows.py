@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""Many-connection helpers for bench/run.sh (the "scale" scenario).
+
+  flows.py hold ADDR PORT
+      accept connections and keep them open, never read (the target side)
+  flows.py open ADDR PORT STEPS WAIT PIDS
+      open connections one after another, one byte written on each, up to
+      each count in STEPS ("1000,10000"); at each step wait WAIT seconds and
+      read the RSS of PIDS ("client=123,server=456", 0 = none); one JSON
+      line at the end, progress on stderr
+  flows.py connrate ADDR PORT SECONDS
+      sequential new connections, each an HTTP/1.0 GET of /1k read to the
+      end, for SECONDS; one JSON line
+
+Connections only ever go to ADDR, an address of the bench's own namespaces.
+"""
+
+import json
+import resource
+import socket
+import sys
+import time
+
+
+def nofile_max():
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    except (ValueError, OSError):
+        pass
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def rss_kib(pid):
+    if not pid:
+        return None
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def hold(addr, port):
+    nofile_max()
+    fam = socket.AF_INET6 if ":" in addr else socket.AF_INET
+    lsock = socket.socket(fam)
+    lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    lsock.bind((addr, port))
+    lsock.listen(4096)
+    held = []
+    while True:
+        held.append(lsock.accept()[0])
+
+
+def open_flows(addr, port, steps, wait, pids):
+    limit = nofile_max()
+    steps = sorted(int(x) for x in steps.split(","))
+    if steps[-1] + 64 > limit:
+        sys.exit("flows.py: %d connections need more than the %d open "
+                 "files allowed" % (steps[-1], limit))
+    pids = {k: int(v) for k, v in (p.split("=") for p in pids.split(","))}
+    out = {"steps": [], "rss_kib_before": {k: rss_kib(v)
+                                           for k, v in pids.items()}}
+    socks = []
+    t0 = time.monotonic()
+    last_say = t0
+    for target in steps:
+        while len(socks) < target:
+            try:
+                s = socket.create_connection((addr, port), timeout=20)
+                s.sendall(b"x")
+            except OSError as e:
+                out["error"] = "connection %d: %s" % (len(socks) + 1, e)
+                print(json.dumps(out))
+                return 1
+            socks.append(s)
+            now = time.monotonic()
+            if now - last_say >= 5:
+                print("  ... %d connections open" % len(socks),
+                      file=sys.stderr, flush=True)
+                last_say = now
+        opened = time.monotonic() - t0
+        time.sleep(wait)
+        out["steps"].append({
+            "flows": target, "open_seconds": round(opened, 2),
+            "rss_kib": {k: rss_kib(v) for k, v in pids.items()}})
+    print(json.dumps(out))
+    return 0
+
+
+def read_response(s):
+    """Reads one HTTP response to the end of its Content-Length, as a
+    browser would, rather than waiting for the close: proxies differ in how
+    soon they pass a half-close on, and that is not what is measured."""
+    got = b""
+    while b"\r\n\r\n" not in got:
+        b = s.recv(65536)
+        if not b:
+            return False
+        got += b
+    head, body = got.split(b"\r\n\r\n", 1)
+    if b" 200 " not in head.split(b"\r\n", 1)[0]:
+        return False
+    length = None
+    for line in head.split(b"\r\n")[1:]:
+        k, _, v = line.partition(b":")
+        if k.strip().lower() == b"content-length":
+            length = int(v)
+    if length is None:
+        return False
+    while len(body) < length:
+        b = s.recv(65536)
+        if not b:
+            return False
+        body += b
+    return len(body) == length
+
+
+def connrate(addr, port, secs):
+    req = b"GET /1k HTTP/1.0\r\nHost: t\r\n\r\n"
+    n = failed = 0
+    t0 = time.monotonic()
+    end = t0 + secs
+    while time.monotonic() < end:
+        try:
+            s = socket.create_connection((addr, port), timeout=10)
+            s.sendall(req)
+            if read_response(s):
+                n += 1
+            else:
+                failed += 1
+            s.close()
+        except OSError:
+            failed += 1
+    el = time.monotonic() - t0
+    print(json.dumps({"connections": n, "failed": failed,
+                      "seconds": round(el, 3), "per_second": round(n / el, 1)}))
+    return 0
+
+
+def main(argv):
+    if len(argv) < 4:
+        sys.exit(__doc__)
+    cmd, addr, port = argv[1], argv[2], int(argv[3])
+    if cmd == "hold" and len(argv) == 4:
+        return hold(addr, port)
+    if cmd == "open" and len(argv) == 7:
+        return open_flows(addr, port, argv[4], float(argv[5]), argv[6])
+    if cmd == "connrate" and len(argv) == 5:
+        return connrate(addr, port, float(argv[4]))
+    sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
