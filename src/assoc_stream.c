@@ -189,8 +189,12 @@ stream_work(struct assoc *a)
 		return;
 	}
 	if (stream_pump_down(a, &why) < 0) {
-		/* A clean end from the server needs no hold-down. */
-		if (strcmp(why, "server closed") == 0)
+		/* A clean end from the server needs no hold-down -- unless
+		 * a trojan server closed before sending anything back, the
+		 * way a rejecting one (or its cover site) may: redialling at
+		 * once for every datagram would only repeat that. */
+		if (strcmp(why, "server closed") == 0 &&
+		    (!is_trojan(a) || a->down_d > 0))
 			assoc_end(a, why);
 		else
 			assoc_fail(a, why);

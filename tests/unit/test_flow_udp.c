@@ -55,7 +55,7 @@ static SSL_CTX		*sctx, *cctx;
 
 /* ---- the fake server ----------------------------------------------------- */
 
-enum srv_mode { SRV_ECHO, SRV_DENY, SRV_TROJAN };
+enum srv_mode { SRV_ECHO, SRV_DENY, SRV_TROJAN, SRV_TROJAN_SHUT };
 
 static struct srv {
 	int		 lfd;
@@ -145,6 +145,8 @@ srv_trojan(SSL *ssl, uint8_t *buf)
 	srv.cmd = req.cmd;
 	srv.hdr_dest = req.dest;
 	pthread_mutex_unlock(&srv.mu);
+	if (srv.mode == SRV_TROJAN_SHUT)
+		return;		/* a rejecting server: closes, says nothing */
 	len = 0;
 	for (;;) {
 		if ((n = SSL_read(ssl, buf + len, (int)(2 * FRAME_MAX - len)))
@@ -194,7 +196,7 @@ srv_conn(void *arg)
 	/* A test may end while its client still connects: not an error. */
 	if (SSL_accept(ssl) != 1)
 		goto out;
-	if (srv.mode == SRV_TROJAN) {
+	if (srv.mode == SRV_TROJAN || srv.mode == SRV_TROJAN_SHUT) {
 		srv_trojan(ssl, buf);
 		goto out;
 	}
@@ -764,6 +766,31 @@ test_trojan(void **state)
 	srv_stop();
 }
 
+/* A trojan server that closes without a word (as a rejecting one may):
+ * the association fails and holds down rather than being redialled for
+ * every datagram. */
+static void
+test_trojan_closed(void **state)
+{
+	struct client	c;
+	size_t		n;
+	int		i;
+
+	(void)state;
+	srv_start(SRV_TROJAN_SHUT);
+	client_start(&c, "  protocol: trojan\n  password: pw\n");
+	n = pkt_build_udp(pbuf, AF_INET, APP4, 41001, DST4, 7, "x", 1, 1);
+	assert_true(input(&c, pbuf, n));
+	for (i = 0; i < 300 && astats(&c)->failed == 0; i++)
+		loop_run_once(c.loop, 10);
+	assert_int_equal(astats(&c)->failed, 1);
+	assert_true(input(&c, pbuf, n));
+	assert_int_equal(astats(&c)->drop_hold, 1);
+	assert_int_equal(astats(&c)->created, 1);
+	client_stop(&c);
+	srv_stop();
+}
+
 /* ---- fixtures --------------------------------------------------------------- */
 
 static void
@@ -836,6 +863,7 @@ main(void)
 		cmocka_unit_test(test_hold),
 		cmocka_unit_test(test_evict),
 		cmocka_unit_test(test_trojan),
+		cmocka_unit_test(test_trojan_closed),
 	};
 
 	return cmocka_run_group_tests(tests, setup_group, teardown_group);
