@@ -363,6 +363,31 @@ test_direct_no_socket(void **state)
 	client_stop(&c);
 }
 
+/* The DNS timeout holds for the socket transports: an association that
+ * only sent DNS expires after dns_timeout, another after udp_timeout. */
+static void
+test_direct_dns_timeout(void **state)
+{
+	struct client		 c;
+	struct proto_dest	 d;
+	struct assoc		*a;
+	int			 i;
+
+	(void)state;
+	client_start(&c, "  protocol: direct\n  mark: 0x7353\n"
+	    "  dns_timeout: 1s\n  udp_timeout: 30s\n", 0, false);
+	frame_dest_from_ip(&d, AF_INET, LO4, 53);
+	assert_non_null(a = app_get(&c, 5200, &d));
+	assert_int_equal(assoc_send(a, &d, (const uint8_t *)"q", 1, true), 0);
+	assert_non_null(a = app_get(&c, 5201, &d));
+	assert_int_equal(assoc_send(a, &d, (const uint8_t *)"u", 1, false), 0);
+	for (i = 0; i < 300 && astats(&c)->expired == 0; i++)
+		loop_run_once(c.loop, 10);
+	assert_int_equal(astats(&c)->expired, 1);
+	assert_int_equal(astats(&c)->active, 1);
+	client_stop(&c);
+}
+
 /* ---- a SOCKS5 proxy ------------------------------------------------------------ */
 
 static struct proxy {
@@ -806,6 +831,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_direct),
 		cmocka_unit_test(test_direct_no_socket),
+		cmocka_unit_test(test_direct_dns_timeout),
 		cmocka_unit_test(test_socks5),
 		cmocka_unit_test(test_socks5_auth),
 		cmocka_unit_test(test_socks5_control_closes),
