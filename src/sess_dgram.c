@@ -49,7 +49,7 @@
 #define SD_ICMP_MAX	(60 + 65535)	/* IPv4 header (raw) + message */
 #define SD_BATCH	64		/* UDP datagrams per sendmmsg() */
 #define SD_NAMES_PENDING 4		/* names being looked up at once */
-#define SD_HELD_MAX	(64 * 1024)	/* datagrams held per such name */
+#define SD_HELD_MAX	(16 * 1024)	/* datagrams held per such name */
 #define SD_HELD_HDR	4		/* held: length, port, payload */
 
 struct sd_sock {
@@ -439,8 +439,9 @@ sd_on_resolved(void *arg, const struct resolve_result *res)
 	sd_name_free(nm);
 }
 
-/* Keeps a datagram until its name is resolved; past SD_HELD_MAX bytes
- * per name it is dropped, as a full socket buffer would. */
+/* Keeps a datagram until its name is resolved: the first whatever its
+ * size, more up to SD_HELD_MAX bytes per name; beyond that it is dropped,
+ * as a full socket buffer would. */
 static void
 sd_hold(struct sess_dgram *d, struct sd_name *nm, uint16_t port,
     const uint8_t *data, size_t len)
@@ -448,7 +449,7 @@ sd_hold(struct sess_dgram *d, struct sd_name *nm, uint16_t port,
 	size_t	 need = nm->held_len + SD_HELD_HDR + len, cap;
 	uint8_t	*p;
 
-	if (need > SD_HELD_MAX) {
+	if (need > SD_HELD_MAX && nm->held_len > 0) {
 		sd_unresolved(d, nm->name, "too much held for the name");
 		return;
 	}
