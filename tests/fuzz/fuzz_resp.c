@@ -38,10 +38,10 @@
  * a reference parser here predicts every packet the app must get (source
  * after the DNS rewrite, payload, in order), which frames are dropped
  * (wrong family, too long for IPv4) and whether the association fails
- * (status not 0, malformed frame or packet, reset, end before the status)
- * or ends cleanly.  Every packet written to the TUN is checked bit by bit: IP
- * header and checksum, fragments of at most the MTU that reassemble in
- * order, UDP or ICMP header and checksum.  What the client sends is
+ * (status not 0, malformed frame or packet, reset, end before the status;
+ * trojan: end before any packet) or ends cleanly.  Every packet written to
+ * the TUN is checked bit by bit: IP header and checksum, fragments of at
+ * most the MTU that reassemble in order, UDP or ICMP header and checksum.  What the client sends is
  * checked too: a request header of the right kind, destination and MAC
  * (trojan: UDP ASSOCIATE with the password's hash), then one frame or
  * packet per datagram the app sent.  A read is never asked for 0
@@ -1109,8 +1109,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	m.status = ref.trojan;		/* none: ready once TLS is up */
 	fz_ref_send(0);
 	fz_records(data + 1, size - 1, fz_model_record, &m);
-	/* socks5 is ready at the proxy's reply, and only its end follows. */
-	if (!ref.socks && !m.broken && ((s & 0x80) || !m.status))
+	/* socks5 is ready at the proxy's reply, and only its end follows.
+	 * A trojan server that ends before any packet came back fails the
+	 * association too (assoc_stream.c: it may be a rejecting one). */
+	if (!ref.socks && !m.broken && ((s & 0x80) || !m.status ||
+	    (ref.trojan && ref.frames == 0)))
 		ref.fail = true;
 
 	/* Then the client. */
