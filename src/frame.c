@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "addr.h"
+#include "wire.h"
 
 static uint16_t
 get16(const uint8_t *p)
@@ -28,50 +29,21 @@ put16(uint8_t *p, uint16_t v)
 size_t
 frame_hdr_len(const struct proto_dest *a)
 {
-	size_t	n;
+	size_t	n = wire_addr_len(a);
 
-	switch (a->atyp) {
-	case PROTO_ATYP_IPV4:
-		return 2 + 1 + 4 + 2;
-	case PROTO_ATYP_IPV6:
-		return 2 + 1 + 16 + 2;
-	case PROTO_ATYP_DOMAIN:
-		n = strnlen(a->domain, sizeof(a->domain));
-		if (n == 0 || n > 255)
-			return 0;
-		return 2 + 1 + 1 + n + 2;
-	default:
-		return 0;
-	}
+	return n == 0 ? 0 : 2 + n;
 }
 
 ssize_t
 frame_encode_hdr(uint8_t *out, size_t outlen, const struct proto_dest *a,
     size_t plen)
 {
-	size_t	hlen = frame_hdr_len(a), off = 3, n;
+	size_t	hlen = frame_hdr_len(a);
 
 	if (hlen == 0 || plen > FRAME_PAYLOAD_MAX || outlen < hlen)
 		return -1;
 	put16(out, (uint16_t)plen);
-	out[2] = a->atyp;
-	switch (a->atyp) {
-	case PROTO_ATYP_IPV4:
-		memcpy(out + off, a->ip, 4);
-		off += 4;
-		break;
-	case PROTO_ATYP_IPV6:
-		memcpy(out + off, a->ip, 16);
-		off += 16;
-		break;
-	default:
-		n = hlen - 6;
-		out[off++] = (uint8_t)n;
-		memcpy(out + off, a->domain, n);
-		off += n;
-		break;
-	}
-	put16(out + off, a->port);
+	(void)wire_addr_put(out + 2, a);
 	return (ssize_t)hlen;
 }
 
@@ -79,59 +51,28 @@ ssize_t
 frame_encode(uint8_t *out, size_t outlen, const struct proto_dest *a,
     const void *payload, size_t plen)
 {
-	ssize_t	h;
-
-	if ((h = frame_encode_hdr(out, outlen, a, plen)) < 0 ||
-	    outlen - (size_t)h < plen)
-		return -1;
-	if (plen > 0)
-		memcpy(out + h, payload, plen);
-	return h + (ssize_t)plen;
+	return wire_payload(out, outlen, frame_encode_hdr(out, outlen, a, plen),
+	    payload, plen);
 }
 
 ssize_t
 frame_parse(const uint8_t *in, size_t len, struct proto_dest *a,
     const uint8_t **payload, size_t *plen)
 {
-	size_t	n, alen, hlen;
+	size_t	n, hlen;
+	ssize_t	f;
 
 	if (len < 2)
 		return 0;
 	n = get16(in);
 	if (n > FRAME_PAYLOAD_MAX)
 		return -1;
-	if (len < 3)
-		return 0;
-	switch (in[2]) {
-	case PROTO_ATYP_IPV4:
-		alen = 4;
-		break;
-	case PROTO_ATYP_IPV6:
-		alen = 16;
-		break;
-	case PROTO_ATYP_DOMAIN:
-		if (len < 4)
-			return 0;
-		if (in[3] == 0)
-			return -1;
-		alen = 1 + (size_t)in[3];
-		if (memchr(in + 4, '\0', (len < 3 + alen ? len : 3 + alen) - 4)
-		    != NULL)
-			return -1;
-		break;
-	default:
-		return -1;
-	}
-	hlen = 3 + alen + 2;
+	if ((f = wire_addr_scan(in + 2, len - 2)) <= 0)
+		return f == WIRE_MORE ? 0 : -1;
+	hlen = 2 + (size_t)f;
 	if (len < hlen + n)
 		return 0;
-	memset(a, 0, sizeof(*a));
-	a->atyp = in[2];
-	if (a->atyp == PROTO_ATYP_DOMAIN)
-		memcpy(a->domain, in + 4, alen - 1);
-	else
-		memcpy(a->ip, in + 3, alen);
-	a->port = get16(in + 3 + alen);
+	(void)wire_addr_get(in + 2, a);
 	*payload = in + hlen;
 	*plen = n;
 	return (ssize_t)(hlen + n);

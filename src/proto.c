@@ -17,6 +17,8 @@
 
 #include <sodium.h>
 
+#include "wire.h"
+
 /* Byte offsets of the fixed part. */
 #define OFF_VERSION	0
 #define OFF_KIND	1
@@ -74,28 +76,6 @@ proto_kind_valid(uint8_t kind)
 	    kind == PROTO_KIND_ICMP;
 }
 
-/* Wire size of the address field for atyp, or 0 when unknown.  For a
- * domain this is the length byte plus the name. */
-static size_t
-proto_addr_len(const struct proto_dest *d)
-{
-	size_t	n;
-
-	switch (d->atyp) {
-	case PROTO_ATYP_IPV4:
-		return 4;
-	case PROTO_ATYP_IPV6:
-		return 16;
-	case PROTO_ATYP_DOMAIN:
-		n = strnlen(d->domain, sizeof(d->domain));
-		if (n == 0 || n > 255)
-			return 0;
-		return 1 + n;
-	default:
-		return 0;
-	}
-}
-
 static void
 proto_mac(uint8_t mac[PROTO_MAC_LEN], const uint8_t *in, size_t len,
     const uint8_t key[PROTO_KEY_LEN])
@@ -114,12 +94,11 @@ proto_req_encode(uint8_t *out, size_t outlen, const struct proto_req *r,
 		goto inval;
 	if (!proto_kind_valid(r->kind))
 		goto inval;
-	if ((alen = proto_addr_len(&r->dest)) == 0)
+	if ((alen = wire_addr_len(&r->dest)) == 0)	/* ATYP ADDR PORT */
 		goto inval;
 	if (pad_len > PROTO_REQ_MAX)
 		goto inval;
-	total = PROTO_REQ_FIXED + alen + PROTO_TAIL_FIELDS + pad_len +
-	    PROTO_MAC_LEN;
+	total = OFF_ATYP + alen + 2 + pad_len + PROTO_MAC_LEN;
 	if (total > PROTO_REQ_MAX || total > outlen)
 		goto inval;
 
@@ -129,22 +108,10 @@ proto_req_encode(uint8_t *out, size_t outlen, const struct proto_req *r,
 	put64(out + OFF_TS, r->ts);
 	memcpy(out + OFF_NONCE, r->nonce, PROTO_NONCE_LEN);
 	memcpy(out + OFF_USER_ID, r->user_id, PROTO_USER_ID_LEN);
-	out[OFF_ATYP] = r->dest.atyp;
-	p = out + PROTO_REQ_FIXED;
-	switch (r->dest.atyp) {
-	case PROTO_ATYP_IPV4:
-	case PROTO_ATYP_IPV6:
-		memcpy(p, r->dest.ip, alen);
-		break;
-	default:	/* PROTO_ATYP_DOMAIN, checked by proto_addr_len() */
-		*p = (uint8_t)(alen - 1);
-		memcpy(p + 1, r->dest.domain, alen - 1);
-		break;
-	}
-	p += alen;
-	put16(p, r->dest.port);
-	put16(p + 2, (uint16_t)pad_len);
-	p += PROTO_TAIL_FIELDS;
+	p = out + OFF_ATYP;
+	p += wire_addr_put(p, &r->dest);	/* ATYP ADDR PORT */
+	put16(p, (uint16_t)pad_len);
+	p += 2;
 	if (pad_len > 0)
 		randombytes_buf(p, pad_len);
 	p += pad_len;
@@ -160,7 +127,8 @@ ssize_t
 proto_req_parse(const uint8_t *in, size_t len, struct proto_req *r)
 {
 	struct proto_req req;
-	size_t		 hlen, alen, off, pad;
+	size_t		 hlen, off, pad;
+	ssize_t		 f;
 
 	if (in == NULL || r == NULL)
 		return -1;
@@ -182,36 +150,20 @@ proto_req_parse(const uint8_t *in, size_t len, struct proto_req *r)
 		return 0;
 
 	memset(&req, 0, sizeof(req));
-	req.dest.atyp = in[OFF_ATYP];
-	switch (req.dest.atyp) {
-	case PROTO_ATYP_IPV4:
-		alen = 4;
-		break;
-	case PROTO_ATYP_IPV6:
-		alen = 16;
-		break;
-	case PROTO_ATYP_DOMAIN:
-		if (len < PROTO_REQ_FIXED + 1)
-			return 0;
-		alen = in[PROTO_REQ_FIXED];
-		if (alen == 0)
-			return -1;
-		alen += 1;
-		break;
-	default:
-		return -1;
-	}
+	/* ATYP ADDR PORT: a NUL in a name is judged once the padding
+	 * length has arrived too. */
+	if ((f = wire_addr_size(in + OFF_ATYP, len - OFF_ATYP)) <= 0)
+		return f == WIRE_MORE ? 0 : -1;
+	off = OFF_ATYP + (size_t)f;
 	/* Everything after the address but the padding has a fixed size. */
-	if (PROTO_REQ_FIXED + alen + PROTO_TAIL_FIELDS + PROTO_MAC_LEN > hlen)
+	if (off + 2 + PROTO_MAC_LEN > hlen)
 		return -1;
-	off = PROTO_REQ_FIXED + alen;
-	if (len < off + PROTO_TAIL_FIELDS)
+	if (len < off + 2)
 		return 0;
-	pad = get16(in + off + 2);
-	if (off + PROTO_TAIL_FIELDS + pad + PROTO_MAC_LEN != hlen)
+	pad = get16(in + off);
+	if (off + 2 + pad + PROTO_MAC_LEN != hlen)
 		return -1;
-	if (req.dest.atyp == PROTO_ATYP_DOMAIN &&
-	    memchr(in + PROTO_REQ_FIXED + 1, '\0', alen - 1) != NULL)
+	if (wire_addr_get(in + OFF_ATYP, &req.dest) < 0)
 		return -1;
 	if (len < hlen)
 		return 0;
@@ -222,11 +174,6 @@ proto_req_parse(const uint8_t *in, size_t len, struct proto_req *r)
 	req.ts = get64(in + OFF_TS);
 	memcpy(req.nonce, in + OFF_NONCE, PROTO_NONCE_LEN);
 	memcpy(req.user_id, in + OFF_USER_ID, PROTO_USER_ID_LEN);
-	if (req.dest.atyp == PROTO_ATYP_DOMAIN)
-		memcpy(req.dest.domain, in + PROTO_REQ_FIXED + 1, alen - 1);
-	else
-		memcpy(req.dest.ip, in + PROTO_REQ_FIXED, alen);
-	req.dest.port = get16(in + off);
 	*r = req;
 	return (ssize_t)hlen;
 }

@@ -10,6 +10,8 @@
 #include <openssl/evp.h>
 #include <sodium.h>
 
+#include "wire.h"
+
 static bool
 trojan_is_hex(uint8_t c)
 {
@@ -50,23 +52,10 @@ proto_trojan_encode(uint8_t *out, size_t outlen,
 	for (i = 0; i < PROTO_TROJAN_HEX_LEN; i++)
 		if (!trojan_is_hex((uint8_t)hex[i]))
 			return -1;
-	switch (dest->atyp) {
-	case PROTO_ATYP_IPV4:
-		alen = 4;
-		break;
-	case PROTO_ATYP_IPV6:
-		alen = 16;
-		break;
-	case PROTO_ATYP_DOMAIN:
-		alen = strnlen(dest->domain, sizeof(dest->domain));
-		if (alen == 0 || alen > 255)
-			return -1;
-		alen++;
-		break;
-	default:
+	/* hash, CRLF, cmd, ATYP ADDR PORT, CRLF */
+	if ((alen = wire_addr_len(dest)) == 0)
 		return -1;
-	}
-	need = PROTO_TROJAN_HEX_LEN + 2 + 2 + alen + 2 + 2;
+	need = PROTO_TROJAN_HEX_LEN + 2 + 1 + alen + 2;
 	if (outlen < need)
 		return -1;
 	memcpy(out, hex, PROTO_TROJAN_HEX_LEN);
@@ -74,15 +63,7 @@ proto_trojan_encode(uint8_t *out, size_t outlen,
 	out[n++] = '\r';
 	out[n++] = '\n';
 	out[n++] = cmd;
-	out[n++] = dest->atyp;
-	if (dest->atyp == PROTO_ATYP_DOMAIN) {
-		out[n++] = (uint8_t)(alen - 1);
-		memcpy(out + n, dest->domain, alen - 1);
-	} else
-		memcpy(out + n, dest->ip, alen);
-	n += dest->atyp == PROTO_ATYP_DOMAIN ? alen - 1 : alen;
-	out[n++] = (uint8_t)(dest->port >> 8);
-	out[n++] = (uint8_t)dest->port;
+	n += wire_addr_put(out + n, dest);
 	out[n++] = '\r';
 	out[n++] = '\n';
 	return (ssize_t)n;
@@ -99,7 +80,8 @@ proto_trojan_detect(const uint8_t *in, size_t len)
 ssize_t
 proto_trojan_parse(const uint8_t *in, size_t len, struct proto_trojan_req *r)
 {
-	size_t	 i, n, alen;
+	size_t	 i, n;
+	ssize_t	 alen;
 
 	memset(r, 0, sizeof(*r));
 	/* Judge every byte we have, so garbage fails early, not at 56. */
@@ -118,39 +100,18 @@ proto_trojan_parse(const uint8_t *in, size_t len, struct proto_trojan_req *r)
 	r->cmd = in[n++];
 	if (r->cmd != PROTO_TROJAN_CMD_CONNECT && r->cmd != PROTO_TROJAN_CMD_UDP)
 		return -1;
-	r->dest.atyp = in[n++];
-	switch (r->dest.atyp) {
-	case PROTO_ATYP_IPV4:
-		alen = 4;
-		break;
-	case PROTO_ATYP_IPV6:
-		alen = 16;
-		break;
-	case PROTO_ATYP_DOMAIN:
-		if (len < n + 1)
-			return 0;
-		if ((alen = in[n++]) == 0)
-			return -1;
-		break;
-	default:
-		return -1;
-	}
-	if (len < n + alen + 2 + 2) {
+	/* A NUL in the name is judged once the whole request is in. */
+	if ((alen = wire_addr_size(in + n, len - n)) <= 0)
+		return alen == WIRE_MORE ? 0 : -1;
+	if (len < n + (size_t)alen + 2) {
 		/* The CRLF is checked as soon as it is there. */
-		if (len >= n + alen + 3 && in[n + alen + 2] != '\r')
+		if (len >= n + (size_t)alen + 1 && in[n + (size_t)alen] != '\r')
 			return -1;
 		return 0;
 	}
-	if (r->dest.atyp == PROTO_ATYP_DOMAIN) {
-		memcpy(r->dest.domain, in + n, alen);
-		r->dest.domain[alen] = '\0';
-		if (memchr(r->dest.domain, '\0', alen) != NULL)
-			return -1;
-	} else
-		memcpy(r->dest.ip, in + n, alen);
-	n += alen;
-	r->dest.port = (uint16_t)(in[n] << 8 | in[n + 1]);
-	n += 2;
+	if (wire_addr_get(in + n, &r->dest) < 0)
+		return -1;
+	n += (size_t)alen;
 	if (in[n] != '\r' || in[n + 1] != '\n')
 		return -1;
 	return (ssize_t)(n + 2);
@@ -180,50 +141,21 @@ proto_trojan_match(const char hex[PROTO_TROJAN_HEX_LEN],
 size_t
 proto_trojan_udp_hdr_len(const struct proto_dest *a)
 {
-	size_t	n;
+	size_t	n = wire_addr_len(a);
 
-	switch (a->atyp) {
-	case PROTO_ATYP_IPV4:
-		return 1 + 4 + 2 + 2 + 2;
-	case PROTO_ATYP_IPV6:
-		return 1 + 16 + 2 + 2 + 2;
-	case PROTO_ATYP_DOMAIN:
-		n = strnlen(a->domain, sizeof(a->domain));
-		if (n == 0 || n > 255)
-			return 0;
-		return 1 + 1 + n + 2 + 2 + 2;
-	default:
-		return 0;
-	}
+	/* ATYP ADDR PORT, length, CRLF */
+	return n == 0 ? 0 : n + 2 + 2;
 }
 
 ssize_t
 proto_trojan_udp_encode_hdr(uint8_t *out, size_t outlen,
     const struct proto_dest *a, size_t plen)
 {
-	size_t	hlen = proto_trojan_udp_hdr_len(a), off = 1, n;
+	size_t	hlen = proto_trojan_udp_hdr_len(a), off;
 
 	if (hlen == 0 || plen > PROTO_TROJAN_UDP_PAYLOAD_MAX || outlen < hlen)
 		return -1;
-	out[0] = a->atyp;
-	switch (a->atyp) {
-	case PROTO_ATYP_IPV4:
-		memcpy(out + off, a->ip, 4);
-		off += 4;
-		break;
-	case PROTO_ATYP_IPV6:
-		memcpy(out + off, a->ip, 16);
-		off += 16;
-		break;
-	default:
-		n = hlen - 8;
-		out[off++] = (uint8_t)n;
-		memcpy(out + off, a->domain, n);
-		off += n;
-		break;
-	}
-	out[off++] = (uint8_t)(a->port >> 8);
-	out[off++] = (uint8_t)a->port;
+	off = wire_addr_put(out, a);
 	out[off++] = (uint8_t)(plen >> 8);
 	out[off++] = (uint8_t)plen;
 	out[off++] = '\r';
@@ -235,47 +167,21 @@ ssize_t
 proto_trojan_udp_encode(uint8_t *out, size_t outlen,
     const struct proto_dest *a, const void *payload, size_t plen)
 {
-	ssize_t	h;
-
-	if ((h = proto_trojan_udp_encode_hdr(out, outlen, a, plen)) < 0 ||
-	    outlen - (size_t)h < plen)
-		return -1;
-	if (plen > 0)
-		memcpy(out + h, payload, plen);
-	return h + (ssize_t)plen;
+	return wire_payload(out, outlen,
+	    proto_trojan_udp_encode_hdr(out, outlen, a, plen), payload, plen);
 }
 
 ssize_t
 proto_trojan_udp_parse(const uint8_t *in, size_t len, struct proto_dest *a,
     const uint8_t **payload, size_t *plen)
 {
-	size_t	alen, off, n;
+	ssize_t	h;
+	size_t	off, n;
 
-	if (len < 1)
-		return 0;
-	switch (in[0]) {
-	case PROTO_ATYP_IPV4:
-		alen = 4;
-		off = 1;
-		break;
-	case PROTO_ATYP_IPV6:
-		alen = 16;
-		off = 1;
-		break;
-	case PROTO_ATYP_DOMAIN:
-		if (len < 2)
-			return 0;
-		if ((alen = in[1]) == 0)
-			return -1;
-		off = 2;
-		if (memchr(in + off, '\0', (len < off + alen ? len : off + alen)
-		    - off) != NULL)
-			return -1;
-		break;
-	default:
-		return -1;
-	}
-	off += alen + 2;		/* address, port: any value */
+	/* Address and port: any value. */
+	if ((h = wire_addr_scan(in, len)) <= 0)
+		return h == WIRE_MORE ? 0 : -1;
+	off = (size_t)h;
 	if (len < off + 2)
 		return 0;
 	n = (size_t)in[off] << 8 | in[off + 1];
@@ -289,13 +195,7 @@ proto_trojan_udp_parse(const uint8_t *in, size_t len, struct proto_dest *a,
 	off += 2;
 	if (len < off + n)
 		return 0;
-	memset(a, 0, sizeof(*a));
-	a->atyp = in[0];
-	if (a->atyp == PROTO_ATYP_DOMAIN)
-		memcpy(a->domain, in + 2, alen);
-	else
-		memcpy(a->ip, in + 1, alen);
-	a->port = (uint16_t)(in[off - 6] << 8 | in[off - 5]);
+	(void)wire_addr_get(in, a);
 	*payload = in + off;
 	*plen = n;
 	return (ssize_t)(off + n);

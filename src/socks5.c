@@ -5,46 +5,7 @@
 
 #include <string.h>
 
-/* ATYP ADDR PORT: the length for a, 0 when a is invalid. */
-static size_t
-socks5_addr_len(const struct proto_dest *a)
-{
-	size_t	n;
-
-	switch (a->atyp) {
-	case PROTO_ATYP_IPV4:
-		return 1 + 4 + 2;
-	case PROTO_ATYP_IPV6:
-		return 1 + 16 + 2;
-	case PROTO_ATYP_DOMAIN:
-		n = strnlen(a->domain, sizeof(a->domain));
-		if (n == 0 || n > 255)
-			return 0;
-		return 1 + 1 + n + 2;
-	default:
-		return 0;
-	}
-}
-
-/* Writes ATYP ADDR PORT (out has socks5_addr_len(a) bytes). */
-static void
-socks5_addr_put(uint8_t *out, const struct proto_dest *a)
-{
-	size_t	n = 0, alen;
-
-	out[n++] = a->atyp;
-	if (a->atyp == PROTO_ATYP_DOMAIN) {
-		alen = strlen(a->domain);
-		out[n++] = (uint8_t)alen;
-		memcpy(out + n, a->domain, alen);
-	} else {
-		alen = a->atyp == PROTO_ATYP_IPV4 ? 4 : 16;
-		memcpy(out + n, a->ip, alen);
-	}
-	n += alen;
-	out[n++] = (uint8_t)(a->port >> 8);
-	out[n] = (uint8_t)a->port;
-}
+#include "wire.h"
 
 /*
  * Reads ATYP ADDR PORT from in[0..len): its length, 0 when more bytes are
@@ -54,40 +15,12 @@ socks5_addr_put(uint8_t *out, const struct proto_dest *a)
 static ssize_t
 socks5_addr_get(const uint8_t *in, size_t len, struct proto_dest *a)
 {
-	size_t	n = 1, alen;
+	ssize_t	n;
 
 	memset(a, 0, sizeof(*a));
-	if (len < 1)
-		return 0;
-	a->atyp = in[0];
-	switch (a->atyp) {
-	case PROTO_ATYP_IPV4:
-		alen = 4;
-		break;
-	case PROTO_ATYP_IPV6:
-		alen = 16;
-		break;
-	case PROTO_ATYP_DOMAIN:
-		if (len < 2)
-			return 0;
-		if ((alen = in[n++]) == 0)
-			return -1;
-		if (memchr(in + n, '\0', len - n < alen ? len - n : alen))
-			return -1;
-		break;
-	default:
-		return -1;
-	}
-	if (len < n + alen + 2)
-		return 0;
-	if (a->atyp == PROTO_ATYP_DOMAIN) {
-		memcpy(a->domain, in + n, alen);
-		a->domain[alen] = '\0';
-	} else
-		memcpy(a->ip, in + n, alen);
-	n += alen;
-	a->port = (uint16_t)(in[n] << 8 | in[n + 1]);
-	return (ssize_t)(n + 2);
+	if ((n = wire_addr_scan(in, len)) <= 0)
+		return n == WIRE_MORE ? 0 : -1;
+	return wire_addr_get(in, a);
 }
 
 ssize_t
@@ -151,7 +84,7 @@ ssize_t
 socks5_request(uint8_t *out, size_t outlen, uint8_t cmd,
     const struct proto_dest *dst)
 {
-	size_t	alen = socks5_addr_len(dst);
+	size_t	alen = wire_addr_len(dst);
 
 	if ((cmd != SOCKS5_CMD_CONNECT && cmd != SOCKS5_CMD_UDP) ||
 	    alen == 0 || outlen < 3 + alen)
@@ -159,7 +92,7 @@ socks5_request(uint8_t *out, size_t outlen, uint8_t cmd,
 	out[0] = SOCKS5_VERSION;
 	out[1] = cmd;
 	out[2] = 0;
-	socks5_addr_put(out + 3, dst);
+	(void)wire_addr_put(out + 3, dst);
 	return (ssize_t)(3 + alen);
 }
 
@@ -182,24 +115,15 @@ socks5_reply_parse(const uint8_t *in, size_t len, struct socks5_reply *r)
 size_t
 socks5_reply_want(const uint8_t *in, size_t len)
 {
+	ssize_t	n;
 	size_t	total;
 
 	/* VER REP RSV ATYP and the first address byte (a name's length). */
 	if (len < 5)
 		return 5 - len;
-	switch (in[3]) {
-	case PROTO_ATYP_IPV4:
-		total = 3 + 1 + 4 + 2;
-		break;
-	case PROTO_ATYP_IPV6:
-		total = 3 + 1 + 16 + 2;
-		break;
-	case PROTO_ATYP_DOMAIN:
-		total = 3 + 1 + 1 + (size_t)in[4] + 2;
-		break;
-	default:
+	if ((n = wire_addr_size(in + 3, len - 3)) <= 0)
 		return 1;	/* malformed: socks5_reply_parse says so */
-	}
+	total = 3 + (size_t)n;
 	return len < total ? total - len : 0;
 }
 
@@ -226,7 +150,7 @@ socks5_rep_str(uint8_t rep)
 size_t
 socks5_udp_hdr_len(const struct proto_dest *a)
 {
-	size_t	alen = socks5_addr_len(a);
+	size_t	alen = wire_addr_len(a);
 
 	return alen == 0 ? 0 : 3 + alen;
 }
@@ -240,7 +164,7 @@ socks5_udp_encode_hdr(uint8_t *out, size_t outlen, const struct proto_dest *a)
 		return -1;
 	out[0] = out[1] = 0;	/* RSV */
 	out[2] = 0;		/* FRAG: a whole datagram */
-	socks5_addr_put(out + 3, a);
+	(void)wire_addr_put(out + 3, a);
 	return (ssize_t)n;
 }
 
