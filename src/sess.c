@@ -23,6 +23,11 @@
  * session to the dead list; the memory is freed at the end of the loop
  * iteration (sess_reap) because the current epoll batch may still hold its
  * events.
+ *
+ * This file keeps the session's life (handshake, teardown, readiness, the
+ * relay, the cover site, timers); the request is read, authenticated and
+ * routed in sess_req.c, a TCP target resolved, checked and dialed in
+ * sess_dial.c (sess_int.h is what they share).
  */
 #include "config.h"
 
@@ -36,11 +41,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "addr.h"
-#include "auth.h"
 #include "buf.h"
 #include "conf.h"
 #include "cover.h"
@@ -49,96 +52,20 @@
 #include "loop.h"
 #include "outer.h"
 #include "proto.h"
-#include "proto_trojan.h"
 #include "relay.h"
 #include "resolve.h"
-#include "server.h"
 #include "sess_dgram.h"
+#include "sess_int.h"
 #include "sock.h"
 
 #define SESS_LINGER_MS	5000	/* error status sent, client to close */
 #define SESS_ANSWER_BUF	4096	/* an answer's buffers (not charged) */
-#define SESS_DIAL_MIN_MS	250	/* per address of a name, at least */
-
-enum sess_state {
-	SESS_HANDSHAKE,
-	SESS_HEADER,
-	SESS_RESOLVE,
-	SESS_CONNECT,
-	SESS_RELAY,
-	SESS_DGRAM,	/* UDP association, ICMP echo: sess_dgram.c */
-	SESS_CLOSED,
-};
-
-/* How sess_close() ends each side. */
-#define SESS_RST_OUTER	0x1	/* RST to the client */
-#define SESS_RST_TARGET	0x2	/* RST to the target */
-
-struct sess {
-	LIST_ENTRY(sess)	 entry;		/* env's live or dead list */
-	struct sess_env		*env;
-	unsigned long long	 id;
-	enum sess_state		 state;
-
-	struct outer		*outer;
-	struct loop_fd		 outer_lfd;
-	bool			 outer_parked;
-	int			 target_fd;
-	struct loop_fd		 target_lfd;
-	bool			 target_parked;
-	struct loop_timer	 timer;		/* the current state's deadline */
-
-	struct buf		 hdr;		/* request header as read */
-	struct relay		 relay;
-	bool			 answer_only;	/* relay without a target */
-	bool			 trojan;	/* trojan request: no status byte */
-	struct sess_dgram	*dg;		/* SESS_DGRAM; freed by sess_reap */
-
-	struct addr		 peer;
-	struct addr		 target;
-	bool			 has_target;
-	bool			 fallback;	/* target is the cover site */
-	bool			 has_user;
-	/* A copy: a reload may replace the user table under us. */
-	char			 user[CONF_NAME_MAX];
-	struct conf_egress	*egress;	/* the user's own lists, a ref */
-
-	/* A domain-name target: the lookup, then its allowed addresses,
-	 * dialed in order within one connect_timeout. */
-	char			*name;
-	uint16_t		 name_port;
-	struct resolve_query	*rq;
-	uint8_t			 ndial, idial;
-	struct resolve_ip	 dial[RESOLVE_MAX_ADDRS];
-	uint64_t		 dial_deadline_ms;
-
-	uint64_t		 start_ms;
-	uint64_t		 last_io_ms;
-	uint64_t		 last_bytes;
-	const char		*reason;	/* why it ends, once decided */
-	bool			 rejected;	/* counted as a rejection */
-	int			 err;		/* errno behind reason, or 0 */
-
-	/* Limits (env->lim): counts held, released by sess_close. */
-	struct limit_ent	*lim_src;	/* one conn on its source */
-	struct limit_ent	*lim_user;	/* one conn on its user */
-	bool			 lim_udp;	/* one datagram session too */
-	size_t			 lim_reserved;	/* memory held for the relay */
-	size_t			 lim_idx;	/* users[] (trojan: passwords[])
-						 * index, SIZE_MAX: none */
-	struct limit_waiter	 lim_wait;	/* relay paused for memory */
-};
 
 static void sess_on_outer(struct loop_fd *, uint32_t);
-static void sess_on_target(struct loop_fd *, uint32_t);
 static void sess_relay(struct sess *, uint32_t, uint32_t);
 static void sess_fallback_connected(struct sess *, int);
-static void sess_dial(struct sess *);
-static void sess_dial_next(struct sess *);
-static void sess_dial_failed(struct sess *, int, const char *);
 static void sess_budget(struct sess *);
 static void sess_unreserve(struct sess *);
-static bool sess_reserve(struct sess *, size_t);
 static void sess_on_memory(struct limit_waiter *);
 
 /* ---- teardown ---------------------------------------------------- */
@@ -168,7 +95,7 @@ sess_log_summary(const struct sess *s, const char *reason)
 	    s->err != 0 ? ")" : "");
 }
 
-static void
+void
 sess_drop_target(struct sess *s, bool rst)
 {
 	if (s->target_fd == -1)
@@ -209,8 +136,7 @@ sess_limits_release(struct sess *s)
 	}
 }
 
-/* The single teardown path; idempotent.  rst: SESS_RST_* flags. */
-static void
+void
 sess_close(struct sess *s, const char *reason, int rst)
 {
 	struct sess_env	*env = s->env;
@@ -249,8 +175,7 @@ sess_close(struct sess *s, const char *reason, int rst)
 	env->nlive--;
 }
 
-/* Closes with the reason decided earlier (an error answer), if any. */
-static void
+void
 sess_end(struct sess *s, const char *fallback_reason, int err, int rst)
 {
 	if (s->reason == NULL) {
@@ -270,7 +195,7 @@ sess_end(struct sess *s, const char *fallback_reason, int err, int rst)
  */
 static void sess_fallback(struct sess *, const char *);
 
-static void
+void
 sess_reject(struct sess *s, const char *reason)
 {
 	struct sess_env	*env = s->env;
@@ -311,7 +236,7 @@ fail:
 	sess_end(s, "epoll", errno, 0);
 }
 
-static void
+void
 sess_watch_outer(struct sess *s)
 {
 	uint32_t	 ev = outer_events(s->outer);
@@ -321,7 +246,7 @@ sess_watch_outer(struct sess *s)
 		sess_end(s, "epoll", errno, 0);
 }
 
-static void
+void
 sess_timer_set(struct sess *s, unsigned ms)
 {
 	if (ms == 0)
@@ -330,7 +255,7 @@ sess_timer_set(struct sess *s, unsigned ms)
 		loop_timer_set(s->env->loop, &s->timer, ms);
 }
 
-/* ---- request ----------------------------------------------------- */
+/* ---- answers ----------------------------------------------------- */
 
 /*
  * Answers the request with an error status and closes gracefully: the relay
@@ -338,7 +263,7 @@ sess_timer_set(struct sess *s, unsigned ms)
  * side shut, and whatever the client still sends is discarded until it
  * closes.
  */
-static void
+void
 sess_answer(struct sess *s, uint8_t status, const char *reason, int err)
 {
 	s->reason = reason;
@@ -401,156 +326,14 @@ sess_connect_done(struct sess *s)
 	sess_connected(s);
 }
 
-/* A name's next allowed address, if any is left, else the answer. */
-static void
-sess_dial_failed(struct sess *s, int err, const char *reason)
-{
-	char	a[ADDR_STRLEN];
-
-	sess_drop_target(s, false);
-	if (s->idial < s->ndial) {
-		log_debug("sess %llu: %s: %s: %s, trying the next address",
-		    s->id, s->name, addr_fmt(&s->target, a, sizeof(a)),
-		    strerror(err));
-		sess_dial_next(s);
-		return;
-	}
-	sess_answer(s, proto_status_from_errno(err), reason, err);
-}
-
-/* Each address of a name gets its share of what is left of the one
- * connect_timeout (at least SESS_DIAL_MIN_MS); an address gets it all. */
-static unsigned
-sess_dial_timeout(struct sess *s)
-{
-	uint64_t	now = loop_now(s->env->loop), left, ms;
-
-	if (s->ndial == 0)
-		return s->env->conf->server.connect_timeout_ms;
-	left = s->dial_deadline_ms > now ? s->dial_deadline_ms - now : 0;
-	ms = left / (uint64_t)(s->ndial - s->idial + 1);
-	return ms < SESS_DIAL_MIN_MS ? SESS_DIAL_MIN_MS : (unsigned)ms;
-}
-
-static void
-sess_dial_next(struct sess *s)
-{
-	resolve_ip_to_addr(&s->dial[s->idial++], s->name_port, &s->target);
-	s->has_target = true;
-	sess_dial(s);
-}
-
-static void
-sess_dial(struct sess *s)
-{
-	const struct conf	*c = s->env->conf;
-	struct loop		*l = s->env->loop;
-	int			 fd, err;
-
-	fd = sock_connect(&s->target, c->server.congestion, c->server.mark);
-	if (fd == -1) {
-		sess_dial_failed(s, errno, "connect failed");
-		return;
-	}
-	s->target_fd = fd;
-	if (loop_fd_add(l, &s->target_lfd, fd, EPOLLOUT, sess_on_target) == -1) {
-		err = errno;
-		sess_drop_target(s, false);
-		sess_answer(s, PROTO_ERR_GENERAL, "epoll", err);
-		return;
-	}
-	/* The client's further bytes wait in TLS and the socket until the
-	 * target is up; only a hang-up or reset is noticed meanwhile. */
-	if (loop_fd_mod(l, &s->outer_lfd, 0) == -1) {
-		sess_close(s, "epoll", SESS_RST_TARGET);
-		return;
-	}
-	s->state = SESS_CONNECT;
-	sess_timer_set(s, sess_dial_timeout(s));
-}
-
-/* ---- limits ---------------------------------------------------- */
-
-/*
- * After authentication, before any work for the request: the user's
- * connections, datagram sessions (global and the user's), and room in the
- * memory budget.  A refusal is answered PROTO_ERR_LIMIT (trojan: closed),
- * counted and logged at most once per interval per kind.  -1: refused.
- */
-static int
-sess_admit(struct sess *s, uint8_t kind)
-{
-	struct sess_env		*env = s->env;
-	struct limit_server	*ls = env->lim;
-	const struct conf	*c = env->conf;
-	uint64_t		 now = loop_now(env->loop);
-	struct limit_ent	*u;
-	unsigned		 max_conns, max_udp;
-	bool			 dgram, room;
-
-	if (ls == NULL || !s->has_user)
-		return 0;
-	dgram = kind == PROTO_KIND_UDP || kind == PROTO_KIND_ICMP;
-	server_user_limits(c, s->trojan, s->lim_idx, s->user, &max_conns,
-	    &max_udp);
-	if ((u = limit_tab_get(&ls->users, s->user, strlen(s->user))) == NULL) {
-		sess_answer(s, PROTO_ERR_GENERAL, "out of memory", ENOMEM);
-		return -1;
-	}
-	/* A refused session holds no count while its answer lingers. */
-	if (max_conns != 0 && u->conns >= max_conns) {
-		limit_tab_release(&ls->users, u);
-		limit_refuse(&ls->st, LIMIT_USER_CONNS, now, "connections",
-		    "user %s: max_conns %u reached", s->user, max_conns);
-		sess_answer(s, PROTO_ERR_LIMIT, "limit: user max_conns", 0);
-		return -1;
-	}
-	if (dgram && ls->udp >= c->server.max_udp) {
-		limit_tab_release(&ls->users, u);
-		limit_refuse(&ls->st, LIMIT_UDP, now, "datagram sessions",
-		    "max_udp %u reached", c->server.max_udp);
-		sess_answer(s, PROTO_ERR_LIMIT, "limit: max_udp", 0);
-		return -1;
-	}
-	if (dgram && max_udp != 0 && u->udp >= max_udp) {
-		limit_tab_release(&ls->users, u);
-		limit_refuse(&ls->st, LIMIT_USER_UDP, now, "datagram sessions",
-		    "user %s: max_udp %u reached", s->user, max_udp);
-		sess_answer(s, PROTO_ERR_LIMIT, "limit: user max_udp", 0);
-		return -1;
-	}
-	/* A stream reserves what its relay holds at the start (the status
-	 * byte's buffer, early data); datagram sessions only need room. */
-	if (dgram)
-		room = limit_mem_admit(&ls->mem, RELAY_BUF_SIZE);
-	else
-		room = sess_reserve(s, RELAY_BUF_SIZE +
-		    (s->relay.to_fd.data != NULL ? RELAY_BUF_SIZE : 0));
-	if (!room) {
-		if (dgram)
-			limit_refuse(&ls->st, LIMIT_MEMORY, now,
-			    "datagram sessions", "max_buffer_memory: %zu of "
-			    "%zu bytes in use", ls->mem.used, ls->mem.max);
-		limit_tab_release(&ls->users, u);
-		sess_answer(s, PROTO_ERR_LIMIT, "limit: max_buffer_memory", 0);
-		return -1;
-	}
-	u->conns++;
-	s->lim_user = u;
-	if (dgram) {
-		ls->udp++;
-		u->udp++;
-		s->lim_udp = true;
-	}
-	return 0;
-}
+/* ---- memory budget --------------------------------------------- */
 
 /*
  * Memory for a relay about to start, taken when admitted so that what it
  * holds at its start (allocated before the budget is attached) never
  * takes the budget past its limit.  Refusals are counted and logged.
  */
-static bool
+bool
 sess_reserve(struct sess *s, size_t n)
 {
 	struct limit_server	*ls = s->env->lim;
@@ -596,56 +379,6 @@ sess_on_memory(struct limit_waiter *w)
 
 	if (s->state == SESS_RELAY)
 		sess_relay(s, 0, 0);
-}
-
-/* ---- datagrams ------------------------------------------------- */
-
-static void
-sess_dgram_end(void *arg, const char *reason, int err)
-{
-	sess_end(arg, reason, err, 0);
-}
-
-/*
- * UDP associations and ICMP echo: sess_dgram relays the frames; the
- * session keeps the stream, the idle timer and the teardown.  The header's
- * destination is only the first datagram's (logged): each frame carries
- * its own, checked against the egress policy there.
- */
-static void
-sess_start_dgram(struct sess *s, const struct proto_req *req)
-{
-	struct sess_dgram_cfg	 dc;
-
-	if (req->dest.atyp == PROTO_ATYP_IPV4 ||
-	    req->dest.atyp == PROTO_ATYP_IPV6) {
-		addr_from_raw(&s->target, req->dest.atyp == PROTO_ATYP_IPV4 ?
-		    AF_INET : AF_INET6, req->dest.ip, req->dest.port);
-		s->has_target = true;
-	}
-	memset(&dc, 0, sizeof(dc));
-	dc.loop = s->env->loop;
-	dc.conf = s->env->conf;
-	dc.outer = s->outer;
-	dc.outer_lfd = &s->outer_lfd;
-	dc.kind = req->kind;
-	dc.trojan = s->trojan;
-	dc.resolver = s->env->resolver;
-	dc.egress = s->egress;
-	dc.id = s->id;
-	dc.end = sess_dgram_end;
-	dc.arg = s;
-	s->dg = sess_dgram_new(&dc, buf_head(&s->relay.to_fd),
-	    buf_len(&s->relay.to_fd));
-	if (s->dg == NULL) {
-		sess_answer(s, PROTO_ERR_GENERAL, "out of memory", ENOMEM);
-		return;
-	}
-	buf_free(&s->relay.to_fd);
-	s->state = SESS_DGRAM;
-	s->last_io_ms = loop_now(s->env->loop);
-	sess_timer_set(s, s->env->conf->server.idle_timeout_ms);
-	sess_dgram_on_outer(s->dg, 0);
 }
 
 /* ---- cover site ------------------------------------------------- */
@@ -711,284 +444,6 @@ sess_fallback(struct sess *s, const char *reason)
 	}
 	s->state = SESS_CONNECT;
 	sess_timer_set(s, s->env->conf->server.connect_timeout_ms);
-}
-
-/* ---- names ----------------------------------------------------- */
-
-/*
- * A name's addresses: every one is checked against the egress policy and
- * only the allowed ones are dialed, in getaddrinfo's order.  A name that
- * resolves only to denied addresses is an egress denial like a denied
- * address; one that does not resolve is answered PROTO_ERR_RESOLVE.
- */
-static void
-sess_resolved(struct sess *s, const struct resolve_result *res)
-{
-	const struct conf	*c = s->env->conf;
-	struct addr		 a;
-	char			 first[ADDR_STRLEN];
-	size_t			 i;
-
-	if (res->status != RESOLVE_OK) {
-		log_info("sess %llu: user %s: %s: %s", s->id, s->user, s->name,
-		    resolve_status_str(res->status));
-		sess_answer(s, PROTO_ERR_RESOLVE,
-		    resolve_status_str(res->status), 0);
-		return;
-	}
-	s->ndial = s->idial = 0;
-	for (i = 0; i < res->n; i++) {
-		resolve_ip_to_addr(&res->ip[i], s->name_port, &a);
-		if (i == 0)
-			addr_fmt(&a, first, sizeof(first));
-		if (server_egress_allowed_user(c, s->egress, &a))
-			s->dial[s->ndial++] = res->ip[i];
-	}
-	log_debug("sess %llu: user %s -> %s:%u: %zu addresses, %u allowed%s",
-	    s->id, s->user, s->name, s->name_port, res->n, s->ndial,
-	    res->cached ? " (cached)" : "");
-	if (s->ndial == 0) {
-		log_info("sess %llu: user %s: %s resolves only to addresses "
-		    "the egress policy denies (%s%s)", s->id, s->user, s->name,
-		    first, res->n > 1 ? ", ..." : "");
-		sess_answer(s, PROTO_ERR_DENIED, "egress denied", 0);
-		return;
-	}
-	s->dial_deadline_ms = loop_now(s->env->loop) +
-	    c->server.connect_timeout_ms;
-	sess_dial_next(s);
-}
-
-static void
-sess_on_resolved(void *arg, const struct resolve_result *res)
-{
-	struct sess	*s = arg;
-
-	s->rq = NULL;
-	sess_resolved(s, res);
-}
-
-static void
-sess_resolve(struct sess *s, const struct proto_dest *dest)
-{
-	struct resolve_result	 res;
-
-	s->name_port = dest->port;
-	if ((s->name = strdup(dest->domain)) == NULL) {
-		sess_answer(s, PROTO_ERR_GENERAL, "out of memory", ENOMEM);
-		return;
-	}
-	if (s->env->resolver == NULL) {
-		sess_answer(s, PROTO_ERR_UNSUPPORTED,
-		    "unsupported address type", 0);
-		return;
-	}
-	s->rq = resolve_start(s->env->resolver, s->name, &res,
-	    sess_on_resolved, s);
-	if (s->rq == NULL) {
-		sess_resolved(s, &res);
-		return;
-	}
-	/* As while connecting: only a hang-up or reset is noticed. */
-	if (loop_fd_mod(s->env->loop, &s->outer_lfd, 0) == -1) {
-		sess_close(s, "epoll", 0);
-		return;
-	}
-	s->state = SESS_RESOLVE;
-}
-
-static void
-sess_route(struct sess *s, const struct proto_req *req)
-{
-	char	 target[ADDR_STRLEN];
-
-	if (sess_admit(s, req->kind) == -1)
-		return;
-	if (req->kind == PROTO_KIND_UDP || req->kind == PROTO_KIND_ICMP) {
-		sess_start_dgram(s, req);
-		return;
-	}
-	if (req->kind != PROTO_KIND_TCP) {
-		sess_answer(s, PROTO_ERR_UNSUPPORTED, "unsupported kind", 0);
-		return;
-	}
-	if (req->dest.atyp == PROTO_ATYP_DOMAIN) {
-		sess_resolve(s, &req->dest);
-		return;
-	}
-	if (req->dest.atyp != PROTO_ATYP_IPV4 &&
-	    req->dest.atyp != PROTO_ATYP_IPV6) {
-		sess_answer(s, PROTO_ERR_UNSUPPORTED,
-		    "unsupported address type", 0);
-		return;
-	}
-	addr_from_raw(&s->target, req->dest.atyp == PROTO_ATYP_IPV4 ?
-	    AF_INET : AF_INET6, req->dest.ip, req->dest.port);
-	s->has_target = true;
-	log_debug("sess %llu: user %s -> %s", s->id, s->user,
-	    addr_fmt(&s->target, target, sizeof(target)));
-	if (!server_egress_allowed_user(s->env->conf, s->egress,
-	    &s->target)) {
-		sess_answer(s, PROTO_ERR_DENIED, "egress denied", 0);
-		return;
-	}
-	sess_dial(s);
-}
-
-static void
-sess_request(struct sess *s, const struct proto_req *req, size_t hlen)
-{
-	const struct conf	*c = s->env->conf;
-	const uint8_t	*hdr = buf_head(&s->hdr);
-	size_t		 early = buf_len(&s->hdr) - hlen, user;
-	int		 rc;
-
-	rc = auth_check(s->env->auth, hdr, hlen, req, (uint64_t)time(NULL),
-	    &user);
-	if (rc != AUTH_OK) {
-		sess_reject(s, auth_result_str(rc));
-		return;
-	}
-	s->has_user = true;
-	s->lim_idx = user;
-	snprintf(s->user, sizeof(s->user), "%s",
-	    auth_user_name(s->env->auth, user));
-	/* auth's index is into conf's users (swapped together on reload;
-	 * the name guards against a reload auth refused). */
-	if (user < c->server.nusers &&
-	    strcmp(c->server.users[user].name, s->user) == 0)
-		s->egress = conf_egress_ref(c->server.users[user].egress);
-	/* Bytes behind the header in the same read are the client's first
-	 * payload (early data) for the target. */
-	if (buf_append(&s->relay.to_fd, hdr + hlen, early) != early) {
-		sess_close(s, "out of memory", 0);
-		return;
-	}
-	buf_free(&s->hdr);
-	loop_timer_cancel(s->env->loop, &s->timer);
-	sess_route(s, req);
-}
-
-/*
- * A trojan request: the password hash is checked against every configured
- * one in constant time; a wrong one is rejected exactly like a bad native
- * header (cover site when configured).  CONNECT dials its target; UDP
- * ASSOCIATE becomes a UDP association (sess_dgram) carrying trojan UDP
- * packets, each with its own destination -- the request's is ignored, as
- * trojan peers do.
- */
-static void
-sess_trojan_request(struct sess *s, const struct proto_trojan_req *tr,
-    size_t hlen)
-{
-	const struct conf	*c = s->env->conf;
-	const uint8_t		*hdr = buf_head(&s->hdr);
-	size_t			 early = buf_len(&s->hdr) - hlen;
-	struct proto_req	 req;
-	int			 i;
-
-	i = proto_trojan_match(tr->hex,
-	    (const char (*)[PROTO_TROJAN_HEX_LEN + 1])c->server.trojan_hex,
-	    c->server.ntrojan);
-	if (i < 0) {
-		sess_reject(s, "bad trojan password");
-		return;
-	}
-	s->trojan = true;
-	s->has_user = true;
-	snprintf(s->user, sizeof(s->user), "trojan#%d", i);
-	s->lim_idx = (size_t)i;
-	s->egress = conf_egress_ref(c->server.trojan_egress[i]);
-	if (buf_append(&s->relay.to_fd, hdr + hlen, early) != early) {
-		sess_close(s, "out of memory", 0);
-		return;
-	}
-	buf_free(&s->hdr);
-	loop_timer_cancel(s->env->loop, &s->timer);
-	memset(&req, 0, sizeof(req));
-	req.kind = tr->cmd == PROTO_TROJAN_CMD_UDP ? PROTO_KIND_UDP :
-	    PROTO_KIND_TCP;
-	req.dest = tr->dest;
-	sess_route(s, &req);
-}
-
-/* 1: a complete trojan request was handled; 0: more bytes needed; -1:
- * not trojan (the native parser decides). */
-static int
-sess_trojan_header(struct sess *s)
-{
-	struct proto_trojan_req	 tr;
-	ssize_t			 hlen;
-
-	if (s->env->conf->server.ntrojan == 0 ||
-	    proto_trojan_detect(buf_head(&s->hdr), buf_len(&s->hdr)) != 1)
-		return -1;
-	hlen = proto_trojan_parse(buf_head(&s->hdr), buf_len(&s->hdr), &tr);
-	if (hlen == -1) {
-		sess_reject(s, "malformed trojan request");
-		return 1;
-	}
-	if (hlen == 0)
-		return 0;
-	sess_trojan_request(s, &tr, (size_t)hlen);
-	return 1;
-}
-
-static void
-sess_read_header(struct sess *s)
-{
-	struct proto_req	 req;
-	uint8_t			*tail;
-	size_t			 room;
-	ssize_t			 n, hlen;
-
-	for (;;) {
-		/* The buffer holds PROTO_REQ_MAX: a complete header fits. */
-		if ((tail = buf_tail(&s->hdr, &room)) == NULL) {
-			sess_reject(s, "header too long");
-			return;
-		}
-		n = outer_read(s->outer, tail, room);
-		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			sess_watch_outer(s);
-			return;
-		}
-		if (n == -1) {
-			s->err = errno;
-			sess_close(s, "read error before request", 0);
-			return;
-		}
-		if (n == 0 && buf_len(&s->hdr) == 0) {
-			/* close_notify before a single byte: an unused warm
-			 * connection (ours, or a browser's preconnect).  A web
-			 * server just closes too; not a probe. */
-			sess_close(s, "closed unused", 0);
-			return;
-		}
-		if (n == 0) {
-			s->relay.outer_eof = true;	/* for the fallback */
-			sess_reject(s, "end of stream in header");
-			return;
-		}
-		buf_commit(&s->hdr, (size_t)n);
-		switch (sess_trojan_header(s)) {
-		case 1:
-			return;
-		case 0:
-			continue;
-		default:
-			break;
-		}
-		hlen = proto_req_parse(buf_head(&s->hdr), buf_len(&s->hdr), &req);
-		if (hlen == -1) {
-			sess_reject(s, "malformed header");
-			return;
-		}
-		if (hlen > 0) {
-			sess_request(s, &req, (size_t)hlen);
-			return;
-		}
-	}
 }
 
 static void
@@ -1083,7 +538,7 @@ sess_on_outer(struct loop_fd *lfd, uint32_t revents)
 	}
 }
 
-static void
+void
 sess_on_target(struct loop_fd *lfd, uint32_t revents)
 {
 	struct sess	*s = container_of(lfd, struct sess, target_lfd);

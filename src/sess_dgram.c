@@ -6,7 +6,8 @@
  * datagram it will not take is dropped.  Toward
  * the client, datagrams are framed straight into the outgoing buffer (UDP:
  * received in place behind room left for the frame header) and written in
- * as few TLS records as they fit.
+ * as few TLS records as they fit.  Datagrams to domain names are looked up
+ * and held in sess_dgram_name.c (sess_dgram_int.h is what both share).
  */
 #include "config.h"
 
@@ -39,69 +40,14 @@
 #include "proto_trojan.h"
 #include "resolve.h"
 #include "server.h"
+#include "sess_dgram_int.h"
 #include "stats.h"
 
 #define SD_TX_CAP	(192 * 1024)	/* toward the client */
 /* From the client: one frame or trojan packet, the longer. */
 #define SD_RX_CAP	(FRAME_MAX > PROTO_TROJAN_UDP_MAX ? FRAME_MAX : \
 			    PROTO_TROJAN_UDP_MAX)
-#define SD_ECHO_RING	64		/* echo send times kept, for the log */
 #define SD_ICMP_MAX	(60 + 65535)	/* IPv4 header (raw) + message */
-#define SD_BATCH	64		/* UDP datagrams per sendmmsg() */
-#define SD_NAMES_PENDING 4		/* names being looked up at once */
-#define SD_HELD_MAX	(16 * 1024)	/* datagrams held per such name */
-#define SD_HELD_HDR	4		/* held: length, port, payload */
-
-struct sd_sock {
-	struct sess_dgram	*d;
-	int			 fd;
-	int			 family;
-	bool			 raw;		/* ICMP over a raw socket */
-	uint32_t		 events;
-	struct loop_fd		 lfd;
-};
-
-/* A name being looked up, and the datagrams waiting for it. */
-struct sd_name {
-	struct sess_dgram	*d;
-	bool			 used;
-	struct resolve_query	*q;
-	char			 name[256];
-	uint8_t			*held;
-	size_t			 held_len, held_cap;
-};
-
-struct sess_dgram {
-	struct sess_dgram_cfg	 cfg;
-	struct sd_sock		 sock[2];	/* IPv4, IPv6; fd -1 until used */
-	struct buf		 tx;
-	struct buf		 rx;
-	bool			 stopped;
-	bool			 ended;
-	bool			 write_blocked;
-	bool			 denied_logged;
-	bool			 unresolved_logged;
-	struct sd_name		 names[SD_NAMES_PENDING];
-	uint16_t		 echo_id;	/* ours, on raw ICMP sockets */
-	struct {
-		bool		 used;
-		uint16_t	 seq;
-		uint64_t	 us;
-	}			 echo[SD_ECHO_RING];
-	uint64_t		 last_io_ms;
-	struct sess_dgram_stats	 st;
-};
-
-/* UDP datagrams toward targets, sent together: one system call for the
- * many small frames a TLS record can hold.  The payloads stay in rx until
- * the batch is sent. */
-struct sd_batch {
-	struct sd_sock	*s;
-	unsigned	 n;
-	struct mmsghdr	 msg[SD_BATCH];
-	struct iovec	 iov[SD_BATCH];
-	struct addr	 to[SD_BATCH];
-};
 
 /* Linux raw ICMP socket filter (linux/icmp.h, which cannot be included
  * together with net/if.h): a bit set per ICMP type blocks that type. */
@@ -116,7 +62,7 @@ static uint8_t	sd_icmp_buf[SD_ICMP_MAX];
 
 static void sd_update(struct sess_dgram *);
 
-static const char *
+const char *
 sd_kind(const struct sess_dgram *d)
 {
 	return d->cfg.kind == PROTO_KIND_ICMP ? "icmp" : "udp";
@@ -261,7 +207,7 @@ sd_send_icmp(struct sess_dgram *d, struct sd_sock *s, const struct addr *to,
 	return sendto(s->fd, m, PKT_ECHO_HDR + len, 0, &to->u.sa, to->len);
 }
 
-static void
+void
 sd_denied(struct sess_dgram *d, const struct addr *to)
 {
 	char	buf[ADDR_STRLEN];
@@ -275,7 +221,7 @@ sd_denied(struct sess_dgram *d, const struct addr *to)
 	    sd_addr(d, to, buf, sizeof(buf)));
 }
 
-static void
+void
 sd_batch_send(struct sess_dgram *d, struct sd_batch *b)
 {
 	unsigned	i = 0;
@@ -326,7 +272,7 @@ sd_batch_add(struct sess_dgram *d, struct sd_batch *b, struct sd_sock *s,
 
 /* To an address: the egress policy, then the socket of its family.  port
  * is the UDP port or the ICMP echo sequence number. */
-static void
+void
 sd_send_to(struct sess_dgram *d, struct sd_batch *b, struct addr *to,
     uint16_t port, const uint8_t *data, size_t len)
 {
@@ -358,166 +304,6 @@ sd_send_to(struct sess_dgram *d, struct sd_batch *b, struct addr *to,
 	d->st.dgrams_up++;
 	d->st.bytes_up += len;
 	d->last_io_ms = loop_now(d->cfg.loop);
-}
-
-/* ---- toward names ------------------------------------------------------ */
-
-static void
-sd_unresolved(struct sess_dgram *d, const char *name, const char *why)
-{
-	d->st.dropped++;
-	d->st.unresolved++;
-	if (d->unresolved_logged)
-		return;
-	d->unresolved_logged = true;
-	log_info("sess %llu: %s to %s dropped: %s (further ones only counted)",
-	    d->cfg.id, sd_kind(d), name, why);
-}
-
-/*
- * A datagram to a name goes to the first of its addresses the egress
- * policy allows; a name with none is an egress denial.
- */
-static void
-sd_send_resolved(struct sess_dgram *d, struct sd_batch *b, const char *name,
-    const struct resolve_result *res, uint16_t port, const uint8_t *data,
-    size_t len)
-{
-	struct addr	to;
-	size_t		i;
-
-	if (res->status != RESOLVE_OK) {
-		sd_unresolved(d, name, resolve_status_str(res->status));
-		return;
-	}
-	for (i = 0; i < res->n; i++) {
-		resolve_ip_to_addr(&res->ip[i], port, &to);
-		if (server_egress_allowed_user(d->cfg.conf, d->cfg.egress, &to))
-			break;
-	}
-	if (i == res->n) {
-		resolve_ip_to_addr(&res->ip[0], port, &to);
-		sd_denied(d, &to);
-		return;
-	}
-	sd_send_to(d, b, &to, port, data, len);
-}
-
-static void
-sd_name_free(struct sd_name *nm)
-{
-	resolve_cancel(nm->q);
-	nm->q = NULL;
-	free(nm->held);
-	nm->held = NULL;
-	nm->held_len = nm->held_cap = 0;
-	nm->used = false;
-}
-
-/* The lookup is done: the datagrams held for it go now. */
-static void
-sd_on_resolved(void *arg, const struct resolve_result *res)
-{
-	static struct sd_batch	 b;	/* see sd_frames */
-	struct sd_name		*nm = arg;
-	struct sess_dgram	*d = nm->d;
-	size_t			 off = 0, len;
-	uint16_t		 port;
-
-	nm->q = NULL;
-	b.n = 0;
-	while (off + SD_HELD_HDR <= nm->held_len) {
-		len = (size_t)nm->held[off] << 8 | nm->held[off + 1];
-		port = (uint16_t)(nm->held[off + 2] << 8 | nm->held[off + 3]);
-		off += SD_HELD_HDR;
-		sd_send_resolved(d, &b, nm->name, res, port, nm->held + off,
-		    len);
-		off += len;
-	}
-	if (b.n > 0)
-		sd_batch_send(d, &b);
-	sd_name_free(nm);
-}
-
-/* Keeps a datagram until its name is resolved: the first whatever its
- * size, more up to SD_HELD_MAX bytes per name; beyond that it is dropped,
- * as a full socket buffer would. */
-static void
-sd_hold(struct sess_dgram *d, struct sd_name *nm, uint16_t port,
-    const uint8_t *data, size_t len)
-{
-	size_t	 need = nm->held_len + SD_HELD_HDR + len, cap;
-	uint8_t	*p;
-
-	if (need > SD_HELD_MAX && nm->held_len > 0) {
-		sd_unresolved(d, nm->name, "too much held for the name");
-		return;
-	}
-	if (need > nm->held_cap) {
-		cap = need < 2048 ? 2048 : need;
-		if ((p = realloc(nm->held, cap)) == NULL) {
-			d->st.dropped++;
-			return;
-		}
-		nm->held = p;
-		nm->held_cap = cap;
-	}
-	p = nm->held + nm->held_len;
-	p[0] = (uint8_t)(len >> 8);
-	p[1] = (uint8_t)len;
-	p[2] = (uint8_t)(port >> 8);
-	p[3] = (uint8_t)port;
-	if (len > 0)
-		memcpy(p + SD_HELD_HDR, data, len);
-	nm->held_len = need;
-}
-
-/*
- * A datagram to a domain name: answered at once from the resolver's cache
- * (the usual case after the first one), or held while at most
- * SD_NAMES_PENDING names per association are being looked up.
- */
-static void
-sd_send_name(struct sess_dgram *d, struct sd_batch *b,
-    const struct proto_dest *dst, const uint8_t *data, size_t len)
-{
-	struct resolve_result	 res;
-	struct sd_name		*nm, *spare = NULL;
-	size_t			 i;
-
-	d->st.names++;
-	if (d->cfg.resolver == NULL) {
-		sd_unresolved(d, dst->domain, "no resolver");
-		return;
-	}
-	for (i = 0; i < SD_NAMES_PENDING; i++) {
-		nm = &d->names[i];
-		if (!nm->used) {
-			if (spare == NULL)
-				spare = nm;
-			continue;
-		}
-		if (strcmp(nm->name, dst->domain) == 0) {
-			sd_hold(d, nm, dst->port, data, len);
-			return;
-		}
-	}
-	if (spare == NULL) {
-		sd_unresolved(d, dst->domain, "too many names being looked up");
-		return;
-	}
-	nm = spare;
-	nm->q = resolve_start(d->cfg.resolver, dst->domain, &res,
-	    sd_on_resolved, nm);
-	if (nm->q == NULL) {
-		sd_send_resolved(d, b, dst->domain, &res, dst->port, data,
-		    len);
-		return;
-	}
-	nm->used = true;
-	nm->d = d;
-	snprintf(nm->name, sizeof(nm->name), "%s", dst->domain);
-	sd_hold(d, nm, dst->port, data, len);
 }
 
 static void
