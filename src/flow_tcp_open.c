@@ -302,11 +302,10 @@ flow_limit_log(struct flow_env *env, const char *fmt, ...)
 	env->limit_hits = 0;
 }
 
-bool
-flow_tcp_syn_allowed(void *arg)
+/* Whether a new flow may start; a refusal is counted and logged. */
+static bool
+flow_admit(struct flow_env *env)
 {
-	struct flow_env *env = arg;
-
 	if (env->draining)
 		return false;
 	if (env->conf->client.protocol == CONF_PROTO_BLOCK) {
@@ -326,6 +325,20 @@ flow_tcp_syn_allowed(void *arg)
 		return false;
 	}
 	return true;
+}
+
+bool
+flow_tcp_syn_allowed(void *arg)
+{
+	struct flow_env *env = arg;
+
+	/* Faithful: flow_tcp_syn judges.  A held flow's SYN -- the app's
+	 * retransmission, or ours fed back once the target is connected --
+	 * is not a new flow, and the flow itself may be the one that
+	 * reached max_flows. */
+	if (env->conf->client.faithful)
+		return true;
+	return flow_admit(env);
 }
 
 /* socks5, direct: a plain TCP connection to the proxy or the target.
@@ -452,6 +465,10 @@ flow_tcp_syn(void *arg, const uint8_t *pkt, size_t len,
 	if ((f = flow_held_find(env, &dst, &app)) != NULL)
 		/* Our own re-injection, or the app retransmitting. */
 		return f->status_ok ? TSNETIF_SYN_PASS : TSNETIF_SYN_HOLD;
+	if (!flow_admit(env)) {
+		(void)tsnetif_reset_syn(pkt, len);	/* as a full host would */
+		return TSNETIF_SYN_HOLD;
+	}
 	if ((f = flow_new(env, &dst)) == NULL) {
 		env->stats.refused++;
 		return TSNETIF_SYN_HOLD;	/* dropped; the app retries */

@@ -41,6 +41,26 @@ rc=$?
 cat "$out"
 [ $rc -eq 0 ] || ts_fail "closed port: want ECONNREFUSED from connect() within 2 s"
 
+# max_flows 1, reached by the held flow itself: its SYN, fed to lwIP again
+# once the target is connected, is that flow's and must not be refused as
+# a new one (it was: an RST, the app's connect refused, the flow left held
+# until the idle timeout).  Once no flow is left from the steps above.
+sed -i 's/^  max_flows: .*/  max_flows: 1/' "$TS_TMP/client.yaml"
+kill -HUP "$TS_CLIENT_PID"
+for i in $(seq 50); do
+	grep -q "reloaded $TS_TMP/client.yaml" "$TS_TMP/client.log" && break
+	sleep 0.1
+done
+for i in $(seq 50); do
+	ip netns exec "$NS_C" "$TUNSPLIT" status --json -s "$TS_TMP/client.sock" \
+	    2>/dev/null | grep -q '"flows":{"active":0,' && break
+	sleep 0.1
+done
+ts_app send --host "$TS_T_ADDR4" --port "$TS_TARGET_PORT" --bytes 64k --seed 5 \
+    --timeout 10 >"$out" 2>&1 ||
+    ts_fail "max_flows 1: the only flow was refused: $(tail -n 1 "$out")"
+ts_log "max_flows 1: $(tail -n 1 "$out")"
+
 # A host that does not answer (no such address on the target's subnet):
 # connect() must not complete within 3 s.
 ip netns exec "$NS_C" timeout 20 "$TS_PY" - 10.77.2.99 >"$out" 2>&1 <<'PY'
