@@ -66,21 +66,15 @@ is_socks(const struct assoc *a)
 	return a->env->tp == &assoc_tp_socks5;
 }
 
-static void
-sock_set_mark(int fd, uint32_t mark)
-{
-	if (mark != 0 && setsockopt(fd, SOL_SOCKET, SO_MARK, &mark,
-	    sizeof(mark)) == -1)
-		log_warn("setsockopt SO_MARK %u", mark);
-}
-
 /* A UDP socket, or with proto IPPROTO_ICMP / IPPROTO_ICMPV6 a ping
  * socket (the kernel sets the echo identifier and checksum, and hands us
- * only the replies to our own requests). */
+ * only the replies to our own requests).  A mark that cannot be set is an
+ * error, as in sock_connect(): unmarked, the datagrams would be routed
+ * into our own TUN and come back to us as new ones. */
 static int
 sock_dgram(int family, int proto, uint32_t mark)
 {
-	int	fd, one = 1;
+	int	fd, one = 1, saved;
 
 	fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, proto);
 	if (fd < 0)
@@ -89,7 +83,14 @@ sock_dgram(int family, int proto, uint32_t mark)
 	if (family == AF_INET6)
 		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one,
 		    sizeof(one));
-	sock_set_mark(fd, mark);
+	if (mark != 0 && setsockopt(fd, SOL_SOCKET, SO_MARK, &mark,
+	    sizeof(mark)) == -1) {
+		saved = errno;
+		log_warn("setsockopt SO_MARK %u", mark);
+		close(fd);
+		errno = saved;
+		return -1;
+	}
 	return fd;
 }
 

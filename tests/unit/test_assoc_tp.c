@@ -26,6 +26,8 @@
 #include <netinet/in.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <linux/capability.h>
 #include <cmocka.h>
 
 #include "addr.h"
@@ -257,6 +259,15 @@ direct_ping(struct client *c)
 	got_clear();
 }
 
+/* direct sockets need their mark (CAP_NET_ADMIN): unprivileged, every
+ * direct association fails at its first socket. */
+static void
+need_mark(void)
+{
+	if (geteuid() != 0)
+		skip();
+}
+
 /* protocol direct: one association, two IPv4 targets and an IPv6 one;
  * each reply comes back from its own source (full cone). */
 static void
@@ -272,6 +283,7 @@ test_direct(void **state)
 	size_t			 k;
 
 	(void)state;
+	need_mark();
 	assert_true((t1 = udp_bound(AF_INET, &p1)) >= 0);
 	assert_true((t2 = udp_bound(AF_INET, &p2)) >= 0);
 	t6 = udp_bound(AF_INET6, &p6);	/* -1: no IPv6 here */
@@ -363,6 +375,54 @@ test_direct_no_socket(void **state)
 	client_stop(&c);
 }
 
+/* Raises or drops CAP_NET_ADMIN and CAP_NET_RAW (either lets SO_MARK be
+ * set) in the effective set; the permitted set keeps them. */
+static void
+net_caps(bool on)
+{
+	struct __user_cap_header_struct	h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct	d[2];
+	uint32_t			bits;
+
+	bits = 1u << CAP_NET_ADMIN | 1u << CAP_NET_RAW;
+	assert_int_equal(syscall(SYS_capget, &h, d), 0);
+	if (on)
+		d[0].effective |= bits & d[0].permitted;
+	else
+		d[0].effective &= ~bits;
+	assert_int_equal(syscall(SYS_capset, &h, d), 0);
+}
+
+/* A direct socket that cannot be marked would be routed into the TUN, and
+ * its datagrams back to the client as new ones: the association fails
+ * instead of sending unmarked, as sock_connect() refuses for TCP. */
+static void
+test_direct_unmarked(void **state)
+{
+	struct client		 c;
+	struct proto_dest	 d;
+	struct assoc		*a;
+	uint8_t			 buf[16];
+	uint16_t		 port;
+	int			 t;
+
+	(void)state;
+	need_mark();
+	assert_true((t = udp_bound(AF_INET, &port)) >= 0);
+	client_start(&c, "  protocol: direct\n  mark: 0x7353\n", 0, false);
+	frame_dest_from_ip(&d, AF_INET, LO4, port);
+	assert_non_null(a = app_get(&c, 5300, &d));
+	assert_int_equal(assoc_send(a, &d, (const uint8_t *)"x", 1, false), 0);
+	net_caps(false);
+	loop_run_once(c.loop, 0);
+	net_caps(true);
+	assert_int_equal(astats(&c)->failed, 1);
+	assert_int_equal(recv(t, buf, sizeof(buf), MSG_DONTWAIT), -1);
+	assert_null(app_get(&c, 5300, &d));	/* holding down */
+	client_stop(&c);
+	close(t);
+}
+
 /* The DNS timeout holds for the socket transports: an association that
  * only sent DNS expires after dns_timeout, another after udp_timeout. */
 static void
@@ -374,6 +434,7 @@ test_direct_dns_timeout(void **state)
 	int			 i;
 
 	(void)state;
+	need_mark();
 	client_start(&c, "  protocol: direct\n  mark: 0x7353\n"
 	    "  dns_timeout: 1s\n  udp_timeout: 30s\n", 0, false);
 	frame_dest_from_ip(&d, AF_INET, LO4, 53);
@@ -831,6 +892,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_direct),
 		cmocka_unit_test(test_direct_no_socket),
+		cmocka_unit_test(test_direct_unmarked),
 		cmocka_unit_test(test_direct_dns_timeout),
 		cmocka_unit_test(test_socks5),
 		cmocka_unit_test(test_socks5_auth),
