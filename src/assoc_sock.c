@@ -39,6 +39,8 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include <sodium.h>
+
 #include "assoc_tp.h"
 #include "conf.h"
 #include "frame.h"
@@ -448,9 +450,11 @@ socks_step(struct assoc *a, const char **why)
 			return (int)r;
 		buf_consume(&a->rx, (size_t)r);
 		if (v == SOCKS5_METHOD_USERPASS && c->client.username[0]) {
-			if ((n = socks5_auth_encode(buf, sizeof(buf),
-			    c->client.username, c->client.password)) < 0 ||
-			    socks_write(a, buf, (size_t)n) < 0) {
+			n = socks5_auth_encode(buf, sizeof(buf),
+			    c->client.username, c->client.password);
+			r = n < 0 ? -1 : socks_write(a, buf, (size_t)n);
+			sodium_memzero(buf, sizeof(buf));	/* the password */
+			if (r < 0) {
 				*why = "proxy write failed";
 				return -1;
 			}
