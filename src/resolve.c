@@ -133,6 +133,25 @@ resolve_hash(const char *s)
 	return h != 0 ? h : 1;
 }
 
+/*
+ * A name lives in one of RC_WAYS slots from hash % cache_size on, so a
+ * lookup (one per request or datagram to a name, on the loop's thread)
+ * costs the same with a cache of a million names as with one of ten.
+ */
+#define RC_WAYS		16
+
+static struct rc_entry *
+cache_slot(const struct resolver *r, uint32_t hash, unsigned i)
+{
+	return &r->cache[(hash % r->conf.cache_size + i) % r->conf.cache_size];
+}
+
+static unsigned
+cache_ways(const struct resolver *r)
+{
+	return r->conf.cache_size < RC_WAYS ? r->conf.cache_size : RC_WAYS;
+}
+
 static struct rc_entry *
 cache_find(struct resolver *r, const char *name, uint32_t hash)
 {
@@ -140,8 +159,8 @@ cache_find(struct resolver *r, const char *name, uint32_t hash)
 	struct rc_entry	*e;
 	unsigned	 i;
 
-	for (i = 0; i < r->conf.cache_size; i++) {
-		e = &r->cache[i];
+	for (i = 0; i < cache_ways(r); i++) {
+		e = cache_slot(r, hash, i);
 		if (e->hash != hash || strcmp(e->name, name) != 0)
 			continue;
 		if (e->expires_ms <= now) {
@@ -169,10 +188,10 @@ cache_put(struct resolver *r, const struct resolve_query *q)
 		return;		/* failures are not remembered */
 	if (ttl == 0 || r->conf.cache_size == 0)
 		return;
-	/* The same name, else a free or expired slot, else the entry that
-	 * expires first. */
-	for (i = 0; i < r->conf.cache_size; i++) {
-		e = &r->cache[i];
+	/* Among the name's slots: the same name, else a free or expired
+	 * one, else the entry that expires first. */
+	for (i = 0; i < cache_ways(r); i++) {
+		e = cache_slot(r, q->hash, i);
 		if (e->hash == q->hash && strcmp(e->name, q->name) == 0) {
 			victim = e;
 			break;
