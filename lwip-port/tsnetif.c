@@ -246,22 +246,30 @@ ts_tcp_syn(const ip_addr_t *local, const ip_addr_t *remote,
 	dport = be16(th + 2);
 	ts_timewait_reuse(local, remote, dport, sport);
 	if (ts_ops.syn_allowed != NULL && !ts_ops.syn_allowed(ts_ops.arg) &&
-	    !ts_pcb_exists(local, remote, dport, sport)) {
-		/* Flow limit: refuse the SYN itself, as a full host would. */
-		tcp_rst(NULL, 0, be32(th + 4) + 1, local, remote, dport, sport);
-		ts_stats.syn_refused++;
-		return true;
+	    !ts_pcb_exists(local, remote, dport, sport))
+		goto refuse;
+	if (ts_ops.syn != NULL && !ts_pcb_exists(local, remote, dport, sport)) {
+		switch (ts_ops.syn(ts_ops.arg, pkt, len, local, remote, dport,
+		    sport)) {
+		case TSNETIF_SYN_HOLD:
+			return true;
+		case TSNETIF_SYN_REFUSE:
+			goto refuse;
+		default:
+			break;
+		}
 	}
-	if (ts_ops.syn != NULL && !ts_pcb_exists(local, remote, dport, sport) &&
-	    ts_ops.syn(ts_ops.arg, pkt, len, local, remote, dport, sport) ==
-	    TSNETIF_SYN_HOLD)
-		return true;
 	if (!ts_listener_ensure(dport)) {
 		log_warnx("tsnetif: cannot create a listener for port %u",
 		    dport);
 		return true;	/* dropped: the app's SYN will be retried */
 	}
 	return false;
+refuse:
+	/* Flow limit: refuse the SYN itself, as a full host would. */
+	tcp_rst(NULL, 0, be32(th + 4) + 1, local, remote, dport, sport);
+	ts_stats.syn_refused++;
+	return true;
 }
 
 /* Parses pkt as an IPv4/IPv6 TCP segment: addresses, TCP header. */

@@ -24,6 +24,7 @@ struct ip_addr;
 enum tsnetif_syn {
 	TSNETIF_SYN_PASS,	/* lwIP answers it */
 	TSNETIF_SYN_HOLD,	/* taken; may come back via tsnetif_input() */
+	TSNETIF_SYN_REFUSE,	/* answered with RST, counted as syn_refused */
 };
 
 struct tsnetif_stats {
@@ -43,7 +44,8 @@ struct tsnetif_ops {
 	/* false: refuse new SYNs with RST (flow limit reached). */
 	bool	(*syn_allowed)(void *arg);
 	/* Optional (faithful connect mode): sees each SYN that no pcb owns
-	 * yet, before lwIP.  pkt/len is the whole IP packet. */
+	 * yet and syn_allowed let through, before lwIP.  pkt/len is the
+	 * whole IP packet.  Returns an enum tsnetif_syn. */
 	int	(*syn)(void *arg, const uint8_t *pkt, size_t len,
 		    const struct ip_addr *local, const struct ip_addr *remote,
 		    uint16_t lport, uint16_t rport);

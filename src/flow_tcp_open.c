@@ -465,10 +465,8 @@ flow_tcp_syn(void *arg, const uint8_t *pkt, size_t len,
 	if ((f = flow_held_find(env, &dst, &app)) != NULL)
 		/* Our own re-injection, or the app retransmitting. */
 		return f->status_ok ? TSNETIF_SYN_PASS : TSNETIF_SYN_HOLD;
-	if (!flow_admit(env)) {
-		(void)tsnetif_reset_syn(pkt, len);	/* as a full host would */
-		return TSNETIF_SYN_HOLD;
-	}
+	if (!flow_admit(env))
+		return TSNETIF_SYN_REFUSE;
 	if ((f = flow_new(env, &dst)) == NULL) {
 		env->stats.refused++;
 		return TSNETIF_SYN_HOLD;	/* dropped; the app retries */

@@ -81,5 +81,35 @@ PY
 rc=$?
 cat "$out"
 [ $rc -eq 0 ] || ts_fail "silent host: connect completed"
+
+# max_flows 1 and one flow open: a new SYN is refused with an RST, and
+# counted.  Once the silent host's flow has gone.
+for i in $(seq 120); do
+	ip netns exec "$NS_C" "$TUNSPLIT" status --json -s "$TS_TMP/client.sock" \
+	    2>/dev/null | grep -q '"flows":{"active":0,' && break
+	sleep 0.1
+done
+ip netns exec "$NS_C" timeout 10 "$TS_PY" - "$TS_T_ADDR4" "$TS_TARGET_PORT" \
+    >"$out" 2>&1 <<'PY'
+import socket, sys, errno
+dst = (sys.argv[1], int(sys.argv[2]))
+first = socket.create_connection(dst, timeout=5)
+s = socket.socket()
+s.settimeout(2)
+try:
+    s.connect(dst)
+    print("connect succeeded past max_flows")
+    sys.exit(1)
+except OSError as e:
+    print("connect: %s" % errno.errorcode.get(e.errno, e))
+    sys.exit(0 if e.errno == errno.ECONNREFUSED else 1)
+PY
+rc=$?
+cat "$out"
+[ $rc -eq 0 ] || ts_fail "max_flows 1, one flow open: want ECONNREFUSED"
+n=$(ip netns exec "$NS_C" "$TUNSPLIT" status --json -s "$TS_TMP/client.sock" |
+    "$TS_PY" -c 'import json,sys; print(json.load(sys.stdin)["tun"]["syn_refused"])') ||
+    ts_fail "no tun.syn_refused in the client status"
+[ "$n" -ge 1 ] || ts_fail "the refused SYN was not counted (syn_refused $n)"
 ts_check_alive
-ts_pass "faithful connect: data intact, refused -> ECONNREFUSED, silent host -> no connect"
+ts_pass "faithful connect: data intact, refused -> ECONNREFUSED, silent host -> no connect, max_flows held"
