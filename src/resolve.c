@@ -123,6 +123,14 @@ resolve_name_ok(const char *name, char *out)
 	return label > 0;
 }
 
+void
+resolve_name_vis(char *name)
+{
+	for (; *name != '\0'; name++)
+		if (*name < 0x20 || *name > 0x7e)
+			*name = '?';
+}
+
 static uint32_t
 resolve_hash(const char *s)
 {

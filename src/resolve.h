@@ -99,6 +99,11 @@ struct resolve_query *resolve_start(struct resolver *r, const char *name,
     struct resolve_result *res, resolve_cb cb, void *arg);
 void resolve_cancel(struct resolve_query *q);	/* accepts NULL */
 
+/* A name as a client sent it, made fit for a log line: every byte outside
+ * printable ASCII becomes '?'.  Such a name is no host name before or
+ * after (RESOLVE_BADNAME), so a name can be made fit before its lookup. */
+void resolve_name_vis(char *name);
+
 const struct resolve_stats *resolver_stats(struct resolver *r);
 const char *resolve_status_str(enum resolve_status st);
 /* ip with port into a socket address. */

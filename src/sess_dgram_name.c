@@ -29,13 +29,17 @@
 static void
 sd_unresolved(struct sess_dgram *d, const char *name, const char *why)
 {
+	char	vis[256];	/* a name has 255 bytes at most */
+
 	d->st.dropped++;
 	d->st.unresolved++;
 	if (d->unresolved_logged)
 		return;
 	d->unresolved_logged = true;
+	snprintf(vis, sizeof(vis), "%s", name);
+	resolve_name_vis(vis);	/* the client's bytes */
 	log_info("sess %llu: %s to %s dropped: %s (further ones only counted)",
-	    d->cfg.id, sd_kind(d), name, why);
+	    d->cfg.id, sd_kind(d), vis, why);
 }
 
 /*

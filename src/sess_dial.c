@@ -166,6 +166,9 @@ sess_resolve(struct sess *s, const struct proto_dest *dest)
 		sess_answer(s, PROTO_ERR_GENERAL, "out of memory", ENOMEM);
 		return;
 	}
+	/* Logged as it is from here on: no line breaks or escapes from a
+	 * client (any such name is a bad host name anyway). */
+	resolve_name_vis(s->name);
 	if (s->env->resolver == NULL) {
 		sess_answer(s, PROTO_ERR_UNSUPPORTED,
 		    "unsupported address type", 0);

@@ -136,6 +136,12 @@ expect_tcp "$KEY_A" loop4.test denied "$TS_SERVER_PORT"
 expect_tcp "$KEY_A" nosuchhost.test resolve
 expect_tcp "$KEY_A" nosuchhost.test resolve	# negative cache
 expect_tcp "$KEY_A" "bad..name.test" resolve
+# A name is logged: a line break or escape in one is not passed on.
+expect_tcp "$KEY_A" $'forged\nsess 0: FORGED\e[2J.test' resolve
+grep -q '^sess 0: FORGED' "$TS_TMP/server.log" &&
+    ts_fail "a name's line break reached the server log"
+grep -qF 'forged?sess 0: FORGED?[2J.test: bad host name' \
+    "$TS_TMP/server.log" || ts_fail "the name with a line break is not logged"
 grep -q 'nosuchhost.test: host not found' "$TS_TMP/server.log" ||
     ts_fail "no 'host not found' in the server log"
 
@@ -181,7 +187,7 @@ printf '%s\n' "$st" | grep -q 'egress denied' ||
     ts_fail "status shows no egress denials: $st"
 printf '%s\n' "$st" | grep -q 'host not found' ||
     ts_fail "status shows no 'host not found': $st"
-printf '%s\n' "$st" | grep -Eq '^resolver: [0-9]+ lookups, [1-9][0-9]* from the cache; [1-9][0-9]* ok, [1-9][0-9]* not found, 0 failed, 0 timed out, 0 busy, 1 bad names' ||
+printf '%s\n' "$st" | grep -Eq '^resolver: [0-9]+ lookups, [1-9][0-9]* from the cache; [1-9][0-9]* ok, [1-9][0-9]* not found, 0 failed, 0 timed out, 0 busy, 2 bad names' ||
     ts_fail "resolver counters: $(printf '%s\n' "$st" | grep resolver)"
 
 # 8. A name service that never answers: a DNS "server" on the server

@@ -493,6 +493,31 @@ test_cache_large(void **state)
 	t_free(t);
 }
 
+/* Names from clients go into log lines: made printable, and a name that
+ * needed it is a bad host name before and after. */
+static void
+test_name_vis(void **state)
+{
+	struct t		*t = t_new(&conf_default);
+	struct resolve_result	 res;
+	struct answer		 a = { 0 };
+	char			 name[] = "a\nsess 1: closed\x1b[2J.\xc3\xa9.test";
+	char			 ok[] = "Mail-1.Example_2.test";
+
+	(void)state;
+	assert_null(resolve_start(t->r, name, &res, on_answer, &a));
+	assert_int_equal(res.status, RESOLVE_BADNAME);
+	resolve_name_vis(name);
+	assert_string_equal(name, "a?sess 1: closed?[2J.??.test");
+	assert_null(resolve_start(t->r, name, &res, on_answer, &a));
+	assert_int_equal(res.status, RESOLVE_BADNAME);
+	resolve_name_vis(ok);
+	assert_string_equal(ok, "Mail-1.Example_2.test");
+	assert_int_equal(fake_ncalls(), 0);
+	assert_int_equal(a.calls, 0);
+	t_free(t);
+}
+
 /* Cancelled while waiting for a thread: never looked up, no callback. */
 static void
 test_cancel_waiting(void **state)
@@ -719,6 +744,7 @@ main(void)
 		cmocka_unit_test(test_negative_and_failure),
 		cmocka_unit_test(test_ttl_and_eviction),
 		cmocka_unit_test(test_cache_large),
+		cmocka_unit_test(test_name_vis),
 		cmocka_unit_test(test_cancel_waiting),
 		cmocka_unit_test(test_cancel_running),
 		cmocka_unit_test(test_cancel_from_callback),
