@@ -186,9 +186,11 @@ def cmd_slowrecv(args):
                     break
                 chk.feed(b)
                 started[i] = chk.got
-                due = t0 + chk.got / rate
-                if due > time.monotonic():
-                    time.sleep(due - time.monotonic())
+                # Read at the given rate: sleep until this much is due
+                # (one clock reading: two could straddle the due time).
+                wait = t0 + chk.got / rate - time.monotonic()
+                if wait > 0:
+                    time.sleep(wait)
             c.close()
         except OSError as e:
             results[i] = "conn %d: %s after %d bytes" % (i, errname(e),
