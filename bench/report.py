@@ -259,7 +259,7 @@ def mbit(rs, **kw):
 def cell(rs, **kw):
     m = sel(rs, **kw)
     if not m:
-        return "n/a"
+        return "–"
     return "FAILED" if "error" in m[0] else fmt(m[0].get("mbit"))
 
 
@@ -377,6 +377,8 @@ def t_kept(rs, meta):
         return None
     rows = []
     for p, c in lfl_cols(lfl):
+        if not sel(lfl, path=p, cc=c, loss=0):
+            continue
         row = [col_name(p, c)]
         for loss in losses[1:]:
             row.append(" / ".join(
@@ -530,7 +532,7 @@ def t_scale(rs, meta):
             st = [x for r in i if "steps" in r for x in r["steps"]
                   if x["flows"] == n]
             if not st:
-                row.append("n/a" if not i or "error" not in i[0]
+                row.append("–" if not i or "error" not in i[0]
                            else "FAILED")
                 continue
             b = st[0]["bytes_per_flow"]
@@ -600,20 +602,24 @@ def tables(doc):
     return "\n\n".join(t for t in (f(rs, meta) for f in TABLES) if t)
 
 
-def conditions(meta):
+def conditions(meta, rs=()):
+    loads = [r["load1"] for r in rs if r.get("load1") is not None]
+    during = (" (1-minute load %.1f–%.1f, mean %.1f, over the "
+              "measurements)" % (min(loads), max(loads),
+                                 sum(loads) / len(loads))) if loads else ""
     return (
         "Run of %s, `%s` (%d s), on %s (%d CPUs), kernel %s; %s, %s, %s, "
         "kcptun %s, tunsplit %s.  Load average %s at the start and %s at "
-        "the end: the machine was shared with other work, which is why "
+        "the end%s: the machine was shared with other work, which is why "
         "each table compares paths measured in the same run.  Throughput: "
         "iperf3 %s s after %s s omitted per cell (15 %%: %s s after %s; "
         "ceiling and veth runs %s s); tunnels and their endpoints run %s; "
         "tunsplit's TUN MTU %s, warm pool %s." % (
-            meta["date"], meta["command"], meta.get("duration_s", 0),
+            meta["date"], meta["command"].strip(), meta.get("duration_s", 0),
             meta["cpu"], meta["cpus"], meta["kernel"], meta["iperf3"],
             meta["openvpn"], meta.get("v2ray", "v2ray"),
             meta.get("kcptun", "?"), meta.get("tunsplit", "?"),
-            meta["loadavg_start"], meta["loadavg_end"],
+            meta["loadavg_start"], meta["loadavg_end"], during,
             meta["iperf_seconds"], meta["iperf_omit"],
             meta.get("hiloss_seconds", "?"), meta.get("hiloss_omit", "?"),
             meta.get("short_seconds", "?"), meta.get("tunnel_cc", "bbr").upper(),
@@ -629,7 +635,8 @@ def readme(doc, out_name):
         BEGIN,
         "```\nsudo make -C build bench        # = bench/run.sh, see "
         "bench/README.md\n```",
-        conditions(doc["meta"]) + "  Results: `bench/results/%s`." %
+        conditions(doc["meta"], doc["results"]) +
+        "  Results: `bench/results/%s`." %
         out_name,
         tables(doc).replace("### ", "#### "),
         END])

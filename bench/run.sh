@@ -28,7 +28,8 @@
 #   --quick    a 5-minute smoke run; --full    longer runs, more seeds,
 #              every path with 4 flows, the CUBIC column at 15 %, more
 #              accuracy checks, request latency without loss as well
-#              (about 35 minutes; the default about 18, --quick about 8)
+#              (about 35 minutes by its plan, not timed; the default took
+#              17-18 minutes and --quick 9 on the shared 2-core VM)
 #   --dry-run  print the plan (one line per measurement) and exit
 #   --no-rtprio  run linkem at normal priority (default: SCHED_FIFO 10 on
 #              impaired links, so that other load on the machine does not
@@ -43,7 +44,8 @@
 # Environment: LINKEM, RRLAT (built by make; else testbed.sh and run.sh
 # build them), TUNSPLIT (tunsplit binary), TSB_TUNSPLIT_REV (the revision
 # it was built from, for the results; default: git describe of this tree),
-# TSB_POOL (tunsplit's pool, default 6), TSB_MTU (its TUN MTU, 9000).  Only one run at a time: the namespaces have
+# TSB_POOL (tunsplit's pool, default 6), TSB_MTU (its TUN MTU, 9000),
+# TSB_KEEP (a directory: every iperf3 JSON output is copied there).  Only one run at a time: the namespaces have
 # fixed names, so a run holds /run/tsb.lock (flock) from start to end.
 
 set -u
@@ -474,6 +476,8 @@ server:
   users: [{name: bench, key: "$key"}]
   congestion: $TUNNEL_CC
   max_conns: 30000
+  max_conns_per_source: 0
+  max_conns_per_user: 0
   egress: {allow: [10.201.2.0/24, "fd00:201:2::/64"]}
 EOF
 	cat >"$TS_DIR/client.yaml" <<EOF
@@ -587,6 +591,9 @@ m_iperf() {	# META FLOWS DIR SECONDS OMIT
 	    print ($(cpu_ticks "$sp") - $s0) / $CLK_TCK }")"
 	linkem_period "$WORK/le.json"
 	record iperf "$meta}" "$WORK/iperf.json" "$WORK/le.json"
+	# TSB_KEEP=DIR keeps every iperf3 output (per-second intervals).
+	[ -n "${TSB_KEEP:-}" ] && cp "$WORK/iperf.json" \
+	    "$TSB_KEEP/$(date +%H%M%S)-$CUR_PATH-$flows-$dir.json"
 	# A killed client can leave the server waiting for a test that never
 	# ends; restart the target's services when a run failed.
 	if ! grep -q '"end"' "$WORK/iperf.json" 2>/dev/null ||

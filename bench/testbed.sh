@@ -68,9 +68,7 @@ find_linkem() {
 		[ -x "$LINKEM" ] || die "LINKEM=$LINKEM is not executable"
 		return
 	fi
-	for c in "$HERE/linkem"; do
-		if [ -x "$c" ]; then LINKEM=$c; return; fi
-	done
+	if [ -x "$HERE/linkem" ]; then LINKEM=$HERE/linkem; return; fi
 	LINKEM=$TSB_RUN/linkem
 	if [ ! -x "$LINKEM" ] || [ "$HERE/linkem.c" -nt "$LINKEM" ]; then
 		say "building $LINKEM"
