@@ -1,11 +1,11 @@
 /*
  * server: the egress policy -- default-deny ranges and their edges,
- * IPv4-mapped IPv6, allow entries overriding the defaults, deny entries
- * winning over allow entries, and the server's own listen addresses; the
- * per-user lists (server.users[], trojan_passwords maps): what they
- * override, how they are read and rejected, their lifetime across a
- * reload.  Nothing here sends traffic: the policy is a pure function of the
- * config.
+ * IPv6 embedding IPv4 (mapped, NAT64, 6to4), allow entries overriding the
+ * defaults, deny entries winning over allow entries, and the server's own
+ * listen addresses; the per-user lists (server.users[], trojan_passwords
+ * maps): what they override, how they are read and rejected, their
+ * lifetime across a reload.  Nothing here sends traffic: the policy is a
+ * pure function of the config.
  */
 #include "config.h"
 
@@ -77,6 +77,17 @@ test_default_deny(void **state)
 	    "[ff02::1]:80", "[ff0e::1]:80",
 	    "[::ffff:127.0.0.1]:80", "[::ffff:169.254.169.254]:80",
 	    "[::ffff:10.1.2.3]:80", "[::ffff:0.0.0.0]:80",
+	    /* NAT64 (RFC 6052) and 6to4: judged by the IPv4 address */
+	    "[64:ff9b::7f00:1]:80", "[64:ff9b::127.0.0.1]:80",
+	    "[64:ff9b::a9fe:a9fe]:80", "[64:ff9b::10.1.2.3]:80",
+	    "[64:ff9b::1]:80", "[64:ff9b::192.168.1.1]:80",
+	    "[2002:7f00:1::]:80", "[2002:7f00:1:ffff::1]:80",
+	    "[2002:a9fe:a9fe::1]:80", "[2002:a01:203::]:80",
+	    "[2002:c0a8:101::5]:80", "[2002:6440:1::1]:80",
+	    /* local-use NAT64 (RFC 8215), site-local: as a whole */
+	    "[64:ff9b:1::1]:80", "[64:ff9b:1:ffff:ffff:ffff:ffff:ffff]:80",
+	    "[64:ff9b:1::808:808]:80",
+	    "[fec0::1]:80", "[feff:ffff::1]:80",
 	    NULL };
 	static const char *const allowed_[] = {
 	    "1.0.0.1:80", "9.255.255.255:80", "11.0.0.0:80",
@@ -87,8 +98,12 @@ test_default_deny(void **state)
 	    "192.167.255.255:80", "192.169.0.0:80",
 	    "223.255.255.255:443",
 	    "[::2]:80", "[2001:db8::1]:80", "[fbff:ffff::1]:80",
-	    "[fec0::1]:80", "[feff::1]:80",
-	    "[::ffff:8.8.8.8]:53", "[64:ff9b::1]:80",
+	    "[fe00::1]:80", "[::ffff:8.8.8.8]:53",
+	    "[64:ff9b::8.8.8.8]:53", "[64:ff9b::808:808]:53",
+	    "[64:ff9b::1:0:0:1]:80",	/* outside the /96: IPv6 */
+	    "[64:ff9b:2::1]:80", "[64:ff9b:0:1::1]:80",
+	    "[2002:808:808::1]:80", "[2002:b00:1::]:80",
+	    "[2001:ffff::1]:80", "[2003::1]:80",
 	    NULL };
 	struct conf *c = load("203.0.113.1:443", "");
 
@@ -268,6 +283,66 @@ test_user_lists(void **state)
 	conf_egress_unref(NULL);
 }
 
+/*
+ * NAT64 (64:ff9b::/96) and 6to4 (2002::/16) addresses are judged by the
+ * IPv4 address they embed, like IPv4-mapped ones: an allow entry of the
+ * IPv4 range opens them, an allow entry of the IPv6 prefix does not open
+ * the private addresses they embed; a deny entry matches either form.
+ */
+static void
+test_embedded_ipv4(void **state)
+{
+	static const char *const denied[] = {
+	    "[64:ff9b::10.77.2.200]:80",	/* deny of the IPv4 form */
+	    "[2002:a4d:2c8::1]:80",		/* 10.77.2.200 */
+	    "[64:ff9b::10.77.3.1]:80",		/* outside the allow entry */
+	    "[2002:7f00:1::1]:80",		/* allow 2002::/16: not these */
+	    "[2002:a4d:301::]:80",
+	    "[64:ff9b::198.51.100.7]:443",	/* deny of a public range */
+	    "[2002:c633:6407::1]:443",
+	    "[64:ff9b::203.0.113.9]:80",	/* deny of the IPv6 form */
+	    "[64:ff9b::203.0.113.1]:443",	/* the listener itself */
+	    "[2002:cb00:7101::]:443",
+	    NULL };
+	static const char *const allowed_[] = {
+	    "[64:ff9b::10.77.2.1]:80", "[64:ff9b::a4d:205]:80",
+	    "[2002:a4d:201::]:80", "[2002:a4d:27f:ffff::1]:80",
+	    "203.0.113.9:80", "[::ffff:203.0.113.9]:80",
+	    "[2002:cb00:7109::]:80",
+	    NULL };
+	struct conf		*c;
+	struct conf_egress	*u;
+
+	(void)state;
+	c = load("203.0.113.1:443",
+	    "  egress:\n"
+	    "    allow: [10.77.2.0/24, \"2002::/16\"]\n"
+	    "    deny: [10.77.2.128/25, 198.51.100.0/24,"
+	    " \"64:ff9b::cb00:7109/128\"]\n");
+	expect(c, denied, false);
+	expect(c, allowed_, true);
+	conf_free(c);
+
+	/* A user's allow of 10.0.0.0/8 opens every form of 10.1.2.3. */
+	c = load_users("    - name: a\n      key: " K1 "\n"
+	    "      egress_allow: [10.0.0.0/8]\n"
+	    "      egress_deny: [\"2002:a09::/32\"]\n", "");
+	u = c->server.users[0].egress;
+	assert_true(user_allowed(c, u, "10.1.2.3:80"));
+	assert_true(user_allowed(c, u, "[::ffff:10.1.2.3]:80"));
+	assert_true(user_allowed(c, u, "[64:ff9b::10.1.2.3]:80"));
+	assert_true(user_allowed(c, u, "[2002:a01:203::1]:80"));
+	assert_false(user_allowed(c, u, "[2002:a09:1::]:80"));	/* its deny */
+	assert_true(user_allowed(c, u, "10.9.0.1:80"));
+	assert_false(user_allowed(c, NULL, "[64:ff9b::10.1.2.3]:80"));
+	assert_false(user_allowed(c, NULL, "[2002:a01:203::1]:80"));
+	assert_false(user_allowed(c, u, "[64:ff9b:1::a01:203]:80"));
+	/* Wildcard listener: the loopback forms on its port are this
+	 * server. */
+	assert_false(user_allowed(c, u, "[64:ff9b::127.0.0.1]:443"));
+	conf_free(c);
+}
+
 static void
 test_user_lists_errors(void **state)
 {
@@ -380,6 +455,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_default_deny),
 		cmocka_unit_test(test_allow_and_deny),
+		cmocka_unit_test(test_embedded_ipv4),
 		cmocka_unit_test(test_own_addresses),
 		cmocka_unit_test(test_user_lists),
 		cmocka_unit_test(test_user_lists_errors),
