@@ -208,6 +208,18 @@ sd_send_icmp(struct sess_dgram *d, struct sd_sock *s, const struct addr *to,
 }
 
 void
+sd_nomem(struct sess_dgram *d)
+{
+	d->st.dropped++;
+	d->st.nomem++;
+	if (d->nomem_logged)
+		return;
+	d->nomem_logged = true;
+	log_info("sess %llu: %s datagram dropped: max_buffer_memory (further "
+	    "ones only counted)", d->cfg.id, sd_kind(d));
+}
+
+void
 sd_denied(struct sess_dgram *d, const struct addr *to)
 {
 	char	buf[ADDR_STRLEN];
@@ -360,7 +372,15 @@ sd_recv_udp(struct sess_dgram *d, struct sd_sock *s)
 	uint8_t			*tail;
 	ssize_t			 n;
 
-	if ((tail = buf_tail(&d->tx, &room)) == NULL || room < hl)
+	if ((tail = buf_tail(&d->tx, &room)) == NULL && d->tx.denied) {
+		/* No memory for the buffer: the datagram is dropped, as a
+		 * full socket buffer would drop it. */
+		if (recv(s->fd, sd_icmp_buf, sizeof(sd_icmp_buf), 0) < 0)
+			return -1;
+		sd_nomem(d);
+		return 0;
+	}
+	if (tail == NULL || room < hl)
 		return -1;
 	/* Without MSG_TRUNC a longer datagram would be cut silently. */
 	n = recvfrom(s->fd, tail + hl, room - hl, MSG_TRUNC, &from.u.sa, &fl);
@@ -440,7 +460,15 @@ sd_recv_icmp(struct sess_dgram *d, struct sd_sock *s)
 		d->st.dropped++;
 		return 0;
 	}
-	buf_append(&d->tx, hdr, (size_t)hl);
+	/* The buffer is empty or has room for it all: only the budget may
+	 * refuse the first append. */
+	if (buf_append(&d->tx, hdr, (size_t)hl) != (size_t)hl) {
+		if (d->tx.denied)
+			sd_nomem(d);
+		else
+			d->st.dropped++;
+		return 0;
+	}
 	buf_append(&d->tx, m + PKT_ECHO_HDR, len);
 	sd_queued(d, len);
 	return 0;
@@ -545,7 +573,14 @@ sd_read_outer(struct sess_dgram *d)
 	if (sd_frames(d) < 0)
 		return -1;
 	for (;;) {
-		if ((tail = buf_tail(&d->rx, &room)) == NULL) {
+		if ((tail = buf_tail(&d->rx, &room)) == NULL &&
+		    d->rx.denied) {
+			/* Until the budget has memory again. */
+			d->rx_paused = true;
+			limit_mem_wait(d->cfg.mem, &d->wait);
+			break;
+		}
+		if (tail == NULL) {
 			sd_end(d, "out of memory", ENOMEM);
 			return -1;
 		}
@@ -571,7 +606,7 @@ sd_read_outer(struct sess_dgram *d)
 static void
 sd_update(struct sess_dgram *d)
 {
-	uint32_t	ev = EPOLLIN;
+	uint32_t	ev = d->rx_paused ? 0 : EPOLLIN;
 	size_t		i;
 
 	if (d->write_blocked)
@@ -604,6 +639,7 @@ sess_dgram_on_outer(struct sess_dgram *d, uint32_t revents)
 		sd_end(d, "client reset", 0);
 		return;
 	}
+	d->rx_paused = false;
 	if (sd_flush(d) < 0 || sd_read_outer(d) < 0)
 		return;
 	/* Room made by the flush: what waits in the sockets comes now. */
@@ -616,6 +652,21 @@ sess_dgram_on_outer(struct sess_dgram *d, uint32_t revents)
 }
 
 /* ---- lifetime ---------------------------------------------------------- */
+
+size_t
+sess_dgram_start_size(void)
+{
+	return sizeof(struct sess_dgram) + SD_TX_CAP + SD_RX_CAP;
+}
+
+/* Memory is free again: read the stream from the client. */
+static void
+sd_on_memory(struct limit_waiter *w)
+{
+	struct sess_dgram	*d = container_of(w, struct sess_dgram, wait);
+
+	sess_dgram_on_outer(d, 0);
+}
 
 struct sess_dgram *
 sess_dgram_new(const struct sess_dgram_cfg *cfg, const uint8_t *early,
@@ -634,11 +685,20 @@ sess_dgram_new(const struct sess_dgram_cfg *cfg, const uint8_t *early,
 	buf_init(&d->tx, SD_TX_CAP);
 	buf_init(&d->rx, SD_RX_CAP);
 	d->echo_id = (uint16_t)randombytes_uniform(65536);
+	d->wait.fn = sd_on_memory;
 	/* trojan has no status: the relay starting is the answer. */
 	if ((!cfg->trojan && buf_append(&d->tx, &ok, 1) != 1) ||
 	    buf_append(&d->rx, early, early_len) != early_len) {
 		sess_dgram_free(d);
 		return NULL;
+	}
+	/* Admitted with room for this (sess_dgram_start_size): charged
+	 * even past the limit, as a relay's reservation is. */
+	if (cfg->mem != NULL) {
+		d->charged = sizeof(*d);
+		limit_mem_force(cfg->mem, d->charged);
+		buf_set_budget(&d->tx, cfg->mem);
+		buf_set_budget(&d->rx, cfg->mem);
 	}
 	return d;
 }
@@ -675,9 +735,14 @@ sess_dgram_stop(struct sess_dgram *d)
 	}
 	buf_free(&d->tx);
 	buf_free(&d->rx);
+	if (d->cfg.mem != NULL) {
+		limit_mem_unwait(d->cfg.mem, &d->wait);
+		limit_mem_give(d->cfg.mem, d->charged);
+		d->charged = 0;
+	}
 	log_info("sess %llu: %s: up %llu dgrams %llu bytes, down %llu dgrams "
-	    "%llu bytes, %llu denied, %llu dropped; %llu to names, %llu of "
-	    "them unresolved%s",
+	    "%llu bytes, %llu denied, %llu dropped (%llu for memory); %llu to "
+	    "names, %llu of them unresolved%s",
 	    d->cfg.id, sd_kind(d),
 	    (unsigned long long)d->st.dgrams_up,
 	    (unsigned long long)d->st.bytes_up,
@@ -685,6 +750,7 @@ sess_dgram_stop(struct sess_dgram *d)
 	    (unsigned long long)d->st.bytes_down,
 	    (unsigned long long)d->st.denied,
 	    (unsigned long long)d->st.dropped,
+	    (unsigned long long)d->st.nomem,
 	    (unsigned long long)d->st.names,
 	    (unsigned long long)d->st.unresolved,
 	    d->cfg.trojan ? " (trojan)" : "");

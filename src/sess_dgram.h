@@ -20,6 +20,14 @@
  * datagrams in the kernel's socket buffer, where they are dropped as UDP
  * is.  Datagrams the kernel will not take at once are dropped too.
  *
+ * Memory budget (cfg.mem, the server's max_buffer_memory; NULL: none): the
+ * session's own state is charged from its start to its stop, its buffers
+ * while they hold data, and datagrams held for names while held.  The
+ * session is admitted with sess_dgram_start_size() of room.  A buffer
+ * toward the client that the budget refuses drops datagrams (counted in
+ * nomem); a buffer from the client that it refuses pauses reading the
+ * stream until memory is free, as a relay does.
+ *
  * trojan (cfg.trojan, UDP only): the stream carries trojan UDP packets
  * (proto_trojan.h) instead of frames, with no status byte; everything
  * else -- sockets, egress policy, bounds -- is the same.
@@ -39,6 +47,7 @@
 
 struct conf;
 struct conf_egress;
+struct limit_mem;
 struct loop;
 struct loop_fd;
 struct outer;
@@ -58,6 +67,7 @@ struct sess_dgram_cfg {
 	struct resolver		*resolver;
 	const struct conf_egress *egress;
 	unsigned long long	 id;		/* the session's, for logs */
+	struct limit_mem	*mem;		/* budget; NULL: none */
 	/* The association is over (reason static, err an errno or 0).
 	 * Called at most once. */
 	void			(*end)(void *arg, const char *reason, int err);
@@ -69,10 +79,14 @@ struct sess_dgram_stats {
 	uint64_t	 dgrams_down, bytes_down;	/* to the client */
 	uint64_t	 denied;	/* egress policy */
 	uint64_t	 dropped;	/* send failed, unsupported address */
+	uint64_t	 nomem;		/* of those, max_buffer_memory */
 	uint64_t	 names;		/* to a domain name */
 	uint64_t	 unresolved;	/* of those, dropped: no address */
 };
 
+/* Budget room a session needs to be admitted: what it may hold at once
+ * right after its start. */
+size_t sess_dgram_start_size(void);
 /* Starts relaying: queues the OK status byte (not for trojan) and keeps
  * early (the bytes that followed the request header) for the first
  * sess_dgram_on_outer().  NULL on error (logged); the session then answers

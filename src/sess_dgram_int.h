@@ -16,6 +16,7 @@
 
 #include "addr.h"
 #include "buf.h"
+#include "limit.h"
 #include "loop.h"
 #include "sess_dgram.h"
 
@@ -55,6 +56,10 @@ struct sess_dgram {
 	bool			 write_blocked;
 	bool			 denied_logged;
 	bool			 unresolved_logged;
+	bool			 nomem_logged;
+	bool			 rx_paused;	/* waits for budget memory */
+	struct limit_waiter	 wait;
+	size_t			 charged;	/* the state, to cfg.mem */
 	struct sd_name		 names[SD_NAMES_PENDING];
 	uint16_t		 echo_id;	/* ours, on raw ICMP sockets */
 	struct {
@@ -79,6 +84,8 @@ struct sd_batch {
 
 /* sess_dgram.c */
 const char *sd_kind(const struct sess_dgram *d);
+/* Counts a datagram dropped for max_buffer_memory (logged once). */
+void sd_nomem(struct sess_dgram *d);
 /* Counts a datagram the egress policy denied (logged once). */
 void sd_denied(struct sess_dgram *d, const struct addr *to);
 /* To an address: the egress policy, then the socket of its family.  port

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "addr.h"
+#include "limit.h"
 #include "log.h"
 #include "proto.h"
 #include "resolve.h"
@@ -76,6 +77,8 @@ sd_name_free(struct sd_name *nm)
 {
 	resolve_cancel(nm->q);
 	nm->q = NULL;
+	if (nm->held_cap > 0 && nm->d->cfg.mem != NULL)
+		limit_mem_give(nm->d->cfg.mem, nm->held_cap);
 	free(nm->held);
 	nm->held = NULL;
 	nm->held_len = nm->held_cap = 0;
@@ -123,7 +126,14 @@ sd_hold(struct sess_dgram *d, struct sd_name *nm, uint16_t port,
 	}
 	if (need > nm->held_cap) {
 		cap = need < 2048 ? 2048 : need;
+		if (d->cfg.mem != NULL &&
+		    !limit_mem_take(d->cfg.mem, cap - nm->held_cap)) {
+			sd_nomem(d);
+			return;
+		}
 		if ((p = realloc(nm->held, cap)) == NULL) {
+			if (d->cfg.mem != NULL)
+				limit_mem_give(d->cfg.mem, cap - nm->held_cap);
 			d->st.dropped++;
 			return;
 		}

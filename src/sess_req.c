@@ -81,9 +81,10 @@ sess_admit(struct sess *s, uint8_t kind)
 		return -1;
 	}
 	/* A stream reserves what its relay holds at the start (the status
-	 * byte's buffer, early data); datagram sessions only need room. */
+	 * byte's buffer, early data); a datagram session needs room for
+	 * what it holds at its start and charges it itself. */
 	if (dgram)
-		room = limit_mem_admit(&ls->mem, RELAY_BUF_SIZE);
+		room = limit_mem_admit(&ls->mem, sess_dgram_start_size());
 	else
 		room = sess_reserve(s, RELAY_BUF_SIZE +
 		    (s->relay.to_fd.data != NULL ? RELAY_BUF_SIZE : 0));
@@ -141,6 +142,7 @@ sess_start_dgram(struct sess *s, const struct proto_req *req)
 	dc.resolver = s->env->resolver;
 	dc.egress = s->egress;
 	dc.id = s->id;
+	dc.mem = s->env->lim != NULL ? &s->env->lim->mem : NULL;
 	dc.end = sess_dgram_end;
 	dc.arg = s;
 	s->dg = sess_dgram_new(&dc, buf_head(&s->relay.to_fd),
