@@ -105,6 +105,10 @@ buf_append(struct buf *b, const void *p, size_t n)
 	uint8_t	*tail;
 	size_t	 room;
 
+	/* Nothing to add: no allocation, and no memcpy from a NULL p (the
+	 * head of an empty buffer), which is undefined even for 0 bytes. */
+	if (n == 0)
+		return 0;
 	if ((tail = buf_tail(b, &room)) == NULL)
 		return 0;
 	if (n > room)

@@ -33,6 +33,11 @@ test_lazy_alloc_and_release(void **state)
 	buf_release_if_empty(&b);
 	assert_null(b.data);
 
+	/* Appending nothing (say, an empty buffer's NULL head) neither
+	 * allocates nor copies. */
+	assert_int_equal(buf_append(&b, buf_head(&b), 0), 0);
+	assert_null(b.data);
+
 	assert_int_equal(buf_append(&b, "abc", 3), 3);
 	buf_release_if_empty(&b);		/* not empty: kept */
 	assert_non_null(b.data);
