@@ -343,6 +343,20 @@ flow_tcp_syn_allowed(void *arg)
 
 /* socks5, direct: a plain TCP connection to the proxy or the target.
  * 0, or -1 with f freed. */
+/*
+ * Errors of an immediate connect that the app's next SYN would meet again
+ * (no route, a reject rule, a refusal): the app is better told at once
+ * than left retrying; a shortage (fds, memory) may pass, so its SYN is
+ * dropped instead.
+ */
+static bool
+flow_errno_final(int e)
+{
+	return e == ENETUNREACH || e == EHOSTUNREACH || e == EADDRNOTAVAIL ||
+	    e == EAFNOSUPPORT || e == ECONNREFUSED || e == EACCES ||
+	    e == EPERM;
+}
+
 static int
 flow_new_plain(struct flow *f)
 {
@@ -354,10 +368,19 @@ flow_new_plain(struct flow *f)
 		flow_target(f, &to);
 	if ((f->fd = sock_connect(&to, c->client.congestion,
 	    c->client.mark)) < 0) {
-		flow_limit_log(env, "socket to %s: %s",
-		    c->client.protocol == CONF_PROTO_DIRECT ? "target" :
-		    "socks5 proxy", strerror(errno));
+		int e = errno;
+		const char *what = c->client.protocol == CONF_PROTO_DIRECT ?
+		    "target" : "socks5 proxy";
+		char a[ADDR_STRLEN];
+
+		if (flow_errno_final(e))
+			log_info("flow to %s: %s: %s: refused",
+			    addr_fmt(&to, a, sizeof(a)), what, strerror(e));
+		else
+			flow_limit_log(env, "socket to %s: %s", what,
+			    strerror(e));
 		free(f);
+		errno = e;
 		return -1;
 	}
 	if ((f->out = outer_new(NULL, f->fd, true, NULL)) == NULL) {
@@ -467,9 +490,12 @@ flow_tcp_syn(void *arg, const uint8_t *pkt, size_t len,
 		return f->status_ok ? TSNETIF_SYN_PASS : TSNETIF_SYN_HOLD;
 	if (!flow_admit(env))
 		return TSNETIF_SYN_REFUSE;
+	errno = 0;
 	if ((f = flow_new(env, &dst)) == NULL) {
 		env->stats.refused++;
-		return TSNETIF_SYN_HOLD;	/* dropped; the app retries */
+		/* Unreachable now: RST; a shortage: dropped, the app retries. */
+		return flow_errno_final(errno) ? TSNETIF_SYN_REFUSE :
+		    TSNETIF_SYN_HOLD;
 	}
 	if ((f->syn = malloc(len)) == NULL) {
 		outer_abort(f->out);

@@ -133,7 +133,18 @@ for host in "$TS_T_ADDR4" "$TS_T_ADDR6"; do
 	grep -q ECONNREFUSED <(tail -n 1 "$TS_TMP/apps.log") ||
 	    ts_fail "faithful: want the SYN refused: $(tail -n 1 "$TS_TMP/apps.log")"
 done
-ts_log "direct, faithful passed"
+# No route for the marked socket: its connect fails at once (nothing is
+# sent), and the app's SYN is refused rather than dropped and retried.
+ip -n "$NS_C" route replace unreachable "$TS_T_NET4" table 7353 ||
+    ts_fail "ip route unreachable"
+app refused --host "$TS_T_ADDR4" --port "$TS_TARGET_PORT" --within 3
+grep -q ECONNREFUSED <(tail -n 1 "$TS_TMP/apps.log") ||
+    ts_fail "faithful, no route: want the SYN refused: $(tail -n 1 "$TS_TMP/apps.log")"
+grep -q "target: .*: refused" "$TS_TMP/client.log" ||
+    ts_fail "faithful, no route: no log line naming it"
+ip -n "$NS_C" route replace "$TS_T_NET4" via "$TS_S_ADDR4" table 7353
+app recv --host "$TS_T_ADDR4" --port "$TS_TARGET_PORT" --bytes 1m --seed 41
+ts_log "direct, faithful passed (refused port, no route)"
 
 # ---- block ----------------------------------------------------------------------
 client_conf block
