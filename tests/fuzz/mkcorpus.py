@@ -2,9 +2,10 @@
 """Writes the seed corpora of the fuzz harnesses (tests/fuzz/corpus/).
 
 The seeds are committed; this script documents how they were made and
-remakes them: python3 tests/fuzz/mkcorpus.py [--out DIR].  Crashing inputs
-found by fuzzing are committed next to them under their own names and are
-never touched here.
+remakes them: python3 tests/fuzz/mkcorpus.py [--out DIR].  Inputs found
+by fuzzing are committed next to them under their own names and are never
+touched here: fz_* (a campaign's merge, chosen for new coverage) and
+crash reproducers (tests/fuzz/crashes/).
 
 fuzz_frame input: datagram frames as they arrive on a stream (frame.h).
 fuzz_trojan input: the first bytes of a connection (proto_trojan.h): a
