@@ -172,12 +172,14 @@ status_write_text(const struct status *st, FILE *fp)
 		fprintf(fp, "tun: rx %" PRIu64 " packets (%s), tx %" PRIu64
 		    " packets (%s); malformed %" PRIu64 ", unsupported %" PRIu64
 		    ", tx errors %" PRIu64 ", SYNs refused %" PRIu64
-		    ", listeners %" PRIu64 "\n", st->tun.rx_packets,
+		    ", listeners %" PRIu64 ", TIME_WAIT reused %" PRIu64 "\n",
+		    st->tun.rx_packets,
 		    status_bytes(st->tun.rx_bytes, a, sizeof(a)),
 		    st->tun.tx_packets,
 		    status_bytes(st->tun.tx_bytes, b, sizeof(b)),
 		    st->tun.rx_malformed, st->tun.rx_unsupported,
-		    st->tun.tx_errors, st->tun.syn_refused, st->tun.listeners);
+		    st->tun.tx_errors, st->tun.syn_refused, st->tun.listeners,
+		    st->tun.tw_reused);
 	if (st->has_pool)
 		fprintf(fp, "pool: %u ready, %u connecting (size %u); %" PRIu64
 		    " opened, %" PRIu64 " taken, %" PRIu64 " expired, %" PRIu64
@@ -350,10 +352,12 @@ status_write_json(const struct status *st, FILE *fp)
 		    PRIu64 ",\"tx_packets\":%" PRIu64 ",\"tx_bytes\":%" PRIu64
 		    ",\"rx_malformed\":%" PRIu64 ",\"rx_unsupported\":%" PRIu64
 		    ",\"tx_errors\":%" PRIu64 ",\"syn_refused\":%" PRIu64
-		    ",\"listeners\":%" PRIu64 "}", st->tun.rx_packets,
+		    ",\"listeners\":%" PRIu64 ",\"tw_reused\":%" PRIu64 "}",
+		    st->tun.rx_packets,
 		    st->tun.rx_bytes, st->tun.tx_packets, st->tun.tx_bytes,
 		    st->tun.rx_malformed, st->tun.rx_unsupported,
-		    st->tun.tx_errors, st->tun.syn_refused, st->tun.listeners);
+		    st->tun.tx_errors, st->tun.syn_refused, st->tun.listeners,
+		    st->tun.tw_reused);
 	if (st->has_pool)
 		fprintf(fp, ",\"pool\":{\"size\":%u,\"ready\":%u,\"connecting\":%u,"
 		    "\"opened\":%" PRIu64 ",\"taken\":%" PRIu64 ",\"expired\":%"
@@ -481,6 +485,9 @@ prom_tun(FILE *fp, const struct tsnetif_stats *t)
 	    "SYNs answered with RST (flow limit or draining).", t->syn_refused);
 	prom_one(fp, "tun_listeners", "gauge",
 	    "Ports with an on-demand lwIP listener.", t->listeners);
+	prom_one(fp, "tun_timewait_reused_total", "counter",
+	    "New SYNs that ended a TIME_WAIT of lwIP's on the same ports.",
+	    t->tw_reused);
 }
 
 static void

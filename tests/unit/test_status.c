@@ -115,6 +115,7 @@ sample(struct status *st, bool flows)
 	snprintf(st->server, sizeof(st->server), "192.0.2.1:443");
 	st->has_tun = true;
 	st->tun.rx_packets = 5;
+	st->tun.tw_reused = 4;
 	if (!flows)
 		return;
 	memset(t_flows, 0, sizeof(t_flows));
@@ -165,6 +166,7 @@ test_text(void **state)
 	assert_non_null(strstr(s, "handshakes: 3"));
 	assert_non_null(strstr(s, "198.51.100.7:80"));
 	assert_non_null(strstr(s, "1.5ms"));
+	assert_non_null(strstr(s, ", TIME_WAIT reused 4\n"));
 	free(s);
 	st.draining = true;
 	st.flows = NULL;
@@ -195,6 +197,7 @@ test_json(void **state)
 	assert_non_null(strstr(s, "\"dst\":\"a\\\"b\\\\c\\u0001\""));
 	assert_non_null(strstr(s, "\"rtt_us\":1500,\"rttvar_us\":0,"
 	    "\"retrans\":3"));
+	assert_non_null(strstr(s, "\"listeners\":0,\"tw_reused\":4}"));
 	assert_string_equal(s + strlen(s) - 3, "]}\n");
 	free(s);
 	/* Server: sessions, users, rejections; no tun, no udp. */
@@ -243,6 +246,8 @@ test_prometheus(void **state)
 	assert_non_null(strstr(s, "tunsplit_handshake_seconds_count 3\n"));
 	assert_non_null(strstr(s, "tunsplit_tun_packets_total{direction="
 	    "\"rx\"} 5\n"));
+	assert_non_null(strstr(s, "# TYPE tunsplit_tun_timewait_reused_total "
+	    "counter\ntunsplit_tun_timewait_reused_total 4\n"));
 	assert_null(strstr(s, "udp"));
 	/* Per-flow data never goes to metrics (unbounded label sets). */
 	assert_null(strstr(s, "198.51.100.7"));
