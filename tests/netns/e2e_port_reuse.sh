@@ -60,5 +60,13 @@ EOF
 	) || ts_fail "$host: $out"
 	ts_log "$host: $(echo "$out" | tr '\n' ' ')"
 done
+# Each new connection after the first ended a TIME_WAIT of lwIP's.
+st=$(ip netns exec "$NS_C" "$TUNSPLIT" status -s "$TS_TMP/client.sock" --json) ||
+    ts_fail "tunsplit status"
+tw=$("$TS_PY" -c 'import json,sys; print(json.load(sys.stdin)["tun"]["tw_reused"])' <<<"$st") ||
+    ts_fail "no tun.tw_reused in: $st"
+[ "$tw" -eq $((2 * (ROUNDS - 1))) ] ||
+    ts_fail "tun.tw_reused is $tw, want $((2 * (ROUNDS - 1)))"
+ts_log "status: tun.tw_reused $tw"
 ts_check_alive
 ts_pass "$ROUNDS connections in a row from one source port, IPv4 and IPv6, none stalled"
