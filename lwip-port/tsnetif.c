@@ -211,19 +211,30 @@ ts_pcb_exists(const ip_addr_t *local, const ip_addr_t *remote,
  * (RFC 1122 4.2.2.13), the new SYN ends the TIME_WAIT; here whatever its
  * sequence number, since apps with random ISNs exist and a TUN neither
  * delays nor duplicates the old connection's segments.
+ *
+ * The pcb's owner may not have let go of it yet (a flow hands its pcb
+ * back on its next pass, and the SYN can come in the same TUN batch as
+ * the app's FIN): it hears of the free as lwIP tells of a closed pcb it
+ * frees, ERR_CLSD through the error callback, after the free.
  */
 static void
 ts_timewait_reuse(const ip_addr_t *local, const ip_addr_t *remote,
     uint16_t lport, uint16_t rport)
 {
 	struct tcp_pcb *pcb;
+	tcp_err_fn errf;
+	void *arg;
 
 	for (pcb = tcp_tw_pcbs; pcb != NULL; pcb = pcb->next) {
 		if (pcb->local_port == lport && pcb->remote_port == rport &&
 		    ip_addr_cmp(&pcb->local_ip, local) &&
 		    ip_addr_cmp(&pcb->remote_ip, remote)) {
+			errf = pcb->errf;
+			arg = pcb->callback_arg;
 			tcp_abort(pcb);		/* TIME_WAIT: freed, no RST */
 			ts_stats.tw_reused++;
+			if (errf != NULL)
+				errf(arg, ERR_CLSD);
 			return;
 		}
 	}

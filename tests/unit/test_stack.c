@@ -35,6 +35,20 @@ t_accept(void *arg, struct tcp_pcb *pcb, err_t err)
 	return ERR_OK;
 }
 
+static int nerr;
+static err_t last_err;
+
+/* The app's error callback: lwIP has freed the pcb. */
+static void
+t_err(void *arg, err_t err)
+{
+	struct tcp_pcb **owner = arg;
+
+	*owner = NULL;
+	last_err = err;
+	nerr++;
+}
+
 static bool
 t_syn_allowed(void *arg)
 {
@@ -291,7 +305,10 @@ test_syn_refused_at_limit(void **state)
  * must get a SYN-ACK (the TIME_WAIT ends), not an ACK of the old
  * connection, which the app would answer with a RST that TIME_WAIT
  * ignores: its connect hung until the 2 MSL ran out.  Also for a SYN whose
- * sequence number lies before the old connection's (random ISNs).
+ * sequence number lies before the old connection's (random ISNs).  In the
+ * last round the app still holds the pcb in TIME_WAIT, as a flow does
+ * until its next pass: it hears of the free through its error callback
+ * (ERR_CLSD, as when lwIP frees a closed pcb), before it could touch it.
  */
 static void
 test_syn_reuses_time_wait(void **state)
@@ -299,11 +316,13 @@ test_syn_reuses_time_wait(void **state)
 	static const uint8_t app[4] = { 10, 9, 0, 2 }, dst[4] = { 10, 77, 2, 2 };
 	static const uint32_t isn[3] = { 1000, 900000, 10 };
 	uint8_t pkt[128], out[256];
+	struct tcp_pcb *held = NULL;
 	ssize_t n;
 	uint32_t iss;
 	int round;
 
 	(void)state;
+	nerr = 0;
 	for (round = 0; round < 3; round++) {
 		tsnetif_input(pkt, mk_tcp4(pkt, app, dst, 40003, 80,
 		    isn[round], 0, 0x02));
@@ -323,18 +342,30 @@ test_syn_reuses_time_wait(void **state)
 		n = out_read(out, sizeof(out));
 		assert_true(n >= 40);
 		assert_true(out[33] & 0x01);
-		tcp_arg(accepted, NULL);
 		tcp_recv(accepted, NULL);
-		tcp_err(accepted, NULL);
-		accepted = NULL;	/* lwIP's now: it may free it */
+		if (round < 2) {
+			tcp_arg(accepted, NULL);
+			tcp_err(accepted, NULL);
+		} else {
+			held = accepted;	/* still ours in TIME_WAIT */
+			tcp_arg(accepted, &held);
+			tcp_err(accepted, t_err);
+		}
+		accepted = NULL;	/* not the teardown's to abort */
 		tsnetif_input(pkt, mk_tcp4(pkt, app, dst, 40003, 80,
 		    isn[round] + 1, iss + 2, 0x11));
 		assert_non_null(tcp_tw_pcbs);
 		assert_int_equal(tcp_tw_pcbs->state, TIME_WAIT);
 		while (out_read(out, sizeof(out)) > 0)
 			;
+		assert_int_equal(nerr, 0);
 	}
-	assert_int_equal(tsnetif_stats()->tw_reused, 2);
+	/* A fourth SYN ends the third TIME_WAIT. */
+	tsnetif_input(pkt, mk_tcp4(pkt, app, dst, 40003, 80, 5, 0, 0x02));
+	assert_null(held);
+	assert_int_equal(nerr, 1);
+	assert_int_equal(last_err, ERR_CLSD);
+	assert_int_equal(tsnetif_stats()->tw_reused, 3);
 }
 
 static void
