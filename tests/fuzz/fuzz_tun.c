@@ -79,9 +79,12 @@ struct fz_isn {
 	bool		 used;
 };
 
-/* An accepted pcb and which FINs it has seen: once both have, the app
- * must close it, because lwIP may free a pcb in TIME_WAIT without any
- * callback. */
+/* An accepted pcb and which FINs it has seen.  Once both have, the app
+ * holds it until action 6 or the next clock advance, as a flow holds its
+ * pcb until its next pass -- while more packets come in, such as a new SYN
+ * on the same ports that ends the TIME_WAIT (tsnetif then reports the
+ * free through the error callback).  Never across an advance: lwIP's
+ * timers free a pcb in TIME_WAIT after 2 MSL without any callback. */
 struct fz_conn {
 	struct tcp_pcb	*pcb;
 	bool		 rx_fin, tx_fin;
@@ -164,7 +167,7 @@ fz_on_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
 
 	if (p == NULL) {
 		c->rx_fin = true;
-		return c->tx_fin ? fz_drop(c, false) : ERR_OK;
+		return ERR_OK;
 	}
 	if (err != ERR_OK) {
 		pbuf_free(p);
@@ -286,6 +289,10 @@ fz_app(unsigned action)
 			break;
 		case 5:
 			(void)fz_drop(c, true);
+			break;
+		case 6:
+			if (c->rx_fin && c->tx_fin)
+				(void)fz_drop(c, false);
 			break;
 		default:
 			break;
@@ -498,6 +505,12 @@ fz_drain(void)
 static void
 fz_advance(unsigned ms)
 {
+	unsigned i;
+
+	for (i = 0; i < FZ_MAX_PCBS; i++)
+		if (fz_conns[i].pcb != NULL && fz_conns[i].rx_fin &&
+		    fz_conns[i].tx_fin)
+			(void)fz_drop(&fz_conns[i], false);
 	fz_now += ms;
 	(void)tsnetif_timers();
 	fz_drain();
