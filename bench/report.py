@@ -249,18 +249,28 @@ def sel(rs, **kw):
     return [r for r in rs if all(r.get(k) == v for k, v in kw.items())]
 
 
+def ok_mbits(rs, **kw):
+    return [r["mbit"] for r in sel(rs, **kw)
+            if "error" not in r and r.get("mbit") is not None]
+
+
 def mbit(rs, **kw):
-    """The one matching result's Mbit/s, None when missing or failed."""
-    for r in sel(rs, **kw):
-        return None if "error" in r else r.get("mbit")
-    return None
+    """The matching results' median Mbit/s (several seeds) or the one
+    result's; None when missing or all failed."""
+    ok = ok_mbits(rs, **kw)
+    return statistics.median(ok) if ok else None
 
 
 def cell(rs, **kw):
+    """One value, or the median (min–max) over seeds."""
     m = sel(rs, **kw)
     if not m:
         return "–"
-    return "FAILED" if "error" in m[0] else fmt(m[0].get("mbit"))
+    ok = ok_mbits(rs, **kw)
+    if not ok:
+        return "FAILED"
+    fails = len(m) - len(ok)
+    return med_range(ok) + (" (%d failed)" % fails if fails else "")
 
 
 def updown(rs, **kw):
@@ -345,6 +355,12 @@ def t_lfl(rs, meta):
     out = []
     for flows in sorted({r["flows"] for r in lfl}):
         fl = sel(lfl, flows=flows)
+        seeds = sorted({r["seed"] for r in fl if r.get("seed") is not None})
+        multi = (" Cells with more than one run: median (min–max) over "
+                 "seeds %s (one 4-s run is one draw of whether BBR meets "
+                 "an early loss burst); ratios are of the medians." % (
+                     ", ".join(str(x) for x in seeds))
+                 if len(seeds) > 1 else "")
         cols = lfl_cols(fl)
         head = ["loss"] + [col_name(p, c) for p, c in cols]
         have_ts = ("tunsplit", "bbr") in cols
@@ -363,9 +379,11 @@ def t_lfl(rs, meta):
             rows.append(row)
         out.append(
             "### Long fat lossy path: %s Mbit/s, RTT %s ms, %s ms queue, "
-            "%d flow%s, Mbit/s up / down\n\n" % (
+            "%d flow%s, Mbit/s up / down\n\n%s" % (
                 meta["rate_mbit"], meta["rtt_ms"], meta["queue_ms"],
-                flows, "s" if flows > 1 else "") + table(head, rows))
+                flows, "s" if flows > 1 else "",
+                multi.strip() + "\n\n" if multi else "") +
+            table(head, rows))
     return "\n\n".join(out) if out else None
 
 
@@ -389,7 +407,7 @@ def t_kept(rs, meta):
                 for d in ("up", "down")))
         rows.append(row)
     return ("### What loss costs each path: throughput kept, relative to "
-            "the same path at 0 % loss (1 flow, up / down)\n\n" +
+            "the same path at 0 % loss (1 flow, medians, up / down)\n\n" +
             table(["path"] + ["%g %%" % x for x in losses[1:]], rows))
 
 
@@ -421,9 +439,12 @@ def t_hiloss(rs, meta):
                                           if fails else ""))
         rows.append(row)
     seeds = sorted({r["seed"] for r in hl})
+    once = [PATH_NAMES[p] for p in sorted({r["path"] for r in hl})
+            if len({r["seed"] for r in sel(hl, path=p)}) == 1 < len(seeds)]
     return ("### High loss: %g %% random loss, same link, 1 flow, median "
-            "(min–max) over seeds %s, Mbit/s\n\n" % (
-                hl[0]["loss"], ", ".join(str(x) for x in seeds)) +
+            "(min–max) over seeds %s%s, Mbit/s\n\n" % (
+                hl[0]["loss"], ", ".join(str(x) for x in seeds),
+                " (%s: the first only)" % ", ".join(once) if once else "") +
             table(["path", "up", "down"], rows))
 
 
@@ -441,16 +462,25 @@ def t_targets(rs, meta):
                 continue
             rows.append(["tunsplit ≥ %.2f× direct BBR, %g %% %s" % (
                 goal, loss, d), "%.2f×" % (t / b),
-                "yes" if t / b >= goal else "**no**"])
+                "yes" if t / b >= goal else "**no**",
+                "%s vs %s" % (
+                    cell(lfl, path="tunsplit", loss=loss, dir=d),
+                    cell(lfl, path="direct", cc="bbr", loss=loss, dir=d))])
     for d in ("up", "down"):
         t = mbit(lfl, path="tunsplit", loss=1, dir=d)
         o = mbit(lfl, path="openvpn", loss=1, dir=d)
         if t is not None and o:
             rows.append(["tunsplit ≥ 2.5× OpenVPN-TCP, 1 %% %s" % d,
                          "%.2f×" % (t / o),
-                         "yes" if t / o >= 2.5 else "**no**"])
-    return ("### The issue's targets in this run (1 flow)\n\n" +
-            table(["target", "measured", "met"], rows)) if rows else None
+                         "yes" if t / o >= 2.5 else "**no**",
+                         "%s vs %s" % (
+                             cell(lfl, path="tunsplit", loss=1, dir=d),
+                             cell(lfl, path="openvpn", loss=1, dir=d))])
+    return ("### The issue's targets in this run (1 flow; ratio of the "
+            "medians where a cell has several seeds)\n\n" +
+            table(["target", "measured", "met",
+                   "Mbit/s: tunsplit vs reference, median (min–max)"],
+                  rows)) if rows else None
 
 
 def t_ttfb(rs, meta):
@@ -625,7 +655,22 @@ def conditions(meta, rs=()):
             meta.get("hiloss_seconds", "?"), meta.get("hiloss_omit", "?"),
             meta.get("short_seconds", "?"), meta.get("tunnel_cc", "bbr").upper(),
             meta.get("tunsplit_mtu", "?"), meta.get("tunsplit_pool", "?"),
-            " and ".join(meta.get("kcptun_lfl_losses", "?").split())))
+            " and ".join(meta.get("kcptun_lfl_losses", "?").split())) +
+        lfl_seeds_text(meta))
+
+
+def lfl_seeds_text(meta):
+    seeds = meta.get("lfl_seeds", "").split()
+    if len(seeds) < 2:
+        return ""
+    names = {"direct": "direct %s" % "/".join(
+        c.upper() for c in meta.get("lfl_seed_ccs", "bbr").split())}
+    return ("  Loss seeds: every cell %s; at %s %% loss and more, %s also "
+            "%s (median and min–max)." % (
+                seeds[0], meta.get("lfl_seed_min_loss", "?"),
+                ", ".join(names.get(p, PATH_NAMES.get(p, p)) for p in
+                          meta.get("lfl_seed_paths", "").split()),
+                " and ".join(seeds[1:])))
 
 
 BEGIN = "<!-- bench:begin (generated by bench/report.py readme) -->"
@@ -662,10 +707,36 @@ def cmd_readme(out_path, readme_path=None):
     os.rename(readme_path + ".tmp", readme_path)
 
 
+def summary(results):
+    """Throughput cells run with several seeds (lfl, hiloss): median and
+    range per path, CC, flows, loss and direction."""
+    cells = {}
+    for r in results:
+        if r["kind"] != "iperf" or r["scenario"] not in ("lfl", "hiloss"):
+            continue
+        k = (r["scenario"], r["path"], r["cc"], r["flows"], r["loss"],
+             r["dir"])
+        cells.setdefault(k, []).append(r)
+    out = []
+    for k, rs in sorted(cells.items(), key=lambda kv: str(kv[0])):
+        ok = [r["mbit"] for r in rs if "error" not in r]
+        c = dict(zip(("scenario", "path", "cc", "flows", "loss", "dir"), k))
+        c.update({"runs": len(rs), "failed": len(rs) - len(ok),
+                  "seeds": [r.get("seed") for r in rs],
+                  "mbit_each": [None if "error" in r else r["mbit"]
+                                for r in rs]})
+        if ok:
+            c.update({"mbit_median": round(statistics.median(ok), 2),
+                      "mbit_min": min(ok), "mbit_max": max(ok)})
+        out.append(c)
+    return out
+
+
 def cmd_final(jsonl, meta_path, out_path):
     with open(jsonl) as f:
         results = [json.loads(line) for line in f if line.strip()]
-    doc = {"meta": load(meta_path), "results": results}
+    doc = {"meta": load(meta_path), "results": results,
+           "summary": summary(results)}
     with open(out_path, "w") as f:
         json.dump(doc, f, indent=1)
         f.write("\n")

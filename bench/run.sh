@@ -6,7 +6,7 @@
 # usage: run.sh [--quick | --full] [--scenarios LIST] [--paths LIST]
 #               [--loss LIST] [--cc LIST] [--flows LIST] [--time S]
 #               [--omit S] [--samples N] [--seed N] [--seeds LIST]
-#               [--idle LIST] [--out FILE] [--no-rtprio]
+#               [--lfl-seeds LIST] [--idle LIST] [--out FILE] [--no-rtprio]
 #
 #   scenarios  accuracy ceiling lfl hiloss ttfb rrlat scale  (default: all)
 #   paths      direct openvpn v2ray kcptun tunsplit   (default: all; tunsplit
@@ -15,14 +15,22 @@
 #   cc         direct path's CCs in lfl        (default: cubic bbr; tunnels
 #                                               always run bbr)
 #   flows      iperf3 -P list for lfl/ceiling  (default: 1 4; in lfl the 4
-#              flows run for direct BBR, OpenVPN and tunsplit at 0 and 1 %,
+#              flows run for direct BBR, OpenVPN and tunsplit at 1 %,
 #              with --full for every path and loss)
 #   time/omit  iperf3 -t / -O seconds in lfl (default: 4 / 2; hiloss 3 / 1,
-#              --full 10 / 2 for both); kcptun runs in lfl at 1 and 5 %
-#              (its loss cases; --full: every loss)
+#              --full 10 / 2 for both); kcptun runs in lfl at 5 % (and in
+#              hiloss; --full: every loss), OpenVPN in hiloss with the first
+#              seed only (about 0.5 Mbit/s, and 10 s to set up at 15 %;
+#              --full: every seed)
 #   samples    new connections for ttfb        (default: 20)
 #   seed       loss pattern seed of lfl, rrlat (default: 1)
 #   seeds      hiloss (15 %) seeds             (default: 1 2 3)
+#   lfl-seeds  lfl seeds (default: SEED SEED+1 SEED+2): every lfl cell runs
+#              with the first; single-flow cells at loss >= 1 % of direct
+#              BBR, OpenVPN and tunsplit also with the others (--full: every
+#              path, 5 seeds), and the tables show the median (min-max).
+#              One 4-s run at 1-5 % is one draw of whether BBR meets an
+#              early loss burst in Startup; see README.md
 #   idle       idle-flow counts for scale      (default: 1000 10000 through
 #              tunsplit, 1000 through the others; --full: both for all)
 #   --quick    a 5-minute smoke run; --full    longer runs, more seeds,
@@ -73,16 +81,21 @@ CEILING_CC=cubic
 FLOWS="1 4"
 MULTI_PATHS="direct openvpn tunsplit"	# paths and losses run with > 1 flow
 MULTI_CCS="bbr"
-MULTI_LOSSES="0 1"
+MULTI_LOSSES="1"		# 4 flows: at 0 % they only confirm the ceiling
+LFL_SEEDS=		# default: $SEED $((SEED + 1)) $((SEED + 2))
+LFL_SEED_MIN=1		# extra lfl seeds at loss >= this (percent) ...
+LFL_SEED_PATHS="direct openvpn tunsplit"	# ... for these paths
+LFL_SEED_CCS="bbr"	# ... and the direct path with these CCs
 HILOSS=15
 HILOSS_CCS="bbr"
+HL_ONCE="openvpn"	# hiloss paths run with the first seed only
 SEEDS="1 2 3"
 T=4
 OMIT=2
 T_SHORT=3		# ceiling and scale iperf3 runs
 HL_T=3			# hiloss iperf3 runs: at 15 % no path reaches a
 HL_OMIT=1		# steady state; the spread over seeds is the result
-KCP_LOSSES="1 5"	# kcptun in lfl: the loss cases (--full: all)
+KCP_LOSSES="5"		# kcptun in lfl (--full: all); it also runs at 15 %
 OMIT_SHORT=1
 RR_T=3			# rrlat seconds, each loop
 RR_RATE=500		# rrlat open-loop requests per second
@@ -110,12 +123,16 @@ usage() { sed -n '4,/^$/s/^# \{0,1\}//p' "$0" >&2; exit 2; }
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick)	T=3; OMIT=1; LOSSES="0 1"; SAMPLES=10; SEEDS=1
+			LFL_SEEDS=1
 			FLOWS=1; IDLE=1000; RR_T=2; RR_LOSSES=1 ;;
 	--full)		T=10; OMIT=2; SEEDS="1 2 3 4 5"; T_SHORT=5
 			MULTI_PATHS="direct openvpn v2ray kcptun tunsplit"
 			MULTI_LOSSES=ALL; KCP_LOSSES=ALL; HL_T=10; HL_OMIT=2
+			HL_ONCE=
 			MULTI_CCS="cubic bbr"; HILOSS_CCS="cubic bbr"
 			RR_T=5; CONN_T=5; ACC_FULL=1; RR_LOSSES="0 1"
+			LFL_SEEDS="1 2 3 4 5"; LFL_SEED_CCS="cubic bbr"
+			LFL_SEED_PATHS="direct openvpn v2ray kcptun tunsplit"
 			IDLE_OTHER=FULL ;;
 	--scenarios)	SCENARIOS=$2; shift ;;
 	--paths)	PATHS=$2; shift ;;
@@ -127,6 +144,7 @@ while [ $# -gt 0 ]; do
 	--samples)	SAMPLES=$2; shift ;;
 	--seed)		SEED=$2; shift ;;
 	--seeds)	SEEDS=$2; shift ;;
+	--lfl-seeds)	LFL_SEEDS=$2; shift ;;
 	--idle)		IDLE=$2; IDLE_OTHER=$2; shift ;;
 	--out)		OUT=$2; shift ;;
 	--no-rtprio)	RTPRIO= ;;
@@ -137,6 +155,7 @@ while [ $# -gt 0 ]; do
 done
 
 [ "$IDLE_OTHER" = FULL ] && IDLE_OTHER=$IDLE
+[ -n "$LFL_SEEDS" ] || LFL_SEEDS="$SEED $((SEED + 1)) $((SEED + 2))"
 [ "$MULTI_LOSSES" = ALL ] && MULTI_LOSSES=$LOSSES
 [ "$KCP_LOSSES" = ALL ] && KCP_LOSSES=$LOSSES
 [ "$(id -u)" = 0 ] || die "must run as root (namespaces, TUN)"
@@ -714,7 +733,7 @@ plan_iperf() {	# scenario link loss paths ccs flows t omit
 }
 
 plan() {
-	local s loss path c f d link seed m
+	local s loss path c f d link seed m first
 	for s in $SCENARIOS; do
 		case $s in
 		accuracy)
@@ -739,28 +758,50 @@ plan() {
 			done
 			;;
 		lfl)
-			# Path by path, so each is set up once per loss.
+			# Path by path, so each is set up once per loss and
+			# seed; the first seed runs every cell, the others
+			# only the lossy single-flow ones of $LFL_SEED_PATHS.
 			for loss in $LOSSES; do
+			first=1
+			for seed in $LFL_SEEDS; do
+				link="$LFL_BASE --seed $seed --loss $loss"
 				for path in direct openvpn v2ray kcptun tunsplit; do
+					if [ $first = 0 ]; then
+						awk "BEGIN { exit !($loss >= $LFL_SEED_MIN) }" ||
+						    break
+						case " $LFL_SEED_PATHS " in *" $path "*) ;; *) continue ;; esac
+						[ $path = kcptun ] && case " $KCP_LOSSES " in
+						    *" $loss "*) ;; *) continue ;; esac
+						plan_iperf lfl "$link" "$loss" $path \
+						    "$LFL_SEED_CCS" 1 $T $OMIT
+						continue
+					fi
 					[ $path = kcptun ] && case " $KCP_LOSSES " in
 					    *" $loss "*) ;; *) continue ;; esac
-					plan_iperf lfl "$LFL_LINK --loss $loss" "$loss" \
+					plan_iperf lfl "$link" "$loss" \
 					    $path "$CCS" 1 $T $OMIT
 					for f in $FLOWS; do
 						[ "$f" = 1 ] && continue
 						case " $MULTI_PATHS " in *" $path "*) ;; *) continue ;; esac
 						case " $MULTI_LOSSES " in *" $loss "*) ;; *) continue ;; esac
-						plan_iperf lfl "$LFL_LINK --loss $loss" "$loss" \
+						plan_iperf lfl "$link" "$loss" \
 						    $path "$MULTI_CCS" "$f" $T $OMIT
 					done
 				done
+				first=0
+			done
 			done
 			;;
 		hiloss)
+			first=1
 			for seed in $SEEDS; do
+				m="direct openvpn v2ray kcptun tunsplit"
+				[ $first = 1 ] || for path in $HL_ONCE; do
+					m=$(echo " $m " | sed "s/ $path / /")
+				done
 				plan_iperf hiloss "$LFL_BASE --seed $seed --loss $HILOSS" \
-				    $HILOSS "direct openvpn v2ray kcptun tunsplit" \
-				    "$HILOSS_CCS" 1 $HL_T $HL_OMIT
+				    $HILOSS "$m" "$HILOSS_CCS" 1 $HL_T $HL_OMIT
+				first=0
 			done
 			;;
 		ttfb)
@@ -807,6 +848,7 @@ plan() {
 
 CUR_LINK=
 CUR_PATH=
+CUR_CC=
 FAILED_PATHS=
 
 cleanup() {
@@ -852,6 +894,7 @@ run_plan() {
 			CUR_PATH=
 			link_up "$link" 2>/dev/null || die "testbed up failed"
 			CUR_LINK=$link
+			CUR_CC=		# namespaces may be new: set it again
 		fi
 		if [ "$path" != "$CUR_PATH" ]; then
 			[ -n "$CUR_PATH" ] && path_down "$CUR_PATH"
@@ -865,7 +908,10 @@ run_plan() {
 			fi
 			CUR_PATH=$path
 		fi
-		cc_set "$cc"
+		if [ "$cc" != "$CUR_CC" ]; then
+			cc_set "$cc"
+			CUR_CC=$cc
+		fi
 		now=$(date +%s)
 		if [ $i -gt 1 ]; then
 			eta=$(( (now - start) * (total - i + 1) / (i - 1) ))
@@ -922,12 +968,15 @@ meta_write() {
     git describe --always --dirty 2>/dev/null)}"),
  "command": $(json_str "bench/run.sh $ARGS"), "linkem": $(json_str "${LINKEM:-testbed default}"),
  "rate_mbit": $RATE, "rtt_ms": $LFL_RTT, "queue_ms": $QUEUE, "seed": $SEED,
- "hiloss_pct": $HILOSS, "hiloss_seeds": "$SEEDS",
+ "hiloss_pct": $HILOSS, "hiloss_seeds": "$SEEDS", "lfl_seeds": "$LFL_SEEDS",
+ "lfl_seed_min_loss": $LFL_SEED_MIN, "lfl_seed_paths": "$LFL_SEED_PATHS",
+ "lfl_seed_ccs": "$LFL_SEED_CCS",
  "rr_rtt_ms": $RR_RTT, "rr_seconds": $RR_T, "rr_rate": $RR_RATE,
  "conn_seconds": $CONN_T, "idle_flows": "$IDLE",
  "idle_flows_others": "$IDLE_OTHER",
  "iperf_seconds": $T, "iperf_omit": $OMIT, "short_seconds": $T_SHORT,
  "hiloss_seconds": $HL_T, "hiloss_omit": $HL_OMIT, "kcptun_lfl_losses": "$KCP_LOSSES",
+ "hiloss_first_seed_only": "$HL_ONCE",
  "multi_flow_losses": "$MULTI_LOSSES",
  "ceiling_cc": "$CEILING_CC", "tunnel_cc": "$TUNNEL_CC",
  "tunsplit_mtu": $TS_MTU, "tunsplit_pool": ${TSB_POOL:-6},
