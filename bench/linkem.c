@@ -65,7 +65,7 @@
 struct conf {
 	const char	*a_netns, *b_netns;
 	const char	*a_name, *b_name;
-	const char	*pidfile, *stats_path;
+	const char	*pidfile, *stats_path, *ctl_path;
 	double		 delay_ms, jitter_ms, loss_pct;
 	bool		 ge_on;
 	double		 ge_pgb, ge_pbg, ge_lgood, ge_lbad;	/* all fractions */
@@ -211,46 +211,67 @@ usage(void)
 	    "  --pidfile FILE             written once both TUNs are up\n"
 	    "  --stats FILE               JSON counters, on SIGUSR1 and at exit\n"
 	    "  --timerfd                  wait with a timerfd, not epoll_pwait2\n"
+	    "  --ctl FILE                 on SIGHUP, apply the --loss, --ge and\n"
+	    "                             --seed options written in FILE\n"
 	    "SIGUSR1 writes the counters and starts a new counting period;\n"
-	    "SIGINT/SIGTERM print them and exit.\n");
+	    "SIGHUP changes the loss settings live (--ctl); SIGINT/SIGTERM\n"
+	    "print the counters and exit.\n");
 	exit(2);
+}
+
+static bool
+num_ok(const char *s, double lo, double hi, double *v)
+{
+	char	*end;
+
+	errno = 0;
+	*v = strtod(s, &end);
+	/* Written so that NaN fails too. */
+	return errno == 0 && end != s && *end == '\0' && *v >= lo && *v <= hi;
 }
 
 static double
 parse_num(const char *s, const char *what, double lo, double hi)
 {
-	char	*end;
 	double	 v;
 
-	errno = 0;
-	v = strtod(s, &end);
-	/* Written so that NaN fails too. */
-	if (errno != 0 || end == s || *end != '\0' || !(v >= lo && v <= hi))
+	if (!num_ok(s, lo, hi, &v))
 		errx(2, "bad %s \"%s\" (want %g..%g)", what, s, lo, hi);
 	return v;
 }
 
-static void
-parse_ge(struct conf *cf, const char *arg)
+/* --ctl values: -1 when bad (the callers' ranges start at 0). */
+static double
+ctl_num(const char *s, double hi)
+{
+	double	 v;
+
+	return num_ok(s, 0, hi, &v) ? v : -1;
+}
+
+/* "PGB,PBG,LGOOD,LBAD" in percent; false (cf untouched) when malformed. */
+static bool
+ge_parse(struct conf *cf, const char *arg)
 {
 	double	 v[4];
 	char	 buf[128], *p, *tok, *save = NULL;
 	int	 i = 0;
 
 	if (snprintf(buf, sizeof(buf), "%s", arg) >= (int)sizeof(buf))
-		errx(2, "--ge: argument too long");
+		return false;
 	for (p = buf; (tok = strtok_r(p, ",", &save)) != NULL; p = NULL) {
-		if (i == 4)
-			errx(2, "--ge wants exactly 4 values");
-		v[i++] = parse_num(tok, "--ge value", 0, 100) / 100.0;
+		if (i == 4 || !num_ok(tok, 0, 100, &v[i]))
+			return false;
+		v[i++] /= 100.0;
 	}
 	if (i != 4)
-		errx(2, "--ge wants exactly 4 values");
+		return false;
 	cf->ge_on = true;
 	cf->ge_pgb = v[0];
 	cf->ge_pbg = v[1];
 	cf->ge_lgood = v[2];
 	cf->ge_lbad = v[3];
+	return true;
 }
 
 static void
@@ -258,7 +279,7 @@ conf_parse(struct conf *cf, int argc, char *argv[])
 {
 	enum { O_ANS = 256, O_BNS, O_ANAME, O_BNAME, O_DELAY, O_JITTER,
 	    O_REORDER, O_LOSS, O_GE, O_RATE, O_QUEUE, O_QBYTES, O_SEED, O_MTU,
-	    O_TXQ, O_SLOTS, O_RTPRIO, O_PID, O_STATS, O_TFD };
+	    O_TXQ, O_SLOTS, O_RTPRIO, O_PID, O_STATS, O_TFD, O_CTL };
 	static const struct option opts[] = {
 		{ "a-netns", required_argument, NULL, O_ANS },
 		{ "b-netns", required_argument, NULL, O_BNS },
@@ -280,6 +301,7 @@ conf_parse(struct conf *cf, int argc, char *argv[])
 		{ "pidfile", required_argument, NULL, O_PID },
 		{ "stats", required_argument, NULL, O_STATS },
 		{ "timerfd", no_argument, NULL, O_TFD },
+		{ "ctl", required_argument, NULL, O_CTL },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -311,7 +333,11 @@ conf_parse(struct conf *cf, int argc, char *argv[])
 		case O_LOSS:
 			cf->loss_pct = parse_num(optarg, "--loss", 0, 100);
 			break;
-		case O_GE:	parse_ge(cf, optarg); break;
+		case O_GE:
+			if (!ge_parse(cf, optarg))
+				errx(2, "bad --ge \"%s\" (want 4 percentages "
+				    "PGB,PBG,LGOOD,LBAD)", optarg);
+			break;
 		case O_RATE:
 			cf->rate_mbit = parse_num(optarg, "--rate", 0, 1e6);
 			break;
@@ -343,6 +369,7 @@ conf_parse(struct conf *cf, int argc, char *argv[])
 		case O_PID:	cf->pidfile = optarg; break;
 		case O_STATS:	cf->stats_path = optarg; break;
 		case O_TFD:	cf->timerfd = true; break;
+		case O_CTL:	cf->ctl_path = optarg; break;
 		default:
 			usage();
 		}
@@ -843,6 +870,7 @@ linkem_setup(struct linkem *le)
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGUSR1);
+	sigaddset(&mask, SIGHUP);
 	if (sigprocmask(SIG_BLOCK, &mask, NULL) == -1)
 		err(1, "sigprocmask");
 	if ((le->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK)) == -1)
@@ -938,6 +966,80 @@ linkem_wait(struct linkem *le, struct epoll_event *ev, int nev)
 	return epoll_wait(le->ep, ev, nev, -1);
 }
 
+/*
+ * SIGHUP: the loss settings in --ctl FILE ("--loss PCT", "--ge A,B,C,D" or
+ * "--ge off", "--seed N", whitespace-separated) replace the current ones,
+ * and both directions restart their loss streams from the (new) seed, as
+ * a fresh linkem would: a run can change the loss pattern without tearing
+ * down the TUNs and every connection across them.  Packets already queued
+ * keep their fate.  A bad file changes nothing.
+ */
+static void
+linkem_reload(struct linkem *le)
+{
+	struct conf	 nc = le->cf;
+	char		 buf[512], *tok, *arg, *save = NULL;
+	FILE		*f;
+	size_t		 n;
+	int		 i;
+
+	if (le->cf.ctl_path == NULL) {
+		warnx("SIGHUP without --ctl: nothing to reload");
+		return;
+	}
+	if ((f = fopen(le->cf.ctl_path, "r")) == NULL) {
+		warn("%s", le->cf.ctl_path);
+		return;
+	}
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	if (n == sizeof(buf) - 1) {
+		warnx("%s: too long, ignored", le->cf.ctl_path);
+		return;
+	}
+	buf[n] = '\0';
+	for (tok = strtok_r(buf, " \t\n", &save); tok != NULL;
+	    tok = strtok_r(NULL, " \t\n", &save)) {
+		if ((arg = strtok_r(NULL, " \t\n", &save)) == NULL) {
+			warnx("%s: %s wants a value, ignored", le->cf.ctl_path,
+			    tok);
+			return;
+		}
+		if (strcmp(tok, "--loss") == 0)
+			nc.loss_pct = ctl_num(arg, 100);
+		else if (strcmp(tok, "--seed") == 0) {
+			double v = ctl_num(arg, 9007199254740992.0);
+
+			if (v < 0)
+				nc.loss_pct = -1;	/* reported below */
+			else
+				nc.seed = (uint64_t)v;
+		}
+		else if (strcmp(tok, "--ge") == 0 && strcmp(arg, "off") == 0)
+			nc.ge_on = false;
+		else if (strcmp(tok, "--ge") == 0) {
+			if (!ge_parse(&nc, arg))
+				nc.loss_pct = -1;
+		} else {
+			warnx("%s: unknown option %s, ignored", le->cf.ctl_path,
+			    tok);
+			return;
+		}
+		if (nc.loss_pct < 0) {
+			warnx("%s: bad value for %s: \"%s\", ignored",
+			    le->cf.ctl_path, tok, arg);
+			return;
+		}
+	}
+	le->cf = nc;
+	for (i = 0; i < 2; i++) {
+		rng_seed(le->d[i].rng, nc.seed * 2 + (uint64_t)i);
+		le->d[i].ge_bad = false;
+	}
+	fprintf(stderr, "linkem: reloaded: loss %g%%%s seed %" PRIu64 "\n",
+	    nc.loss_pct, nc.ge_on ? " + Gilbert-Elliott" : "", nc.seed);
+}
+
 /* Returns false when asked to exit. */
 static bool
 linkem_signal(struct linkem *le)
@@ -947,6 +1049,8 @@ linkem_signal(struct linkem *le)
 	while (read(le->sigfd, &si, sizeof(si)) == sizeof(si)) {
 		if (si.ssi_signo == SIGUSR1)
 			stats_report(le, true);
+		else if (si.ssi_signo == SIGHUP)
+			linkem_reload(le);
 		else
 			return false;
 	}

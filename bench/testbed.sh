@@ -18,6 +18,11 @@
 # default route: nothing can leave for an address outside them.
 #
 # usage: testbed.sh up [--veth] [-- LINKEM-OPTIONS]   (re)create, idempotent
+#        testbed.sh reload -- [--loss P] [--seed N] [--ge ...]
+#                                                      change linkem's loss
+#                                                      live (no restart: the
+#                                                      TUNs and connections
+#                                                      across them stay)
 #        testbed.sh down                               remove everything
 #        testbed.sh check                              ping, HTTP, UDP, iperf3
 #        testbed.sh services                           restart iperf3, start
@@ -124,7 +129,8 @@ link_linkem() {
 	rm -f "$TSB_RUN/linkem.pid" "$TSB_RUN/linkem.json"
 	setsid "$LINKEM" --a-netns $NS_C --a-name lkc --b-netns $NS_S \
 	    --b-name lks --pidfile "$TSB_RUN/linkem.pid" \
-	    --stats "$TSB_RUN/linkem.json" "$@" >"$TSB_RUN/linkem.log" 2>&1 \
+	    --stats "$TSB_RUN/linkem.json" --ctl "$TSB_RUN/linkem.ctl" "$@" \
+	    >"$TSB_RUN/linkem.log" 2>&1 \
 	    9>&- &
 	i=0
 	while [ ! -s "$TSB_RUN/linkem.pid" ]; do
@@ -245,6 +251,37 @@ cmd_up() {
 	say "up ($mode${*:+: $*})"
 }
 
+# The loss options of a running linkem, replaced in place (linkem's --ctl
+# file and SIGHUP); the rest of the link stays as it is.  The link line
+# in $TSB_RUN/link is updated to match.
+cmd_reload() {
+	if [ "${1:-}" = "--" ]; then shift; fi
+	pid=$(pidfile_pid "$TSB_RUN/linkem.pid")
+	pid_alive "$pid" || die "reload: linkem is not running"
+	for a in "$@"; do
+		case $a in
+		--loss|--seed|--ge) ;;
+		--*)	die "reload: only --loss, --seed and --ge change live" ;;
+		esac
+	done
+	n=$(grep -c '^linkem: reloaded' "$TSB_RUN/linkem.log" || true)
+	echo "$*" >"$TSB_RUN/linkem.ctl"
+	kill -HUP "$pid"
+	i=0
+	until [ "$(grep -c '^linkem: reloaded' "$TSB_RUN/linkem.log" ||
+	    true)" -gt "$n" ]; do
+		[ $i -lt 50 ] || { tail -3 "$TSB_RUN/linkem.log" >&2;
+		    die "reload: linkem did not take \"$*\""; }
+		sleep 0.02; i=$((i + 1))
+	done
+	# Keep the record of the link in step: the old loss options out,
+	# the new ones in.
+	old=$(sed -e 's/ --seed [^ ]*//; s/ --loss [^ ]*//; s/ --ge [^ ]*//' \
+	    "$TSB_RUN/link")
+	echo "$old $*" >"$TSB_RUN/link"
+	say "reloaded ($*)"
+}
+
 cmd_down() {
 	[ "$(id -u)" = 0 ] || die "must run as root"
 	linkem_stop
@@ -300,16 +337,17 @@ lock() {
 	[ "${TSB_LOCK_HELD:-}" = 1 ] && return 0
 	LOCK=${TSB_LOCK:-/run/tsb.lock}
 	exec 9>>"$LOCK" || die "cannot open $LOCK"
-	flock -n 9 ||
+	flock -w "${TSB_LOCK_WAIT:-0}" 9 ||
 	    die "another bench run holds the lock ($LOCK: $(cat "$LOCK"))"
 	echo "testbed.sh $1 pid $$" >"$LOCK"
 }
 
 case "${1:-}" in
-up|down|services) lock "$1" ;;
+up|down|services|reload) lock "$1" ;;
 esac
 case "${1:-}" in
 up)	shift; cmd_up "$@" ;;
+reload)	shift; cmd_reload "$@" ;;
 services) cmd_services ;;
 down)	cmd_down ;;
 check)	cmd_check ;;
