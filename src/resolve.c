@@ -592,6 +592,8 @@ fail:
 	return NULL;
 }
 
+/* A thread not done by then is detached: it goes away by itself when its
+ * lookup ends (it then sees stop), instead of staying a zombie. */
 static bool
 resolve_join(struct resolver *r)
 {
@@ -602,8 +604,10 @@ resolve_join(struct resolver *r)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	ts.tv_sec += RESOLVE_JOIN_MS / 1000;
 	for (i = 0; i < r->nthreads; i++)
-		if (pthread_timedjoin_np(r->threads[i], NULL, &ts) != 0)
+		if (pthread_timedjoin_np(r->threads[i], NULL, &ts) != 0) {
+			pthread_detach(r->threads[i]);
 			all = false;
+		}
 	return all;
 }
 
@@ -611,6 +615,7 @@ void
 resolver_free(struct resolver *r)
 {
 	struct resolve_query	*q;
+	unsigned		 running;
 
 	if (r == NULL)
 		return;
@@ -625,9 +630,13 @@ resolver_free(struct resolver *r)
 	pthread_cond_broadcast(&r->cv);
 	pthread_mutex_unlock(&r->mu);
 	if (!resolve_join(r)) {
-		/* The stuck thread still uses r; the process is ending. */
+		/* The stuck thread still uses r, and may be writing nrunning
+		 * right now: read it under the lock.  The process is ending. */
+		pthread_mutex_lock(&r->mu);
+		running = r->nrunning;
+		pthread_mutex_unlock(&r->mu);
 		log_warnx("resolver: %u lookups still running: left behind",
-		    r->nrunning);
+		    running);
 		return;
 	}
 	while ((q = TAILQ_FIRST(&r->done)) != NULL) {
