@@ -38,6 +38,9 @@ TS_SERVER_PORT=8443
 TS_TUN=ts0
 TS_SNI=tunsplit.test
 
+# A sanitizer's report in a log (ts_cleanup).
+TS_SAN_RE='ERROR: (Address|Leak)Sanitizer|runtime error:|(WARNING|ERROR|FATAL): ThreadSanitizer'
+
 TS_PIDS=()
 TS_NSES=()
 TS_FAILED=0
@@ -163,17 +166,15 @@ ts_cleanup() {
 		ip netns del "$ns" 2>/dev/null
 	done
 	wait 2>/dev/null
-	# Sanitizer builds (configure --enable-sanitizers): any report in a
-	# log -- memory error, undefined behaviour, a leak found at exit --
-	# fails the test, even one that passed.
+	# Sanitizer builds (configure --enable-sanitizers, --enable-tsan):
+	# any report in a log -- memory error, undefined behaviour, a leak
+	# found at exit, a data race -- fails the test, even one that passed.
 	if [ -n "${TS_TMP:-}" ] && [ "$rc" -ne 77 ] && grep -E -l \
-	    'ERROR: (Address|Leak)Sanitizer|runtime error:' "$TS_TMP"/*.log \
-	    >"$TS_TMP/sanitizer.txt" 2>/dev/null; then
+	    "$TS_SAN_RE" "$TS_TMP"/*.log >"$TS_TMP/sanitizer.txt" 2>/dev/null; then
 		printf 'FAIL: %s: sanitizer report in %s\n' "$TS_NAME" \
 		    "$(tr '\n' ' ' <"$TS_TMP/sanitizer.txt")"
 		while read -r f; do
-			grep -E -A 30 'ERROR: (Address|Leak)Sanitizer|runtime error:' \
-			    "$f" | head -n 60
+			grep -E -A 30 "$TS_SAN_RE" "$f" | head -n 60
 		done <"$TS_TMP/sanitizer.txt"
 		TS_FAILED=1
 		rc=1
