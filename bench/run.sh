@@ -20,22 +20,22 @@
 #              with --full for every path and loss)
 #   time/omit  iperf3 -t / -O seconds in lfl (default: 4 / 2; hiloss 3 / 1,
 #              --full 10 / 2 for both); kcptun runs in lfl at 5 % (and in
-#              hiloss; --full: every loss), OpenVPN in hiloss with the first
-#              seed only (about 0.5 Mbit/s, and 10 s to set up at 15 %;
-#              --full: every seed)
+#              hiloss; --full: every loss); in hiloss OpenVPN, v2ray and
+#              kcptun run the first seed only (OpenVPN: about 0.5 Mbit/s;
+#              kcptun: steady at every seed; --full: every seed), direct
+#              BBR and tunsplit every seed
 #   samples    new connections for ttfb        (default: 20)
 #   seed       loss pattern seed of lfl, rrlat (default: 1)
 #   seeds      hiloss (15 %) seeds             (default: 1 2 3)
-#   lfl-seeds  lfl seeds (default: SEED SEED+1 SEED+2): every lfl cell runs
+#   lfl-seeds  lfl seeds (default: SEED .. SEED+4): every lfl cell runs
 #              with the first; single-flow cells at 1 % loss of direct BBR,
 #              OpenVPN and tunsplit also with the others (--full: every
-#              path and loss >= 1 %, 5 seeds), and the tables show the
-#              median (min-max).  One 4-s run at 1-5 % is one draw of
-#              whether BBR meets an early loss burst in Startup; see
-#              README.md
-#   lfl-seeds-hi  seeds of direct BBR and tunsplit at 5 % loss, where such
-#              draws go wrong most (default: SEED .. SEED+4); OpenVPN,
-#              far below either there, runs the first seed only
+#              path and loss >= 1 %), and the tables show the median
+#              (min-max).  One 4-s run at 1-5 % is one draw of whether
+#              BBR meets an early loss burst in Startup; see README.md
+#   lfl-seeds-hi  seeds of direct BBR and tunsplit at 5 % loss (default:
+#              as lfl-seeds); OpenVPN, far below either there, runs the
+#              first seed only
 #   idle       idle-flow counts for scale      (default: 1000 10000 through
 #              tunsplit, 1000 through the others; --full: both for all)
 #   --quick    a 5-minute smoke run; --full    longer runs, more seeds,
@@ -89,7 +89,7 @@ FLOWS="1 4"
 MULTI_PATHS="direct openvpn tunsplit"	# paths and losses run with > 1 flow
 MULTI_CCS="bbr"
 MULTI_LOSSES="1"		# 4 flows: at 0 % they only confirm the ceiling
-LFL_SEEDS=		# default: $SEED $((SEED + 1)) $((SEED + 2))
+LFL_SEEDS=		# default: $SEED .. $((SEED + 4))
 LFL_SEED_MIN=1		# extra lfl seeds at loss >= this (percent) ...
 LFL_SEED_PATHS="direct openvpn tunsplit"	# ... for these paths
 LFL_SEED_CCS="bbr"	# ... and the direct path with these CCs
@@ -99,7 +99,7 @@ LFL_SEED_HI_PATHS="direct tunsplit"	# ... for these (the others: 1 seed)
 RESEED_RESTART="openvpn kcptun"	# set up anew when the loss pattern changes
 HILOSS=15
 HILOSS_CCS="bbr"
-HL_ONCE="openvpn"	# hiloss paths run with the first seed only
+HL_ONCE="openvpn v2ray kcptun"	# hiloss paths run with the first seed only
 SEEDS="1 2 3"
 T=4
 OMIT=2
@@ -169,7 +169,7 @@ while [ $# -gt 0 ]; do
 done
 
 [ "$IDLE_OTHER" = FULL ] && IDLE_OTHER=$IDLE
-[ -n "$LFL_SEEDS" ] || LFL_SEEDS="$SEED $((SEED + 1)) $((SEED + 2))"
+[ -n "$LFL_SEEDS" ] || LFL_SEEDS=$(seq -s ' ' "$SEED" $((SEED + 4)))
 [ -n "$LFL_SEEDS_HI" ] ||
     LFL_SEEDS_HI=$(seq -s ' ' "$SEED" $((SEED + 4)))
 [ "$MULTI_LOSSES" = ALL ] && MULTI_LOSSES=$LOSSES
