@@ -147,33 +147,69 @@ render(void (*fn)(const struct status *, FILE *), const struct status *st)
 	return buf;
 }
 
+/* A NULL-terminated list of strings, for expect(). */
+#define STRS(...)	((const char *const []){ __VA_ARGS__, NULL })
+
+/*
+ * Renders st with fn and asserts that every string of want appears in the
+ * output and none of absent does (either may be NULL).  A failure names
+ * the rendering and each string that is wrong, shows the output and is
+ * reported at the caller's line.
+ */
+#define expect(fn, st, want, absent) \
+	expect_at((fn), #fn, (st), (want), (absent), __FILE__, __LINE__)
+
+static void
+expect_at(void (*fn)(const struct status *, FILE *), const char *name,
+    const struct status *st, const char *const *want,
+    const char *const *absent, const char *file, int line)
+{
+	char	*s = render(fn, st);
+	bool	 ok = true;
+
+	for (; want != NULL && *want != NULL; want++)
+		if (strstr(s, *want) == NULL) {
+			print_error("%s: missing \"%s\"\n", name, *want);
+			ok = false;
+		}
+	for (; absent != NULL && *absent != NULL; absent++)
+		if (strstr(s, *absent) != NULL) {
+			print_error("%s: unexpected \"%s\"\n", name, *absent);
+			ok = false;
+		}
+	if (!ok)
+		print_error("%s output:\n%s\n", name, s);
+	free(s);
+	if (!ok)
+		_fail(file, line);
+}
+
+/* The sample as the server has it: no tun. */
+static void
+sample_server(struct status *st)
+{
+	sample(st, false);
+	st->role = "server";
+	st->has_tun = false;
+}
+
 static void
 test_text(void **state)
 {
 	struct status	 st;
-	char		*s;
 
 	(void)state;
 	sample(&st, true);
-	s = render(status_write_text, &st);
-	assert_non_null(strstr(s, "client: tunsplit 9.9.9, pid 42, up 1m01s\n"));
-	assert_non_null(strstr(s, "server: 192.0.2.1:443\n"));
-	assert_non_null(strstr(s, "flows: 2 active (max 10), 7 total, 1 "
-	    "refused, 3 failed\n"));
-	assert_non_null(strstr(s, "bytes: up 117.7 MiB (123456789), down 42 B "
-	    "(42)\n"));
-	assert_non_null(strstr(s, "connect timeout 2"));
-	assert_non_null(strstr(s, "handshakes: 3"));
-	assert_non_null(strstr(s, "198.51.100.7:80"));
-	assert_non_null(strstr(s, "1.5ms"));
-	assert_non_null(strstr(s, ", TIME_WAIT reused 4\n"));
-	free(s);
+	expect(status_write_text, &st, STRS(
+	    "client: tunsplit 9.9.9, pid 42, up 1m01s\n",
+	    "server: 192.0.2.1:443\n",
+	    "flows: 2 active (max 10), 7 total, 1 refused, 3 failed\n",
+	    "bytes: up 117.7 MiB (123456789), down 42 B (42)\n",
+	    "connect timeout 2", "handshakes: 3", "198.51.100.7:80", "1.5ms",
+	    ", TIME_WAIT reused 4\n"), NULL);
 	st.draining = true;
 	st.flows = NULL;
-	s = render(status_write_text, &st);
-	assert_non_null(strstr(s, "DRAINING"));
-	assert_null(strstr(s, "DESTINATION"));
-	free(s);
+	expect(status_write_text, &st, STRS("DRAINING"), STRS("DESTINATION"));
 }
 
 static void
@@ -201,62 +237,43 @@ test_json(void **state)
 	assert_string_equal(s + strlen(s) - 3, "]}\n");
 	free(s);
 	/* Server: sessions, users, rejections; no tun, no udp. */
-	sample(&st, false);
-	st.role = "server";
-	st.has_tun = false;
+	sample_server(&st);
 	st.server[0] = '\0';
 	st.users = 3;
 	st.rejects = &t_fail;
-	s = render(status_write_json, &st);
-	assert_non_null(strstr(s, "\"users\":3,\"sessions\":{\"active\":2"));
-	assert_non_null(strstr(s, "\"rejected\":{"));
-	assert_null(strstr(s, "\"udp\""));
-	assert_null(strstr(s, "\"tun\""));
-	assert_null(strstr(s, "flow_list"));
-	free(s);
+	expect(status_write_json, &st,
+	    STRS("\"users\":3,\"sessions\":{\"active\":2", "\"rejected\":{"),
+	    STRS("\"udp\"", "\"tun\"", "flow_list"));
 }
 
 static void
 test_prometheus(void **state)
 {
 	struct status	 st;
-	char		*s;
 
 	(void)state;
 	sample(&st, true);
-	s = render(status_write_prometheus, &st);
-	assert_non_null(strstr(s, "tunsplit_info{role=\"client\",version="
-	    "\"9.9.9\"} 1\n"));
-	assert_non_null(strstr(s, "# TYPE tunsplit_flows_total counter\n"
-	    "tunsplit_flows_total 7\n"));
-	assert_non_null(strstr(s, "tunsplit_flows_active 2\n"));
-	assert_non_null(strstr(s, "tunsplit_bytes_total{direction=\"up\"} "
-	    "123456789\n"));
-	assert_non_null(strstr(s, "tunsplit_failures_total{reason=\"server "
-	    "\\\"quoted\\\"\\nreset\"} 1\n"));
-	/* Buckets are cumulative and end with +Inf == count. */
-	assert_non_null(strstr(s, "tunsplit_handshake_seconds_bucket{le="
-	    "\"0.001\"} 1\n"));
-	assert_non_null(strstr(s, "tunsplit_handshake_seconds_bucket{le="
-	    "\"0.005\"} 2\n"));
-	assert_non_null(strstr(s, "tunsplit_handshake_seconds_bucket{le="
-	    "\"10\"} 2\n"));
-	assert_non_null(strstr(s, "tunsplit_handshake_seconds_bucket{le="
-	    "\"+Inf\"} 3\n"));
-	assert_non_null(strstr(s, "tunsplit_handshake_seconds_count 3\n"));
-	assert_non_null(strstr(s, "tunsplit_tun_packets_total{direction="
-	    "\"rx\"} 5\n"));
-	assert_non_null(strstr(s, "# TYPE tunsplit_tun_timewait_reused_total "
-	    "counter\ntunsplit_tun_timewait_reused_total 4\n"));
-	assert_null(strstr(s, "udp"));
-	/* Per-flow data never goes to metrics (unbounded label sets). */
-	assert_null(strstr(s, "198.51.100.7"));
-	free(s);
+	expect(status_write_prometheus, &st, STRS(
+	    "tunsplit_info{role=\"client\",version=\"9.9.9\"} 1\n",
+	    "# TYPE tunsplit_flows_total counter\ntunsplit_flows_total 7\n",
+	    "tunsplit_flows_active 2\n",
+	    "tunsplit_bytes_total{direction=\"up\"} 123456789\n",
+	    "tunsplit_failures_total{reason=\"server "
+	    "\\\"quoted\\\"\\nreset\"} 1\n",
+	    /* Buckets are cumulative and end with +Inf == count. */
+	    "tunsplit_handshake_seconds_bucket{le=\"0.001\"} 1\n",
+	    "tunsplit_handshake_seconds_bucket{le=\"0.005\"} 2\n",
+	    "tunsplit_handshake_seconds_bucket{le=\"10\"} 2\n",
+	    "tunsplit_handshake_seconds_bucket{le=\"+Inf\"} 3\n",
+	    "tunsplit_handshake_seconds_count 3\n",
+	    "tunsplit_tun_packets_total{direction=\"rx\"} 5\n",
+	    "# TYPE tunsplit_tun_timewait_reused_total counter\n"
+	    "tunsplit_tun_timewait_reused_total 4\n"),
+	    /* Per-flow data never goes to metrics (unbounded label sets). */
+	    STRS("udp", "198.51.100.7"));
 	st.role = "server";
-	s = render(status_write_prometheus, &st);
-	assert_non_null(strstr(s, "tunsplit_sessions_total 7\n"));
-	assert_non_null(strstr(s, "tunsplit_users 0\n"));
-	free(s);
+	expect(status_write_prometheus, &st,
+	    STRS("tunsplit_sessions_total 7\n", "tunsplit_users 0\n"), NULL);
 }
 
 /* The limits: refusals by kind, the buffer budget, server extras. */
@@ -264,12 +281,9 @@ static void
 test_limits(void **state)
 {
 	struct status	 st;
-	char		*s;
 
 	(void)state;
-	sample(&st, false);
-	st.role = "server";
-	st.has_tun = false;
+	sample_server(&st);
 	st.has_limits = true;
 	st.limit_refused[LIMIT_SOURCE] = 200;
 	st.limit_refused[LIMIT_USER_CONNS] = 5;
@@ -282,42 +296,30 @@ test_limits(void **state)
 	st.sources = 12;
 	st.udp_sessions = 3;
 	st.udp_max = 4096;
-	s = render(status_write_text, &st);
-	assert_non_null(strstr(s, "buffer memory: 3.0 MiB in use, peak 4.0 MiB, "
-	    "limit 256.0 MiB; 11 allocations refused (reads paused)\n"));
-	assert_non_null(strstr(s, "sources: 12 with connections; datagram "
-	    "sessions 3 (max 4096)\n"));
-	assert_non_null(strstr(s, "limits refused: conns 0 source 200 "
-	    "user_conns 5 udp 0 user_udp 0 memory 7\n"));
-	free(s);
-	s = render(status_write_json, &st);
-	assert_non_null(strstr(s, "\"limits\":{\"refused\":{\"conns\":0,"
-	    "\"source\":200,\"user_conns\":5,\"udp\":0,\"user_udp\":0,"
-	    "\"memory\":7},\"buffer_memory\":{\"used\":3145728,\"peak\":"
-	    "4194304,\"max\":268435456,\"denied\":11},\"sources\":12,"
-	    "\"udp_sessions\":3,\"udp_max\":4096}"));
-	free(s);
-	s = render(status_write_prometheus, &st);
-	assert_non_null(strstr(s, "tunsplit_limit_refused_total{limit="
-	    "\"source\"} 200\n"));
-	assert_non_null(strstr(s, "tunsplit_limit_refused_total{limit="
-	    "\"memory\"} 7\n"));
-	assert_non_null(strstr(s, "tunsplit_buffer_memory_bytes 3145728\n"));
-	assert_non_null(strstr(s, "tunsplit_buffer_memory_limit_bytes "
-	    "268435456\n"));
-	assert_non_null(strstr(s, "tunsplit_buffer_memory_denied_total 11\n"));
-	assert_non_null(strstr(s, "tunsplit_limit_sources 12\n"));
-	assert_non_null(strstr(s, "tunsplit_udp_sessions 3\n"));
-	free(s);
+	expect(status_write_text, &st, STRS(
+	    "buffer memory: 3.0 MiB in use, peak 4.0 MiB, limit 256.0 MiB; "
+	    "11 allocations refused (reads paused)\n",
+	    "sources: 12 with connections; datagram sessions 3 (max 4096)\n",
+	    "limits refused: conns 0 source 200 user_conns 5 udp 0 user_udp 0 "
+	    "memory 7\n"), NULL);
+	expect(status_write_json, &st, STRS("\"limits\":{\"refused\":{"
+	    "\"conns\":0,\"source\":200,\"user_conns\":5,\"udp\":0,"
+	    "\"user_udp\":0,\"memory\":7},\"buffer_memory\":{\"used\":3145728,"
+	    "\"peak\":4194304,\"max\":268435456,\"denied\":11},"
+	    "\"sources\":12,\"udp_sessions\":3,\"udp_max\":4096}"), NULL);
+	expect(status_write_prometheus, &st, STRS(
+	    "tunsplit_limit_refused_total{limit=\"source\"} 200\n",
+	    "tunsplit_limit_refused_total{limit=\"memory\"} 7\n",
+	    "tunsplit_buffer_memory_bytes 3145728\n",
+	    "tunsplit_buffer_memory_limit_bytes 268435456\n",
+	    "tunsplit_buffer_memory_denied_total 11\n",
+	    "tunsplit_limit_sources 12\n", "tunsplit_udp_sessions 3\n"), NULL);
 	/* The client: memory only, no limit of "none" when unlimited. */
 	st.role = "client";
 	st.has_sources = false;
 	st.mem_max = 0;
-	s = render(status_write_text, &st);
-	assert_non_null(strstr(s, "limit none;"));
-	assert_non_null(strstr(s, "limits refused: memory 7\n"));
-	assert_null(strstr(s, "sources:"));
-	free(s);
+	expect(status_write_text, &st, STRS("limit none;",
+	    "limits refused: memory 7\n"), STRS("sources:"));
 }
 
 /* The server's resolver counters, in all three renderings. */
@@ -325,12 +327,9 @@ static void
 test_resolver(void **state)
 {
 	struct status	 st;
-	char		*s;
 
 	(void)state;
-	sample(&st, false);
-	st.role = "server";
-	st.has_tun = false;
+	sample_server(&st);
 	st.has_resolver = true;
 	st.resolver.lookups = 40;
 	st.resolver.cache_hits = 30;
@@ -346,40 +345,30 @@ test_resolver(void **state)
 	st.resolver.running = 2;
 	st.resolver.threads = 2;
 	st.resolver.cached = 9;
-	s = render(status_write_text, &st);
-	assert_non_null(strstr(s, "resolver: 40 lookups, 30 from the cache; "
-	    "31 ok, 4 not found, 1 failed, 2 timed out, 1 busy, 1 bad names; "
-	    "3 cancelled; 1 waiting, 2 running, 2 threads, 9 names cached\n"));
-	free(s);
-	s = render(status_write_json, &st);
-	assert_non_null(strstr(s, ",\"resolver\":{\"lookups\":40,"
+	expect(status_write_text, &st, STRS("resolver: 40 lookups, 30 from the "
+	    "cache; 31 ok, 4 not found, 1 failed, 2 timed out, 1 busy, 1 bad "
+	    "names; 3 cancelled; 1 waiting, 2 running, 2 threads, 9 names "
+	    "cached\n"), NULL);
+	expect(status_write_json, &st, STRS(",\"resolver\":{\"lookups\":40,"
 	    "\"cache_hits\":30,\"ok\":31,\"notfound\":4,\"failed\":1,"
 	    "\"timeouts\":2,\"busy\":1,\"badname\":1,\"cancelled\":3,"
 	    "\"late\":2,\"waiting\":1,\"running\":2,\"threads\":2,"
-	    "\"cached\":9}"));
-	free(s);
-	s = render(status_write_prometheus, &st);
-	assert_non_null(strstr(s, "tunsplit_resolver_lookups_total 40\n"));
-	assert_non_null(strstr(s, "tunsplit_resolver_results_total{result="
-	    "\"busy\"} 1\n"));
-	assert_non_null(strstr(s, "tunsplit_resolver_results_total{result="
-	    "\"timeout\"} 2\n"));
-	assert_non_null(strstr(s, "tunsplit_resolver_queue{state=\"waiting\"} "
-	    "1\n"));
-	assert_non_null(strstr(s, "tunsplit_resolver_cached_names 9\n"));
-	free(s);
+	    "\"cached\":9}"), NULL);
+	expect(status_write_prometheus, &st, STRS(
+	    "tunsplit_resolver_lookups_total 40\n",
+	    "tunsplit_resolver_results_total{result=\"busy\"} 1\n",
+	    "tunsplit_resolver_results_total{result=\"timeout\"} 2\n",
+	    "tunsplit_resolver_queue{state=\"waiting\"} 1\n",
+	    "tunsplit_resolver_cached_names 9\n"), NULL);
 	/* Without a resolver (the client), no such lines. */
 	st.has_resolver = false;
-	s = render(status_write_text, &st);
-	assert_null(strstr(s, "resolver"));
-	free(s);
+	expect(status_write_text, &st, NULL, STRS("resolver"));
 }
 
 static void
 test_pool(void **state)
 {
 	struct status	 st;
-	char		*s;
 
 	(void)state;
 	sample(&st, false);
@@ -391,22 +380,15 @@ test_pool(void **state)
 	st.pool.opened = 6;
 	st.pool.taken = 4;
 	st.pool.expired = 1;
-	s = render(status_write_text, &st);
-	assert_non_null(strstr(s, "pool: 1 ready, 1 connecting (size 2); 6 "
-	    "opened, 4 taken, 1 expired, 0 failed\n"));
-	free(s);
-	s = render(status_write_json, &st);
-	assert_non_null(strstr(s, "\"pool\":{\"size\":2,\"ready\":1,"
-	    "\"connecting\":1,\"opened\":6,\"taken\":4,\"expired\":1,"
-	    "\"failed\":0,\"pooled_flows\":4}"));
-	free(s);
-	s = render(status_write_prometheus, &st);
-	assert_non_null(strstr(s, "tunsplit_pool_connections{state=\"ready\"} "
-	    "1\n"));
-	assert_non_null(strstr(s, "tunsplit_pool_events_total{event=\"taken\"} "
-	    "4\n"));
-	assert_non_null(strstr(s, "tunsplit_flows_pooled_total 4\n"));
-	free(s);
+	expect(status_write_text, &st, STRS("pool: 1 ready, 1 connecting "
+	    "(size 2); 6 opened, 4 taken, 1 expired, 0 failed\n"), NULL);
+	expect(status_write_json, &st, STRS("\"pool\":{\"size\":2,"
+	    "\"ready\":1,\"connecting\":1,\"opened\":6,\"taken\":4,"
+	    "\"expired\":1,\"failed\":0,\"pooled_flows\":4}"), NULL);
+	expect(status_write_prometheus, &st, STRS(
+	    "tunsplit_pool_connections{state=\"ready\"} 1\n",
+	    "tunsplit_pool_events_total{event=\"taken\"} 4\n",
+	    "tunsplit_flows_pooled_total 4\n"), NULL);
 	st.has_udp = true;
 	st.udp.active = 3;
 	st.udp.created = 9;
@@ -415,28 +397,20 @@ test_pool(void **state)
 	st.udp.tun_errors = 1;
 	st.udp.drop_block = 5;
 	st.udp.drop_proto = 7;
-	s = render(status_write_text, &st);
-	assert_non_null(strstr(s, "udp: 3 associations active, 9 total"));
-	free(s);
-	s = render(status_write_json, &st);
-	assert_non_null(strstr(s, "\"udp\":{\"active\":3,\"total\":9,"));
-	assert_non_null(strstr(s, "\"dropped\":15}"));
-	free(s);
-	s = render(status_write_prometheus, &st);
-	assert_non_null(strstr(s, "tunsplit_udp_associations_active 3\n"));
-	assert_non_null(strstr(s, "tunsplit_udp_dropped_total{reason="
-	    "\"block\"} 5\n"));
-	assert_non_null(strstr(s, "tunsplit_udp_dropped_total{reason="
-	    "\"no_icmp\"} 7\n"));
-	assert_non_null(strstr(s, "tunsplit_udp_datagrams_total{direction="
-	    "\"up\"} 100\n"));
-	free(s);
+	expect(status_write_text, &st,
+	    STRS("udp: 3 associations active, 9 total"), NULL);
+	expect(status_write_json, &st,
+	    STRS("\"udp\":{\"active\":3,\"total\":9,", "\"dropped\":15}"),
+	    NULL);
+	expect(status_write_prometheus, &st, STRS(
+	    "tunsplit_udp_associations_active 3\n",
+	    "tunsplit_udp_dropped_total{reason=\"block\"} 5\n",
+	    "tunsplit_udp_dropped_total{reason=\"no_icmp\"} 7\n",
+	    "tunsplit_udp_datagrams_total{direction=\"up\"} 100\n"), NULL);
 	st.has_udp = false;
 	/* No pool: nothing about it. */
 	st.has_pool = false;
-	s = render(status_write_json, &st);
-	assert_null(strstr(s, "pool"));
-	free(s);
+	expect(status_write_json, &st, NULL, STRS("pool"));
 }
 
 /* ---- control socket ---- */
