@@ -24,20 +24,17 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include <openssl/evp.h>
-#include <openssl/pem.h>
-#include <openssl/x509.h>
-
 #include "addr.h"
 #include "conf.h"
 #include "cover.h"
 #include "log.h"
 #include "loop.h"
 #include "outer.h"
+#include "testcert.h"
 
 #define DEADLINE_MS	10000
 
-static char	 tmpdir[64], cert_pem[128], key_pem[128];
+static struct testcert	 tc;
 
 static long long
 now_ms(void)
@@ -52,35 +49,8 @@ now_ms(void)
 static int
 setup_cert(void **state)
 {
-	EVP_PKEY	*key;
-	X509		*x;
-	FILE		*fp;
-
 	(void)state;
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_cover.XXXXXX");
-	assert_non_null(mkdtemp(tmpdir));
-	snprintf(cert_pem, sizeof(cert_pem), "%s/cert.pem", tmpdir);
-	snprintf(key_pem, sizeof(key_pem), "%s/key.pem", tmpdir);
-	assert_non_null(key = EVP_EC_gen("P-256"));
-	assert_non_null(x = X509_new());
-	X509_set_version(x, 2);
-	ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
-	X509_gmtime_adj(X509_getm_notBefore(x), -3600);
-	X509_gmtime_adj(X509_getm_notAfter(x), 86400);
-	X509_NAME_add_entry_by_txt(X509_get_subject_name(x), "CN",
-	    MBSTRING_ASC, (const unsigned char *)"cover.test", -1, -1, 0);
-	X509_set_issuer_name(x, X509_get_subject_name(x));
-	X509_set_pubkey(x, key);
-	assert_true(X509_sign(x, key, EVP_sha256()) > 0);
-	assert_non_null(fp = fopen(cert_pem, "w"));
-	assert_int_equal(PEM_write_X509(fp, x), 1);
-	fclose(fp);
-	assert_non_null(fp = fopen(key_pem, "w"));
-	assert_int_equal(PEM_write_PrivateKey(fp, key, NULL, NULL, 0, NULL,
-	    NULL), 1);
-	fclose(fp);
-	X509_free(x);
-	EVP_PKEY_free(key);
+	testcert_make(&tc, "test_cover", "cover.test");
 	return 0;
 }
 
@@ -88,9 +58,7 @@ static int
 teardown_cert(void **state)
 {
 	(void)state;
-	unlink(cert_pem);
-	unlink(key_pem);
-	rmdir(tmpdir);
+	testcert_remove(&tc);
 	return 0;
 }
 
@@ -127,6 +95,27 @@ conf_init(struct conf *c, const char *listen, const char *host,
 	c->server.fallback_tls = tls;
 	c->server.connect_timeout_ms = 2000;
 	c->server.idle_timeout_ms = 5000;
+}
+
+/*
+ * A loop and a cover (in *l and *cv) whose site is a fresh loopback
+ * listener (its fd in *lfd; tls: the site is to speak TLS), and one session
+ * dialed to it: our end of that is returned.
+ */
+static int
+dial_site(struct loop **l, struct cover **cv, int *lfd, bool tls)
+{
+	struct conf	 c;
+	uint16_t	 port;
+	int		 fd;
+
+	*lfd = listener(&port);
+	assert_non_null(*l = loop_new());
+	assert_non_null(*cv = cover_new(*l));
+	conf_init(&c, "10.0.0.1:443", "127.0.0.1", port, tls);
+	assert_int_equal(cover_configure(*cv, &c), 0);
+	assert_true((fd = cover_dial(*cv)) >= 0);
+	return fd;
 }
 
 static void
@@ -199,19 +188,12 @@ test_dial_plain(void **state)
 {
 	struct loop	*l;
 	struct cover	*cv;
-	struct conf	 c;
-	uint16_t	 port;
 	long long	 deadline = now_ms() + DEADLINE_MS;
 	char		 buf[8];
 	int		 lfd, fd, afd = -1;
 
 	(void)state;
-	lfd = listener(&port);
-	assert_non_null(l = loop_new());
-	assert_non_null(cv = cover_new(l));
-	conf_init(&c, "10.0.0.1:443", "127.0.0.1", port, false);
-	assert_int_equal(cover_configure(cv, &c), 0);
-	assert_true((fd = cover_dial(cv)) >= 0);
+	fd = dial_site(&l, &cv, &lfd, false);
 	assert_int_equal(cover_stats_get(cv)->dialed, 1);
 	assert_int_equal(cover_stats_get(cv)->bridges, 0);
 	while (afd == -1) {
@@ -277,8 +259,6 @@ test_bridge(void **state)
 	struct site		 site = { .hs = 0 };
 	struct loop		*l;
 	struct cover		*cv;
-	struct conf		 c;
-	uint16_t		 port;
 	long long		 deadline = now_ms() + DEADLINE_MS;
 	char			 got[256];
 	size_t			 gotlen = 0;
@@ -287,13 +267,8 @@ test_bridge(void **state)
 	int			 fd;
 
 	(void)state;
-	assert_non_null(sctx = outer_ctx_server(cert_pem, key_pem));
-	site.lfd = listener(&port);
-	assert_non_null(l = loop_new());
-	assert_non_null(cv = cover_new(l));
-	conf_init(&c, "10.0.0.1:443", "127.0.0.1", port, true);
-	assert_int_equal(cover_configure(cv, &c), 0);
-	assert_true((fd = cover_dial(cv)) >= 0);
+	assert_non_null(sctx = outer_ctx_server(tc.cert_pem, tc.key_pem));
+	fd = dial_site(&l, &cv, &site.lfd, true);
 	assert_int_equal(cover_stats_get(cv)->bridges, 1);
 	/* Written before the bridge is up: it waits in the socketpair. */
 	assert_int_equal(send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL),
@@ -335,20 +310,13 @@ test_bridge_not_tls(void **state)
 	static const char	 junk[] = "HTTP/1.1 400 Bad Request\r\n\r\n";
 	struct loop		*l;
 	struct cover		*cv;
-	struct conf		 c;
-	uint16_t		 port;
 	long long		 deadline = now_ms() + DEADLINE_MS;
 	char			 buf[64];
 	ssize_t			 n = -1;
 	int			 lfd, fd, afd = -1;
 
 	(void)state;
-	lfd = listener(&port);
-	assert_non_null(l = loop_new());
-	assert_non_null(cv = cover_new(l));
-	conf_init(&c, "10.0.0.1:443", "127.0.0.1", port, true);
-	assert_int_equal(cover_configure(cv, &c), 0);
-	assert_true((fd = cover_dial(cv)) >= 0);
+	fd = dial_site(&l, &cv, &lfd, true);
 	while (n != 0) {
 		assert_true(now_ms() < deadline);
 		assert_int_equal(loop_run_once(l, 5), 0);
@@ -373,18 +341,11 @@ test_free_with_bridges(void **state)
 {
 	struct loop	*l;
 	struct cover	*cv;
-	struct conf	 c;
-	uint16_t	 port;
 	char		 b;
 	int		 lfd, fd;
 
 	(void)state;
-	lfd = listener(&port);
-	assert_non_null(l = loop_new());
-	assert_non_null(cv = cover_new(l));
-	conf_init(&c, "10.0.0.1:443", "127.0.0.1", port, true);
-	assert_int_equal(cover_configure(cv, &c), 0);
-	assert_true((fd = cover_dial(cv)) >= 0);
+	fd = dial_site(&l, &cv, &lfd, true);
 	cover_free(cv);
 	/* Our end sees the bridge's end closed. */
 	assert_int_equal(recv(fd, &b, 1, MSG_DONTWAIT), 0);

@@ -23,10 +23,7 @@
 #include <sys/socket.h>
 #include <cmocka.h>
 
-#include <openssl/evp.h>
-#include <openssl/pem.h>
 #include <openssl/ssl.h>
-#include <openssl/x509.h>
 #include <sodium.h>
 
 #include "addr.h"
@@ -41,6 +38,7 @@
 #include "proto.h"
 #include "proto_trojan.h"
 #include "reass.h"
+#include "testcert.h"
 
 #define K1	"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
 #define MTU	1500
@@ -50,7 +48,7 @@ static const uint8_t APP4[4] = { 198, 18, 0, 1 }, DST4[4] = { 192, 0, 2, 7 };
 static const uint8_t APP6[16] = { 0xfd, 0xfe, [15] = 1 };
 static const uint8_t DST6[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 7 };
 
-static char		 tmpdir[64], cert_pem[96], key_pem[96];
+static struct testcert	 tc;
 static SSL_CTX		*sctx, *cctx;
 
 /* ---- the fake server ----------------------------------------------------- */
@@ -96,19 +94,44 @@ ssl_read_full(SSL *ssl, uint8_t *buf, size_t len)
 	return 0;
 }
 
-/* The server context allows partial writes. */
-static int
-ssl_write_full(SSL *ssl, const uint8_t *buf, size_t len)
+/*
+ * Every packet the client sends (as parse reads them: native frames or
+ * trojan UDP packets, named what for an error), its destination recorded,
+ * goes back as it came: source = the destination, same payload.  Until the
+ * client ends.  The server context allows partial writes.
+ */
+static void
+srv_echo(SSL *ssl, uint8_t *buf, ssize_t (*parse)(const uint8_t *, size_t,
+    struct proto_dest *, const uint8_t **, size_t *), const char *what)
 {
-	size_t	off = 0;
-	int	n;
+	struct proto_dest	 d;
+	const uint8_t		*p;
+	size_t			 len = 0, plen, off;
+	ssize_t			 r;
+	int			 n;
 
-	while (off < len) {
-		if ((n = SSL_write(ssl, buf + off, (int)(len - off))) <= 0)
-			return -1;
-		off += (size_t)n;
+	for (;;) {
+		if ((n = SSL_read(ssl, buf + len, (int)(2 * FRAME_MAX - len)))
+		    <= 0)
+			return;
+		len += (size_t)n;
+		while ((r = parse(buf, len, &d, &p, &plen)) > 0) {
+			pthread_mutex_lock(&srv.mu);
+			srv.last_dst = d;
+			srv.frames++;
+			pthread_mutex_unlock(&srv.mu);
+			for (off = 0; off < (size_t)r; off += (size_t)n)
+				if ((n = SSL_write(ssl, buf + off,
+				    (int)((size_t)r - off))) <= 0)
+					return;
+			memmove(buf, buf + r, len - (size_t)r);
+			len -= (size_t)r;
+		}
+		if (r < 0) {
+			srv_error(what);
+			return;
+		}
 	}
-	return 0;
 }
 
 /* trojan: the request (password "pw", UDP ASSOCIATE), then every UDP
@@ -117,12 +140,9 @@ static void
 srv_trojan(SSL *ssl, uint8_t *buf)
 {
 	struct proto_trojan_req	 req;
-	struct proto_dest	 d;
-	const uint8_t		*p;
 	char			 hex[PROTO_TROJAN_HEX_LEN + 1];
-	size_t			 len = 0, plen;
+	size_t			 len = 0;
 	ssize_t			 r;
-	int			 n;
 
 	for (;;) {
 		if (ssl_read_full(ssl, buf + len, 1) < 0) {
@@ -147,28 +167,8 @@ srv_trojan(SSL *ssl, uint8_t *buf)
 	pthread_mutex_unlock(&srv.mu);
 	if (srv.mode == SRV_TROJAN_SHUT)
 		return;		/* a rejecting server: closes, says nothing */
-	len = 0;
-	for (;;) {
-		if ((n = SSL_read(ssl, buf + len, (int)(2 * FRAME_MAX - len)))
-		    <= 0)
-			break;
-		len += (size_t)n;
-		while ((r = proto_trojan_udp_parse(buf, len, &d, &p, &plen)) >
-		    0) {
-			pthread_mutex_lock(&srv.mu);
-			srv.last_dst = d;
-			srv.frames++;
-			pthread_mutex_unlock(&srv.mu);
-			if (ssl_write_full(ssl, buf, (size_t)r) < 0)
-				return;
-			memmove(buf, buf + r, len - (size_t)r);
-			len -= (size_t)r;
-		}
-		if (r < 0) {
-			srv_error("malformed trojan UDP packet");
-			break;
-		}
-	}
+	srv_echo(ssl, buf, proto_trojan_udp_parse,
+	    "malformed trojan UDP packet");
 }
 
 /* One connection: header, status, then every frame echoed back with the
@@ -180,12 +180,9 @@ srv_conn(void *arg)
 	SSL		*ssl;
 	uint8_t		*buf;
 	struct proto_req req;
-	struct proto_dest d;
-	const uint8_t	*p;
-	size_t		 len = 0, plen;
+	size_t		 len = 0;
 	ssize_t		 r;
 	uint8_t		 st;
-	int		 n;
 
 	buf = malloc(2 * FRAME_MAX);
 	ssl = SSL_new(sctx);
@@ -231,29 +228,7 @@ srv_conn(void *arg)
 	st = srv.mode == SRV_DENY ? PROTO_ERR_DENIED : PROTO_OK;
 	if (SSL_write(ssl, &st, 1) != 1 || st != PROTO_OK)
 		goto out;
-	len = 0;
-	for (;;) {
-		if ((n = SSL_read(ssl, buf + len, (int)(2 * FRAME_MAX - len)))
-		    <= 0)
-			break;
-		len += (size_t)n;
-		while ((r = frame_parse(buf, len, &d, &p, &plen)) > 0) {
-			pthread_mutex_lock(&srv.mu);
-			srv.last_dst = d;
-			srv.frames++;
-			pthread_mutex_unlock(&srv.mu);
-			/* The frame goes back as it came: source = the
-			 * destination, same payload. */
-			if (ssl_write_full(ssl, buf, (size_t)r) < 0)
-				goto out;
-			memmove(buf, buf + r, len - (size_t)r);
-			len -= (size_t)r;
-		}
-		if (r < 0) {
-			srv_error("malformed frame");
-			break;
-		}
-	}
+	srv_echo(ssl, buf, frame_parse, "malformed frame");
 out:
 	if (ssl != NULL) {
 		SSL_shutdown(ssl);
@@ -793,48 +768,14 @@ test_trojan_closed(void **state)
 
 /* ---- fixtures --------------------------------------------------------------- */
 
-static void
-write_self_signed(void)
-{
-	EVP_PKEY	*key;
-	X509		*x;
-	FILE		*fp;
-
-	assert_non_null(key = EVP_EC_gen("P-256"));
-	assert_non_null(x = X509_new());
-	assert_int_equal(X509_set_version(x, 2), 1);
-	assert_int_equal(ASN1_INTEGER_set(X509_get_serialNumber(x), 1), 1);
-	assert_non_null(X509_gmtime_adj(X509_getm_notBefore(x), -60));
-	assert_non_null(X509_gmtime_adj(X509_getm_notAfter(x), 3600));
-	assert_int_equal(X509_NAME_add_entry_by_txt(X509_get_subject_name(x),
-	    "CN", MBSTRING_ASC, (const unsigned char *)"udp.test", -1, -1, 0),
-	    1);
-	assert_int_equal(X509_set_issuer_name(x, X509_get_subject_name(x)), 1);
-	assert_int_equal(X509_set_pubkey(x, key), 1);
-	assert_true(X509_sign(x, key, EVP_sha256()) > 0);
-	assert_non_null(fp = fopen(cert_pem, "w"));
-	assert_int_equal(PEM_write_X509(fp, x), 1);
-	assert_int_equal(fclose(fp), 0);
-	assert_non_null(fp = fopen(key_pem, "w"));
-	assert_int_equal(PEM_write_PrivateKey(fp, key, NULL, NULL, 0, NULL,
-	    NULL), 1);
-	assert_int_equal(fclose(fp), 0);
-	X509_free(x);
-	EVP_PKEY_free(key);
-}
-
 static int
 setup_group(void **state)
 {
 	(void)state;
 	/* The fake server writes with plain OpenSSL socket BIOs. */
 	signal(SIGPIPE, SIG_IGN);
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_flow_udp.XXXXXX");
-	assert_non_null(mkdtemp(tmpdir));
-	snprintf(cert_pem, sizeof(cert_pem), "%s/cert.pem", tmpdir);
-	snprintf(key_pem, sizeof(key_pem), "%s/key.pem", tmpdir);
-	write_self_signed();
-	assert_non_null(sctx = outer_ctx_server(cert_pem, key_pem));
+	testcert_make(&tc, "test_flow_udp", "udp.test");
+	assert_non_null(sctx = outer_ctx_server(tc.cert_pem, tc.key_pem));
 	assert_non_null(cctx = outer_ctx_client(NULL, true));
 	return 0;
 }
@@ -845,9 +786,7 @@ teardown_group(void **state)
 	(void)state;
 	outer_ctx_free(sctx);
 	outer_ctx_free(cctx);
-	unlink(cert_pem);
-	unlink(key_pem);
-	rmdir(tmpdir);
+	testcert_remove(&tc);
 	return 0;
 }
 

@@ -27,20 +27,18 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
-#include <openssl/pem.h>
 #include <openssl/ssl.h>
-#include <openssl/x509.h>
 
 #include "buf.h"
 #include "limit.h"
 #include "outer.h"
 #include "relay.h"
 #include "sock.h"
+#include "testcert.h"
 
 #define BIG	(2 * 1024 * 1024)
 
-static char		 tmpdir[64], cert_pem[96], key_pem[96];
+static struct testcert	 tc;
 static SSL_CTX		*sctx, *cctx;
 
 struct pair {
@@ -53,46 +51,12 @@ struct pair {
 
 /* ---- fixtures ---------------------------------------------------------- */
 
-static void
-write_self_signed(void)
-{
-	EVP_PKEY	*key;
-	X509		*x;
-	FILE		*fp;
-
-	assert_non_null(key = EVP_EC_gen("P-256"));
-	assert_non_null(x = X509_new());
-	assert_int_equal(X509_set_version(x, 2), 1);
-	assert_int_equal(ASN1_INTEGER_set(X509_get_serialNumber(x), 1), 1);
-	assert_non_null(X509_gmtime_adj(X509_getm_notBefore(x), -60));
-	assert_non_null(X509_gmtime_adj(X509_getm_notAfter(x), 3600));
-	assert_int_equal(X509_NAME_add_entry_by_txt(X509_get_subject_name(x),
-	    "CN", MBSTRING_ASC, (const unsigned char *)"relay.test", -1, -1,
-	    0), 1);
-	assert_int_equal(X509_set_issuer_name(x, X509_get_subject_name(x)), 1);
-	assert_int_equal(X509_set_pubkey(x, key), 1);
-	assert_true(X509_sign(x, key, EVP_sha256()) > 0);
-	assert_non_null(fp = fopen(cert_pem, "w"));
-	assert_int_equal(PEM_write_X509(fp, x), 1);
-	assert_int_equal(fclose(fp), 0);
-	assert_non_null(fp = fopen(key_pem, "w"));
-	assert_int_equal(PEM_write_PrivateKey(fp, key, NULL, NULL, 0, NULL,
-	    NULL), 1);
-	assert_int_equal(fclose(fp), 0);
-	X509_free(x);
-	EVP_PKEY_free(key);
-}
-
 static int
 setup_group(void **state)
 {
 	(void)state;
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_relay.XXXXXX");
-	assert_non_null(mkdtemp(tmpdir));
-	snprintf(cert_pem, sizeof(cert_pem), "%s/cert.pem", tmpdir);
-	snprintf(key_pem, sizeof(key_pem), "%s/key.pem", tmpdir);
-	write_self_signed();
-	assert_non_null(sctx = outer_ctx_server(cert_pem, key_pem));
+	testcert_make(&tc, "test_relay", "relay.test");
+	assert_non_null(sctx = outer_ctx_server(tc.cert_pem, tc.key_pem));
 	assert_non_null(cctx = outer_ctx_client(NULL, true));
 	return 0;
 }
@@ -103,9 +67,7 @@ teardown_group(void **state)
 	(void)state;
 	outer_ctx_free(sctx);
 	outer_ctx_free(cctx);
-	unlink(cert_pem);
-	unlink(key_pem);
-	rmdir(tmpdir);
+	testcert_remove(&tc);
 	return 0;
 }
 
@@ -193,13 +155,28 @@ pair_close(struct pair *p)
 
 /* ---- the test's ends ----------------------------------------------------- */
 
-/* Runs the relay once and waits briefly for any fd to move. */
+/* Runs the relay once and waits briefly for any fd to move (either side
+ * may be gone: reset by the test). */
 static enum relay_state
 pump(struct pair *p)
 {
 	enum relay_state	 st = relay_run(&p->r);
+	int			 ofd;
 
-	wait_fds(outer_fd(p->co), p->peer != -1 ? p->peer : outer_fd(p->co));
+	ofd = p->co != NULL ? outer_fd(p->co) : p->peer;
+	wait_fds(ofd, p->peer != -1 ? p->peer : ofd);
+	return st;
+}
+
+/* Pumps until the relay ends (200 rounds at most); its last state. */
+static enum relay_state
+pump_to_end(struct pair *p)
+{
+	enum relay_state	 st = RELAY_RUNNING;
+	int			 i;
+
+	for (i = 0; i < 200 && st == RELAY_RUNNING; i++)
+		st = pump(p);
 	return st;
 }
 
@@ -293,7 +270,6 @@ test_half_close_both_ways(void **state)
 {
 	struct pair		 p;
 	uint8_t			 b[64];
-	enum relay_state	 st = RELAY_RUNNING;
 	ssize_t			 n = -1;
 	int			 i;
 
@@ -318,9 +294,7 @@ test_half_close_both_ways(void **state)
 	assert_memory_equal(b, "late", 4);
 	/* ... until the target ends it too. */
 	assert_int_equal(shutdown(p.peer, SHUT_WR), 0);
-	for (i = 0; i < 200 && st == RELAY_RUNNING; i++)
-		st = pump(&p);
-	assert_int_equal(st, RELAY_DONE);
+	assert_int_equal(pump_to_end(&p), RELAY_DONE);
 	for (i = 0; i < 200 && (n = client_read(&p, b, sizeof(b))) == -1; i++)
 		wait_fds(outer_fd(p.co), outer_fd(p.co));
 	assert_int_equal(n, 0);
@@ -446,7 +420,6 @@ test_answer_only(void **state)
 {
 	struct pair		 p;
 	uint8_t			 b[64], status = 2;
-	enum relay_state	 st = RELAY_RUNNING;
 	ssize_t			 n = -1;
 	int			 i;
 
@@ -468,54 +441,46 @@ test_answer_only(void **state)
 	assert_int_equal(outer_write(p.co, "ignored", 7), 7);
 	for (i = 0; i < 200 && outer_shutdown_write(p.co) == -1; i++)
 		wait_fds(outer_fd(p.co), outer_fd(p.co));
-	for (i = 0; i < 200 && st == RELAY_RUNNING; i++)
-		st = pump(&p);
-	assert_int_equal(st, RELAY_DONE);
+	assert_int_equal(pump_to_end(&p), RELAY_DONE);
 	assert_int_equal(p.r.bytes_to_fd, 0);
 	assert_int_equal(p.r.bytes_to_outer, 1);
+	pair_close(&p);
+}
+
+/* One side reset mid-relay (the target's, or the client's outer stream):
+ * the relay ends in want with ECONNRESET. */
+static void
+reset_case(bool outer_side, enum relay_state want)
+{
+	struct pair	 p;
+
+	pair_open(&p, 1);
+	relay_start(&p.r, p.so, p.fd);
+	assert_int_equal(pump(&p), RELAY_RUNNING);
+	if (outer_side) {
+		outer_abort(p.co);
+		p.co = NULL;
+	} else {
+		sock_close_rst(p.peer);
+		p.peer = -1;
+	}
+	assert_int_equal(pump_to_end(&p), want);
+	assert_int_equal(p.r.err, ECONNRESET);
 	pair_close(&p);
 }
 
 static void
 test_fd_reset(void **state)
 {
-	struct pair		 p;
-	enum relay_state	 st = RELAY_RUNNING;
-	int			 i;
-
 	(void)state;
-	pair_open(&p, 1);
-	relay_start(&p.r, p.so, p.fd);
-	assert_int_equal(pump(&p), RELAY_RUNNING);
-	sock_close_rst(p.peer);
-	p.peer = -1;
-	for (i = 0; i < 200 && st == RELAY_RUNNING; i++)
-		st = pump(&p);
-	assert_int_equal(st, RELAY_FD_FAILED);
-	assert_int_equal(p.r.err, ECONNRESET);
-	pair_close(&p);
+	reset_case(false, RELAY_FD_FAILED);
 }
 
 static void
 test_outer_reset(void **state)
 {
-	struct pair		 p;
-	enum relay_state	 st = RELAY_RUNNING;
-	int			 i;
-
 	(void)state;
-	pair_open(&p, 1);
-	relay_start(&p.r, p.so, p.fd);
-	assert_int_equal(pump(&p), RELAY_RUNNING);
-	outer_abort(p.co);
-	p.co = NULL;
-	for (i = 0; i < 200 && st == RELAY_RUNNING; i++) {
-		st = relay_run(&p.r);
-		wait_fds(p.peer, p.peer);
-	}
-	assert_int_equal(st, RELAY_OUTER_FAILED);
-	assert_int_equal(p.r.err, ECONNRESET);
-	pair_close(&p);
+	reset_case(true, RELAY_OUTER_FAILED);
 }
 
 int
