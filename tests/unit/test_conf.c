@@ -42,6 +42,17 @@ load(const char *yaml)
 	    sizeof(errbuf));
 }
 
+/* Loads yaml, which must be valid: a failure shows the error. */
+static struct conf *
+load_ok(const char *yaml)
+{
+	struct conf	*c = load(yaml);
+
+	if (c == NULL)
+		fail_msg("%s", errbuf);
+	return c;
+}
+
 /* Expects failure with err starting with where and containing msg. */
 static void
 expect_err(const char *yaml, const char *where, const char *msg)
@@ -93,9 +104,7 @@ test_client_values(void **state)
 	char			 buf[64];
 
 	(void)state;
-	c = load(y);
-	if (c == NULL)
-		fail_msg("%s", errbuf);
+	c = load_ok(y);
 	assert_int_equal(c->role, CONF_ROLE_CLIENT);
 	assert_int_equal(c->log_level, LOG_LVL_DEBUG);
 	assert_true(c->log_syslog);
@@ -129,9 +138,7 @@ test_client_values(void **state)
 	conf_free(c);
 
 	/* A bare resolver address means port 53. */
-	c = load(CLIENT "  dns: 192.0.2.53\n");
-	if (c == NULL)
-		fail_msg("%s", errbuf);
+	c = load_ok(CLIENT "  dns: 192.0.2.53\n");
 	assert_string_equal(addr_fmt(&c->client.dns, buf, sizeof(buf)),
 	    "192.0.2.53:53");
 	conf_free(c);
@@ -144,9 +151,7 @@ test_client_defaults(void **state)
 	char		 buf[64];
 
 	(void)state;
-	c = load(CLIENT);
-	if (c == NULL)
-		fail_msg("%s", errbuf);
+	c = load_ok(CLIENT);
 	assert_int_equal(c->log_level, LOG_LVL_INFO);
 	assert_false(c->log_syslog);
 	assert_string_equal(c->tun.name, "tun0");
@@ -174,9 +179,7 @@ test_client_defaults(void **state)
 	conf_free(c);
 
 	/* One address replaces both defaults. */
-	c = load("tun:\n  address: fd01::1/64\n" CLIENT);
-	if (c == NULL)
-		fail_msg("%s", errbuf);
+	c = load_ok("tun:\n  address: fd01::1/64\n" CLIENT);
 	assert_false(c->tun.has_addr4);
 	assert_true(c->tun.has_addr6);
 	conf_free(c);
@@ -217,9 +220,7 @@ test_server_values(void **state)
 	char			 buf[ADDR_STRLEN];
 
 	(void)state;
-	c = load(y);
-	if (c == NULL)
-		fail_msg("%s", errbuf);
+	c = load_ok(y);
 	assert_int_equal(c->role, CONF_ROLE_SERVER);
 	assert_int_equal(c->log_level, LOG_LVL_WARN);
 	assert_int_equal(c->server.nlisten, 2);
@@ -252,9 +253,7 @@ test_server_values(void **state)
 	assert_true(c->server.fallback_tls);
 	conf_free(c);
 
-	c = load(SERVER "  fallback: www.example.org:443\n");
-	if (c == NULL)
-		fail_msg("%s", errbuf);
+	c = load_ok(SERVER "  fallback: www.example.org:443\n");
 	assert_string_equal(c->server.fallback_host, "www.example.org");
 	assert_int_equal(c->server.fallback_port, 443);
 	assert_false(c->server.fallback_tls);
@@ -267,9 +266,7 @@ test_server_defaults(void **state)
 	struct conf	*c;
 
 	(void)state;
-	c = load(SERVER);
-	if (c == NULL)
-		fail_msg("%s", errbuf);
+	c = load_ok(SERVER);
 	assert_int_equal(c->server.nlisten, 1);
 	assert_int_equal(c->server.nusers, 1);
 	assert_string_equal(c->server.congestion, "bbr");
@@ -286,9 +283,7 @@ test_server_defaults(void **state)
 	conf_free(c);
 
 	/* An empty allow list is fine: it allows nothing extra. */
-	c = load(SERVER "  egress: {allow: []}\n");
-	if (c == NULL)
-		fail_msg("%s", errbuf);
+	c = load_ok(SERVER "  egress: {allow: []}\n");
 	assert_int_equal(c->server.negress_allow, 0);
 	conf_free(c);
 }
@@ -725,9 +720,7 @@ test_key_file(void **state)
 	bad = tmpfile_with(K2 "x\n", 0600);
 	assert_true(asprintf(&yaml, "client:\n  server: a.example:1\n"
 	    "  key_file: %s\n", kf) > 0);
-	c = load(yaml);
-	if (c == NULL)
-		fail_msg("%s", errbuf);
+	c = load_ok(yaml);
 	assert_int_equal(c->client.key[0], 0xff);
 	assert_int_equal(c->client.key[31], 0xff);
 	conf_free(c);
@@ -738,9 +731,7 @@ test_key_file(void **state)
 	assert_true(asprintf(&yaml, "server:\n  listen: 0.0.0.0:1\n  cert: /c\n"
 	    "  cert_key: /k\n  users:\n    - name: a\n      key_file: %s\n",
 	    kf) > 0);
-	c = load(yaml);
-	if (c == NULL)
-		fail_msg("%s", errbuf);
+	c = load_ok(yaml);
 	assert_int_equal(c->server.users[0].key[0], 0xff);
 	conf_free(c);
 	free(yaml);
@@ -965,15 +956,13 @@ test_limits(void **state)
 	assert_int_equal(c->client.max_buffer_memory, 64u << 20);
 	conf_free(c);
 	/* Values. */
-	c = load("server:\n  listen: 0.0.0.0:443\n  cert: /c\n"
+	c = load_ok("server:\n  listen: 0.0.0.0:443\n  cert: /c\n"
 	    "  cert_key: /k\n  users:\n"
 	    "    - {name: a, key: \"" K1 "\", max_conns: 5, max_udp: 2}\n"
 	    "    - {name: b, key: \"" K2 "\"}\n"
 	    "  max_conns_per_source: 0\n  max_conns_per_user: 50\n"
 	    "  max_udp: 7\n  max_udp_per_user: 3\n"
 	    "  max_buffer_memory: 1G\n");
-	if (c == NULL)
-		fail_msg("%s", errbuf);
 	assert_int_equal(c->server.users[0].max_conns, 5);
 	assert_int_equal(c->server.users[0].max_udp, 2);
 	assert_int_equal(c->server.users[1].max_conns, 0);
@@ -1044,9 +1033,7 @@ test_daemon_values(void **state)
 	char		 buf[ADDR_STRLEN], *d;
 
 	(void)state;
-	c = load(CLIENT);
-	if (c == NULL)
-		fail_msg("%s", errbuf);
+	c = load_ok(CLIENT);
 	assert_string_equal(c->control, "/run/tunsplit/tunsplit.sock");
 	assert_false(c->has_metrics);
 	assert_null(c->pidfile);
@@ -1056,12 +1043,10 @@ test_daemon_values(void **state)
 	assert_false(c->log_syslog_set);
 	conf_free(c);
 
-	c = load("log: {syslog: false}\ncontrol: /tmp/x/c.sock\n"
+	c = load_ok("log: {syslog: false}\ncontrol: /tmp/x/c.sock\n"
 	    "metrics: 9353\npidfile: /run/t.pid\nuser: root\ngroup: root\n"
 	    "drain_timeout: 0\n" CLIENT "  mark: 0x7353\n  route: auto\n"
 	    "  route_exclude: [192.0.2.0/24, \"2001:db8::/32\"]\n");
-	if (c == NULL)
-		fail_msg("%s", errbuf);
 	assert_true(c->log_syslog_set);
 	assert_string_equal(c->control, "/tmp/x/c.sock");
 	assert_true(c->has_metrics);
@@ -1082,9 +1067,7 @@ test_daemon_values(void **state)
 	free(d);
 	conf_free(c);
 
-	c = load("control: off\nmetrics: \"[::1]:9\"\n" CLIENT);
-	if (c == NULL)
-		fail_msg("%s", errbuf);
+	c = load_ok("control: off\nmetrics: \"[::1]:9\"\n" CLIENT);
 	assert_string_equal(c->control, "");
 	assert_string_equal(addr_fmt(&c->metrics, buf, sizeof(buf)), "[::1]:9");
 	d = dump(c);

@@ -311,6 +311,23 @@ test_pipe_readable(void **state)
 	loop_free(l);
 }
 
+/*
+ * The batch tests: a and b on fresh readable pipes pa and pb, one loop
+ * iteration that reports both, of which the first callback acts on the
+ * other so that exactly one is called.
+ */
+static void
+batch_one_called(struct loop *l, struct tfd *a, struct tfd *b, int pa[2],
+    int pb[2])
+{
+	make_pipe(pa, true);
+	make_pipe(pb, true);
+	assert_int_equal(loop_fd_add(l, &a->lfd, pa[0], EPOLLIN, tfd_cb), 0);
+	assert_int_equal(loop_fd_add(l, &b->lfd, pb[0], EPOLLIN, tfd_cb), 0);
+	assert_int_equal(loop_run_once(l, 1000), 0);
+	assert_int_equal(a->calls + b->calls, 1);
+}
+
 /* Each deletes the other; both are readable in the same batch. */
 static void
 test_delete_pending_in_batch(void **state)
@@ -321,14 +338,9 @@ test_delete_pending_in_batch(void **state)
 	int		 pa[2], pb[2];
 
 	(void)state;
-	make_pipe(pa, true);
-	make_pipe(pb, true);
 	a.victim = &b;
 	b.victim = &a;
-	assert_int_equal(loop_fd_add(l, &a.lfd, pa[0], EPOLLIN, tfd_cb), 0);
-	assert_int_equal(loop_fd_add(l, &b.lfd, pb[0], EPOLLIN, tfd_cb), 0);
-	assert_int_equal(loop_run_once(l, 1000), 0);
-	assert_int_equal(a.calls + b.calls, 1);
+	batch_one_called(l, &a, &b, pa, pb);
 	assert_true(a.lfd.active != b.lfd.active);
 	loop_fd_del(l, &a.lfd);
 	loop_fd_del(l, &b.lfd);
@@ -349,18 +361,13 @@ test_delete_readd_in_batch(void **state)
 	int		 pa[2], pb[2], pa2[2], pb2[2];
 
 	(void)state;
-	make_pipe(pa, true);
-	make_pipe(pb, true);
 	make_pipe(pa2, false);
 	make_pipe(pb2, false);
 	a.victim = &b;
 	a.victim_fd = pb2[0];
 	b.victim = &a;
 	b.victim_fd = pa2[0];
-	assert_int_equal(loop_fd_add(l, &a.lfd, pa[0], EPOLLIN, tfd_cb), 0);
-	assert_int_equal(loop_fd_add(l, &b.lfd, pb[0], EPOLLIN, tfd_cb), 0);
-	assert_int_equal(loop_run_once(l, 1000), 0);
-	assert_int_equal(a.calls + b.calls, 1);
+	batch_one_called(l, &a, &b, pa, pb);
 	assert_true(a.lfd.active && b.lfd.active);
 	/* The re-added registration works in later iterations. */
 	a.victim = b.victim = NULL;
@@ -389,14 +396,9 @@ test_mod_pending_in_batch(void **state)
 	int		 pa[2], pb[2];
 
 	(void)state;
-	make_pipe(pa, true);
-	make_pipe(pb, true);
 	a.mod_victim = &b;
 	b.mod_victim = &a;
-	assert_int_equal(loop_fd_add(l, &a.lfd, pa[0], EPOLLIN, tfd_cb), 0);
-	assert_int_equal(loop_fd_add(l, &b.lfd, pb[0], EPOLLIN, tfd_cb), 0);
-	assert_int_equal(loop_run_once(l, 1000), 0);
-	assert_int_equal(a.calls + b.calls, 1);
+	batch_one_called(l, &a, &b, pa, pb);
 	loop_fd_del(l, &a.lfd);
 	loop_fd_del(l, &b.lfd);
 	close_pipe(pa);
