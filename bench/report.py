@@ -357,9 +357,10 @@ def t_lfl(rs, meta):
         fl = sel(lfl, flows=flows)
         seeds = sorted({r["seed"] for r in fl if r.get("seed") is not None})
         multi = (" Cells with more than one run: median (min–max) over "
-                 "seeds %s (one 4-s run is one draw of whether BBR meets "
+                 "seeds %s (one %s-s run is one draw of whether BBR meets "
                  "an early loss burst); ratios are of the medians." % (
-                     ", ".join(str(x) for x in seeds))
+                     ", ".join(str(x) for x in seeds),
+                     meta.get("iperf_seconds", "?"))
                  if len(seeds) > 1 else "")
         cols = lfl_cols(fl)
         head = ["loss"] + [col_name(p, c) for p, c in cols]

@@ -18,7 +18,7 @@
 #   flows      iperf3 -P list for lfl/ceiling  (default: 1 4; in lfl the 4
 #              flows run for direct BBR, OpenVPN and tunsplit at 1 %,
 #              with --full for every path and loss)
-#   time/omit  iperf3 -t / -O seconds in lfl (default: 4 / 2; hiloss 3 / 1,
+#   time/omit  iperf3 -t / -O seconds in lfl (default: 3 / 2; hiloss 3 / 1,
 #              --full 10 / 2 for both); kcptun runs in lfl at 5 % (and in
 #              hiloss; --full: every loss); in hiloss OpenVPN, v2ray and
 #              kcptun run the first seed only (OpenVPN: about 0.5 Mbit/s;
@@ -31,7 +31,7 @@
 #              with the first; single-flow cells at 1 % loss of direct BBR,
 #              OpenVPN and tunsplit also with the others (--full: every
 #              path and loss >= 1 %), and the tables show the median
-#              (min-max).  One 4-s run at 1-5 % is one draw of whether
+#              (min-max).  One short run at 1-5 % is one draw of whether
 #              BBR meets an early loss burst in Startup; see README.md
 #   lfl-seeds-hi  seeds of direct BBR and tunsplit at 5 % loss (default:
 #              as lfl-seeds); OpenVPN, far below either there, runs the
@@ -101,7 +101,7 @@ HILOSS=15
 HILOSS_CCS="bbr"
 HL_ONCE="openvpn v2ray kcptun"	# hiloss paths run with the first seed only
 SEEDS="1 2 3"
-T=4
+T=3			# lfl iperf3 seconds measured, after OMIT
 OMIT=2
 T_SHORT=3		# ceiling and scale iperf3 runs
 HL_T=3			# hiloss iperf3 runs: at 15 % no path reaches a
@@ -542,8 +542,14 @@ EOF
 	nsx $NS_C ip -6 route replace fd00:201:2::/64 dev tsb-ts 2>/dev/null
 	nsx $NS_C ip route get $TARGET | grep -q "dev tsb-ts" ||
 	    { say "tunsplit: route not through the tunnel"; return 1; }
-	# Let the pool fill before anything is measured.
-	sleep 1
+	# Let the pool fill before anything is measured (1 RTT of TCP and
+	# 1 of TLS 1.3 at least; 3 s at most, then measure anyway).
+	i=0
+	while [ "$pool" -gt 0 ] && [ $i -lt 30 ] &&
+	    ! "$TUNSPLIT" status -s "$TS_DIR/client.sock" 2>/dev/null |
+	    grep -q "^pool: $pool ready"; do
+		sleep 0.1; i=$((i + 1))
+	done
 	path_check tunsplit
 }
 
@@ -761,7 +767,7 @@ plan_iperf() {	# scenario link loss paths ccs flows t omit
 	done
 }
 
-# The seeds of one lfl cell: more where one 4-s run is a poor sample (see
+# The seeds of one lfl cell: more where one short run is a poor sample (see
 # README.md, "Seeds in lfl"): $LFL_SEEDS_HI for $LFL_SEED_HI_PATHS at
 # loss >= $LFL_SEED_HI_MIN, $LFL_SEEDS for $LFL_SEED_PATHS at loss >=
 # $LFL_SEED_MIN (below the higher threshold), the first seed otherwise.
