@@ -255,7 +255,6 @@ static void
 test_bridge(void **state)
 {
 	static const char	 req[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
-	struct ssl_ctx_st	*sctx;
 	struct site		 site = { .hs = 0 };
 	struct loop		*l;
 	struct cover		*cv;
@@ -267,7 +266,6 @@ test_bridge(void **state)
 	int			 fd;
 
 	(void)state;
-	assert_non_null(sctx = outer_ctx_server(tc.cert_pem, tc.key_pem));
 	fd = dial_site(&l, &cv, &site.lfd, true);
 	assert_int_equal(cover_stats_get(cv)->bridges, 1);
 	/* Written before the bridge is up: it waits in the socketpair. */
@@ -276,7 +274,7 @@ test_bridge(void **state)
 	for (;;) {
 		assert_true(now_ms() < deadline);
 		assert_int_equal(loop_run_once(l, 5), 0);
-		site_step(&site, sctx);
+		site_step(&site, tc.sctx);
 		while ((n = recv(fd, got + gotlen, sizeof(got) - 1 - gotlen,
 		    MSG_DONTWAIT)) > 0)
 			gotlen += (size_t)n;
@@ -298,7 +296,6 @@ test_bridge(void **state)
 	outer_free(site.o);
 	close(site.lfd);
 	cover_free(cv);
-	outer_ctx_free(sctx);
 	loop_free(l);
 }
 

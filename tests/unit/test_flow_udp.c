@@ -49,7 +49,6 @@ static const uint8_t APP6[16] = { 0xfd, 0xfe, [15] = 1 };
 static const uint8_t DST6[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 7 };
 
 static struct testcert	 tc;
-static SSL_CTX		*sctx, *cctx;
 
 /* ---- the fake server ----------------------------------------------------- */
 
@@ -185,7 +184,7 @@ srv_conn(void *arg)
 	uint8_t		 st;
 
 	buf = malloc(2 * FRAME_MAX);
-	ssl = SSL_new(sctx);
+	ssl = SSL_new(tc.sctx);
 	if (buf == NULL || ssl == NULL || SSL_set_fd(ssl, fd) != 1) {
 		srv_error("SSL setup");
 		goto out;
@@ -345,7 +344,7 @@ client_start(struct client *c, const char *extra)
 	memset(&ac, 0, sizeof(ac));
 	ac.loop = c->loop;
 	ac.conf = c->conf;
-	ac.ssl_ctx = cctx;
+	ac.ssl_ctx = tc.cctx;
 	ac.server = &c->server;
 	ac.user_id = c->user_id;
 	ac.tun_write = capture;
@@ -775,8 +774,6 @@ setup_group(void **state)
 	/* The fake server writes with plain OpenSSL socket BIOs. */
 	signal(SIGPIPE, SIG_IGN);
 	testcert_make(&tc, "test_flow_udp", "udp.test");
-	assert_non_null(sctx = outer_ctx_server(tc.cert_pem, tc.key_pem));
-	assert_non_null(cctx = outer_ctx_client(NULL, true));
 	return 0;
 }
 
@@ -784,8 +781,6 @@ static int
 teardown_group(void **state)
 {
 	(void)state;
-	outer_ctx_free(sctx);
-	outer_ctx_free(cctx);
 	testcert_remove(&tc);
 	return 0;
 }

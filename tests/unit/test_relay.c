@@ -39,7 +39,6 @@
 #define BIG	(2 * 1024 * 1024)
 
 static struct testcert	 tc;
-static SSL_CTX		*sctx, *cctx;
 
 struct pair {
 	struct relay	 r;
@@ -56,8 +55,6 @@ setup_group(void **state)
 {
 	(void)state;
 	testcert_make(&tc, "test_relay", "relay.test");
-	assert_non_null(sctx = outer_ctx_server(tc.cert_pem, tc.key_pem));
-	assert_non_null(cctx = outer_ctx_client(NULL, true));
 	return 0;
 }
 
@@ -65,8 +62,6 @@ static int
 teardown_group(void **state)
 {
 	(void)state;
-	outer_ctx_free(sctx);
-	outer_ctx_free(cctx);
 	testcert_remove(&tc);
 	return 0;
 }
@@ -123,8 +118,8 @@ pair_open(struct pair *p, int fd_side)
 
 	memset(p, 0, sizeof(*p));
 	tcp_pair(&c, &s);
-	assert_non_null(p->co = outer_new(cctx, c, true, "relay.test"));
-	assert_non_null(p->so = outer_new(sctx, s, false, NULL));
+	assert_non_null(p->co = outer_new(tc.cctx, c, true, "relay.test"));
+	assert_non_null(p->so = outer_new(tc.sctx, s, false, NULL));
 	for (i = 0; i < 500 && (done_s != 1 || done_c != 1); i++) {
 		if (done_c != 1)
 			done_c = outer_handshake(p->co);

@@ -18,6 +18,8 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
+#include "outer.h"
+
 void
 testcert_make(struct testcert *tc, const char *name, const char *cn)
 {
@@ -49,11 +51,16 @@ testcert_make(struct testcert *tc, const char *name, const char *cn)
 	assert_int_equal(fclose(fp), 0);
 	X509_free(x);
 	EVP_PKEY_free(key);
+	assert_non_null(tc->sctx = outer_ctx_server(tc->cert_pem, tc->key_pem));
+	assert_non_null(tc->cctx = outer_ctx_client(NULL, true));
 }
 
 void
-testcert_remove(const struct testcert *tc)
+testcert_remove(struct testcert *tc)
 {
+	outer_ctx_free(tc->sctx);
+	outer_ctx_free(tc->cctx);
+	tc->sctx = tc->cctx = NULL;
 	unlink(tc->cert_pem);
 	unlink(tc->key_pem);
 	rmdir(tc->dir);
