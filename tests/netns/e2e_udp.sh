@@ -11,21 +11,12 @@
 . "$(dirname "$0")/lib.sh"
 ts_init e2e_udp
 
-UDPTOOL=$TS_LIB_DIR/udptool.py
 ts_standard_setup
 
-ts_bg "$NS_T" udpecho "$TS_PY" -u "$UDPTOOL" serve --bind "$TS_T_ADDR4" \
-    --bind "$TS_T_ADDR6" --port 7
-for i in $(seq 50); do
-	ip netns exec "$NS_T" ss -Hlun 'sport = :7' | grep -q . && break
-	sleep 0.1
-done
+ts_start_udpecho 7
 
 out=$TS_TMP/apps.log
-udp() {
-	ip netns exec "$NS_C" timeout 120 "$TS_PY" -u "$UDPTOOL" "$@" \
-	    >>"$out" 2>&1
-}
+udp() { ts_udptool "$out" "$@"; }
 
 udp echo --host "$TS_T_ADDR4" --sizes 1,1400,8000,65000,65507 ||
     ts_fail "IPv4 echo: $(tail -n 3 "$out")"
@@ -35,24 +26,9 @@ udp echo --host "$TS_T_ADDR6" --sizes 1,1400,8000,65000,65527 --seed 2 ||
 ts_log "IPv6: echoes intact: $(grep intact "$out" | tail -n 5 |
     awk '{ printf "%s ", $2 }')"
 
-# Full cone.
-rm -f "$TS_TMP/mapped"
-ip netns exec "$NS_C" timeout 60 "$TS_PY" -u "$UDPTOOL" cone \
-    --host "$TS_T_ADDR4" --out "$TS_TMP/mapped" --wait 20 \
-    >>"$TS_TMP/cone.log" 2>&1 &
-cone=$!
-for i in $(seq 100); do
-	[ -s "$TS_TMP/mapped" ] && break
-	sleep 0.1
-done
-[ -s "$TS_TMP/mapped" ] || ts_fail "cone: no mapped address"
-read -r maddr mport <"$TS_TMP/mapped"
-[ "$maddr" = "$TS_S2_ADDR4" ] ||
-    ts_fail "mapped address $maddr, expected the server's $TS_S2_ADDR4"
-ip netns exec "$NS_S" "$TS_PY" -u "$UDPTOOL" send --to "$maddr:$mport" \
-    >>"$TS_TMP/cone.log" 2>&1
-wait "$cone" || ts_fail "full cone: $(tail -n 3 "$TS_TMP/cone.log")"
-ts_log "$(grep unsolicited "$TS_TMP/cone.log")"
+# Full cone: the mapped address is the tunnel server's.
+ts_full_cone "$TS_T_ADDR4" "$TS_S2_ADDR4" "the server's"
+ts_log "$TS_CONE"
 
 ts_check_alive
 ts_pass "UDP echo intact up to 65507 (IPv4) / 65527 (IPv6) bytes; full cone"

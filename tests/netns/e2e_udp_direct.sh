@@ -65,10 +65,7 @@ EOF
 }
 
 out=$TS_TMP/apps.log
-udp() {
-	ip netns exec "$NS_C" timeout 120 "$TS_PY" -u "$UDPTOOL" "$@" \
-	    >>"$out" 2>&1
-}
+udp() { ts_udptool "$out" "$@"; }
 
 # ---- direct ------------------------------------------------------------------
 # The client (root, group 0) may open ping sockets.
@@ -84,23 +81,8 @@ udp fan --to "[$TS_S2_ADDR6]:7" --to "[$TS_S2_ADDR6]:8" --sizes 1,1400,8000 \
     --seed 2 || ts_fail "direct IPv6: $(tail -n 3 "$out")"
 ts_log "direct IPv6: $(tail -n 1 "$out")"
 
-rm -f "$TS_TMP/mapped"
-ip netns exec "$NS_C" timeout 60 "$TS_PY" -u "$UDPTOOL" cone \
-    --host "$TS_S2_ADDR4" --port 7 --out "$TS_TMP/mapped" --wait 20 \
-    >>"$TS_TMP/cone.log" 2>&1 &
-cone=$!
-for i in $(seq 100); do
-	[ -s "$TS_TMP/mapped" ] && break
-	sleep 0.1
-done
-[ -s "$TS_TMP/mapped" ] || ts_fail "cone: no mapped address"
-read -r maddr mport <"$TS_TMP/mapped"
-[ "$maddr" = "$TS_C_ADDR4" ] ||
-    ts_fail "mapped address $maddr, expected the client's own $TS_C_ADDR4"
-ip netns exec "$NS_S" "$TS_PY" -u "$UDPTOOL" send --to "$maddr:$mport" \
-    >>"$TS_TMP/cone.log" 2>&1
-wait "$cone" || ts_fail "full cone: $(tail -n 3 "$TS_TMP/cone.log")"
-ts_log "direct: $(grep unsolicited "$TS_TMP/cone.log")"
+ts_full_cone "$TS_S2_ADDR4" "$TS_C_ADDR4" "the client's own"
+ts_log "direct: $TS_CONE"
 
 udp echo --host 10.77.2.99 --port 53 --sizes 12,512 ||
     ts_fail "DNS pinning: $(tail -n 3 "$out")"

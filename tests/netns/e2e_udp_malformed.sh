@@ -9,12 +9,7 @@ ts_init e2e_udp_malformed
 UDPTOOL=$TS_LIB_DIR/udptool.py
 ROUNDS=50
 ts_standard_setup
-ts_bg "$NS_T" udpecho "$TS_PY" -u "$UDPTOOL" serve --bind "$TS_T_ADDR4" \
-    --bind "$TS_T_ADDR6" --port 7
-for i in $(seq 50); do
-	ip netns exec "$NS_T" ss -Hlun 'sport = :7' | grep -q . && break
-	sleep 0.1
-done
+ts_start_udpecho 7
 udp() { ip netns exec "$NS_C" timeout 120 "$TS_PY" -u "$UDPTOOL" "$@"; }
 
 udp stream --host "$TS_T_ADDR6" --count 100 --seconds 6 \

@@ -8,7 +8,6 @@
 . "$(dirname "$0")/lib.sh"
 ts_init e2e_udp_many
 
-UDPTOOL=$TS_LIB_DIR/udptool.py
 N=${TS_UDP_N:-1000}
 # Setting up the 1000 associations takes about 4 s when other tests run at
 # the same time (make -j2 check), several times that in a sanitizer build
@@ -17,17 +16,9 @@ TIMEOUT_S=8
 [ -n "${TS_SANITIZED:-}" ] && TIMEOUT_S=16
 ts_standard_setup "  udp_timeout: ${TIMEOUT_S}s
   max_udp: 1200"
-ts_bg "$NS_T" udpecho "$TS_PY" -u "$UDPTOOL" serve --bind "$TS_T_ADDR4" \
-    --bind "$TS_T_ADDR6" --port 7
-for i in $(seq 50); do
-	ip netns exec "$NS_T" ss -Hlun 'sport = :7' | grep -q . && break
-	sleep 0.1
-done
+ts_start_udpecho 7
 
-udp() {
-	ip netns exec "$NS_C" timeout 120 "$TS_PY" -u "$UDPTOOL" "$@" \
-	    >>"$TS_TMP/apps.log" 2>&1
-}
+udp() { ts_udptool "$TS_TMP/apps.log" "$@"; }
 closed() { grep -c "^.* info: udp [0-9]* .*: $1" "$TS_TMP/client.log"; }
 
 rss0=$(ts_rss_kb "$TS_CLIENT_PID")

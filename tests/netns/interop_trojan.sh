@@ -20,13 +20,8 @@
 . "$(dirname "$0")/lib.sh"
 ts_init interop_trojan
 
-TROJAN=$(command -v trojan || echo /usr/bin/trojan)
-if [ ! -x "$TROJAN" ] && command -v apt-get >/dev/null 2>&1; then
-	DEBIAN_FRONTEND=noninteractive apt-get install -y trojan \
-	    >"$TS_TMP/apt.log" 2>&1
-	TROJAN=$(command -v trojan || echo /usr/bin/trojan)
-fi
-[ -x "$TROJAN" ] || ts_skip "Debian package 'trojan' not installed and apt-get install trojan failed"
+ts_need trojan trojan
+TROJAN=$(command -v trojan || echo /usr/sbin/trojan)
 PW=interop-$$-secret
 TROJAN_PORT=8444
 SOCKS_PORT=1080
@@ -55,21 +50,6 @@ trojan_json() {
 JSON
 }
 
-# expect_sink SEED TAG: the target must log a SINK of N bytes with the
-# hash of stream SEED (the upload's only proof without half-close).
-expect_sink() {
-	local want i
-	want=$(ts_app hash --seed "$1" --bytes "$N")
-	for i in $(seq 100); do
-		grep -q "SINK $N bytes sha256 $want" "$TS_TMP/target.log" && {
-			ts_log "$2: target got $N bytes, sha256 $want"
-			return 0
-		}
-		sleep 0.1
-	done
-	ts_fail "$2: target did not log SINK $N bytes sha256 $want"
-}
-
 ts_topology_up
 ts_make_pki
 ts_write_configs "  protocol: trojan
@@ -77,12 +57,7 @@ ts_write_configs "  protocol: trojan
   pool: 2" "  trojan_passwords: [\"other-password\", \"$PW\"]
   fallback: \"127.0.0.1:8081\""
 ts_start_target
-ts_bg "$NS_T" udpecho "$TS_PY" -u "$TS_LIB_DIR/udptool.py" serve \
-    --bind "$TS_T_ADDR4" --bind "$TS_T_ADDR6" --port "$UDP_PORT"
-for i in $(seq 50); do
-	ip netns exec "$NS_T" ss -Hlun "sport = :$UDP_PORT" | grep -q . && break
-	sleep 0.1
-done
+ts_start_udpecho "$UDP_PORT"
 ts_prove_no_forward "$TS_TARGET_PORT"
 
 # ---- (a) tunsplit client -> trojan server ------------------------------------
@@ -96,22 +71,12 @@ ts_wait_port "$NS_S" "$TROJAN_PORT" 10 "$TROJAN_SERVER_PID" ||
 sed -i "s/:$TS_SERVER_PORT\"/:$TROJAN_PORT\"/" "$TS_TMP/client.yaml"
 ts_start_client
 
-# Each upload has its own seed, so its hash in the target's log is its own.
-seed=10
-for host in "$TS_T_ADDR4" "$TS_T_ADDR6"; do
-	seed=$((seed + 1))
-	out=$(ts_app recv --host "$host" --port "$TS_TARGET_PORT" --bytes "$N" \
-	    --seed "$seed") || ts_fail "(a) download from $host: $out"
-	ts_log "(a) $host $out"
-	ts_app send --host "$host" --port "$TS_TARGET_PORT" --bytes "$N" \
-	    --seed "$seed" >>"$TS_TMP/app.log" 2>&1 || true
-	expect_sink "$seed" "(a) upload to $host"
-done
+# Each upload has its own seed, so its hash in the target's log is its own
+# (trojan-gfw has no half-close: that hash is the upload's only proof).
+ts_updown "(a) $TS_T_ADDR4" "$TS_T_ADDR4" "$TS_TARGET_PORT" 11 "$N"
+ts_updown "(a) $TS_T_ADDR6" "$TS_T_ADDR6" "$TS_TARGET_PORT" 12 "$N"
 # UDP: the app's datagrams leave the TUN as a trojan UDP ASSOCIATE.
-udp() {
-	ip netns exec "$NS_C" timeout 120 "$TS_PY" -u "$TS_LIB_DIR/udptool.py" \
-	    "$@" >>"$TS_TMP/udpapp.log" 2>&1
-}
+udp() { ts_udptool "$TS_TMP/udpapp.log" "$@"; }
 udp echo --host "$TS_T_ADDR4" --port "$UDP_PORT" --sizes 1,512,1400,8000 \
     --seed 3 || ts_fail "(a) UDP echo from $TS_T_ADDR4: $(tail -n 3 "$TS_TMP/udpapp.log")"
 udp echo --host "$TS_T_ADDR6" --port "$UDP_PORT" --sizes 1,512,1400,8000 \
@@ -200,7 +165,7 @@ for host in "$TS_T_ADDR4" "$TS_T_ADDR6"; do
 	out=$(socks_app "$TS_LIB_DIR" send "$SOCKS_PORT" "$host" \
 	    "$TS_TARGET_PORT" "$N" "$seed" 2>&1) ||
 	    ts_fail "(b) upload to $host: $out"
-	expect_sink "$seed" "(b) upload to $host"
+	ts_expect_sink "$seed" "$N" "(b) upload to $host"
 done
 grep -q "trojan" "$TS_TMP/server.log" ||
     ts_fail "(b) the tunsplit server's log shows no trojan session"
@@ -264,11 +229,7 @@ PY
 out=$(socks_udp "$SOCKS_PORT" "$UDP_PORT" 1,512,1400,4000,8000 "$TS_T_ADDR4" "$TS_T_ADDR6" 2>&1) ||
     ts_fail "(b) UDP through the trojan client's SOCKS5 UDP ASSOCIATE: $out"
 ts_log "(b) $out"
-for i in $(seq 100); do
-	grep -q "udp: up [1-9][0-9]* dgrams .*(trojan)" "$TS_TMP/server.log" && break
-	sleep 0.1
-done
-grep -q "udp: up [1-9][0-9]* dgrams .*(trojan)" "$TS_TMP/server.log" ||
+ts_wait_log "$TS_TMP/server.log" "udp: up [1-9][0-9]* dgrams .*(trojan)" 100 ||
     ts_fail "(b) UDP: the tunsplit server logged no trojan UDP association"
 
 # The same by hand, for what the trojan client does not send: an empty
@@ -324,11 +285,7 @@ print("malformed packet: the server closed the stream")
 PY
     ts_fail "(b) raw trojan UDP: $(cat "$TS_TMP/rawtrojan.log")"
 ts_log "(b) raw trojan UDP: $(tr '\n' ';' <"$TS_TMP/rawtrojan.log")"
-for i in $(seq 50); do
-	grep -q "malformed trojan packet" "$TS_TMP/server.log" && break
-	sleep 0.1
-done
-grep -q "malformed trojan packet" "$TS_TMP/server.log" ||
+ts_wait_log "$TS_TMP/server.log" "malformed trojan packet" ||
     ts_fail "(b) raw trojan UDP: no 'malformed trojan packet' in the server log"
 grep -Eq "udp: up 2 dgrams .*[ (]1 to names.*\(trojan\)" "$TS_TMP/server.log" ||
     ts_fail "(b) raw trojan UDP: the datagram to a name was not counted"
@@ -349,11 +306,7 @@ grep -q "rejected .*bad trojan password: relayed to the cover site" \
     "$TS_TMP/server.log" ||
     ts_fail "(b) wrong password: no rejection to the cover site in the server log"
 # The cover site (python's http.server) got the trojan line as a request.
-for i in $(seq 50); do
-	grep -q "code 400" "$TS_TMP/fallback.log" && break
-	sleep 0.1
-done
-grep -q "code 400" "$TS_TMP/fallback.log" ||
+ts_wait_log "$TS_TMP/fallback.log" "code 400" ||
     ts_fail "(b) wrong password: the cover site saw nothing"
 ts_log "(b) wrong password: relayed to the cover site ($out)"
 

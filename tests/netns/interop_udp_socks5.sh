@@ -25,19 +25,11 @@ ts_init interop_udp_socks5
 ts_need danted dante-server
 ts_need v2ray v2ray
 DANTED=$(command -v danted || echo /usr/sbin/danted)
-UDPTOOL=$TS_LIB_DIR/udptool.py
 DANTE_PORT=1080
 V2RAY_PORT=1081
 
 ts_topology_up
-for port in 7 8 53; do
-	ts_bg "$NS_T" "udpecho$port" "$TS_PY" -u "$UDPTOOL" serve \
-	    --bind "$TS_T_ADDR4" --bind "$TS_T_ADDR6" --port "$port"
-done
-for i in $(seq 50); do
-	[ "$(ip netns exec "$NS_T" ss -Hlun | wc -l)" -ge 6 ] && break
-	sleep 0.1
-done
+ts_start_udpecho 7 8 53
 
 # ---- the proxies --------------------------------------------------------------
 cat >"$TS_TMP/danted.conf" <<EOF
@@ -101,10 +93,7 @@ stop_client() {
 }
 
 out=$TS_TMP/apps.log
-udp() {
-	ip netns exec "$NS_C" timeout 120 "$TS_PY" -u "$UDPTOOL" "$@" \
-	    >>"$out" 2>&1
-}
+udp() { ts_udptool "$out" "$@"; }
 
 # common TAG SIZES: what every proxy must do.
 common() {
@@ -114,14 +103,7 @@ common() {
 	udp echo --host 10.77.2.99 --port 53 --sizes 12,512 ||
 	    ts_fail "$1 DNS pinning: $(tail -n 3 "$out")"
 	ts_log "$1: DNS to 10.77.2.99:53 answered through the proxy by the pinned resolver"
-	if command -v ping >/dev/null 2>&1; then
-		ip netns exec "$NS_C" ping -c 1 -W 1 "$TS_T_ADDR4" \
-		    >>"$TS_TMP/ping.log" 2>&1 &&
-		    ts_fail "$1: ping answered, but socks5 carries no ICMP"
-		grep -q "icmp: echo requests are dropped: protocol socks5" \
-		    "$TS_TMP/client.log" ||
-		    ts_fail "$1: no log line for the dropped echo"
-	fi
+	ts_expect_icmp_dropped "$1" socks5
 }
 
 # ---- dante, no authentication --------------------------------------------------
@@ -163,10 +145,7 @@ ok = ping(b"after") and ok
 sys.exit(0 if ok else 1)
 PY
 life=$!
-for i in $(seq 100); do
-	grep -q "life: waiting" "$TS_TMP/life.log" 2>/dev/null && break
-	sleep 0.1
-done
+ts_wait_log "$TS_TMP/life.log" "life: waiting" 100
 grep -q "life: before echoed" "$TS_TMP/life.log" ||
     ts_fail "dante: no echo before the restart: $(cat "$TS_TMP/life.log")"
 # dante's I/O children hold the sessions: stop all of ours (by PID, only
@@ -175,12 +154,8 @@ for pid in $(ip netns pids "$NS_S"); do
 	[ "$(cat "/proc/$pid/comm" 2>/dev/null)" = danted ] && kill -TERM "$pid"
 done
 wait "$DANTE_PID" 2>/dev/null
-for i in $(seq 100); do
-	grep -qE "proxy (closed|reset) the control connection" \
-	    "$TS_TMP/client.log" && break
-	sleep 0.1
-done
-grep -qE "proxy (closed|reset) the control connection" "$TS_TMP/client.log" ||
+ts_wait_log "$TS_TMP/client.log" \
+    "proxy \(closed\|reset\) the control connection" 100 ||
     ts_fail "dante stopped, but the client kept its associations"
 start_dante
 touch "$go"

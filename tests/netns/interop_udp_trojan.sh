@@ -24,7 +24,6 @@ ts_init interop_udp_trojan
 
 ts_need trojan trojan
 ts_need v2ray v2ray
-UDPTOOL=$TS_LIB_DIR/udptool.py
 PW=udp-$$-secret
 TROJAN_PORT=8444
 V2RAY_PORT=8445
@@ -39,20 +38,10 @@ ts_write_configs "  protocol: trojan
 sed -i '/^  key: /d' "$TS_TMP/client.yaml"
 "$TUNSPLIT" check -c "$TS_TMP/client.yaml" >"$TS_TMP/check.log" 2>&1 ||
     ts_fail "tunsplit check: $(cat "$TS_TMP/check.log")"
-for port in 7 8 53; do
-	ts_bg "$NS_T" "udpecho$port" "$TS_PY" -u "$UDPTOOL" serve \
-	    --bind "$TS_T_ADDR4" --bind "$TS_T_ADDR6" --port "$port"
-done
-for i in $(seq 50); do
-	[ "$(ip netns exec "$NS_T" ss -Hlun | wc -l)" -ge 6 ] && break
-	sleep 0.1
-done
+ts_start_udpecho 7 8 53
 
 out=$TS_TMP/apps.log
-udp() {
-	ip netns exec "$NS_C" timeout 120 "$TS_PY" -u "$UDPTOOL" "$@" \
-	    >>"$out" 2>&1
-}
+udp() { ts_udptool "$out" "$@"; }
 
 # run_client TAG PORT SIZES: the client against the server on PORT.
 run_client() {
@@ -68,14 +57,7 @@ run_client() {
 	udp echo --host 10.77.2.99 --port 53 --sizes 12,512 ||
 	    ts_fail "$1 DNS pinning: $(tail -n 3 "$out")"
 	ts_log "$1: DNS to 10.77.2.99:53 answered by the pinned resolver"
-	if command -v ping >/dev/null 2>&1; then
-		ip netns exec "$NS_C" ping -c 1 -W 1 "$TS_T_ADDR4" \
-		    >>"$TS_TMP/ping.log" 2>&1 &&
-		    ts_fail "$1: ping answered, but trojan carries no ICMP"
-		grep -q "icmp: echo requests are dropped: protocol trojan" \
-		    "$TS_TMP/client.log" ||
-		    ts_fail "$1: no log line for the dropped echo"
-	fi
+	ts_expect_icmp_dropped "$1" trojan
 	grep -q "malformed\|TLS handshake with server failed" \
 	    "$TS_TMP/client.log" && ts_fail "$1: $(grep -m1 malformed "$TS_TMP/client.log")"
 	ts_alive "$TS_CLIENT_PID" || ts_fail "the client died"

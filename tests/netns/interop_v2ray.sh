@@ -22,33 +22,12 @@
 . "$(dirname "$0")/lib.sh"
 ts_init interop_v2ray
 
-V2RAY=$(command -v v2ray || echo /usr/bin/v2ray)
-if [ ! -x "$V2RAY" ] && command -v apt-get >/dev/null 2>&1; then
-	DEBIAN_FRONTEND=noninteractive apt-get install -y v2ray \
-	    >"$TS_TMP/apt.log" 2>&1
-	V2RAY=$(command -v v2ray || echo /usr/bin/v2ray)
-fi
-[ -x "$V2RAY" ] || ts_skip "Debian package 'v2ray' not installed and apt-get install v2ray failed"
-UDPTOOL=$TS_LIB_DIR/udptool.py
+ts_need v2ray v2ray
+V2RAY=$(command -v v2ray || echo /usr/sbin/v2ray)
 PW=v2ray-$$-secret
 V2RAY_PORT=8445
 UDP_PORT=7
 N=$((8 << 20))
-
-# expect_sink SEED TAG: the target must log a SINK of N bytes with the
-# hash of stream SEED.
-expect_sink() {
-	local want i
-	want=$(ts_app hash --seed "$1" --bytes "$N")
-	for i in $(seq 100); do
-		grep -q "SINK $N bytes sha256 $want" "$TS_TMP/target.log" && {
-			ts_log "$2: target got $N bytes, sha256 $want"
-			return 0
-		}
-		sleep 0.1
-	done
-	ts_fail "$2: target did not log SINK $N bytes sha256 $want"
-}
 
 # v2ray_start NS NAME JSON-FILE: v2ray in NS, checked by -test first.
 v2ray_start() {
@@ -66,22 +45,14 @@ dokodemo() {
 JSON
 }
 
-udp() {	# udptool ARGS in the client namespace
-	ip netns exec "$NS_C" timeout 120 "$TS_PY" -u "$UDPTOOL" "$@" \
-	    >>"$TS_TMP/udpapp.log" 2>&1
-}
+udp() { ts_udptool "$TS_TMP/udpapp.log" "$@"; }
 
 ts_topology_up
 ts_make_pki
 ts_write_configs "  protocol: trojan
   password: \"$PW\"" "  trojan_passwords: [\"other-password\", \"$PW\"]"
 ts_start_target
-ts_bg "$NS_T" udpecho "$TS_PY" -u "$UDPTOOL" serve --bind "$TS_T_ADDR4" \
-    --bind "$TS_T_ADDR6" --port "$UDP_PORT"
-for i in $(seq 50); do
-	ip netns exec "$NS_T" ss -Hlun "sport = :$UDP_PORT" | grep -q . && break
-	sleep 0.1
-done
+ts_start_udpecho "$UDP_PORT"
 ts_prove_no_forward "$TS_TARGET_PORT"
 # Without forwarding, even routed, nothing reaches the target but through
 # a proxy.
@@ -124,16 +95,8 @@ V2RAY_CLIENT_PID=$TS_LAST_PID
 ts_wait_port "$NS_C" 10899 10 "$V2RAY_CLIENT_PID" ||
     ts_fail "v2ray client did not listen"
 
-seed=40
-for port in 10801 10802; do
-	seed=$((seed + 1))
-	out=$(ts_app recv --host 127.0.0.1 --port "$port" --bytes "$N" \
-	    --seed "$seed") || ts_fail "(a) TCP download via $port: $out"
-	ts_log "(a) TCP via dokodemo $port: $out"
-	ts_app send --host 127.0.0.1 --port "$port" --bytes "$N" \
-	    --seed "$seed" >>"$TS_TMP/app.log" 2>&1 || true
-	expect_sink "$seed" "(a) TCP upload via dokodemo $port"
-done
+ts_updown "(a) TCP via dokodemo 10801" 127.0.0.1 10801 41 "$N"
+ts_updown "(a) TCP via dokodemo 10802" 127.0.0.1 10802 42 "$N"
 grep -q "user trojan#1" "$TS_TMP/server.log" ||
     ts_fail "(a) the tunsplit server's log shows no trojan session"
 
@@ -156,10 +119,7 @@ grep -q "udp: up [1-9][0-9]* dgrams .*(trojan)" "$TS_TMP/server.log" || {
 	# idle UDP after a while; stop it to get the summary now.
 	kill -TERM "$V2RAY_CLIENT_PID" 2>/dev/null
 	wait "$V2RAY_CLIENT_PID" 2>/dev/null
-	for i in $(seq 50); do
-		grep -q "udp: up .*(trojan)" "$TS_TMP/server.log" && break
-		sleep 0.1
-	done
+	ts_wait_log "$TS_TMP/server.log" "udp: up .*(trojan)"
 }
 grep -q "udp: up [1-9][0-9]* dgrams .*(trojan)" "$TS_TMP/server.log" ||
     ts_fail "(a) the tunsplit server logged no trojan UDP association"
@@ -174,23 +134,13 @@ ts_alive "$V2RAY_CLIENT_PID" || {
 if udp echo --host 127.0.0.1 --port 10813 --sizes 1 --timeout 1 --tries 2; then
 	ts_fail "(a) a datagram to the server's loopback came back"
 fi
-for i in $(seq 50); do
-	grep -q "udp to 127.0.0.1:$UDP_PORT denied by the egress policy" \
-	    "$TS_TMP/server.log" && break
-	sleep 0.1
-done
-grep -q "udp to 127.0.0.1:$UDP_PORT denied by the egress policy" \
-    "$TS_TMP/server.log" ||
+ts_wait_log "$TS_TMP/server.log" \
+    "udp to 127.0.0.1:$UDP_PORT denied by the egress policy" ||
     ts_fail "(a) no egress denial for 127.0.0.1 in the server log"
 ts_log "(a) UDP to the server's loopback: denied and logged"
 kill -TERM "$V2RAY_CLIENT_PID" 2>/dev/null
 wait "$V2RAY_CLIENT_PID" 2>/dev/null
-for i in $(seq 50); do
-	grep -q "udp: up .* [1-9][0-9]* denied.*(trojan)" "$TS_TMP/server.log" \
-	    && break
-	sleep 0.1
-done
-grep -q "udp: up .* [1-9][0-9]* denied.*(trojan)" "$TS_TMP/server.log" ||
+ts_wait_log "$TS_TMP/server.log" "udp: up .* [1-9][0-9]* denied.*(trojan)" ||
     ts_fail "(a) the denial was not counted in the association's summary"
 ts_alive "$TS_SERVER_PID" || ts_fail "the tunsplit server died"
 ts_stop_server
@@ -220,16 +170,8 @@ ts_wait_port "$NS_S" "$V2RAY_PORT" 10 "$V2RAY_SERVER_PID" ||
 sed -i "s/:$TS_SERVER_PORT\"/:$V2RAY_PORT\"/" "$TS_TMP/client.yaml"
 ts_start_client
 
-seed=50
-for host in "$TS_T_ADDR4" "$TS_T_ADDR6"; do
-	seed=$((seed + 1))
-	out=$(ts_app recv --host "$host" --port "$TS_TARGET_PORT" --bytes "$N" \
-	    --seed "$seed") || ts_fail "(b) download from $host: $out"
-	ts_log "(b) $host $out"
-	ts_app send --host "$host" --port "$TS_TARGET_PORT" --bytes "$N" \
-	    --seed "$seed" >>"$TS_TMP/app.log" 2>&1 || true
-	expect_sink "$seed" "(b) upload to $host"
-done
+ts_updown "(b) $TS_T_ADDR4" "$TS_T_ADDR4" "$TS_TARGET_PORT" 51 "$N"
+ts_updown "(b) $TS_T_ADDR6" "$TS_T_ADDR6" "$TS_TARGET_PORT" 52 "$N"
 # v2ray relayed it: its log names the target.
 grep -q "$TS_T_ADDR4:$TS_TARGET_PORT" "$TS_TMP/v2ray-server.log" ||
     ts_fail "(b) v2ray's log does not show the target"

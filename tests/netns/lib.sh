@@ -468,6 +468,110 @@ ts_app() {
 	    "$TS_PY" -u "$TS_TOOLS" "$@"
 }
 
+# ts_wait_log FILE PATTERN [TENTHS]: true once a line of FILE matches
+# PATTERN (grep), within TENTHS tenths of a second (50 unless given).
+ts_wait_log() {
+	local i
+	for i in $(seq "${3:-50}"); do
+		grep -q -- "$2" "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# ts_expect_sink SEED BYTES TAG: the target must log, within 10 s, a SINK of
+# BYTES bytes with the hash of tools.py stream SEED: an upload's proof where
+# the path may end a connection on the first EOF.
+ts_expect_sink() {
+	local want
+	want=$(ts_app hash --seed "$1" --bytes "$2")
+	ts_wait_log "$TS_TMP/target.log" "SINK $2 bytes sha256 $want" 100 ||
+	    ts_fail "$3: target did not log SINK $2 bytes sha256 $want"
+	ts_log "$3: target got $2 bytes, sha256 $want"
+}
+
+# ts_updown TAG HOST PORT SEED BYTES: download BYTES of stream SEED from the
+# target server at HOST:PORT (checked by hash by tools.py), then upload as
+# many (ts_expect_sink).
+ts_updown() {
+	local out
+	out=$(ts_app recv --host "$2" --port "$3" --bytes "$5" --seed "$4") ||
+	    ts_fail "$1: download: $out"
+	ts_log "$1: $out"
+	ts_app send --host "$2" --port "$3" --bytes "$5" --seed "$4" \
+	    >>"$TS_TMP/app.log" 2>&1 || true
+	ts_expect_sink "$4" "$5" "$1: upload"
+}
+
+# ts_start_udpecho PORT...: a UDP echo server (udptool.py serve, log
+# udpechoPORT.log) on both of the target's addresses at each PORT; fails
+# unless all of them listen within 5 s.
+ts_start_udpecho() {
+	local port i
+	for port in "$@"; do
+		ts_bg "$NS_T" "udpecho$port" "$TS_PY" -u \
+		    "$TS_LIB_DIR/udptool.py" serve --bind "$TS_T_ADDR4" \
+		    --bind "$TS_T_ADDR6" --port "$port"
+	done
+	for port in "$@"; do
+		for i in $(seq 50); do
+			[ "$(ip netns exec "$NS_T" ss -Hlun "sport = :$port" |
+			    wc -l)" -ge 2 ] && continue 2
+			sleep 0.1
+		done
+		ts_fail "the UDP echo server did not listen on port $port"
+	done
+}
+
+# ts_udptool LOG ARGS...: udptool.py in the client namespace, its output
+# appended to LOG.
+ts_udptool() {
+	local log=$1
+	shift
+	ip netns exec "$NS_C" timeout 120 "$TS_PY" -u "$TS_LIB_DIR/udptool.py" \
+	    "$@" >>"$log" 2>&1
+}
+
+# ts_full_cone HOST WANT WHAT: the app (udptool.py cone) talks to the echo
+# server at HOST:7, then a second peer in the server namespace sends to the
+# address the app was mapped to, which must be WANT (WHAT names it for a
+# failure), and the app must receive that datagram.  Its log line is left
+# in TS_CONE.
+ts_full_cone() {
+	local cone maddr mport i
+	rm -f "$TS_TMP/mapped"
+	ip netns exec "$NS_C" timeout 60 "$TS_PY" -u "$TS_LIB_DIR/udptool.py" \
+	    cone --host "$1" --port 7 --out "$TS_TMP/mapped" --wait 20 \
+	    >>"$TS_TMP/cone.log" 2>&1 &
+	cone=$!
+	for i in $(seq 100); do
+		[ -s "$TS_TMP/mapped" ] && break
+		sleep 0.1
+	done
+	[ -s "$TS_TMP/mapped" ] || ts_fail "cone: no mapped address"
+	read -r maddr mport <"$TS_TMP/mapped"
+	[ "$maddr" = "$2" ] ||
+	    ts_fail "mapped address $maddr, expected $3 $2"
+	ip netns exec "$NS_S" "$TS_PY" -u "$TS_LIB_DIR/udptool.py" send \
+	    --to "$maddr:$mport" >>"$TS_TMP/cone.log" 2>&1
+	wait "$cone" || ts_fail "full cone: $(tail -n 3 "$TS_TMP/cone.log")"
+	# shellcheck disable=SC2034 # for the caller
+	TS_CONE=$(grep unsolicited "$TS_TMP/cone.log")
+}
+
+# ts_expect_icmp_dropped TAG PROTOCOL: a ping through the client must go
+# unanswered and the client log that PROTOCOL carries no ICMP echo (where
+# ping is installed).
+ts_expect_icmp_dropped() {
+	command -v ping >/dev/null 2>&1 || return 0
+	ip netns exec "$NS_C" ping -c 1 -W 1 "$TS_T_ADDR4" \
+	    >>"$TS_TMP/ping.log" 2>&1 &&
+	    ts_fail "$1: ping answered, but $2 carries no ICMP"
+	grep -q "icmp: echo requests are dropped: protocol $2" \
+	    "$TS_TMP/client.log" ||
+	    ts_fail "$1: no log line for the dropped echo"
+}
+
 # Everything up to a working tunnel, for most tests.
 ts_standard_setup() {
 	ts_topology_up
