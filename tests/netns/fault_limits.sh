@@ -45,8 +45,24 @@ run_case() {
 	    ts_fail "$name: after the limit: $(tail -n 1 "$TS_TMP/$name-after.log")"
 }
 
-status_json() {	# status_json NS SOCKET
-	ip netns exec "$1" "$TUNSPLIT" status -s "$2" --json
+# status_field WHO KEYS: WHO's (client or server) status in st and its
+# field KEYS (a Python subscript: ["tun"]["syn_refused"]) in field.
+status_field() {
+	local ns=$NS_S
+	[ "$1" = client ] && ns=$NS_C
+	st=$(ip netns exec "$ns" "$TUNSPLIT" status -s "$TS_TMP/$1.sock" --json) ||
+	    ts_fail "$1 status"
+	field=$(printf '%s' "$st" | "$TS_PY" -c \
+	    "import json,sys; print(json.load(sys.stdin)$2)") ||
+	    ts_fail "no $2 in the $1 status: $st"
+}
+
+# Both daemons, with the two SIGTERMs (drain, stop).
+stop_both() {
+	kill -TERM "$TS_CLIENT_PID" "$TS_SERVER_PID"
+	sleep 0.3
+	kill -TERM "$TS_CLIENT_PID" "$TS_SERVER_PID" 2>/dev/null
+	wait "$TS_CLIENT_PID" "$TS_SERVER_PID" 2>/dev/null
 }
 
 # 1. The client's max_flows.
@@ -56,17 +72,13 @@ ts_start_soak_target
 ts_start_server
 ts_start_client
 run_case client
-st=$(status_json "$NS_C" "$TS_TMP/client.sock") || ts_fail "client status"
-refused=$(printf '%s' "$st" | "$TS_PY" -c 'import json,sys; print(json.load(sys.stdin)["tun"]["syn_refused"])') ||
-    ts_fail "no tun.syn_refused in the client status: $st"
+status_field client '["tun"]["syn_refused"]'
+refused=$field
 [ "$refused" -ge 50 ] || ts_fail "client counted $refused refused SYNs, 50 expected"
 msgs=$(grep -c 'max_flows 100 reached' "$TS_TMP/client.log")
 [ "$msgs" -eq 1 ] || ts_fail "client logged the limit $msgs times, once expected"
 ts_log "client: $refused SYNs refused (status), limit logged once"
-kill -TERM "$TS_CLIENT_PID" "$TS_SERVER_PID"
-sleep 0.3
-kill -TERM "$TS_CLIENT_PID" "$TS_SERVER_PID" 2>/dev/null
-wait "$TS_CLIENT_PID" "$TS_SERVER_PID" 2>/dev/null
+stop_both
 
 # 2. The server's max_conns.
 # No warm pool here: its connections are admitted by the server ahead of
@@ -76,19 +88,15 @@ ts_write_configs "  pool: 0" "  max_conns: 100"
 ts_start_server
 ts_start_client
 run_case server
-st=$(status_json "$NS_S" "$TS_TMP/server.sock") || ts_fail "server status"
-refused=$(printf '%s' "$st" | "$TS_PY" -c 'import json,sys; print(json.load(sys.stdin)["sessions"]["refused"])') ||
-    ts_fail "cannot read the server status: $st"
+status_field server '["sessions"]["refused"]'
+refused=$field
 [ "$refused" -ge 50 ] || ts_fail "server counted $refused refused connections, 50 expected: $st"
 msgs=$(grep -c 'max_conns 100 reached' "$TS_TMP/server.log")
 [ "$msgs" -ge 1 ] && [ "$msgs" -le 3 ] ||
     ts_fail "server logged the limit $msgs times"
 ts_log "server: $refused connections refused (status), limit logged $msgs time(s)"
 ts_check_alive
-kill -TERM "$TS_CLIENT_PID" "$TS_SERVER_PID"
-sleep 0.3
-kill -TERM "$TS_CLIENT_PID" "$TS_SERVER_PID" 2>/dev/null
-wait "$TS_CLIENT_PID" "$TS_SERVER_PID" 2>/dev/null
+stop_both
 
 # 3. The server's max_conns_per_source.
 src2=10.77.1.3
@@ -111,9 +119,8 @@ ts_write_configs "  pool: 0" "  max_conns_per_source: 100"
 ts_start_server
 ts_start_client
 run_case source probe_sources
-st=$(status_json "$NS_S" "$TS_TMP/server.sock") || ts_fail "server status"
-refused=$(printf '%s' "$st" | "$TS_PY" -c 'import json,sys; print(json.load(sys.stdin)["limits"]["refused"]["source"])') ||
-    ts_fail "no limits.refused.source in the server status: $st"
+status_field server '["limits"]["refused"]["source"]'
+refused=$field
 [ "$refused" -ge 51 ] || ts_fail "server counted $refused refused by source, 51 expected: $st"
 msgs=$(grep -c 'max_conns_per_source 100 reached' "$TS_TMP/server.log")
 [ "$msgs" -ge 1 ] && [ "$msgs" -le 3 ] ||

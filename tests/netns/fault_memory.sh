@@ -49,12 +49,31 @@ field() {	# field JSON PY-EXPR (on st)
 	printf '%s' "$1" | "$TS_PY" -c "import json,sys; st=json.load(sys.stdin); print($2)"
 }
 
-ts_bg "$NS_T" udpecho "$TS_PY" -u "$TS_LIB_DIR/udptool.py" serve \
-    --bind "$TS_T_ADDR4" --port 7
-for i in $(seq 50); do
-	ip netns exec "$NS_T" ss -Hlun 'sport = :7' | grep -q . && break
-	sleep 0.1
-done
+# wait_full STATUS-CMD WHO MIN PID LOG: poll WHO's status until the budget
+# holds more than MIN bytes (left in used) while PID, the slow reader
+# logging to LOG, runs.
+wait_full() {
+	local i st
+	for i in $(seq 200); do
+		st=$($1) || ts_fail "$2 status"
+		used=$(field "$st" 'st["limits"]["buffer_memory"]["used"]')
+		[ "$used" -gt "$3" ] && return 0
+		ts_alive "$4" || break
+		sleep 0.1
+	done
+	ts_fail "$2: the budget never filled up (used $used): $(tail -n 3 "$TS_TMP/$5")"
+}
+# refuse_new WHO N LOG: N new flows, each refused at once (budget full).
+refuse_new() {
+	local i
+	for i in $(seq "$2"); do
+		ts_app refused --host "$TS_T_ADDR4" --port "$TS_TARGET_PORT" \
+		    --within 3 >>"$TS_TMP/$3" 2>&1 ||
+		    ts_fail "$1: new flow $i with the budget full: $(tail -n 1 "$TS_TMP/$3")"
+	done
+}
+
+ts_start_udpecho 7
 udp_echo() {	# LOG: one new association, one short echo
 	ip netns exec "$NS_C" timeout 20 "$TS_PY" -u "$TS_LIB_DIR/udptool.py" \
 	    echo --host "$TS_T_ADDR4" --port 7 --sizes 100 --timeout 1 \
@@ -109,21 +128,9 @@ ts_bg "$NS_C" slowrecv timeout 150 "$TS_PY" -u "$TS_LIB_DIR/limits.py" \
 reader=$TS_LAST_PID
 # Wait until the budget is too full to admit a new stream: 1M less two
 # buffers (the new stream's reservation and the unit kept for the paused).
-full=
-for i in $(seq 200); do
-	st=$(status) || ts_fail "server status"
-	used=$(field "$st" 'st["limits"]["buffer_memory"]["used"]')
-	[ "$used" -gt $((1048576 - 2 * 65536)) ] && { full=1; break; }
-	ts_alive "$reader" || break
-	sleep 0.1
-done
-[ -n "$full" ] || ts_fail "the budget never filled up (used $used): $(tail -n 3 "$TS_TMP/slowrecv.log")"
+wait_full status server $((1048576 - 2 * 65536)) "$reader" slowrecv.log
 ts_log "budget full: $used bytes in use"
-for i in 1 2 3 4 5; do
-	ts_app refused --host "$TS_T_ADDR4" --port "$TS_TARGET_PORT" --within 3 \
-	    >>"$TS_TMP/refused.log" 2>&1 ||
-	    ts_fail "new flow $i with the budget full: $(tail -n 1 "$TS_TMP/refused.log")"
-done
+refuse_new server 5 refused.log
 ts_log "5 new flows refused: $(tail -n 1 "$TS_TMP/refused.log")"
 r0=$(field "$(status)" 'st["limits"]["refused"]["memory"]')
 udp_echo udp_full.log &&
@@ -187,21 +194,9 @@ ts_bg "$NS_C" slowrecv2 timeout 150 "$TS_PY" -u "$TS_LIB_DIR/limits.py" \
     slowrecv --host "$TS_T_ADDR4" --port "$TS_TARGET_PORT" --conns 10 \
     --bytes 2m --rate 256k --timeout 120
 reader=$TS_LAST_PID
-full=
-for i in $(seq 200); do
-	st=$(cstatus) || ts_fail "client status"
-	used=$(field "$st" 'st["limits"]["buffer_memory"]["used"]')
-	[ "$used" -gt $((1048576 - 2 * 16384)) ] && { full=1; break; }
-	ts_alive "$reader" || break
-	sleep 0.1
-done
-[ -n "$full" ] || ts_fail "the client's budget never filled up (used $used): $(tail -n 3 "$TS_TMP/slowrecv2.log")"
+wait_full cstatus client $((1048576 - 2 * 16384)) "$reader" slowrecv2.log
 ts_log "client budget full: $used bytes in use"
-for i in 1 2 3; do
-	ts_app refused --host "$TS_T_ADDR4" --port "$TS_TARGET_PORT" --within 3 \
-	    >>"$TS_TMP/refused2.log" 2>&1 ||
-	    ts_fail "client: new flow $i with the budget full: $(tail -n 1 "$TS_TMP/refused2.log")"
-done
+refuse_new client 3 refused2.log
 ts_log "client: 3 new flows refused: $(tail -n 1 "$TS_TMP/refused2.log")"
 wait "$reader" || ts_fail "client: slow downloads: $(tail -n 5 "$TS_TMP/slowrecv2.log")"
 ts_log "client: $(tail -n 1 "$TS_TMP/slowrecv2.log")"
