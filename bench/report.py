@@ -641,7 +641,7 @@ def conditions(meta, rs=()):
     return (
         "Run of %s, `%s` (%d s), on %s (%d CPUs), kernel %s; %s, %s, %s, "
         "kcptun %s, tunsplit %s.  Load average %s at the start and %s at "
-        "the end%s: the machine was shared with other work, which is why "
+        "the end%s; other work may share the machine, which is why "
         "each table compares paths measured in the same run.  Throughput: "
         "iperf3 %s s after %s s omitted per cell (15 %%: %s s after %s s; "
         "ceiling and veth runs %s s); tunnels and their endpoints run %s; "
@@ -658,6 +658,10 @@ def conditions(meta, rs=()):
             meta.get("tunsplit_mtu", "?"), meta.get("tunsplit_pool", "?"),
             " and ".join(meta.get("kcptun_lfl_losses", "?").split())) +
         lfl_seeds_text(meta))
+
+
+def and_list(xs):
+    return xs[0] if len(xs) == 1 else ", ".join(xs[:-1]) + " and " + xs[-1]
 
 
 def lfl_seeds_text(meta):
@@ -678,11 +682,11 @@ def lfl_seeds_text(meta):
     if len(seeds) > 1:
         parts.append("at %s %% loss%s, %s also %s" % (
             lo, " and more" if top is None else " and more, below %s %%" % top,
-            who("lfl_seed_paths"), " and ".join(seeds[1:])))
+            who("lfl_seed_paths"), and_list(seeds[1:])))
     if top is not None and len(hi) > 1:
         parts.append("at %s %% and more, %s also %s (the other paths the "
                      "first only)" % (top, who("lfl_seed_hi_paths"),
-                                      ", ".join(hi[1:])))
+                                      and_list(hi[1:])))
     return ("  Loss seeds: every cell %s; %s (median and min–max)." % (
         (seeds or hi)[0], "; ".join(parts)))
 

@@ -41,8 +41,8 @@
 #   --quick    a 5-minute smoke run; --full    longer runs, more seeds,
 #              every path with 4 flows, the CUBIC column at 15 %, more
 #              accuracy checks, request latency without loss as well
-#              (about 35 minutes by its plan, not timed; the default took
-#              17-18 minutes and --quick 9 on the shared 2-core VM)
+#              (about 65 minutes by its plan, not timed; the default took
+#              18 minutes and --quick 9 on the 2-core VM)
 #   --dry-run  print the plan (one line per measurement) and exit
 #   --no-rtprio  run linkem at normal priority (default: SCHED_FIFO 10 on
 #              impaired links, so that other load on the machine does not
