@@ -16,12 +16,7 @@
 ts_init e2e_icmp
 
 command -v ping >/dev/null 2>&1 || ts_skip "missing tool: ping"
-LINKEM=${LINKEM:-}
-for t in "${TS_BUILDDIR:-}/bench/linkem" "$(dirname "$TUNSPLIT")/bench/linkem" \
-    "$TS_SRCDIR/bench/linkem"; do
-	[ -z "$LINKEM" ] && [ -x "$t" ] && LINKEM=$t
-done
-[ -n "$LINKEM" ] || ts_fail "bench/linkem not built (make bench/linkem)"
+ts_find_linkem
 DELAY=50
 
 ts_topology_up

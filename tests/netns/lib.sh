@@ -92,6 +92,18 @@ ts_need() {
 	    ts_skip "Debian package '$2' cannot be installed ($(tail -n 1 "$TS_TMP/apt.log" 2>/dev/null))"
 }
 
+# ts_find_linkem: LINKEM= the benchmark's link emulator (bench/linkem), from
+# the environment, the build tree or beside the tunsplit binary.
+ts_find_linkem() {
+	local t
+	LINKEM=${LINKEM:-}
+	for t in "${TS_BUILDDIR:-}/bench/linkem" \
+	    "$(dirname "$TUNSPLIT")/bench/linkem" "$TS_SRCDIR/bench/linkem"; do
+		[ -z "$LINKEM" ] && [ -x "$t" ] && LINKEM=$t
+	done
+	[ -n "$LINKEM" ] || ts_fail "bench/linkem not built (make bench/linkem)"
+}
+
 # ts_init NAME: check we can run at all, then create the temp dir and the
 # cleanup trap.  Exits 77 (skip) when not root or without /dev/net/tun.
 ts_init() {
