@@ -240,15 +240,6 @@ parse_num(const char *s, const char *what, double lo, double hi)
 	return v;
 }
 
-/* --ctl values: -1 when bad (the callers' ranges start at 0). */
-static double
-ctl_num(const char *s, double hi)
-{
-	double	 v;
-
-	return num_ok(s, 0, hi, &v) ? v : -1;
-}
-
 /* "PGB,PBG,LGOOD,LBAD" in percent; false (cf untouched) when malformed. */
 static bool
 ge_parse(struct conf *cf, const char *arg)
@@ -981,6 +972,8 @@ linkem_reload(struct linkem *le)
 	char		 buf[512], *tok, *arg, *save = NULL;
 	FILE		*f;
 	size_t		 n;
+	double		 v = 0;
+	bool		 ok = true;
 	int		 i;
 
 	if (le->cf.ctl_path == NULL) {
@@ -1006,26 +999,20 @@ linkem_reload(struct linkem *le)
 			return;
 		}
 		if (strcmp(tok, "--loss") == 0)
-			nc.loss_pct = ctl_num(arg, 100);
+			ok = num_ok(arg, 0, 100, &nc.loss_pct);
 		else if (strcmp(tok, "--seed") == 0) {
-			double v = ctl_num(arg, 9007199254740992.0);
-
-			if (v < 0)
-				nc.loss_pct = -1;	/* reported below */
-			else
-				nc.seed = (uint64_t)v;
-		}
-		else if (strcmp(tok, "--ge") == 0 && strcmp(arg, "off") == 0)
+			ok = num_ok(arg, 0, 9007199254740992.0, &v);
+			nc.seed = (uint64_t)v;
+		} else if (strcmp(tok, "--ge") == 0 && strcmp(arg, "off") == 0)
 			nc.ge_on = false;
-		else if (strcmp(tok, "--ge") == 0) {
-			if (!ge_parse(&nc, arg))
-				nc.loss_pct = -1;
-		} else {
+		else if (strcmp(tok, "--ge") == 0)
+			ok = ge_parse(&nc, arg);
+		else {
 			warnx("%s: unknown option %s, ignored", le->cf.ctl_path,
 			    tok);
 			return;
 		}
-		if (nc.loss_pct < 0) {
+		if (!ok) {
 			warnx("%s: bad value for %s: \"%s\", ignored",
 			    le->cf.ctl_path, tok, arg);
 			return;

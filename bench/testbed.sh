@@ -264,20 +264,26 @@ cmd_reload() {
 		--*)	die "reload: only --loss, --seed and --ge change live" ;;
 		esac
 	done
-	n=$(grep -c '^linkem: reloaded' "$TSB_RUN/linkem.log" || true)
+	n=$(grep -c 'reloaded\|ignored' "$TSB_RUN/linkem.log" || true)
 	echo "$*" >"$TSB_RUN/linkem.ctl"
 	kill -HUP "$pid"
 	i=0
-	until [ "$(grep -c '^linkem: reloaded' "$TSB_RUN/linkem.log" ||
+	# linkem answers with "reloaded", or says why it ignored the file.
+	until [ "$(grep -c 'reloaded\|ignored' "$TSB_RUN/linkem.log" ||
 	    true)" -gt "$n" ]; do
-		[ $i -lt 50 ] || { tail -3 "$TSB_RUN/linkem.log" >&2;
-		    die "reload: linkem did not take \"$*\""; }
+		[ $i -lt 50 ] || die "reload: linkem did not answer"
 		sleep 0.02; i=$((i + 1))
 	done
-	# Keep the record of the link in step: the old loss options out,
-	# the new ones in.
-	old=$(sed -e 's/ --seed [^ ]*//; s/ --loss [^ ]*//; s/ --ge [^ ]*//' \
-	    "$TSB_RUN/link")
+	tail -n 1 "$TSB_RUN/linkem.log" | grep -q '^linkem: reloaded' ||
+	    die "reload: $(tail -n 1 "$TSB_RUN/linkem.log")"
+	# Keep the record of the link in step: the options given replace
+	# their old values, the others stay.
+	old=$(cat "$TSB_RUN/link")
+	for a in "$@"; do
+		case $a in
+		--*) old=$(echo "$old" | sed "s/ $a [^ ]*//") ;;
+		esac
+	done
 	echo "$old $*" >"$TSB_RUN/link"
 	say "reloaded ($*)"
 }
