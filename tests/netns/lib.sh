@@ -607,3 +607,35 @@ ts_check_alive() {
 	ts_alive "$TS_CLIENT_PID" || ts_fail "the client died"
 	ts_alive "$TS_SERVER_PID" || ts_fail "the server died"
 }
+
+# ts_start_danted PORT [COMMAND...]: dante-server in the server namespace
+# on $TS_S_ADDR4:PORT, no authentication, relaying the SOCKS COMMANDs
+# (connect unless given) out of eth1 to the target; fails unless it
+# listens within 10 s.  Leaves DANTE_PID.
+ts_start_danted() {
+	local port=$1 danted
+	shift
+	ts_need danted dante-server
+	danted=$(command -v danted || echo /usr/sbin/danted)
+	cat >"$TS_TMP/danted.conf" <<EOF2
+logoutput: stderr
+internal: $TS_S_ADDR4 port = $port
+external: eth1
+clientmethod: none
+socksmethod: none
+user.privileged: root
+user.unprivileged: nobody
+client pass { from: 0/0 to: 0/0 log: error }
+socks pass {
+	from: 0/0 to: 0/0
+	command: ${*:-connect}
+	log: connect disconnect error
+}
+EOF2
+	ts_bg "$NS_S" danted "$danted" -f "$TS_TMP/danted.conf" \
+	    -p "$TS_TMP/danted.pid" -N 1
+	DANTE_PID=$TS_LAST_PID
+	ts_wait_port "$NS_S" "$port" 10 "$DANTE_PID" ||
+	    ts_fail "danted did not listen on $port: $(tail -n 5 "$TS_TMP/danted.log")"
+	ts_log "danted up on $TS_S_ADDR4:$port (${*:-connect})"
+}

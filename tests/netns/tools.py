@@ -233,16 +233,41 @@ def cmd_serve(args):
 
 # ---- apps -----------------------------------------------------------------
 
-def connect(host, port, timeout):
-    return socket.create_connection((host, port), timeout=timeout)
+def connect(host, port, timeout, mss=0):
+    """A connected socket; with <mss>, TCP_MAXSEG is set before connect,
+    so the SYN announces at most <mss> (as a host with a smaller MTU
+    would)."""
+    if not mss:
+        return socket.create_connection((host, port), timeout=timeout)
+    fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+    c = socket.socket(fam, socket.SOCK_STREAM)
+    try:
+        c.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, mss)
+        c.settimeout(timeout)
+        c.connect((host, port))
+    except OSError:
+        c.close()
+        raise
+    return c
+
+
+def mss_line(c, tag):
+    """Log the MSS this connection announced in its SYN (tcpi_advmss) and
+    the one it sends with (tcpi_snd_mss), from struct tcp_info."""
+    ti = c.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104)
+    snd_mss = int.from_bytes(ti[16:20], sys.byteorder)
+    advmss = int.from_bytes(ti[84:88], sys.byteorder)
+    log("%s: mss announced %d, sending %d" % (tag, advmss, snd_mss))
 
 
 def do_send(host, port, nbytes, seed, rate=0, timeout=30, progress=None,
-            tag="send"):
+            tag="send", mss=None):
     """Upload <nbytes> of stream <seed> to SINK; returns (ok, message)."""
     t0 = time.monotonic()
     try:
-        c = connect(host, port, timeout)
+        c = connect(host, port, timeout, mss)
+        if mss is not None:
+            mss_line(c, tag)
         c.sendall(b"SINK\n")
         sent, digest = send_stream(c, seed, nbytes, rate, progress)
         c.shutdown(socket.SHUT_WR)
@@ -299,12 +324,14 @@ class StreamCheck:
 
 
 def do_recv(host, port, nbytes, seed, rate=0, timeout=30, progress=None,
-            tag="recv"):
+            tag="recv", mss=None):
     """Download <nbytes> of stream <seed> via SEND; returns (ok, message)."""
     t0 = time.monotonic()
     chk = StreamCheck(seed, nbytes)
     try:
-        c = connect(host, port, timeout)
+        c = connect(host, port, timeout, mss)
+        if mss is not None:
+            mss_line(c, tag)
         c.sendall(("SEND %d %d %d\n" % (nbytes, seed, rate)).encode())
         while True:
             b = c.recv(CHUNK)
@@ -348,7 +375,7 @@ def progress_writer(path):
 def cmd_send(args):
     rc, msg = do_send(args.host, args.port, parse_size(args.bytes), args.seed,
                       parse_size(args.rate), args.timeout,
-                      progress_writer(args.progress))
+                      progress_writer(args.progress), mss=args.mss)
     log(msg)
     return rc
 
@@ -356,7 +383,7 @@ def cmd_send(args):
 def cmd_recv(args):
     rc, msg = do_recv(args.host, args.port, parse_size(args.bytes), args.seed,
                       parse_size(args.rate), args.timeout,
-                      progress_writer(args.progress))
+                      progress_writer(args.progress), mss=args.mss)
     log(msg)
     return rc
 
@@ -560,6 +587,9 @@ def main():
         a.add_argument("--bytes", required=True)
         a.add_argument("--rate", default="0")
         a.add_argument("--progress", help="file updated with bytes so far")
+        a.add_argument("--mss", type=int, default=None,
+                       help="TCP_MAXSEG before connect (0: the route's), "
+                       "and log the MSS announced and sent with")
     a = app("halfclose", cmd_halfclose)
     a.add_argument("--req-bytes", default="64k")
     a.add_argument("--reply-bytes", default="1m")
