@@ -12,8 +12,10 @@ a run's result lines into the results file and its tables.
   report.py final   RESULTS-JSONL RUN-META-JSON OUT-JSON  -> tables (markdown)
                     (also OUT.<scenario>.json, one per scenario)
   report.py tables  OUT-JSON                              -> tables again
-  report.py readme  OUT-JSON [README.md]  -> the README's generated part
-                    (printed, or replaced between the bench markers)
+  report.py readme  OUT-JSON [OUT-JSON...] [README.md]
+                    -> the README's generated part (printed, or replaced
+                    between the bench markers); several runs each get a
+                    heading, in the order given
 
 A result line is a JSON object; "value" is what the progress line shows.
 Failures are recorded, never turned into numbers.
@@ -67,6 +69,10 @@ def cmd_iperf(meta, ipath, lpath=None):
         r["retransmits"] = end.get("sum_sent", {}).get("retransmits")
         r["sender_cc"] = end.get("sender_tcp_congestion")
         r["receiver_cc"] = end.get("receiver_tcp_congestion")
+        # The app's (iperf3 client's) MSS as its kernel reports it on the
+        # control connection, which takes the same route as the data.
+        st = d.get("start", {})
+        r["app_mss"] = st.get("tcp_mss_default", st.get("tcp_mss"))
         r["value"] = "%.2f Mbit/s (retr %s, cc %s)" % (
             r["mbit"], r["retransmits"], r["sender_cc"])
         # CPU was counted over the whole run, omitted seconds included, so
@@ -293,14 +299,84 @@ PATH_NAMES = {"direct": "direct", "openvpn": "OpenVPN-TCP",
               "tunsplit": "tunsplit", "tunsplit-nopool": "tunsplit, no pool"}
 TPUT_COLS = [("direct", "cubic"), ("direct", "bbr"), ("openvpn", "bbr"),
              ("v2ray", "bbr"), ("kcptun", "bbr"), ("tunsplit", "bbr")]
+PATH_ORDER = ["direct", "openvpn", "v2ray", "kcptun", "tunsplit",
+              "tunsplit-nopool"]
+
+# The link's MTU (veth's and linkem's default): the MTU of every path but
+# tunsplit in the runs that predate the "mtu" field of a result.
+LINK_MTU = 1500
 
 
-def col_name(path, cc):
+def is_ts(path):
+    return path.startswith("tunsplit")
+
+
+def with_mtu(rs, meta):
+    """The results, each with its "mtu": the MTU of the interface the
+    client namespace routes the target through (tunsplit: its TUN).  Runs
+    before run.sh recorded it had tunsplit at the run's one TUN MTU and
+    the others on the link (1500)."""
+    out = []
+    for r in rs:
+        if r.get("mtu") is None:
+            r = dict(r, mtu=meta.get("tunsplit_mtu", 9000)
+                     if is_ts(r.get("path", "")) else LINK_MTU)
+        out.append(r)
+    return out
+
+
+def path_mtus(rs, path):
+    """tunsplit's TUN MTUs among these results, largest first; [None] for
+    another path (one MTU, the link's or its tunnel's, given in the
+    table's MTU line)."""
+    if not is_ts(path):
+        return [None]
+    return sorted({r["mtu"] for r in sel(rs, path=path)}, reverse=True)
+
+
+def ckw(path, cc=None, mtu=None):
+    """Selection of one column or row: tunsplit's carry their MTU."""
+    kw = {"path": path}
+    if cc is not None:
+        kw["cc"] = cc
+    if mtu is not None:
+        kw["mtu"] = mtu
+    return kw
+
+
+def col_name(path, cc, mtu=None):
     if path == "direct":
         return "direct %s" % cc.upper()
     if path == "kcptun":
         return PATH_NAMES[path]
+    if mtu is not None:
+        return "%s (%s, MTU %s)" % (PATH_NAMES[path], cc.upper(), mtu)
     return "%s (%s)" % (PATH_NAMES[path], cc.upper())
+
+
+def mtu_note(rs):
+    """One line naming the MTU of every path in a table."""
+    by = {}
+    for r in rs:
+        by.setdefault(r["path"], set()).add(r["mtu"])
+    groups = []	# [mtus, [names]] in path order, paths with equal MTUs merged
+    for p in sorted(by, key=lambda x: PATH_ORDER.index(x)
+                    if x in PATH_ORDER else 99):
+        m = sorted(by[p], reverse=True)
+        for g in groups:
+            if g[0] == m:
+                g[1].append(PATH_NAMES.get(p, p))
+                break
+        else:
+            groups.append([m, [PATH_NAMES.get(p, p)]])
+    parts = ["%s for %s%s" % (" and ".join(str(x) for x in m),
+                              and_list(names),
+                              " (as each column or row says)"
+                              if len(m) > 1 else "")
+             for m, names in groups]
+    return ("MTU of the interface the app's route takes (the link, "
+            "OpenVPN's or tunsplit's TUN): %s." % "; ".join(parts)
+            if parts else "")
 
 
 def t_ceiling(rs, meta):
@@ -315,39 +391,76 @@ def t_ceiling(rs, meta):
                              "linkem, no impairment", flows,
                              updown(ceil, link=link, flows=flows)])
     return ("### Ceiling: no impairment, %s, Mbit/s up / down\n\n" %
-            meta.get("ceiling_cc", "cubic").upper() +
-            table(["link", "flows", "Mbit/s"], rows))
+            meta.get("ceiling_cc", "cubic").upper() + mtu_note(ceil) +
+            "\n\n" + table(["link", "flows", "Mbit/s"], rows))
 
 
 def cpu_cell(rs, side, **kw):
+    """CPU seconds per GiB up / down: the median over repeats."""
     vals = []
     for d in ("up", "down"):
-        m = [r for r in sel(rs, dir=d, **kw) if "error" not in r]
-        v = m[0].get("cpu_%s_s_per_gib" % side) if m else None
-        vals.append("n/a" if v is None else "%.2f" % v)
+        v = [r.get("cpu_%s_s_per_gib" % side) for r in sel(rs, dir=d, **kw)
+             if "error" not in r]
+        v = [x for x in v if x is not None]
+        vals.append("%.2f" % statistics.median(v) if v else "n/a")
     return " / ".join(vals)
+
+
+def runs_text(rs, meta):
+    """How the cells with several runs came about."""
+    seeds = sorted({r["seed"] for r in rs if r.get("seed") is not None})
+    rounds = meta.get("rounds", 1)
+    if rounds > 1:
+        return (" Each cell ran once in each of %d rounds of the plan "
+                "(interleaved with the other cells)%s: median (min–max)." %
+                (rounds, ", loss seeds %s" % ", ".join(str(x) for x in seeds)
+                 if seeds else ""))
+    if len(seeds) > 1:
+        return (" Cells with more than one run: median (min–max) over "
+                "seeds %s (one %s-s run is one draw of whether BBR meets "
+                "an early loss burst); ratios are of the medians." % (
+                    ", ".join(str(x) for x in seeds),
+                    meta.get("iperf_seconds", "?")))
+    return ""
 
 
 def t_tunnels(rs, meta):
     sc = sel(rs, scenario="scale", kind="iperf")
     if not sc:
         return None
+    mss = any(r.get("app_mss") for r in sc)
     rows = []
     for path in ("direct", "openvpn", "v2ray", "kcptun", "tunsplit"):
-        if not sel(sc, path=path):
-            continue
-        rows.append([PATH_NAMES[path], updown(sc, path=path),
-                     cpu_cell(sc, "client", path=path),
-                     cpu_cell(sc, "server", path=path)])
+        for mtu in path_mtus(sc, path):
+            kw = ckw(path, mtu=mtu)
+            m = sel(sc, **kw)
+            if not m:
+                continue
+            row = [PATH_NAMES[path], " / ".join(sorted(
+                {str(r["mtu"]) for r in m}, reverse=True))]
+            if mss:
+                row.append(" / ".join(sorted({str(r["app_mss"]) for r in m
+                                              if r.get("app_mss")})) or "n/a")
+            rows.append(row + [
+                updown(sc, **kw), " / ".join(ratio(
+                    mbit(sc, dir=d, **kw), mbit(sc, path="direct", dir=d))
+                    for d in ("up", "down")),
+                cpu_cell(sc, "client", **kw), cpu_cell(sc, "server", **kw)])
     return ("### Through each tunnel over a plain veth (no impairment, 1 "
             "flow, %s s): Mbit/s and CPU seconds per GiB, up / down\n\n" %
-            meta.get("short_seconds", "") +
-            table(["path", "Mbit/s", "client CPU s/GiB", "server CPU s/GiB"],
-                  rows))
+            meta.get("short_seconds", "") + mtu_note(sc) +
+            (" App MSS: the iperf3 client's, as its kernel reports it "
+             "(direct: less 12 bytes of timestamps)." if mss else "") +
+            runs_text(sc, meta) + "\n\n" +
+            table(["path", "MTU"] + (["app MSS"] if mss else []) +
+                  ["Mbit/s", "/ direct", "client CPU s/GiB",
+                   "server CPU s/GiB"], rows))
 
 
 def lfl_cols(lfl):
-    return [(p, c) for p, c in TPUT_COLS if sel(lfl, path=p, cc=c)]
+    """(path, cc, mtu) of the columns: tunsplit once per TUN MTU."""
+    return [(p, c, m) for p, c in TPUT_COLS for m in path_mtus(lfl, p)
+            if sel(lfl, **ckw(p, c, m))]
 
 
 def t_lfl(rs, meta):
@@ -355,35 +468,36 @@ def t_lfl(rs, meta):
     out = []
     for flows in sorted({r["flows"] for r in lfl}):
         fl = sel(lfl, flows=flows)
-        seeds = sorted({r["seed"] for r in fl if r.get("seed") is not None})
-        multi = (" Cells with more than one run: median (min–max) over "
-                 "seeds %s (one %s-s run is one draw of whether BBR meets "
-                 "an early loss burst); ratios are of the medians." % (
-                     ", ".join(str(x) for x in seeds),
-                     meta.get("iperf_seconds", "?"))
-                 if len(seeds) > 1 else "")
         cols = lfl_cols(fl)
-        head = ["loss"] + [col_name(p, c) for p, c in cols]
-        have_ts = ("tunsplit", "bbr") in cols
-        if have_ts:
-            head += ["tunsplit / direct BBR", "tunsplit / OpenVPN-TCP"]
+        head = ["loss"] + [col_name(*col) for col in cols]
+        ts = [m for p, c, m in cols if p == "tunsplit" and c == "bbr"]
+        refs = [(p, c) for p, c in (("direct", "bbr"), ("openvpn", "bbr"))
+                if (p, c, None) in cols]
+        for m in ts:
+            name = "tunsplit" if len(ts) == 1 else "tunsplit %s" % m
+            head += ["%s / %s" % (name, "direct BBR" if p == "direct"
+                                  else PATH_NAMES[p]) for p, c in refs]
+        head += ["tunsplit %s / %s" % (m, ts[0]) for m in ts[1:]]
         rows = []
         for loss in sorted({r["loss"] for r in fl}):
-            row = ["%g %%" % loss] + [updown(fl, path=p, cc=c, loss=loss)
-                                      for p, c in cols]
-            if have_ts:
-                for ref, rcc in (("direct", "bbr"), ("openvpn", "bbr")):
-                    row.append(" / ".join(ratio(
-                        mbit(fl, path="tunsplit", loss=loss, dir=d),
-                        mbit(fl, path=ref, cc=rcc, loss=loss, dir=d))
-                        for d in ("up", "down")))
+            row = ["%g %%" % loss] + [updown(fl, loss=loss, **ckw(*col))
+                                      for col in cols]
+            pairs = [(ckw("tunsplit", "bbr", m), ckw(p, c))
+                     for m in ts for p, c in refs]
+            pairs += [(ckw("tunsplit", "bbr", m), ckw("tunsplit", "bbr", ts[0]))
+                      for m in ts[1:]]
+            for a, b in pairs:
+                row.append(" / ".join(ratio(
+                    mbit(fl, loss=loss, dir=d, **a),
+                    mbit(fl, loss=loss, dir=d, **b))
+                    for d in ("up", "down")))
             rows.append(row)
+        multi = runs_text(fl, meta)
         out.append(
             "### Long fat lossy path: %s Mbit/s, RTT %s ms, %s ms queue, "
-            "%d flow%s, Mbit/s up / down\n\n%s" % (
+            "%d flow%s, Mbit/s up / down\n\n%s%s\n\n" % (
                 meta["rate_mbit"], meta["rtt_ms"], meta["queue_ms"],
-                flows, "s" if flows > 1 else "",
-                multi.strip() + "\n\n" if multi else "") +
+                flows, "s" if flows > 1 else "", mtu_note(fl), multi) +
             table(head, rows))
     return "\n\n".join(out) if out else None
 
@@ -395,20 +509,22 @@ def t_kept(rs, meta):
     if 0 not in losses or len(losses) < 2:
         return None
     rows = []
-    for p, c in lfl_cols(lfl):
-        if not sel(lfl, path=p, cc=c, loss=0):
+    for col in lfl_cols(lfl):
+        kw = ckw(*col)
+        if not sel(lfl, loss=0, **kw):
             continue
-        row = [col_name(p, c)]
+        row = [col_name(*col)]
         for loss in losses[1:]:
             row.append(" / ".join(
-                "n/a" if mbit(lfl, path=p, cc=c, loss=0, dir=d) is None or
-                mbit(lfl, path=p, cc=c, loss=loss, dir=d) is None else
-                "%.0f %%" % (100.0 * mbit(lfl, path=p, cc=c, loss=loss, dir=d)
-                             / mbit(lfl, path=p, cc=c, loss=0, dir=d))
+                "n/a" if mbit(lfl, loss=0, dir=d, **kw) is None or
+                mbit(lfl, loss=loss, dir=d, **kw) is None else
+                "%.0f %%" % (100.0 * mbit(lfl, loss=loss, dir=d, **kw)
+                             / mbit(lfl, loss=0, dir=d, **kw))
                 for d in ("up", "down")))
         rows.append(row)
     return ("### What loss costs each path: throughput kept, relative to "
             "the same path at 0 % loss (1 flow, medians, up / down)\n\n" +
+            mtu_note(lfl) + "\n\n" +
             table(["path"] + ["%g %%" % x for x in losses[1:]], rows))
 
 
@@ -427,11 +543,12 @@ def t_hiloss(rs, meta):
     if not hl:
         return None
     rows = []
-    for p, c in TPUT_COLS:
-        m = sel(hl, path=p, cc=c)
+    for p, c, mtu in [(p, c, m) for p, c in TPUT_COLS
+                      for m in path_mtus(hl, p)]:
+        m = sel(hl, **ckw(p, c, mtu))
         if not m:
             continue
-        row = [col_name(p, c)]
+        row = [col_name(p, c, mtu)]
         for d in ("up", "down"):
             vals = [None if "error" in r else r["mbit"]
                     for r in sel(m, dir=d)]
@@ -446,7 +563,7 @@ def t_hiloss(rs, meta):
             "(min–max) over seeds %s%s, Mbit/s\n\n" % (
                 hl[0]["loss"], ", ".join(str(x) for x in seeds),
                 " (%s: the first only)" % ", ".join(once) if once else "") +
-            table(["path", "up", "down"], rows))
+            mtu_note(hl) + "\n\n" + table(["path", "up", "down"], rows))
 
 
 def t_targets(rs, meta):
@@ -454,31 +571,36 @@ def t_targets(rs, meta):
     if not sel(lfl, path="tunsplit"):
         return None
     rows = []
-    for loss in sorted({r["loss"] for r in lfl}):
-        goal = 0.85 if loss >= 5 else 0.9
+    for mtu in path_mtus(lfl, "tunsplit"):
+        ts = ckw("tunsplit", mtu=mtu)
+        name = "tunsplit (MTU %s)" % mtu
+        for loss in sorted({r["loss"] for r in lfl}):
+            goal = 0.85 if loss >= 5 else 0.9
+            for d in ("up", "down"):
+                t = mbit(lfl, loss=loss, dir=d, **ts)
+                b = mbit(lfl, path="direct", cc="bbr", loss=loss, dir=d)
+                if t is None or not b:
+                    continue
+                rows.append(["%s ≥ %.2f× direct BBR, %g %% %s" % (
+                    name, goal, loss, d), "%.2f×" % (t / b),
+                    "yes" if t / b >= goal else "**no**",
+                    "%s vs %s" % (
+                        cell(lfl, loss=loss, dir=d, **ts),
+                        cell(lfl, path="direct", cc="bbr", loss=loss,
+                             dir=d))])
         for d in ("up", "down"):
-            t = mbit(lfl, path="tunsplit", loss=loss, dir=d)
-            b = mbit(lfl, path="direct", cc="bbr", loss=loss, dir=d)
-            if t is None or not b:
-                continue
-            rows.append(["tunsplit ≥ %.2f× direct BBR, %g %% %s" % (
-                goal, loss, d), "%.2f×" % (t / b),
-                "yes" if t / b >= goal else "**no**",
-                "%s vs %s" % (
-                    cell(lfl, path="tunsplit", loss=loss, dir=d),
-                    cell(lfl, path="direct", cc="bbr", loss=loss, dir=d))])
-    for d in ("up", "down"):
-        t = mbit(lfl, path="tunsplit", loss=1, dir=d)
-        o = mbit(lfl, path="openvpn", loss=1, dir=d)
-        if t is not None and o:
-            rows.append(["tunsplit ≥ 2.5× OpenVPN-TCP, 1 %% %s" % d,
-                         "%.2f×" % (t / o),
-                         "yes" if t / o >= 2.5 else "**no**",
-                         "%s vs %s" % (
-                             cell(lfl, path="tunsplit", loss=1, dir=d),
-                             cell(lfl, path="openvpn", loss=1, dir=d))])
+            t = mbit(lfl, loss=1, dir=d, **ts)
+            o = mbit(lfl, path="openvpn", loss=1, dir=d)
+            if t is not None and o:
+                rows.append(["%s ≥ 2.5× OpenVPN-TCP, 1 %% %s" % (name, d),
+                             "%.2f×" % (t / o),
+                             "yes" if t / o >= 2.5 else "**no**",
+                             "%s vs %s" % (
+                                 cell(lfl, loss=1, dir=d, **ts),
+                                 cell(lfl, path="openvpn", loss=1, dir=d))])
     return ("### The issue's targets in this run (1 flow; ratio of the "
-            "medians where a cell has several seeds)\n\n" +
+            "medians where a cell has several runs)\n\n" +
+            mtu_note(lfl) + "\n\n" +
             table(["target", "measured", "met",
                    "Mbit/s: tunsplit vs reference, median (min–max)"],
                   rows)) if rows else None
@@ -498,8 +620,8 @@ def t_ttfb(rs, meta):
                          "%.2f" % (r["ttfb_ms_median"] / meta["rtt_ms"]),
                          r["n"]])
     return ("### New connection: connect to first response byte (RTT %s ms, "
-            "1 KiB over HTTP, ms)\n\n" % meta["rtt_ms"] +
-            table(["path", "connect median", "first byte median",
+            "1 KiB over HTTP, ms)\n\n" % meta["rtt_ms"] + mtu_note(tt) +
+            "\n\n" + table(["path", "connect median", "first byte median",
                    "first byte p99", "RTTs", "n"], rows))
 
 
@@ -535,7 +657,7 @@ def t_rrlat(rs, meta):
         out.append(
             "### Request latency on an open connection: 64-byte echo, RTT "
             "%s ms, %g %% loss, ms\n\n" % (rr[0]["rtt_ms"], loss) +
-            table(["path", "closed p50", "closed p99", "closed n",
+            mtu_note(sel(rr, loss=loss)) + "\n\n" + table(["path", "closed p50", "closed p99", "closed n",
                    "open %g/s p50" % rate, "open p99", "open p99.9"], rows))
     return "\n\n".join(out)
 
@@ -575,8 +697,9 @@ def t_scale(rs, meta):
             "New connections: sequential HTTP/1.0 GETs of 1 KiB for %s s.  "
             "Idle flows: TCP connections through the path to a holder on the "
             "target, one byte each, RSS growth of the path's client and "
-            "server daemon 11 s after the last one opened.\n\n" %
-            meta.get("conn_seconds", "?") + table(head, rows))
+            "server daemon 11 s after the last one opened.  %s\n\n" % (
+                meta.get("conn_seconds", "?"), mtu_note(cr + idle)) +
+            table(head, rows))
 
 
 def accuracy_rows(rs):
@@ -620,7 +743,9 @@ def accuracy_rows(rs):
 
 def t_accuracy(rs, meta):
     acc = accuracy_rows(rs)
-    return ("### linkem accuracy\n\n" + table(
+    return ("### linkem accuracy\n\n" + mtu_note(
+        [r for r in rs if r["kind"] in ("ping", "udp") or
+         r.get("loss") and r["kind"] == "iperf"]) + "\n\n" + table(
         ["check", "configured", "measured"], acc)) if acc else None
 
 
@@ -629,7 +754,8 @@ TABLES = [t_lfl, t_kept, t_targets, t_hiloss, t_ttfb, t_rrlat, t_ceiling,
 
 
 def tables(doc):
-    rs, meta = doc["results"], doc["meta"]
+    meta = doc["meta"]
+    rs = with_mtu(doc["results"], meta)
     return "\n\n".join(t for t in (f(rs, meta) for f in TABLES) if t)
 
 
@@ -646,7 +772,7 @@ def conditions(meta, rs=()):
         "iperf3 %s s after %s s omitted per cell (15 %%: %s s after %s s; "
         "ceiling and veth runs %s s); tunnels and their endpoints run %s; "
         "tunsplit's TUN MTU %s, warm pool %s; kcptun runs in the lossy "
-        "table at %s %% loss (– = not run)." % (
+        "table at %s %% loss (– = not run)%s." % (
             meta["date"], meta["command"].strip(), meta.get("duration_s", 0),
             meta["cpu"], meta["cpus"], meta["kernel"], meta["iperf3"],
             meta["openvpn"], meta.get("v2ray", "v2ray"),
@@ -655,9 +781,21 @@ def conditions(meta, rs=()):
             meta["iperf_seconds"], meta["iperf_omit"],
             meta.get("hiloss_seconds", "?"), meta.get("hiloss_omit", "?"),
             meta.get("short_seconds", "?"), meta.get("tunnel_cc", "bbr").upper(),
-            meta.get("tunsplit_mtu", "?"), meta.get("tunsplit_pool", "?"),
-            " and ".join(meta.get("kcptun_lfl_losses", "?").split())) +
+            ts_mtus_text(meta), meta.get("tunsplit_pool", "?"),
+            " and ".join(meta.get("kcptun_lfl_losses", "?").split()),
+            "; the whole plan ran %d times over, one round after another, "
+            "each round with the loss seeds moved on by one" %
+            meta["rounds"] if meta.get("rounds", 1) > 1 else "") +
         lfl_seeds_text(meta))
+
+
+def ts_mtus_text(meta):
+    mtus = str(meta.get("tunsplit_mtus", meta.get("tunsplit_mtu", "?")))
+    mtus = mtus.split()
+    if len(mtus) < 2:
+        return mtus[0] if mtus else "?"
+    return "%s (%s where a column or row says so, with an app MSS of " \
+        "the MTU less 40)" % (mtus[0], and_list(mtus[1:]))
 
 
 def and_list(xs):
@@ -695,22 +833,44 @@ BEGIN = "<!-- bench:begin (generated by bench/report.py readme) -->"
 END = "<!-- bench:end -->"
 
 
-def readme(doc, out_name):
-    return "\n\n".join([
-        BEGIN,
-        "```\nsudo make -C build bench        # = bench/run.sh, see "
-        "bench/README.md\n```",
-        conditions(doc["meta"], doc["results"]) +
-        "  Results: `bench/results/%s`." %
-        out_name,
-        tables(doc).replace("### ", "#### "),
-        END])
+def run_title(meta):
+    """A heading for one run among several: its date and TUN MTUs."""
+    mtus = str(meta.get("tunsplit_mtus", meta.get("tunsplit_mtu", "?")))
+    return "### %s: `%s`, tunsplit's TUN MTU %s" % (
+        meta["date"][:16].replace("T", " "), meta["command"].strip(),
+        and_list(mtus.split()))
 
 
-def cmd_readme(out_path, readme_path=None):
+def readme(docs):
+    """docs: [(doc, file name)]; with more than one, each run gets its own
+    heading and its tables one level below."""
+    parts = [BEGIN, "```\nsudo make -C build bench        # = bench/run.sh, "
+             "see bench/README.md\n```"]
+    for doc, name in docs:
+        if len(docs) > 1:
+            parts.append(run_title(doc["meta"]))
+        parts.append(conditions(doc["meta"], doc["results"]) +
+                     "  Results: `bench/results/%s`." % name)
+        parts.append(tables(doc).replace("### ", "#### "))
+    parts.append(END)
+    return "\n\n".join(parts)
+
+
+def cmd_readme(*args):
+    """readme OUT-JSON [OUT-JSON...] [README.md]"""
     import os
-    doc = load(out_path)
-    text = readme(doc, os.path.basename(out_path))
+    outs = [a for a in args if not a.endswith(".md")]
+    mds = [a for a in args if a.endswith(".md")]
+    if not outs or len(mds) > 1:
+        sys.exit(__doc__)
+    readme_path = mds[0] if mds else None
+    docs = []
+    for out_path in outs:
+        doc = load(out_path)
+        if doc is None:
+            sys.exit("%s: cannot read" % out_path)
+        docs.append((doc, os.path.basename(out_path)))
+    text = readme(docs)
     if not readme_path:
         print(text)
         return

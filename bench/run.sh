@@ -7,6 +7,7 @@
 #               [--loss LIST] [--cc LIST] [--flows LIST] [--time S]
 #               [--omit S] [--samples N] [--seed N] [--seeds LIST]
 #               [--lfl-seeds LIST] [--lfl-seeds-hi LIST] [--idle LIST]
+#               [--tun-mtu LIST] [--kinds LIST] [--rounds N]
 #               [--out FILE] [--no-rtprio]
 #
 #   scenarios  accuracy ceiling lfl hiloss ttfb rrlat scale  (default: all)
@@ -38,11 +39,28 @@
 #              first seed only
 #   idle       idle-flow counts for scale      (default: 1000 10000 through
 #              tunsplit, 1000 through the others; --full: both for all)
+#   tun-mtu    tunsplit's TUN MTUs (default: TSB_MTU, else 9000, then 1500).
+#              The first is the MTU of every tunsplit cell; the others add
+#              tunsplit cells at that MTU next to it: single-flow iperf3 up
+#              and down over the plain veth (scale) and over the lossy link
+#              (lfl, every loss with the first seed, at 1 % with every
+#              --lfl-seeds; --full: as the first).  At TUN MTU 1500 the app
+#              announces MSS 1460, what a LAN client behind a router does
+#   kinds      only these kinds of measurement (iperf udp ping ttfb rrlat
+#              connrate idle; default: all), e.g. --kinds iperf for the
+#              throughput cells of scale without its connection rate and
+#              idle flows
+#   rounds     run the whole plan N times over, one round after another,
+#              so the repeats of each cell are interleaved with the other
+#              cells' (default 1); round k adds k-1 to every loss seed, so
+#              that each round draws other loss patterns.  Tables show the
+#              median (min-max) of the repeats
 #   --quick    a 5-minute smoke run; --full    longer runs, more seeds,
 #              every path with 4 flows, the CUBIC column at 15 %, more
 #              accuracy checks, request latency without loss as well
 #              (about 65 minutes by its plan, not timed; the default took
-#              18 minutes and --quick 9 on the 2-core VM)
+#              18 minutes and --quick 9 on the 2-core VM, before the TUN
+#              MTU 1500 cells were added)
 #   --dry-run  print the plan (one line per measurement) and exit
 #   --no-rtprio  run linkem at normal priority (default: SCHED_FIFO 10 on
 #              impaired links, so that other load on the machine does not
@@ -57,7 +75,7 @@
 # Environment: LINKEM, RRLAT (built by make; else testbed.sh and run.sh
 # build them), TUNSPLIT (tunsplit binary), TSB_TUNSPLIT_REV (the revision
 # it was built from, for the results; default: git describe of this tree),
-# TSB_POOL (tunsplit's pool, default 6), TSB_MTU (its TUN MTU, 9000),
+# TSB_POOL (tunsplit's pool, default 6), TSB_MTU (its first TUN MTU, 9000),
 # TSB_KEEP (a directory: every iperf3 JSON output is copied there).  Only
 # one run at a time: the namespaces have fixed names, so a run holds
 # /run/tsb.lock (flock) from start to end; another run stops at once, or
@@ -114,6 +132,11 @@ RR_LOSSES="1"		# --full: 0 1
 CONN_T=3		# connection-rate seconds
 IDLE="1000 10000"	# idle flows through tunsplit
 IDLE_OTHER="1000"	# through the others (--full: as $IDLE)
+TS_MTU=${TSB_MTU:-9000}	# tunsplit's TUN MTU: every tunsplit cell ...
+TUN_MTUS="$TS_MTU 1500"	# ... and these add cells next to it (--tun-mtu)
+MTU_SEEDS_ALL=0		# other MTUs: the seeds of the first (--full)
+KINDS=			# measurement kinds run (empty: all)
+ROUNDS=1		# the whole plan this many times over
 SAMPLES=20
 SEED=1
 ACC_FULL=0
@@ -146,6 +169,7 @@ while [ $# -gt 0 ]; do
 			LFL_SEEDS_HI=$LFL_SEEDS
 			LFL_SEED_PATHS="direct openvpn v2ray kcptun tunsplit"
 			LFL_SEED_HI_PATHS=$LFL_SEED_PATHS
+			MTU_SEEDS_ALL=1
 			IDLE_OTHER=FULL ;;
 	--scenarios)	SCENARIOS=$2; shift ;;
 	--paths)	PATHS=$2; shift ;;
@@ -160,6 +184,9 @@ while [ $# -gt 0 ]; do
 	--lfl-seeds)	LFL_SEEDS=$2; shift ;;
 	--lfl-seeds-hi)	LFL_SEEDS_HI=$2; shift ;;
 	--idle)		IDLE=$2; IDLE_OTHER=$2; shift ;;
+	--tun-mtu)	TUN_MTUS=$2; shift ;;
+	--kinds)	KINDS=$2; shift ;;
+	--rounds)	ROUNDS=$2; shift ;;
 	--out)		OUT=$2; shift ;;
 	--no-rtprio)	RTPRIO= ;;
 	--dry-run)	DRY=1 ;;
@@ -169,6 +196,19 @@ while [ $# -gt 0 ]; do
 done
 
 [ "$IDLE_OTHER" = FULL ] && IDLE_OTHER=$IDLE
+TUN_MTUS=$(echo $TUN_MTUS | tr ' ' '\n' | awk '!seen[$0]++' | tr '\n' ' ')
+TUN_MTUS=${TUN_MTUS% }
+TS_MTU=${TUN_MTUS%% *}
+for m in $TUN_MTUS; do
+	case $m in
+	*[!0-9]*|"") die "--tun-mtu: \"$m\" is not a number" ;;
+	esac
+	[ "$m" -ge 576 ] && [ "$m" -le 65535 ] ||
+	    die "--tun-mtu: $m is outside 576-65535 (tun.mtu's range)"
+done
+case $ROUNDS in
+*[!0-9]*|""|0) die "--rounds: \"$ROUNDS\" is not a positive number" ;;
+esac
 [ -n "$LFL_SEEDS" ] || LFL_SEEDS=$(seq -s ' ' "$SEED" $((SEED + 4)))
 [ -n "$LFL_SEEDS_HI" ] ||
     LFL_SEEDS_HI=$(seq -s ' ' "$SEED" $((SEED + 4)))
@@ -488,12 +528,12 @@ kcptun_down() {
 # 10.201.2.0/24 and fd00:201:2::/64 while 10.201.1.2 stays on lkc.
 # "tunsplit" keeps a warm pool (TSB_POOL, default 6: sequential new
 # connections 1 RTT apart drain a smaller pool faster than a replacement
-# handshake refills it); "tunsplit-nopool" has none.
+# handshake refills it); "tunsplit-nopool" has none.  The TUN's MTU is the
+# cell's (TUN_MTUS), and the app's TCP announces that less 40 as its MSS.
 TS_DIR=$WORK/tunsplit
-TS_MTU=${TSB_MTU:-9000}
 
-tunsplit_up() {
-	local pool=$1 key i
+tunsplit_up() {	# POOL MTU
+	local pool=$1 mtu=$2 key i
 	if [ -z "${TUNSPLIT:-}" ] || [ ! -x "${TUNSPLIT:-}" ]; then
 		say "tunsplit: no binary (set TUNSPLIT=path)"
 		return 1
@@ -518,7 +558,7 @@ EOF
 	cat >"$TS_DIR/client.yaml" <<EOF
 log: {level: warn}
 control: $TS_DIR/client.sock
-tun: {name: tsb-ts, mtu: $TS_MTU, address: [198.18.0.1/15, "fdfe:dcba:9876::1/64"]}
+tun: {name: tsb-ts, mtu: $mtu, address: [198.18.0.1/15, "fdfe:dcba:9876::1/64"]}
 client:
   server: "$SERVER:8443"
   sni: tunsplit.bench
@@ -566,14 +606,14 @@ tunsplit_down() {
 	return 0
 }
 
-path_up() {
+path_up() {	# PATH [TUN-MTU]
 	case $1 in
 	direct)		return 0 ;;
 	openvpn)	ovpn_up ;;
 	v2ray)		v2ray_up ;;
 	kcptun)		kcptun_up ;;
-	tunsplit)	tunsplit_up "${TSB_POOL:-6}" ;;
-	tunsplit-nopool) tunsplit_up 0 ;;
+	tunsplit)	tunsplit_up "${TSB_POOL:-6}" "${2:-$TS_MTU}" ;;
+	tunsplit-nopool) tunsplit_up 0 "${2:-$TS_MTU}" ;;
 	*)		die "unknown path $1" ;;
 	esac
 }
@@ -647,7 +687,7 @@ m_iperf() {	# META FLOWS DIR SECONDS OMIT
 	record iperf "$meta}" "$WORK/iperf.json" "$WORK/le.json"
 	# TSB_KEEP=DIR keeps every iperf3 output (per-second intervals).
 	[ -n "${TSB_KEEP:-}" ] && cp "$WORK/iperf.json" \
-	    "$TSB_KEEP/$(date +%H%M%S)-$CUR_PATH-$flows-$dir.json"
+	    "$TSB_KEEP/$(date +%H%M%S)-$CUR_PATH${CUR_MTU:+-$CUR_MTU}-$flows-$dir.json"
 	# A killed client can leave the server waiting for a test that never
 	# ends; restart the target's services when a run failed.
 	if ! grep -q '"end"' "$WORK/iperf.json" 2>/dev/null ||
@@ -736,9 +776,12 @@ m_udp() {	# META BW
 }
 
 # ---- the plan ---------------------------------------------------------------
-# One line per measurement: kind|scenario|link|path|cc|flows|dir|loss|extra
-# The runner changes the link and the path only when a line asks for a
-# different one, so the plan's order is also its cost.
+# One line per measurement:
+#   kind|scenario|link|path|cc|flows|dir|loss|extra[|mtu[|round]]
+# mtu is tunsplit's TUN MTU (empty: the first of TUN_MTUS; other paths
+# have none); plan_all adds the round.  The runner changes the link and
+# the path only when a line asks for a different one, so the plan's order
+# is also its cost.
 
 LFL_BASE="--delay $DELAY --rate $RATE --queue $QUEUE"
 LFL_LINK="$LFL_BASE --seed $SEED"
@@ -753,26 +796,45 @@ path_ccs() {	# PATH CC-LIST-FOR-DIRECT
 	if [ "$1" = direct ]; then echo "$2"; else echo $TUNNEL_CC; fi
 }
 
-plan_iperf() {	# scenario link loss paths ccs flows t omit
+plan_iperf() {	# scenario link loss paths ccs flows t omit [tun-mtu]
 	local path c f d
 	for path in $4; do
 		has_path "$path" || continue
 		for c in $(path_ccs "$path" "$5"); do
 			for f in $6; do
 				for d in up down; do
-					echo "iperf|$1|$2|$path|$c|$f|$d|$3|$7:$8"
+					echo "iperf|$1|$2|$path|$c|$f|$d|$3|$7:$8|${9:-}"
 				done
 			done
 		done
 	done
 }
 
+# The TUN MTUs a path's single-flow throughput cells run at: tunsplit's
+# list, "-" (none) for the others.
+path_mtus() {
+	if [ "$1" = tunsplit ]; then echo $TUN_MTUS; else echo -; fi
+}
+
 # The seeds of one lfl cell: more where one short run is a poor sample (see
 # README.md, "Seeds in lfl"): $LFL_SEEDS_HI for $LFL_SEED_HI_PATHS at
 # loss >= $LFL_SEED_HI_MIN, $LFL_SEEDS for $LFL_SEED_PATHS at loss >=
 # $LFL_SEED_MIN (below the higher threshold), the first seed otherwise.
-lfl_seeds() {	# PATH LOSS CC
+# tunsplit at a TUN MTU other than the first gets $LFL_SEEDS from
+# $LFL_SEED_MIN up to $LFL_SEED_HI_MIN and the first seed otherwise
+# (--full: the seeds of the first MTU).
+lfl_seeds() {	# PATH LOSS CC [TUN-MTU]
 	case " $LFL_SEED_CCS " in *" $3 "*) ;; *) echo ${LFL_SEEDS%% *}; return ;; esac
+	if [ -n "${4:-}" ] && [ "$4" != "$TS_MTU" ] && [ $MTU_SEEDS_ALL = 0 ]
+	then
+		if awk "BEGIN { exit !($2 >= $LFL_SEED_MIN &&
+		    $2 < $LFL_SEED_HI_MIN) }"; then
+			echo $LFL_SEEDS
+		else
+			echo ${LFL_SEEDS%% *}
+		fi
+		return
+	fi
 	if awk "BEGIN { exit !($2 >= $LFL_SEED_HI_MIN) }"; then
 		case " $LFL_SEED_HI_PATHS " in
 		*" $1 "*) echo $LFL_SEEDS_HI; return ;;
@@ -786,7 +848,7 @@ lfl_seeds() {	# PATH LOSS CC
 }
 
 plan() {
-	local s loss path c f d link seed m first
+	local s loss path c f d link seed m first mtu
 	for s in $SCENARIOS; do
 		case $s in
 		accuracy)
@@ -816,17 +878,21 @@ plan() {
 			# its loss pattern live between seeds (run_plan).  The
 			# first seed runs every cell, the others only the
 			# single-flow ones that lfl_seeds gives more.
+			# tunsplit at its other TUN MTUs: single flow only.
 			for loss in $LOSSES; do
 			for path in direct openvpn v2ray kcptun tunsplit; do
 				[ $path = kcptun ] && case " $KCP_LOSSES " in
 				    *" $loss "*) ;; *) continue ;; esac
 				for c in $(path_ccs $path "$CCS"); do
+				for mtu in $(path_mtus $path); do
+				mtu=${mtu#-}
 				first=1
-				for seed in $(lfl_seeds $path $loss $c); do
+				for seed in $(lfl_seeds $path $loss $c $mtu); do
 					link="$LFL_BASE --seed $seed --loss $loss"
 					plan_iperf lfl "$link" "$loss" $path $c 1 \
-					    $T $OMIT
+					    $T $OMIT $mtu
 					[ $first = 1 ] || continue
+					[ "${mtu:-$TS_MTU}" = "$TS_MTU" ] || continue
 					first=0
 					for f in $FLOWS; do
 						[ "$f" = 1 ] && continue
@@ -836,6 +902,7 @@ plan() {
 						plan_iperf lfl "$link" "$loss" \
 						    $path $c "$f" $T $OMIT
 					done
+				done
 				done
 				done
 			done
@@ -873,8 +940,10 @@ plan() {
 			    tunsplit-nopool; do
 				has_path "${path%-nopool}" || continue
 				if [ $path != tunsplit-nopool ]; then
+					for mtu in $(path_mtus $path); do
 					for d in up down; do
-						echo "iperf|scale|veth|$path|$TUNNEL_CC|1|$d||$T_SHORT:$OMIT_SHORT"
+						echo "iperf|scale|veth|$path|$TUNNEL_CC|1|$d||$T_SHORT:$OMIT_SHORT|${mtu#-}"
+					done
 					done
 				fi
 				echo "connrate|scale|veth|$path|$TUNNEL_CC|1|up||"
@@ -891,10 +960,36 @@ plan() {
 	done
 }
 
+# The plan ROUNDS times over, only the lines of KINDS; round k moves every
+# loss seed on by k-1 and is the line's 11th field.
+plan_all() {
+	local k
+	for k in $(seq "$ROUNDS"); do
+		plan | awk -F'|' -v OFS='|' -v k="$k" -v kinds=" $KINDS " '
+		kinds != "  " && index(kinds, " " $1 " ") == 0 { next }
+		{
+			n = split($3, a, " ")
+			for (i = 1; i < n; i++)
+				if (a[i] == "--seed")
+					a[i + 1] += k - 1
+			if (n > 0) {
+				l = a[1]
+				for (i = 2; i <= n; i++)
+					l = l " " a[i]
+				$3 = l
+			}
+			for (i = NF + 1; i <= 10; i++)
+				$i = ""
+			print $0, k
+		}'
+	done
+}
+
 # ---- runner -----------------------------------------------------------------
 
 CUR_LINK=
 CUR_PATH=
+CUR_MTU=
 CUR_CC=
 FAILED_PATHS=
 
@@ -946,14 +1041,28 @@ link_loss() {	# LINK -> its loss options, defaults spelled out
 
 json_str() { printf '"%s"' "$(printf '%s' "$1" | sed 's/["\\]/\\&/g')"; }
 
+# The MTU of the interface the client namespace routes the target through:
+# the link's (lkc) for the direct path and the L4 proxies, the tunnel's
+# device for OpenVPN and tunsplit.  The app's TCP announces it less 40.
+app_mtu() {
+	local dev m
+	dev=$(nsx $NS_C ip -o route get $TARGET 2>/dev/null |
+	    sed -n 's/.* dev \([^ ]*\).*/\1/p')
+	m=$(nsx $NS_C ip -o link show dev "${dev:-none}" 2>/dev/null |
+	    sed -n 's/.* mtu \([0-9]*\).*/\1/p')
+	echo "${m:-null}"
+}
+
 run_plan() {
 	local total i=0 start now eta kind scen link path cc flows dir loss
-	local extra meta check bw expect seed sd cur_scen="" lname
-	plan >"$WORK/plan.txt"
+	local extra meta check bw expect seed sd cur_scen="" lname mtu round
+	local md
+	plan_all >"$WORK/plan.txt"
 	total=$(wc -l <"$WORK/plan.txt")
 	start=$(date +%s)
 	say "bench: $total measurements; results go to $OUT"
-	while IFS='|' read -r kind scen link path cc flows dir loss extra <&3; do
+	while IFS='|' read -r kind scen link path cc flows dir loss extra mtu \
+	    round <&3; do
 		i=$((i + 1))
 		now=$(date +%s)
 		if [ "$scen" != "$cur_scen" ]; then
@@ -979,17 +1088,26 @@ run_plan() {
 			CUR_LINK=$link
 			CUR_CC=		# namespaces may be new: set it again
 		fi
-		if [ "$path" != "$CUR_PATH" ]; then
+		# tunsplit's TUN MTU is part of the path: another one
+		# restarts it.
+		case $path in
+		tunsplit*) mtu=${mtu:-$TS_MTU} ;;
+		*)	mtu= ;;
+		esac
+		if [ "$path" != "$CUR_PATH" ] || [ "$mtu" != "$CUR_MTU" ]; then
 			[ -n "$CUR_PATH" ] && path_down "$CUR_PATH"
 			CUR_PATH=
-			case " $FAILED_PATHS " in *" $path "*) continue ;; esac
-			if ! path_up "$path"; then
-				say "[$i/$total] $path: could not be set up; its results read n/a"
+			case " $FAILED_PATHS " in *" $path${mtu:+@$mtu} "*)
+				continue ;;
+			esac
+			if ! path_up "$path" "$mtu"; then
+				say "[$i/$total] $path${mtu:+ (TUN MTU $mtu)}: could not be set up; its results read n/a"
 				path_down "$path"
-				FAILED_PATHS="$FAILED_PATHS $path"
+				FAILED_PATHS="$FAILED_PATHS $path${mtu:+@$mtu}"
 				continue
 			fi
 			CUR_PATH=$path
+			CUR_MTU=$mtu
 		fi
 		if [ "$cc" != "$CUR_CC" ]; then
 			cc_set "$cc"
@@ -1010,15 +1128,17 @@ run_plan() {
 		*)	seed=null ;;
 		esac
 		sd=; [ "$seed" = null ] || sd="seed=$seed "
+		md=; [ -z "$mtu" ] || md="mtu=$mtu "
 		meta="{\"kind\": \"$kind\", \"scenario\": \"$scen\", \"link\": \"$lname\","
 		meta="$meta \"link_args\": $(json_str "${link/none/}"),"
 		meta="$meta \"path\": \"$path\", \"cc\": \"$cc\", \"flows\": $flows,"
 		meta="$meta \"dir\": \"$dir\", \"loss\": ${loss:-null}, \"seed\": $seed,"
+		meta="$meta \"mtu\": $(app_mtu), \"round\": ${round:-1},"
 		meta="$meta \"load1\": $(cut -d' ' -f1 /proc/loadavg),"
 		meta="$meta \"t_run_s\": $((now - start))"
-		printf '[%d/%d, %ds, eta %ss] %s %s %s %s%sflows=%s %s: ' \
+		printf '[%d/%d, %ds, eta %ss] %s %s %s %s%s%sflows=%s %s: ' \
 		    $i $total $((now - start)) "$eta" "$scen" "$path" "$cc" \
-		    "${loss:+loss=$loss% }" "$sd" \
+		    "${loss:+loss=$loss% }" "$sd" "$md" \
 		    "$flows" "$dir" >&2
 		case $kind in
 		iperf)	m_iperf "$meta" "$flows" "$dir" "${extra%:*}" \
@@ -1065,7 +1185,8 @@ meta_write() {
  "hiloss_first_seed_only": "$HL_ONCE",
  "multi_flow_losses": "$MULTI_LOSSES",
  "ceiling_cc": "$CEILING_CC", "tunnel_cc": "$TUNNEL_CC",
- "tunsplit_mtu": $TS_MTU, "tunsplit_pool": ${TSB_POOL:-6},
+ "tunsplit_mtu": $TS_MTU, "tunsplit_mtus": "$TUN_MTUS",
+ "tunsplit_pool": ${TSB_POOL:-6}, "rounds": $ROUNDS, "kinds": "$KINDS",
  "ttfb_samples": $SAMPLES, "linkem_rtprio": $(json_str "$RTPRIO"),
  "duration_s": $(( $(date +%s) - RUN_START )),
  "loadavg_start": $(json_str "$LOAD_START"),
@@ -1088,7 +1209,7 @@ export RRLAT LINKEM
 if [ $DRY = 1 ]; then
 	trap - EXIT INT TERM
 	rm -rf "$WORK"
-	plan
+	plan_all
 	exit 0
 fi
 cc_prepare
