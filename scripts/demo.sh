@@ -8,15 +8,22 @@
 # across three network namespaces (client, server, target) that this script
 # creates and removes again.  The topology is drawn in tests/netns/lib.sh.
 #
+# The TUN's MTU is 1500 unless DEMO_MTU says otherwise: curl then
+# announces an MSS of 1460, like every host on an Ethernet LAN behind a
+# router running tunsplit.
+#
 # usage: sudo scripts/demo.sh
 # env:   BUILD_DIR (default: build in the source tree), TS_NO_APT=1,
-#        DEMO_MIB (file size, default 100), TS_KEEP=1 keeps the temp dir
+#        DEMO_MIB (file size, default 100), DEMO_MTU (TUN MTU, default
+#        1500), TUNSPLIT=path (use that binary, build nothing; how
+#        tests/netns/e2e_demo.sh runs it), TS_KEEP=1 keeps the temp dir
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$top/build}
 case $build in /*) ;; *) build=$PWD/$build ;; esac
 mib=${DEMO_MIB:-100}
+mtu=${DEMO_MTU:-1500}
 
 [ "$(id -u)" -eq 0 ] || { echo "demo.sh: run as root (sudo scripts/demo.sh)" >&2; exit 1; }
 
@@ -26,10 +33,16 @@ else
 	step() { printf '\n==> %s\n' "$*"; }
 fi
 
-step "build (dependencies, lwIP, configure, make)"
-"$top/scripts/build.sh" "$build" || { echo "demo.sh: build failed" >&2; exit 1; }
+if [ -n "${TUNSPLIT:-}" ]; then
+	step "using $TUNSPLIT (TUNSPLIT set: no build)"
+else
+	step "build (dependencies, lwIP, configure, make)"
+	"$top/scripts/build.sh" "$build" ||
+	    { echo "demo.sh: build failed" >&2; exit 1; }
+	TUNSPLIT=$build/tunsplit
+fi
 
-export TUNSPLIT=$build/tunsplit TS_SRCDIR=$top
+export TUNSPLIT TS_SRCDIR=$top TS_MTU=$mtu
 # shellcheck source=tests/netns/lib.sh
 . "$top/tests/netns/lib.sh"
 ts_init demo
@@ -37,7 +50,7 @@ ts_init demo
 step "network namespaces: client $NS_C, server $NS_S, target $NS_T"
 ts_topology_up
 
-step "throwaway CA, server certificate, shared key, configs"
+step "throwaway CA, server certificate, shared key, configs (TUN MTU $mtu)"
 ts_make_pki
 ts_write_configs
 sed 's/\(key: \).*/\1<redacted>/' "$TS_TMP/client.yaml"
@@ -96,4 +109,4 @@ tail -n 2 "$TS_TMP/nginx-access.log"
 
 ts_check_alive
 step "tearing down"
-ts_pass "a page and $mib MiB went app -> TUN -> lwIP -> TLS -> server -> nginx intact ($mbit Mbit/s)"
+ts_pass "a page and $mib MiB went app -> TUN (MTU $mtu) -> lwIP -> TLS -> server -> nginx intact ($mbit Mbit/s)"
