@@ -167,7 +167,10 @@ assoc_fail(struct assoc *a, const char *reason)
 	if (a->closing || a->phase == ASSOC_HOLD)
 		return;
 	a->env->st.failed++;
-	log_info("%s %llu %s: %s", assoc_kstr(a), (unsigned long long)a->id,
+	if (strcmp(reason, ASSOC_OOM) == 0)
+		a->env->st.internal++;
+	log_at(strcmp(reason, ASSOC_OOM) == 0 ? LOG_LVL_WARN : LOG_LVL_INFO,
+	    "%s %llu %s: %s", assoc_kstr(a), (unsigned long long)a->id,
 	    assoc_app(a, app, sizeof(app)), reason);
 	a->reason = reason;
 	assoc_drop_way(a, true);

@@ -59,12 +59,17 @@ struct assoc_key {
 	uint8_t		 addr[16];	/* the app's address */
 };
 
+/* The reason an association fails for the client's own failure (a
+ * malloc): counted apart, logged at warn. */
+#define ASSOC_OOM	"out of memory"
+
 struct assoc_stats {
 	uint64_t	 active;	/* associations now (incl. holding) */
 	uint64_t	 created;
 	uint64_t	 expired;	/* idle timeout */
 	uint64_t	 evicted;	/* for room, at max_udp */
 	uint64_t	 failed;	/* server unreachable, refused, reset */
+	uint64_t	 internal;	/* of failed: ASSOC_OOM */
 	uint64_t	 dgrams_up, dgrams_down;
 	uint64_t	 bytes_up, bytes_down;	/* payload */
 	uint64_t	 drop_queue;	/* toward the server: queue full */

@@ -111,7 +111,7 @@ stream_pump_down(struct assoc *a, const char **why)
 
 	for (;;) {
 		if ((tail = buf_tail(&a->rx, &room)) == NULL) {
-			*why = "out of memory";
+			*why = ASSOC_OOM;
 			return -1;
 		}
 		r = outer_read(a->out, tail, room);
@@ -264,7 +264,7 @@ stream_on_io(struct loop_fd *lfd, uint32_t revents)
 			return;
 		}
 		if (rc == 1 && stream_start_relay(a) < 0) {
-			assoc_fail(a, "out of memory");
+			assoc_fail(a, ASSOC_OOM);
 			return;
 		}
 		break;

@@ -177,6 +177,7 @@ control_fill_client(struct control *ctl, struct control_fill *cf)
 	st->total = env->stats.accepted;
 	st->refused = env->stats.refused;
 	st->failed = env->stats.failed;
+	st->internal = env->stats.internal;
 	st->max = ctl->conf->client.max_flows;
 	st->bytes_up = env->stats.bytes_up;
 	st->bytes_down = env->stats.bytes_down;
@@ -237,6 +238,7 @@ control_fill_server(struct control *ctl, struct control_fill *cf)
 	st->total = env->next_id;
 	st->refused = env->stats.refused;
 	st->failed = env->stats.failed;
+	st->internal = env->stats.internal;
 	st->max = ctl->conf->server.max_conns;
 	st->bytes_up = env->stats.bytes_up;
 	st->bytes_down = env->stats.bytes_down;

@@ -119,7 +119,8 @@ flow_close(struct flow *f, bool abort, const char *reason)
 	env->nflows--;
 	env->stats.bytes_up += f->up;
 	env->stats.bytes_down += f->down;
-	log_info("flow %llu %s: %s, up %llu down %llu bytes, %llu ms",
+	log_at(f->internal ? LOG_LVL_WARN : LOG_LVL_INFO,
+	    "flow %llu %s: %s, up %llu down %llu bytes, %llu ms",
 	    (unsigned long long)f->id, flow_dst(f, dst, sizeof(dst)), reason,
 	    (unsigned long long)f->up, (unsigned long long)f->down,
 	    (unsigned long long)(loop_now(env->loop) - f->start_ms));
@@ -130,9 +131,20 @@ flow_close(struct flow *f, bool abort, const char *reason)
 void
 flow_fail(struct flow *f, const char *reason)
 {
+	if (f->closing)
+		return;
 	f->env->stats.failed++;
+	if (f->internal)
+		f->env->stats.internal++;
 	stats_reason_add(&f->env->stats.failures, reason);
 	flow_close(f, true, reason);
+}
+
+void
+flow_fail_internal(struct flow *f, const char *reason)
+{
+	f->internal = true;
+	flow_fail(f, reason);
 }
 
 /* ---- lwIP callbacks: queue and mark, never tear down ----------------- */
@@ -505,6 +517,7 @@ flow_pump_down(struct flow *f, const char **why)
 		if (r > 0 && tcp_write(f->pcb, data, (u16_t)r,
 		    TCP_WRITE_FLAG_COPY) != ERR_OK) {
 			limit_mem_give(m, (size_t)r);
+			f->internal = true;
 			*why = "lwIP out of memory";
 			return -1;
 		}
@@ -513,6 +526,7 @@ flow_pump_down(struct flow *f, const char **why)
 	}
 	if (f->out_eof && !f->app_shut && f->pcb != NULL) {
 		if (tcp_shutdown(f->pcb, 0, 1) != ERR_OK) {
+			f->internal = true;
 			*why = "lwIP shutdown failed";
 			return -1;
 		}

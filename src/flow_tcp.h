@@ -41,6 +41,8 @@ struct flow_stats {
 	uint64_t	 refused;	/* over the limit or out of resources */
 	uint64_t	 blocked;	/* protocol block: SYNs reset */
 	uint64_t	 failed;	/* server or target failure -> RST */
+	uint64_t	 internal;	/* of the failed: our own (memory,
+					 * lwIP), logged at warn */
 	uint64_t	 pooled;	/* started on a warm pool connection */
 	uint64_t	 bytes_up, bytes_down;	/* of closed flows */
 	struct stats_reasons failures;	/* the failed ones, by reason */

@@ -71,6 +71,7 @@ struct flow {
 	bool		 write_blocked;		/* outer write wants an event */
 	bool		 hup;			/* socket hung up: no more events */
 	bool		 ack_pending;
+	bool		 internal;		/* flow_fail_internal */
 
 	uint64_t	 start_ms, last_ms;
 	uint64_t	 dial_us;		/* outer connect started */
@@ -89,6 +90,9 @@ void flow_list_push(struct flow **head, struct flow *f);
  * Idempotent; the struct is freed at the end of the loop iteration. */
 void flow_close(struct flow *f, bool abort, const char *reason);
 void flow_fail(struct flow *f, const char *reason);	/* counted, abort */
+/* Our own failure (memory, lwIP), not the app's, server's or target's:
+ * counted apart and logged at warn. */
+void flow_fail_internal(struct flow *f, const char *reason);
 void flow_mark_dirty(struct flow *f);
 void flow_update_events(struct flow *f);
 struct flow *flow_alloc(struct flow_env *env, const struct addr *dst);

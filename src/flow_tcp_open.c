@@ -162,7 +162,7 @@ flow_on_socks(struct flow *f)
 		flow_target(f, &target);
 		frame_dest_from_addr(&pd, &target);
 		if ((f->socks = flow_socks5_new(f->env->conf, &pd)) == NULL) {
-			flow_fail(f, "out of memory");
+			flow_fail_internal(f, "out of memory");
 			return;
 		}
 	}
@@ -185,7 +185,7 @@ flow_on_socks(struct flow *f)
 	}
 	stats_hist_add(&f->env->stats.handshake, stats_now_us() - f->dial_us);
 	if (flow_start_relay(f) < 0)
-		flow_fail(f, "out of memory");
+		flow_fail_internal(f, "out of memory");
 }
 
 static void
@@ -211,7 +211,7 @@ flow_on_io(struct loop_fd *lfd, uint32_t revents)
 			stats_hist_add(&f->env->stats.handshake,
 			    stats_now_us() - f->dial_us);
 			if (flow_start_relay(f) < 0) {
-				flow_fail(f, "out of memory");
+				flow_fail_internal(f, "out of memory");
 				return;
 			}
 			break;
@@ -227,7 +227,7 @@ flow_on_io(struct loop_fd *lfd, uint32_t revents)
 			stats_hist_add(&f->env->stats.handshake,
 			    stats_now_us() - f->dial_us);
 		if (rc == 1 && flow_start_relay(f) < 0) {
-			flow_fail(f, "out of memory");
+			flow_fail_internal(f, "out of memory");
 			return;
 		}
 		break;
@@ -453,7 +453,7 @@ flow_register(struct flow_env *env, struct flow *f)
 	if (f->pooled) {
 		env->stats.pooled++;
 		if (flow_start_relay(f) < 0) {
-			flow_fail(f, "out of memory");
+			flow_fail_internal(f, "out of memory");
 			return -1;
 		}
 	}

@@ -158,6 +158,20 @@ log_info(const char *fmt, ...)
 }
 
 void
+log_at(enum log_level level, const char *fmt, ...)
+{
+	va_list	ap;
+	int	saved = errno;
+
+	if (log_level < level)
+		return;
+	va_start(ap, fmt);
+	log_vlog(level, -1, fmt, ap);
+	va_end(ap);
+	errno = saved;
+}
+
+void
 log_debug(const char *fmt, ...)
 {
 	va_list	ap;

@@ -17,6 +17,8 @@ void log_warn(const char *fmt, ...) LOG_PRINTF(1, 2);   /* appends strerror(errn
 void log_warnx(const char *fmt, ...) LOG_PRINTF(1, 2);
 void log_info(const char *fmt, ...) LOG_PRINTF(1, 2);
 void log_debug(const char *fmt, ...) LOG_PRINTF(1, 2);
+/* At a level chosen at run time (one line, warn or info by cause). */
+void log_at(enum log_level level, const char *fmt, ...) LOG_PRINTF(2, 3);
 /* Start-up failures and broken invariants only: log and exit(1). */
 void fatal(const char *fmt, ...) LOG_PRINTF(1, 2) __attribute__((noreturn));
 void fatalx(const char *fmt, ...) LOG_PRINTF(1, 2) __attribute__((noreturn));

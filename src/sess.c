@@ -85,7 +85,8 @@ sess_log_summary(const struct sess *s, const char *reason)
 		    s->has_target ? addr_fmt(&s->target, a, sizeof(a)) : "");
 	else if (s->has_target)
 		addr_fmt(&s->target, target, sizeof(target));
-	log_info("sess %llu: closed: %s -> %s user %s: up %llu down %llu "
+	log_at(strcmp(reason, SESS_OOM) == 0 ? LOG_LVL_WARN : LOG_LVL_INFO,
+	    "sess %llu: closed: %s -> %s user %s: up %llu down %llu "
 	    "bytes, %llu ms: %s%s%s%s", s->id, peer, target,
 	    s->has_user ? s->user : "-",
 	    (unsigned long long)s->relay.bytes_to_fd,
@@ -167,6 +168,8 @@ sess_close(struct sess *s, const char *reason, int rst)
 	env->stats.bytes_down += s->relay.bytes_to_outer;
 	if (!s->rejected && strcmp(reason, "done") != 0) {
 		env->stats.failed++;
+		if (strcmp(reason, SESS_OOM) == 0)
+			env->stats.internal++;
 		stats_reason_add(&env->stats.failures, reason);
 	}
 
@@ -277,7 +280,7 @@ sess_answer(struct sess *s, uint8_t status, const char *reason, int err)
 	buf_init(&s->relay.to_outer, SESS_ANSWER_BUF);
 	/* trojan has no status: the client learns of failure by the close. */
 	if (!s->trojan && buf_append(&s->relay.to_outer, &status, 1) != 1) {
-		sess_close(s, "out of memory", 0);
+		sess_close(s, SESS_OOM, 0);
 		return;
 	}
 	s->answer_only = true;
@@ -296,7 +299,7 @@ sess_connected(struct sess *s)
 
 	/* to_outer is still empty: the status byte goes out first. */
 	if (!s->trojan && buf_append(&s->relay.to_outer, &status, 1) != 1) {
-		sess_close(s, "out of memory", SESS_RST_TARGET);
+		sess_close(s, SESS_OOM, SESS_RST_TARGET);
 		return;
 	}
 	relay_start(&s->relay, s->outer, s->target_fd);
@@ -423,7 +426,7 @@ sess_fallback(struct sess *s, const char *reason)
 		return;
 	}
 	if (buf_append(&s->relay.to_fd, buf_head(&s->hdr), n) != n) {
-		sess_close(s, "out of memory", 0);
+		sess_close(s, SESS_OOM, 0);
 		return;
 	}
 	buf_free(&s->hdr);

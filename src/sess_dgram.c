@@ -581,7 +581,7 @@ sd_read_outer(struct sess_dgram *d)
 			break;
 		}
 		if (tail == NULL) {
-			sd_end(d, "out of memory", ENOMEM);
+			sd_end(d, "out of memory", ENOMEM);	/* SESS_OOM */
 			return -1;
 		}
 		n = outer_read(d->cfg.outer, tail, room);

@@ -163,7 +163,7 @@ sess_resolve(struct sess *s, const struct proto_dest *dest)
 
 	s->name_port = dest->port;
 	if ((s->name = strdup(dest->domain)) == NULL) {
-		sess_answer(s, PROTO_ERR_GENERAL, "out of memory", ENOMEM);
+		sess_answer(s, PROTO_ERR_GENERAL, SESS_OOM, ENOMEM);
 		return;
 	}
 	/* Logged as it is from here on: no line breaks or escapes from a

@@ -9,6 +9,10 @@
 #ifndef TUNSPLIT_SESS_INT_H
 #define TUNSPLIT_SESS_INT_H
 
+/* The reason a session ends for the server's own failure (a malloc), not
+ * the client's or the target's: counted apart, logged at warn. */
+#define SESS_OOM	"out of memory"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

@@ -55,7 +55,7 @@ sess_admit(struct sess *s, uint8_t kind)
 	server_user_limits(c, s->trojan, s->lim_idx, s->user, &max_conns,
 	    &max_udp);
 	if ((u = limit_tab_get(&ls->users, s->user, strlen(s->user))) == NULL) {
-		sess_answer(s, PROTO_ERR_GENERAL, "out of memory", ENOMEM);
+		sess_answer(s, PROTO_ERR_GENERAL, SESS_OOM, ENOMEM);
 		return -1;
 	}
 	/* A refused session holds no count while its answer lingers. */
@@ -148,7 +148,7 @@ sess_start_dgram(struct sess *s, const struct proto_req *req)
 	s->dg = sess_dgram_new(&dc, buf_head(&s->relay.to_fd),
 	    buf_len(&s->relay.to_fd));
 	if (s->dg == NULL) {
-		sess_answer(s, PROTO_ERR_GENERAL, "out of memory", ENOMEM);
+		sess_answer(s, PROTO_ERR_GENERAL, SESS_OOM, ENOMEM);
 		return;
 	}
 	buf_free(&s->relay.to_fd);
@@ -202,7 +202,7 @@ sess_request(struct sess *s, const struct proto_req *req, size_t hlen)
 	/* Bytes behind the header in the same read are the client's first
 	 * payload (early data) for the target. */
 	if (buf_append(&s->relay.to_fd, hdr + hlen, early) != early) {
-		sess_close(s, "out of memory", 0);
+		sess_close(s, SESS_OOM, 0);
 		return;
 	}
 	buf_free(&s->hdr);
@@ -241,7 +241,7 @@ sess_trojan_request(struct sess *s, const struct proto_trojan_req *tr,
 	s->lim_idx = (size_t)i;
 	s->egress = conf_egress_ref(c->server.trojan_egress[i]);
 	if (buf_append(&s->relay.to_fd, hdr + hlen, early) != early) {
-		sess_close(s, "out of memory", 0);
+		sess_close(s, SESS_OOM, 0);
 		return;
 	}
 	buf_free(&s->hdr);

@@ -153,8 +153,9 @@ status_write_text(const struct status *st, FILE *fp)
 	if (strcmp(st->role, "server") == 0)
 		fprintf(fp, "users: %zu\n", st->users);
 	fprintf(fp, "%s: %" PRIu64 " active (max %u), %" PRIu64 " total, %"
-	    PRIu64 " refused, %" PRIu64 " failed\n", what, st->active, st->max,
-	    st->total, st->refused, st->failed);
+	    PRIu64 " refused, %" PRIu64 " failed (%" PRIu64 " internal)\n",
+	    what, st->active, st->max, st->total, st->refused, st->failed,
+	    st->internal);
 	fprintf(fp, "bytes: up %s (%" PRIu64 "), down %s (%" PRIu64 ")\n",
 	    status_bytes(st->bytes_up, a, sizeof(a)), st->bytes_up,
 	    status_bytes(st->bytes_down, b, sizeof(b)), st->bytes_down);
@@ -188,10 +189,11 @@ status_write_text(const struct status *st, FILE *fp)
 		    st->pool.expired, st->pool.failed);
 	if (st->has_udp)
 		fprintf(fp, "udp: %" PRIu64 " associations active, %" PRIu64
-		    " total, %" PRIu64 " failed, %" PRIu64 " expired, %" PRIu64
-		    " evicted; datagrams up %" PRIu64 " down %" PRIu64
-		    ", bytes up %" PRIu64 " down %" PRIu64 "\n", st->udp.active,
-		    st->udp.created, st->udp.failed, st->udp.expired,
+		    " total, %" PRIu64 " failed (%" PRIu64 " internal), %" PRIu64
+		    " expired, %" PRIu64 " evicted; datagrams up %" PRIu64
+		    " down %" PRIu64 ", bytes up %" PRIu64 " down %" PRIu64 "\n",
+		    st->udp.active, st->udp.created, st->udp.failed,
+		    st->udp.internal, st->udp.expired,
 		    st->udp.evicted, st->udp.dgrams_up, st->udp.dgrams_down,
 		    st->udp.bytes_up, st->udp.bytes_down);
 	if (st->has_limits)
@@ -332,8 +334,9 @@ status_write_json(const struct status *st, FILE *fp)
 	if (strcmp(st->role, "server") == 0)
 		fprintf(fp, ",\"users\":%zu", st->users);
 	fprintf(fp, ",\"%s\":{\"active\":%" PRIu64 ",\"total\":%" PRIu64
-	    ",\"refused\":%" PRIu64 ",\"failed\":%" PRIu64 ",\"max\":%u}",
-	    what, st->active, st->total, st->refused, st->failed, st->max);
+	    ",\"refused\":%" PRIu64 ",\"failed\":%" PRIu64 ",\"internal\":%"
+	    PRIu64 ",\"max\":%u}", what, st->active, st->total, st->refused,
+	    st->failed, st->internal, st->max);
 	fprintf(fp, ",\"bytes\":{\"up\":%" PRIu64 ",\"down\":%" PRIu64 "}",
 	    st->bytes_up, st->bytes_down);
 	json_reasons(fp, "failures", st->failures);
@@ -367,11 +370,12 @@ status_write_json(const struct status *st, FILE *fp)
 		    st->pool.failed, st->pooled);
 	if (st->has_udp)
 		fprintf(fp, ",\"udp\":{\"active\":%" PRIu64 ",\"total\":%" PRIu64
-		    ",\"failed\":%" PRIu64 ",\"expired\":%" PRIu64 ",\"evicted\":%"
-		    PRIu64 ",\"dgrams_up\":%" PRIu64 ",\"dgrams_down\":%" PRIu64
-		    ",\"bytes_up\":%" PRIu64 ",\"bytes_down\":%" PRIu64 ",\"dropped\":%"
-		    PRIu64 "}", st->udp.active, st->udp.created, st->udp.failed,
-		    st->udp.expired, st->udp.evicted, st->udp.dgrams_up,
+		    ",\"failed\":%" PRIu64 ",\"internal\":%" PRIu64 ",\"expired\":%"
+		    PRIu64 ",\"evicted\":%" PRIu64 ",\"dgrams_up\":%" PRIu64
+		    ",\"dgrams_down\":%" PRIu64 ",\"bytes_up\":%" PRIu64
+		    ",\"bytes_down\":%" PRIu64 ",\"dropped\":%" PRIu64 "}",
+		    st->udp.active, st->udp.created, st->udp.failed,
+		    st->udp.internal, st->udp.expired, st->udp.evicted, st->udp.dgrams_up,
 		    st->udp.dgrams_down, st->udp.bytes_up, st->udp.bytes_down,
 		    st->udp.drop_queue + st->udp.drop_hold + st->udp.drop_down +
 		    st->udp.drop_send + st->udp.drop_block + st->udp.drop_proto +
@@ -503,6 +507,9 @@ prom_udp(FILE *fp, const struct assoc_stats *u)
 	    PRIu64 "\ntunsplit_udp_associations_total{event=\"evicted\"} %"
 	    PRIu64 "\ntunsplit_udp_associations_total{event=\"failed\"} %"
 	    PRIu64 "\n", u->created, u->expired, u->evicted, u->failed);
+	prom_one(fp, "udp_associations_internal_failures_total", "counter",
+	    "Associations failed by the client's own failure (out of memory), "
+	    "counted as failed too.", u->internal);
 	prom_head(fp, "udp_datagrams_total", "counter",
 	    "Datagrams toward targets (up) and back (down).");
 	fprintf(fp, "tunsplit_udp_datagrams_total{direction=\"up\"} %" PRIu64
@@ -644,6 +651,11 @@ status_write_prometheus(const struct status *st, FILE *fp)
 	prom_one(fp, PROM_NAME("failed_total"), "counter",
 	    srv ? "Sessions that ended in an error." :
 	    "Flows reset after a server, target or outer failure.", st->failed);
+	prom_one(fp, PROM_NAME("internal_failures_total"), "counter",
+	    srv ? "Sessions ended by a failure of the server itself (out of "
+	    "memory), counted in sessions_failed_total too." :
+	    "Flows ended by a failure of the client itself (out of memory, "
+	    "lwIP), counted in flows_failed_total too.", st->internal);
 #undef PROM_NAME
 	prom_head(fp, "bytes_total", "counter",
 	    "Payload bytes toward targets (up) and back (down).");

@@ -47,6 +47,8 @@ struct status {
 
 	/* Client flows or server sessions. */
 	uint64_t	 active, total, refused, failed;
+	uint64_t	 internal;		/* of failed: our own failure
+						 * (memory, lwIP), not a peer's */
 	unsigned	 max;			/* max_flows / max_conns */
 	uint64_t	 bytes_up, bytes_down;	/* toward the target / back */
 	const struct stats_reasons *failures;	/* NULL: none kept */

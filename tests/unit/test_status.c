@@ -101,6 +101,7 @@ sample(struct status *st, bool flows)
 	st->total = 7;
 	st->refused = 1;
 	st->failed = 3;
+	st->internal = 2;
 	st->max = 10;
 	st->bytes_up = 123456789;
 	st->bytes_down = 42;
@@ -203,7 +204,8 @@ test_text(void **state)
 	expect(status_write_text, &st, STRS(
 	    "client: tunsplit 9.9.9, pid 42, up 1m01s\n",
 	    "server: 192.0.2.1:443\n",
-	    "flows: 2 active (max 10), 7 total, 1 refused, 3 failed\n",
+	    "flows: 2 active (max 10), 7 total, 1 refused, 3 failed "
+	    "(2 internal)\n",
 	    "bytes: up 117.7 MiB (123456789), down 42 B (42)\n",
 	    "connect timeout 2", "handshakes: 3", "198.51.100.7:80", "1.5ms",
 	    ", TIME_WAIT reused 4\n"), NULL);
@@ -224,7 +226,7 @@ test_json(void **state)
 	assert_true(strncmp(s, "{\"role\":\"client\",\"version\":\"9.9.9\","
 	    "\"pid\":42,\"uptime_ms\":61500,\"draining\":false", 71) == 0);
 	assert_non_null(strstr(s, "\"flows\":{\"active\":2,\"total\":7,"
-	    "\"refused\":1,\"failed\":3,\"max\":10}"));
+	    "\"refused\":1,\"failed\":3,\"internal\":2,\"max\":10}"));
 	assert_non_null(strstr(s, "\"bytes\":{\"up\":123456789,\"down\":42}"));
 	assert_non_null(strstr(s, "\"server \\\"quoted\\\"\\u000areset\":1"));
 	assert_non_null(strstr(s, "\"connect timeout\":2"));
@@ -257,6 +259,8 @@ test_prometheus(void **state)
 	    "tunsplit_info{role=\"client\",version=\"9.9.9\"} 1\n",
 	    "# TYPE tunsplit_flows_total counter\ntunsplit_flows_total 7\n",
 	    "tunsplit_flows_active 2\n",
+	    "# TYPE tunsplit_flows_internal_failures_total counter\n"
+	    "tunsplit_flows_internal_failures_total 2\n",
 	    "tunsplit_bytes_total{direction=\"up\"} 123456789\n",
 	    "tunsplit_failures_total{reason=\"server "
 	    "\\\"quoted\\\"\\nreset\"} 1\n",
@@ -273,7 +277,8 @@ test_prometheus(void **state)
 	    STRS("udp", "198.51.100.7"));
 	st.role = "server";
 	expect(status_write_prometheus, &st,
-	    STRS("tunsplit_sessions_total 7\n", "tunsplit_users 0\n"), NULL);
+	    STRS("tunsplit_sessions_total 7\n", "tunsplit_users 0\n",
+	    "tunsplit_sessions_internal_failures_total 2\n"), NULL);
 }
 
 /* The limits: refusals by kind, the buffer budget, server extras. */
@@ -397,13 +402,17 @@ test_pool(void **state)
 	st.udp.tun_errors = 1;
 	st.udp.drop_block = 5;
 	st.udp.drop_proto = 7;
+	st.udp.failed = 4;
+	st.udp.internal = 1;
 	expect(status_write_text, &st,
-	    STRS("udp: 3 associations active, 9 total"), NULL);
-	expect(status_write_json, &st,
-	    STRS("\"udp\":{\"active\":3,\"total\":9,", "\"dropped\":15}"),
+	    STRS("udp: 3 associations active, 9 total, 4 failed (1 internal)"),
 	    NULL);
+	expect(status_write_json, &st,
+	    STRS("\"udp\":{\"active\":3,\"total\":9,\"failed\":4,"
+	    "\"internal\":1,", "\"dropped\":15}"), NULL);
 	expect(status_write_prometheus, &st, STRS(
 	    "tunsplit_udp_associations_active 3\n",
+	    "tunsplit_udp_associations_internal_failures_total 1\n",
 	    "tunsplit_udp_dropped_total{reason=\"block\"} 5\n",
 	    "tunsplit_udp_dropped_total{reason=\"no_icmp\"} 7\n",
 	    "tunsplit_udp_datagrams_total{direction=\"up\"} 100\n"), NULL);
