@@ -69,7 +69,21 @@
 #define TCP_RCV_SCALE               4
 #define TCP_WND                     (256 * 1024)
 #define TCP_SND_BUF                 (256 * 1024)
-#define TCP_SND_QUEUELEN            ((4 * TCP_SND_BUF + TCP_MSS - 1) / TCP_MSS + 64)
+/* The send queue's limit in pbufs.  TCP_MSS is only a cap: the segments
+ * are cut at the MSS the app announced, which on a LAN is 1460 and may be
+ * as small as 536 -- so the limit is sized for that, the smallest MSS a
+ * host must accept, not for TCP_MSS (sized from TCP_MSS it was 81, and a
+ * full send buffer at MSS 1460 needs 180 segments: tcp_write failed).
+ * One segment is one pbuf, and each tcp_write may add one more to the
+ * last unsent segment, hence the factor 2.  It is a limit, not an
+ * allocation: what a flow holds is bounded by TCP_SND_BUF bytes plus
+ * ~170 bytes of segment and pbuf overhead per queued pbuf.  Measured by
+ * test_flow_tcp with the queue full: the heap peaks ~350 KiB over an
+ * idle flow at MSS 536 (~515 pbufs), ~300 KiB at 1460 (~200), ~260 KiB
+ * at 8960 (~50).  flow_tcp.c sizes its writes from the pcb's real MSS
+ * so that tcp_write never runs into this limit. */
+#define TCP_SND_MSS_MIN             536
+#define TCP_SND_QUEUELEN            (2 * ((TCP_SND_BUF + TCP_SND_MSS_MIN - 1) / TCP_SND_MSS_MIN) + 64)
 #define TCP_SNDLOWAT                (TCP_SND_BUF / 4)
 #define TCP_SNDQUEUELOWAT           (TCP_SND_QUEUELEN / 2)
 #define TCP_WND_UPDATE_THRESHOLD    (TCP_WND / 8)

@@ -29,6 +29,11 @@
 
 #define FLOW_EARLY_MS	2	/* header waits this long for first bytes */
 #define FLOW_MEM_MIN	1024	/* smallest download read under a budget */
+#define FLOW_ROOM_MIN	1024	/* smaller lwIP room: wait for the app's acks */
+#define FLOW_RETRY_MS	20	/* lwIP out of memory: try again after */
+/* Send-queue slots (pbufs) never filled by writes: lwIP may need one to
+ * split a segment for a small window (tcp_output) or for the FIN. */
+#define FLOW_QUEUE_SPARE 8
 
 
 const char *
@@ -94,6 +99,7 @@ flow_close(struct flow *f, bool abort, const char *reason)
 	loop_fd_del(env->loop, &f->lfd);
 	loop_timer_cancel(env->loop, &f->timer);
 	loop_timer_cancel(env->loop, &f->early);
+	loop_timer_cancel(env->loop, &f->retry);
 	if (f->out != NULL) {
 		if (abort)
 			outer_abort(f->out);
@@ -107,8 +113,10 @@ flow_close(struct flow *f, bool abort, const char *reason)
 	if (f->inq != NULL)
 		pbuf_free(f->inq);
 	f->inq = f->inq_tail = NULL;
-	limit_mem_give(&env->mem, f->inq_len + f->mem_down);
-	f->inq_len = f->mem_down = 0;
+	limit_mem_give(&env->mem, f->inq_len + f->mem_down + f->pend_len);
+	f->inq_len = f->mem_down = f->pend_len = f->pend_off = 0;
+	free(f->pend);
+	f->pend = NULL;
 	limit_mem_unwait(&env->mem, &f->mw);
 	free(f->hdr);
 	f->hdr = NULL;
@@ -198,7 +206,7 @@ flow_on_sent(void *arg, struct tcp_pcb *pcb, u16_t len)
 	(void)pcb;
 	limit_mem_give(&f->env->mem, acked);
 	f->mem_down -= acked;
-	if (f->down_blocked)
+	if (f->down_blocked || f->pend_len > 0)
 		flow_mark_dirty(f);
 	return ERR_OK;
 }
@@ -409,15 +417,118 @@ flow_pump_up(struct flow *f)
 
 /* ---- server -> app ---------------------------------------------------- */
 
-/* Room lwIP can take without failing tcp_write (bytes and segments). */
+/*
+ * The payload of the segments tcp_write cuts: the pcb's send MSS -- what
+ * the app announced, 536 to TUN MTU - 40 -- or half the largest window
+ * the app announced if that is smaller (tcp_write's mss_local).
+ */
+static size_t
+flow_seg_size(const struct tcp_pcb *pcb)
+{
+	size_t mss = pcb->mss, half = pcb->snd_wnd_max / 2;
+
+	if (half > 0 && half < mss)
+		mss = half;
+	return mss > 0 ? mss : 1;
+}
+
+/*
+ * Bytes lwIP takes now without tcp_write failing for want of send buffer
+ * or send-queue slots.  A write of n bytes takes ceil(n / segment) pbufs,
+ * plus at most one appended to the last unsent segment, each one slot of
+ * TCP_SND_QUEUELEN; FLOW_QUEUE_SPARE slots stay free for lwIP's own
+ * splits and the FIN.  Sized from the pcb's real MSS: from the compile-
+ * time TCP_MSS (64 KiB) a 16 KiB write at MSS 1460 took 12 slots where 1
+ * was expected, filled the queue and failed.
+ */
 static size_t
 flow_app_room(const struct flow *f)
 {
-	size_t room = tcp_sndbuf(f->pcb);
+	size_t room = tcp_sndbuf(f->pcb), queued = tcp_sndqueuelen(f->pcb);
+	size_t slots, most;
 
-	if (tcp_sndqueuelen(f->pcb) + 4 + FLOW_STAGE / TCP_MSS >= TCP_SND_QUEUELEN)
+	if (queued + FLOW_QUEUE_SPARE + 2 > TCP_SND_QUEUELEN)
 		return 0;
+	slots = TCP_SND_QUEUELEN - FLOW_QUEUE_SPARE - queued - 1;
+	most = slots * flow_seg_size(f->pcb);
+	if (room > most)
+		room = most;
 	return room > FLOW_STAGE ? FLOW_STAGE : room;
+}
+
+/*
+ * Too little room to be worth a read: wait for the app's acks (sent
+ * callback).  Only while something is queued, or no ack would come.
+ */
+static bool
+flow_app_full(const struct flow *f, size_t room)
+{
+	return room == 0 ||
+	    (room < FLOW_ROOM_MIN && tcp_sndqueuelen(f->pcb) > 0);
+}
+
+static void
+flow_on_retry(struct loop_timer *t)
+{
+	flow_mark_dirty(container_of(t, struct flow, retry));
+}
+
+/*
+ * tcp_write for the app.  1: lwIP took the n bytes (charged to mem_down
+ * until acked).  0: lwIP is out of memory, which is backpressure, not a
+ * failure: the flow tries again when the app acks something or after
+ * FLOW_RETRY_MS.  -1: another error.
+ */
+static int
+flow_app_write(struct flow *f, const uint8_t *data, size_t n)
+{
+	err_t err;
+
+	err = tcp_write(f->pcb, data, (u16_t)n, TCP_WRITE_FLAG_COPY);
+	if (err == ERR_OK) {
+		f->mem_down += n;
+		f->down += n;
+		return 1;
+	}
+	if (err != ERR_MEM)
+		return -1;
+	if (!loop_timer_armed(&f->retry))
+		loop_timer_set(f->env->loop, &f->retry, FLOW_RETRY_MS);
+	return 0;
+}
+
+/* Keeps n bytes lwIP did not take (still charged, now as pend_len). */
+static int
+flow_app_keep(struct flow *f, const uint8_t *data, size_t n)
+{
+	if ((f->pend = malloc(n)) == NULL)
+		return -1;
+	memcpy(f->pend, data, n);
+	f->pend_len = n;
+	f->pend_off = 0;
+	return 0;
+}
+
+/* Writes what waits in f->pend.  1: all of it went; 0: the flow waits. */
+static int
+flow_app_flush(struct flow *f)
+{
+	size_t room, n;
+	int r;
+
+	while (f->pend_len > 0) {
+		if ((room = flow_app_room(f)) == 0)
+			return 0;
+		n = f->pend_len < room ? f->pend_len : room;
+		if ((r = flow_app_write(f, f->pend + f->pend_off, n)) <= 0)
+			return r;
+		f->pend_off += n;
+		f->pend_len -= n;
+	}
+	free(f->pend);
+	f->pend = NULL;
+	f->pend_off = 0;
+	return 1;
 }
 
 static int
@@ -471,6 +582,30 @@ flow_held_status(struct flow *f, const char **why)
 	return 0;
 }
 
+/* The app's FIN once everything before it went; lwIP out of memory for
+ * it waits like data. */
+static int
+flow_app_fin(struct flow *f, const char **why)
+{
+	err_t err;
+
+	if (!f->out_eof || f->app_shut || f->pcb == NULL || f->pend_len > 0)
+		return 0;
+	if ((err = tcp_shutdown(f->pcb, 0, 1)) == ERR_OK) {
+		f->app_shut = true;
+		return 0;
+	}
+	if (err == ERR_MEM) {
+		f->down_blocked = true;
+		if (!loop_timer_armed(&f->retry))
+			loop_timer_set(f->env->loop, &f->retry, FLOW_RETRY_MS);
+		return 0;
+	}
+	f->internal = true;
+	*why = "lwIP shutdown failed";
+	return -1;
+}
+
 static int
 flow_pump_down(struct flow *f, const char **why)
 {
@@ -478,12 +613,22 @@ flow_pump_down(struct flow *f, const char **why)
 	uint8_t *data;
 	size_t room;
 	ssize_t r;
+	int w;
 
 	if (f->held)
 		return flow_held_status(f, why);
 	f->down_blocked = false;
+	if (f->pcb != NULL && (w = flow_app_flush(f)) <= 0) {
+		f->down_blocked = true;
+		if (w == 0)
+			return 0;
+		f->internal = true;
+		*why = "lwIP write failed";
+		return -1;
+	}
 	while (!f->out_eof && f->pcb != NULL) {
-		if ((room = flow_app_room(f)) < 1024 ||
+		room = flow_app_room(f);
+		if (flow_app_full(f, room) ||
 		    (room = flow_mem_take(f, room)) == 0) {
 			f->down_blocked = true;
 			break;
@@ -514,25 +659,20 @@ flow_pump_down(struct flow *f, const char **why)
 			return -1;
 		}
 		limit_mem_give(m, room - (size_t)r);	/* the status byte */
-		if (r > 0 && tcp_write(f->pcb, data, (u16_t)r,
-		    TCP_WRITE_FLAG_COPY) != ERR_OK) {
-			limit_mem_give(m, (size_t)r);
-			f->internal = true;
-			*why = "lwIP out of memory";
-			return -1;
+		if (r == 0)
+			continue;
+		if ((w = flow_app_write(f, data, (size_t)r)) == 1)
+			continue;
+		if (w == 0 && flow_app_keep(f, data, (size_t)r) == 0) {
+			f->down_blocked = true;
+			break;
 		}
-		f->mem_down += (size_t)r;
-		f->down += (uint64_t)r;
+		limit_mem_give(m, (size_t)r);
+		f->internal = true;
+		*why = w == 0 ? "out of memory" : "lwIP write failed";
+		return -1;
 	}
-	if (f->out_eof && !f->app_shut && f->pcb != NULL) {
-		if (tcp_shutdown(f->pcb, 0, 1) != ERR_OK) {
-			f->internal = true;
-			*why = "lwIP shutdown failed";
-			return -1;
-		}
-		f->app_shut = true;
-	}
-	return 0;
+	return flow_app_fin(f, why);
 }
 
 /* ---- the per-iteration pass ------------------------------------------ */
@@ -674,6 +814,7 @@ flow_alloc(struct flow_env *env, const struct addr *dst)
 	f->dst = *dst;
 	f->dial_us = stats_now_us();
 	loop_timer_init(&f->early, flow_on_early);
+	loop_timer_init(&f->retry, flow_on_retry);
 	return f;
 }
 

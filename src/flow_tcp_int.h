@@ -77,7 +77,16 @@ struct flow {
 	uint64_t	 dial_us;		/* outer connect started */
 	uint64_t	 up, down;
 
-	/* client.max_buffer_memory (env->mem): inq_len is charged too. */
+	/* server -> app: bytes read from the outer stream that lwIP could not
+	 * take (tcp_write found no memory for a segment).  Kept here and
+	 * written before anything more is read; retried when the app acks
+	 * or on the retry timer.  At most FLOW_STAGE bytes. */
+	uint8_t		*pend;
+	size_t		 pend_len, pend_off;
+	struct loop_timer retry;
+
+	/* client.max_buffer_memory (env->mem): inq_len and pend_len are
+	 * charged too. */
 	size_t		 mem_down;		/* written to lwIP, not acked */
 	size_t		 recved_owed;		/* window held back, for memory */
 	struct limit_waiter mw;
