@@ -234,12 +234,7 @@ KEY2=$("$TUNSPLIT" genkey)
 cp "$TS_TMP/server.yaml" "$TS_TMP/server-key1.yaml"
 sed -i "s|$KEY1|$KEY2|" "$TS_TMP/server.yaml"
 grep -q "$KEY2" "$TS_TMP/server.yaml" || ts_fail "could not rotate the key"
-kill -HUP "$TS_SERVER_PID"
-for i in $(seq 50); do
-	grep -q 'reload: 1 users' "$slog" && break
-	sleep 0.1
-done
-grep -q 'reload: 1 users' "$slog" || ts_fail "server did not reload its users"
+ts_hup "$TS_SERVER_PID" "$slog" 'reload: 1 users' "server SIGHUP (users)"
 ts_alive "$TS_SERVER_PID" || ts_fail "server died on SIGHUP"
 
 line=$(probe -k "$KEY1" -t "$TS_T_ADDR4:8080" -d "$GET" -o "$TS_TMP/old") ||
@@ -259,8 +254,7 @@ ts_log "download running across the rotation: $(tail -n 1 "$TS_TMP/app-dl.log")"
 # The client still has the old key: its new flows get the cover site (and
 # fail); after its own SIGHUP with the new key they work again.
 sed -i "s|$KEY1|$KEY2|" "$TS_TMP/client.yaml"
-kill -HUP "$TS_CLIENT_PID"
-sleep 0.5
+ts_reload "$TS_CLIENT_PID" "$TS_TMP/client.log" "client SIGHUP with the new key"
 res=$(fetch "http://$TS_T_ADDR4:8080/" "$TS_TMP/tunnel2.out") ||
     ts_fail "GET with the rotated client key failed: $(tail -n 1 "$TS_TMP/curl.log")"
 [ "$res" = 200 ] && cmp -s "$TS_TMP/tunnel2.out" "$www/index.html" ||
@@ -270,13 +264,8 @@ ts_log "client reloaded with the new key: new flows work"
 # A broken file on SIGHUP: logged, nothing changes.
 cp "$TS_TMP/server.yaml" "$TS_TMP/server-good.yaml"
 printf 'server:\n  users: [}\n' >"$TS_TMP/server.yaml"
-kill -HUP "$TS_SERVER_PID"
-for i in $(seq 50); do
-	grep -q 'keeping the running configuration' "$slog" && break
-	sleep 0.1
-done
-grep -q 'keeping the running configuration' "$slog" ||
-    ts_fail "broken config on SIGHUP: no error logged"
+ts_hup "$TS_SERVER_PID" "$slog" 'keeping the running configuration' \
+    "broken config on SIGHUP"
 ts_alive "$TS_SERVER_PID" || ts_fail "server died on a broken config"
 line=$(probe -k "$KEY2" -t "$TS_T_ADDR4:8080" -d "$GET" -o "$TS_TMP/still") ||
     ts_fail "ts_probe after the broken reload: $line"
@@ -314,13 +303,8 @@ ts_wait_port "$NS_S" "$TLS_COVER_PORT" 10 "$TS_LAST_PID" ||
     ts_fail "TLS cover nginx did not listen on $TLS_COVER_PORT"
 sed -i "s|fallback: 127.0.0.1:$COVER_PORT|fallback: 127.0.0.1:$TLS_COVER_PORT\n  fallback_tls: true|" \
     "$TS_TMP/server.yaml"
-kill -HUP "$TS_SERVER_PID"
-for i in $(seq 50); do
-	grep -q "cover site 127.0.0.1:$TLS_COVER_PORT .*over TLS" "$slog" && break
-	sleep 0.1
-done
-grep -q "cover site 127.0.0.1:$TLS_COVER_PORT .*over TLS" "$slog" ||
-    ts_fail "SIGHUP did not switch to the TLS cover site"
+ts_hup "$TS_SERVER_PID" "$slog" "cover site 127.0.0.1:$TLS_COVER_PORT .*over TLS" \
+    "SIGHUP to the TLS cover site"
 res=$(in_c curl -sk --max-time 10 -o "$out" -w '%{http_code}' \
     "https://$TS_S_ADDR4:$TS_SERVER_PORT/") || ts_fail "curl -k via the TLS cover failed"
 [ "$res" = 200 ] && cmp -s "$out" "$cover/index.html" ||

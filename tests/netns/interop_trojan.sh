@@ -313,8 +313,7 @@ ts_log "(b) wrong password: relayed to the cover site ($out)"
 # Password rotation on SIGHUP: the "wrong" one becomes the only one.
 sed -i "s/\"other-password\", \"$PW\"/\"wrong-$PW\"/" "$TS_TMP/server.yaml"
 grep -q "wrong-$PW" "$TS_TMP/server.yaml" || ts_fail "server.yaml not rewritten"
-kill -HUP "$TS_SERVER_PID"
-sleep 0.5
+ts_reload "$TS_SERVER_PID" "$TS_TMP/server.log" "(b) SIGHUP with new passwords"
 out=$(socks_app "$TS_LIB_DIR" recv $((SOCKS_PORT + 1)) "$TS_T_ADDR4" \
     "$TS_TARGET_PORT" "$N" 31 2>&1) ||
     ts_fail "(b) after reload, the new password does not work: $out"

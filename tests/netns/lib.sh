@@ -491,6 +491,29 @@ ts_wait_log() {
 	return 1
 }
 
+# ts_hup PID LOG PATTERN WHAT: SIGHUP to PID, then wait (5 s) until LOG has
+# one more line matching PATTERN than before the signal: the daemon's own
+# word that it has read its file (src/daemon.c logs "reloaded FILE", or
+# "reload: ...; keeping the running configuration" for a broken one).
+# Counted rather than ts_wait_log's plain grep, since an earlier reload's
+# line is already in the log.  WHAT names the step in a failure.
+ts_hup() {
+	local n i
+	n=$(grep -c -- "$3" "$2" 2>/dev/null)
+	kill -HUP "$1" 2>/dev/null || ts_fail "$4: pid $1 is gone"
+	for i in $(seq 50); do
+		[ "$(grep -c -- "$3" "$2" 2>/dev/null)" -gt "${n:-0}" ] && return 0
+		sleep 0.1
+	done
+	ts_fail "$4: no new '$3' line in $(basename "$2") within 5 s of SIGHUP"
+}
+
+# ts_reload PID LOG [WHAT]: SIGHUP, and the daemon must log that it reloaded
+# (at level info, the tests' default).
+ts_reload() {
+	ts_hup "$1" "$2" " reloaded " "${3:-reload}"
+}
+
 # ts_expect_sink SEED BYTES TAG: the target must log, within 10 s, a SINK of
 # BYTES bytes with the hash of tools.py stream SEED: an upload's proof where
 # the path may end a connection on the first EOF.
