@@ -183,6 +183,7 @@ j = json.load(open(sys.argv[1]))
 down, up = 2 * int(sys.argv[2]), 2 * int(sys.argv[3])
 f, b = j["flows"], j["bytes"]
 sys.exit(0 if f["total"] == 4 and f["active"] == 0 and f["failed"] == 0 and
+         f.get("internal", 0) == 0 and
          down <= b["down"] < down + (1 << 20) and
          up <= b["up"] < up + (1 << 20) else 1)
 EOF
