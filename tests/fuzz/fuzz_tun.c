@@ -2,36 +2,57 @@
  * Fuzz target: packets from the TUN through the client's input path --
  * the tsnetif input hooks, lwIP's IPv4/IPv6 input, reassembly and TCP
  * state machines, the non-TCP handler hand-off -- with lwIP's timers
- * driven by a fake clock.
+ * driven by a fake clock, and what goes back down to the app: either a
+ * fake app on lwIP's API or the client's own TCP flows (flow_tcp.c).
  *
  * Input layout:
- *   byte 0        settings: bits 0-2 MTU choice, bit 3 a flow limit that
- *                 refuses SYNs, bits 4-7 how many accepted pcbs stay open
- *                 (more are aborted in the accept callback)
+ *   byte 0        settings: bits 0-2 MTU choice, bit 3 a limit (fake app:
+ *                 SYNs beyond the open pcbs refused; flows: a 256 KiB
+ *                 client.max_buffer_memory), bits 4-6 how many accepted
+ *                 pcbs stay open (fake app: more are aborted in the accept
+ *                 callback; flows: client.max_flows is this plus one),
+ *                 bit 7 flows instead of the fake app
  *   then records  [len: 2, big endian][ctl: 1][len bytes of IP packet]
  *                 A short last record is fed truncated.
  *   ctl           bits 0-3: advance the clock by n * 100 ms first (and run
- *                 due timers); bits 4-6: what the "app" does with its open
- *                 pcbs after the packet (write, FIN, close, abort, ...);
- *                 bit 7: feed the packet as is (see below).
+ *                 due timers); bits 4-6: what the app, or with flows the
+ *                 server, does after the packet (push 16 KiB or 1 MiB
+ *                 down, FIN, close, abort, ...); bit 7: feed the packet as
+ *                 is (see below).
+ *
+ * The fake app writes like a client flow: as much as lwIP's send buffer
+ * and send queue take at the pcb's real MSS, and on ERR_MEM it waits for
+ * the app's acks (the sent callback) -- never a reason to end the
+ * connection.  With flows (bit 7), each accepted connection is a real
+ * flow (flow_tcp.c, protocol tunsplit) whose outer stream the warm pool
+ * hands out: pool_take() below returns one end of a socketpair, and the
+ * harness plays the server on the other (connect status OK, then what the
+ * input asks for; it reads everything the flow sends).  No network.
  *
  * Acknowledgement numbers of TCP segments are taken relative to the ISN
  * lwIP chose for that connection (seen in its SYN-ACK), because lwIP's ISN
  * depends on its uptime: without this no input could ever complete a
- * handshake reproducibly.
+ * handshake reproducibly.  Non-TCP packets go where tsnetif hands them, to
+ * the client's UDP and ICMP input (flow_udp_input), with their checksums
+ * corrected first (same bit 7).  See tun_pkt.c.
  *
- * Non-TCP packets go where tsnetif hands them, to the client's UDP and
- * ICMP input (flow_udp_input), with their checksums corrected first (same
- * bit 7).
- *
- * Oracles: ASan/UBSan; every packet lwIP writes is a well-formed IP packet
- * of exactly its stated length; after tsnetif_shutdown no pcb is left; the
- * non-TCP handler only ever sees bytes inside the packet.
+ * Oracles: ASan/UBSan; every packet written to the TUN is checked by
+ * tun_pkt_out (well-formed, within the MTU, checksums right, TCP segments
+ * within the MSS the app announced, payload the bytes the app or server
+ * sent, at their offset); the fake app's tcp_write fails only with
+ * ERR_MEM, and then with something queued (or no sent callback would
+ * come); lwIP's send queue holds a full send buffer at any MSS from 536
+ * up; no flow fails unless the input closed its server side (no flow is
+ * reset for lwIP's backpressure); after the flows are gone no buffer
+ * memory is charged; after tsnetif_shutdown no pcb is left; the non-TCP
+ * handler only ever sees bytes inside the packet.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -45,18 +66,28 @@
 #include "assoc.h"
 #include "auth.h"
 #include "conf.h"
+#include "flow_tcp.h"
 #include "flow_udp.h"
 #include "log.h"
 #include "loop.h"
 #include "outer.h"
 #include "pkt.h"
+#include "pool.h"
 #include "tsnetif.h"
+#include "tun_pkt.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define FZ_MAX_PCBS	16
-#define FZ_MAX_ISN	64
+#define FZ_MAX_SRV	64
 #define FZ_OUT_MAX	70000
+#define FZ_CHUNK	16384		/* one write, as a flow's (FLOW_STAGE) */
+#define FZ_PUSH_SMALL	(16 * 1024)
+#define FZ_PUSH_BIG	(1024 * 1024)
+#define FZ_QUEUE_SPARE	8		/* queue slots writes leave to lwIP */
+#define FZ_MSS_MIN	536		/* the smallest MSS a host must take */
+#define FZ_RUN_MAX	64		/* loop passes after each packet */
+#define FZ_MEM_LIMIT	(256 * 1024)
 
 /*
  * lwIP's clock.  This definition takes the place of the one in
@@ -72,13 +103,6 @@ sys_now(void)
 	return fz_now;
 }
 
-struct fz_isn {
-	uint8_t		 local[16], remote[16];	/* IPv4 in the first 4 bytes */
-	uint16_t	 lport, rport;
-	uint32_t	 isn;
-	bool		 used;
-};
-
 /* An accepted pcb and which FINs it has seen.  Once both have, the app
  * holds it until action 6 or the next clock advance, as a flow holds its
  * pcb until its next pass -- while more packets come in, such as a new SYN
@@ -87,43 +111,42 @@ struct fz_isn {
  * timers free a pcb in TIME_WAIT after 2 MSL without any callback. */
 struct fz_conn {
 	struct tcp_pcb	*pcb;
+	uint64_t	 sent, want;	/* pattern bytes written, asked for */
 	bool		 rx_fin, tx_fin;
+	bool		 blocked;	/* ERR_MEM: waits for the sent callback */
+	bool		 sized;		/* the send queue was checked */
+};
+
+/* The server end of a flow's outer stream. */
+struct fz_srv {
+	int		 fd;		/* -1: free */
+	uint64_t	 sent, want;	/* pattern bytes after the status */
+	bool		 shut, shut_at_end;
 };
 
 static int		 fz_sock[2] = { -1, -1 };	/* the TUN */
 static struct fz_conn	 fz_conns[FZ_MAX_PCBS];
 static unsigned		 fz_keep;		/* pcbs kept open */
 static bool		 fz_limit;		/* refuse SYNs beyond fz_keep */
+static bool		 fz_flows;		/* flows instead of the fake app */
 static struct flow_udp	*fz_udp;
 static struct assoc_cfg	 fz_ac;
+static struct conf	*fz_conf;
 static struct addr	 fz_server;
 static uint8_t		 fz_uid[PROTO_USER_ID_LEN];
-static struct fz_isn	 fz_isns[FZ_MAX_ISN];
-static unsigned		 fz_isn_next;
+static struct loop	*fz_floop;		/* the flows' own; runs */
+static struct flow_env	 fz_env;
+static struct fz_srv	 fz_srvs[FZ_MAX_SRV];
+static unsigned		 fz_srv_closed;		/* closes the input asked for */
 static uint8_t		 fz_pkt[65536];
 static uint8_t		 fz_out[FZ_OUT_MAX];
-static const uint8_t	 fz_payload[4096];
+static uint8_t		 fz_buf[FZ_CHUNK];
 static volatile uint32_t fz_sink;
 
 static uint16_t
 get16(const uint8_t *p)
 {
 	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static uint32_t
-get32(const uint8_t *p)
-{
-	return (uint32_t)get16(p) << 16 | get16(p + 2);
-}
-
-static void
-put32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
 }
 
 /* ---- the fake app on top of lwIP -------------------------------------- */
@@ -183,6 +206,17 @@ fz_on_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
 	return ERR_OK;
 }
 
+static err_t
+fz_on_sent(void *arg, struct tcp_pcb *pcb, u16_t len)
+{
+	struct fz_conn *c = arg;
+
+	(void)pcb;
+	(void)len;
+	c->blocked = false;
+	return ERR_OK;
+}
+
 static void
 fz_on_err(void *arg, err_t err)
 {
@@ -210,10 +244,11 @@ fz_accept(void *arg, struct tcp_pcb *pcb, err_t err)
 	if (i == FZ_MAX_PCBS)
 		goto refuse;
 	c = &fz_conns[i];
+	memset(c, 0, sizeof(*c));
 	c->pcb = pcb;
-	c->rx_fin = c->tx_fin = false;
 	tcp_arg(pcb, c);
 	tcp_recv(pcb, fz_on_recv);
+	tcp_sent(pcb, fz_on_sent);
 	tcp_err(pcb, fz_on_err);
 	return ERR_OK;
 refuse:
@@ -228,30 +263,87 @@ fz_syn_allowed(void *arg)
 	return !fz_limit || fz_live() < fz_keep;
 }
 
-/*
- * The client's own non-TCP path: flow_udp_input parses (bounds, checksums,
- * IPv6 extension headers), reassembles, pins DNS and hands UDP to its
- * association and echo requests to flow_icmp, exactly as client.c wires
- * it.  Associations dial a closed loopback port and the loop never runs,
- * so their datagrams only queue (bounded), and nothing leaves the host.
- * The handler may read exactly len bytes: ASan catches any lie from
- * tsnetif.
- */
-static bool
-fz_other(void *arg, const uint8_t *pkt, size_t len)
+/* The payload of the segments tcp_write cuts: the pcb's MSS, or half the
+ * largest window the app announced when that is smaller. */
+static size_t
+fz_seg_size(const struct tcp_pcb *pcb)
 {
-	uint32_t sum = 0;
-	size_t i;
+	size_t mss = pcb->mss, half = pcb->snd_wnd_max / 2;
 
-	(void)arg;
-	for (i = 0; i < len; i++)
-		sum += pkt[i];
-	fz_sink += sum;
-	/* Made on first use: most inputs are TCP only, and a flow_udp is
-	 * not cheap to make. */
-	if (fz_udp == NULL && (fz_udp = flow_udp_new(&fz_ac)) == NULL)
-		abort();
-	return flow_udp_input(fz_udp, pkt, len);
+	if (half > 0 && half < mss)
+		mss = half;
+	return mss > 0 ? mss : 1;
+}
+
+/* Bytes lwIP takes now, by send buffer and send-queue slots: a write of n
+ * bytes takes ceil(n / segment) slots, plus one for the last segment. */
+static size_t
+fz_room(const struct tcp_pcb *pcb)
+{
+	size_t room = tcp_sndbuf(pcb), queued = tcp_sndqueuelen(pcb), most;
+
+	if (queued + FZ_QUEUE_SPARE + 2 > TCP_SND_QUEUELEN)
+		return 0;
+	most = (TCP_SND_QUEUELEN - FZ_QUEUE_SPARE - queued - 1) *
+	    fz_seg_size(pcb);
+	return room < most ? room : most;
+}
+
+/*
+ * lwIP's send queue is sized for the smallest MSS, not the largest: at
+ * any MSS from 536 up a full send buffer fits it in whole segments.
+ * Sized from TCP_MSS (64 KiB) it held 81 segments, and an app announcing
+ * 1460 could use 118 KiB of the 256 KiB buffer before tcp_write failed.
+ */
+static void
+fz_queue_check(struct fz_conn *c)
+{
+	size_t mss = c->pcb->mss, need;
+
+	if (c->sized || mss < FZ_MSS_MIN)
+		return;
+	c->sized = true;
+	need = (TCP_SND_BUF + mss - 1) / mss;
+	if (need > TCP_SND_QUEUELEN)
+		tun_fail("send queue of %d segments: a full send buffer "
+		    "(%d bytes) at MSS %zu needs %zu", (int)TCP_SND_QUEUELEN,
+		    (int)TCP_SND_BUF, mss, need);
+}
+
+/* Writes what the app still wants to send, as far as lwIP takes it. */
+static void
+fz_push(struct fz_conn *c)
+{
+	struct tcp_pcb *pcb = c->pcb;
+	size_t n;
+	err_t err;
+
+	if (pcb == NULL || c->tx_fin ||
+	    (pcb->state != ESTABLISHED && pcb->state != CLOSE_WAIT))
+		return;
+	fz_queue_check(c);
+	while (!c->blocked && c->sent < c->want) {
+		if ((n = fz_room(pcb)) == 0)
+			break;
+		if (n > sizeof(fz_buf))
+			n = sizeof(fz_buf);
+		if (n > c->want - c->sent)
+			n = (size_t)(c->want - c->sent);
+		tun_pattern_fill(fz_buf, n, c->sent);
+		err = tcp_write(pcb, fz_buf, (u16_t)n, TCP_WRITE_FLAG_COPY);
+		if (err == ERR_OK) {
+			c->sent += n;
+			continue;
+		}
+		if (err != ERR_MEM)
+			tun_fail("tcp_write of %zu bytes: error %d in state %d",
+			    n, (int)err, (int)pcb->state);
+		if (pcb->unsent == NULL && pcb->unacked == NULL)
+			tun_fail("tcp_write of %zu bytes: ERR_MEM with nothing "
+			    "queued (no sent callback will come)", n);
+		c->blocked = true;
+	}
+	(void)tcp_output(pcb);
 }
 
 static void
@@ -260,7 +352,6 @@ fz_app(unsigned action)
 	struct fz_conn *c;
 	struct tcp_pcb *pcb;
 	unsigned i;
-	u16_t n;
 
 	for (i = 0; i < FZ_MAX_PCBS; i++) {
 		c = &fz_conns[i];
@@ -268,17 +359,13 @@ fz_app(unsigned action)
 			continue;
 		switch ((action + i) & 7) {
 		case 1:
+			c->want += FZ_PUSH_SMALL;
+			break;
 		case 2:
-			/* Send what fits (fills windows and queues). */
-			n = tcp_sndbuf(pcb);
-			if (n > sizeof(fz_payload))
-				n = sizeof(fz_payload);
-			if (n > 0)
-				(void)tcp_write(pcb, fz_payload, n,
-				    TCP_WRITE_FLAG_COPY);
-			(void)tcp_output(pcb);
+			c->want += FZ_PUSH_BIG;
 			break;
 		case 3:
+			c->want = c->sent;
 			if (c->rx_fin)
 				(void)fz_drop(c, false);
 			else if (tcp_shutdown(pcb, 0, 1) == ERR_OK)
@@ -300,206 +387,231 @@ fz_app(unsigned action)
 	}
 }
 
-/* ---- ISNs seen in lwIP's output ----------------------------------------- */
-
-/* Finds the TCP header of an IP packet; fills the addresses (16 bytes
- * each, IPv4 zero-padded).  NULL when it is not an unfragmented TCP
- * segment with a whole header. */
-static const uint8_t *
-fz_tcp(const uint8_t *p, size_t n, uint8_t src[16], uint8_t dst[16])
+/*
+ * The client's own non-TCP path: flow_udp_input parses (bounds, checksums,
+ * IPv6 extension headers), reassembles, pins DNS and hands UDP to its
+ * association and echo requests to flow_icmp, exactly as client.c wires
+ * it.  Associations dial a closed loopback port and their loop never
+ * runs, so their datagrams only queue (bounded), and nothing leaves the
+ * host.  The handler may read exactly len bytes: ASan catches any lie
+ * from tsnetif.
+ */
+static bool
+fz_other(void *arg, const uint8_t *pkt, size_t len)
 {
-	size_t ihl;
+	uint32_t sum = 0;
+	size_t i;
 
-	memset(src, 0, 16);
-	memset(dst, 0, 16);
-	if (n >= 20 && p[0] >> 4 == 4) {
-		ihl = (size_t)(p[0] & 0x0f) * 4;
-		if (ihl < 20 || n < ihl + 20 || p[9] != 6 ||
-		    (get16(p + 6) & 0x3fff) != 0)
-			return NULL;
-		memcpy(src, p + 12, 4);
-		memcpy(dst, p + 16, 4);
-		return p + ihl;
-	}
-	if (n >= 60 && p[0] >> 4 == 6 && p[6] == 6) {
-		memcpy(src, p + 8, 16);
-		memcpy(dst, p + 24, 16);
-		return p + 40;
-	}
-	return NULL;
+	(void)arg;
+	for (i = 0; i < len; i++)
+		sum += pkt[i];
+	fz_sink += sum;
+	/* Made on first use: most inputs are TCP only, and a flow_udp is
+	 * not cheap to make. */
+	if (fz_udp == NULL && (fz_udp = flow_udp_new(&fz_ac)) == NULL)
+		abort();
+	return flow_udp_input(fz_udp, pkt, len);
 }
 
-static struct fz_isn *
-fz_isn_find(const uint8_t local[16], const uint8_t remote[16], uint16_t lport,
-    uint16_t rport)
-{
-	unsigned i;
-
-	for (i = 0; i < FZ_MAX_ISN; i++)
-		if (fz_isns[i].used && fz_isns[i].lport == lport &&
-		    fz_isns[i].rport == rport &&
-		    memcmp(fz_isns[i].local, local, 16) == 0 &&
-		    memcmp(fz_isns[i].remote, remote, 16) == 0)
-			return &fz_isns[i];
-	return NULL;
-}
-
-static void
-fz_isn_note(const uint8_t *p, size_t n)
-{
-	const uint8_t *th;
-	uint8_t src[16], dst[16];
-	struct fz_isn *e;
-
-	if ((th = fz_tcp(p, n, src, dst)) == NULL || (th[13] & 0x12) != 0x12)
-		return;
-	if ((e = fz_isn_find(src, dst, get16(th), get16(th + 2))) == NULL) {
-		e = &fz_isns[fz_isn_next++ % FZ_MAX_ISN];
-		memcpy(e->local, src, 16);
-		memcpy(e->remote, dst, 16);
-		e->lport = get16(th);
-		e->rport = get16(th + 2);
-		e->used = true;
-	}
-	e->isn = get32(th + 4);
-}
-
-/* Input segment: make its ACK number relative to lwIP's ISN. */
-static void
-fz_isn_apply(uint8_t *p, size_t n)
-{
-	uint8_t *th;
-	uint8_t src[16], dst[16];
-	struct fz_isn *e;
-
-	if ((th = (uint8_t *)(uintptr_t)fz_tcp(p, n, src, dst)) == NULL ||
-	    (th[13] & 0x10) == 0)
-		return;
-	if ((e = fz_isn_find(dst, src, get16(th + 2), get16(th))) == NULL)
-		return;
-	put32(th + 8, e->isn + get32(th + 8));
-}
-
-/* ---- checksums of non-TCP input ------------------------------------------ */
-
-/* Upper-layer checksum with the pseudo header; al: address length. */
-static void
-fz_l4_sum(const uint8_t *ip, size_t al, uint8_t proto, uint8_t *l4,
-    size_t len, size_t off)
-{
-	uint8_t pseudo[40];
-	uint64_t sum;
-	uint16_t c;
-
-	if (len < off + 2)
-		return;
-	memcpy(pseudo, ip, al);
-	memcpy(pseudo + al, ip + al, al);
-	memset(pseudo + 2 * al, 0, 8);
-	if (al == 4) {
-		pseudo[9] = proto;
-		pseudo[10] = (uint8_t)(len >> 8);
-		pseudo[11] = (uint8_t)len;
-	} else {
-		put32(pseudo + 32, (uint32_t)len);
-		pseudo[39] = proto;
-	}
-	l4[off] = l4[off + 1] = 0;
-	sum = pkt_csum_add(0, l4, len);
-	if (proto != PKT_PROTO_ICMP)
-		sum = pkt_csum_add(sum, pseudo, al == 4 ? 12 : 40);
-	c = pkt_csum_fold(sum);
-	if (c == 0 && proto == PKT_PROTO_UDP)
-		c = 0xffff;
-	memcpy(l4 + off, &c, 2);
-}
+/* ---- flows: the pool hands out socketpairs ----------------------------- */
 
 /*
- * Input packet: correct the IPv4 header checksum and the UDP, ICMP and
- * ICMPv6 checksums of unfragmented packets, which the client verifies
- * (lwIP does not check TCP's): the fuzzer explores what lies behind
- * them instead of failing the checksum every time.
+ * These take the place of src/pool.c (as sys_now above does of
+ * sys_arch.c's), so that flow_new() finds a "warm" outer stream whose
+ * other end the harness holds.  fz_env.server stays unset: a flow that got
+ * none could not dial anything either (no address family).
  */
-static void
-fz_sum_fix(uint8_t *p, size_t n)
+struct pool *
+pool_new(struct loop *l, const struct conf *c, struct ssl_ctx_st *ctx,
+    const struct addr *server)
 {
-	size_t ihl, tot, ulen;
-	uint8_t *l4, proto;
-	uint16_t c;
+	(void)l;
+	(void)c;
+	(void)ctx;
+	(void)server;
+	return NULL;
+}
 
-	if (n >= 20 && p[0] >> 4 == 4) {
-		ihl = (size_t)(p[0] & 0x0f) * 4;
-		tot = get16(p + 2) < n ? get16(p + 2) : n;
-		if (ihl < 20 || tot < ihl)
-			return;
-		p[10] = p[11] = 0;
-		c = pkt_csum_fold(pkt_csum_add(0, p, ihl));
-		memcpy(p + 10, &c, 2);
-		if ((get16(p + 6) & 0x3fff) != 0)
-			return;
-		l4 = p + ihl;
-		tot -= ihl;
-		proto = p[9];
-		p += 12;	/* the addresses */
-		ihl = 4;
-	} else if (n >= 40 && p[0] >> 4 == 6) {
-		tot = (size_t)get16(p + 4) + 40 < n ? get16(p + 4) : n - 40;
-		l4 = p + 40;
-		proto = p[6];
-		p += 8;
-		ihl = 16;
-	} else
-		return;
-	switch (proto) {
-	case PKT_PROTO_UDP:
-		if (tot < 8)
-			return;
-		ulen = get16(l4 + 4);
-		if (ulen < 8 || ulen > tot)
-			ulen = tot;
-		fz_l4_sum(p, ihl, proto, l4, ulen, 6);
-		break;
-	case PKT_PROTO_ICMP:
-	case PKT_PROTO_ICMP6:
-		fz_l4_sum(p, ihl, proto, l4, tot, 2);
-		break;
-	default:
-		break;
+void
+pool_free(struct pool *p)
+{
+	(void)p;
+}
+
+const struct pool_stats *
+pool_stats(const struct pool *p)
+{
+	static const struct pool_stats none;
+
+	(void)p;
+	return &none;
+}
+
+struct outer *
+pool_take(struct pool *p)
+{
+	struct fz_srv *s = NULL;
+	struct outer *o;
+	uint8_t ok = PROTO_OK;
+	unsigned i;
+	int sv[2];
+
+	(void)p;
+	if (!fz_flows)
+		return NULL;
+	for (i = 0; i < FZ_MAX_SRV && s == NULL; i++)
+		if (fz_srvs[i].fd == -1)
+			s = &fz_srvs[i];
+	if (s == NULL)
+		return NULL;		/* the flow is refused */
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0,
+	    sv) < 0)
+		tun_fail("socketpair: %s", strerror(errno));
+	if ((o = outer_new(NULL, sv[0], true, NULL)) == NULL)
+		tun_fail("outer_new failed");
+	memset(s, 0, sizeof(*s));
+	s->fd = sv[1];
+	if (send(s->fd, &ok, 1, MSG_NOSIGNAL) != 1)
+		tun_fail("status byte: %s", strerror(errno));
+	return o;
+}
+
+/* Moves the server's bytes; true when anything moved. */
+static bool
+fz_srv_pump(struct fz_srv *s)
+{
+	struct pollfd pfd;
+	bool moved = false;
+	ssize_t r;
+	size_t n;
+
+	while (recv(s->fd, fz_buf, sizeof(fz_buf), MSG_DONTWAIT) > 0)
+		moved = true;
+	while (!s->shut && s->sent < s->want) {
+		n = s->want - s->sent < sizeof(fz_buf) ?
+		    (size_t)(s->want - s->sent) : sizeof(fz_buf);
+		tun_pattern_fill(fz_buf, n, s->sent);
+		if ((r = send(s->fd, fz_buf, n, MSG_DONTWAIT |
+		    MSG_NOSIGNAL)) <= 0)
+			break;
+		s->sent += (size_t)r;
+		moved = true;
+	}
+	if (!s->shut && s->shut_at_end && s->sent == s->want) {
+		(void)shutdown(s->fd, SHUT_WR);
+		s->shut = moved = true;
+	}
+	/* Both ways closed: the flow is done with it. */
+	pfd.fd = s->fd;
+	pfd.events = 0;
+	if (poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLHUP) != 0) {
+		close(s->fd);
+		s->fd = -1;
+	}
+	return moved;
+}
+
+static void
+fz_serve(unsigned action)
+{
+	struct fz_srv *s;
+	unsigned i;
+
+	for (i = 0; i < FZ_MAX_SRV; i++) {
+		s = &fz_srvs[i];
+		if (s->fd == -1)
+			continue;
+		switch ((action + i) & 7) {
+		case 1:
+			s->want += FZ_PUSH_SMALL;
+			break;
+		case 2:
+			s->want += FZ_PUSH_BIG;
+			break;
+		case 3:
+			s->want = s->sent;
+			s->shut_at_end = true;
+			break;
+		case 4:
+			s->want += FZ_PUSH_SMALL * 4;
+			s->shut_at_end = true;
+			break;
+		case 5:
+			/* The server goes away: the flow may fail on it. */
+			close(s->fd);
+			s->fd = -1;
+			fz_srv_closed++;
+			break;
+		default:
+			break;
+		}
 	}
 }
 
-/* What tsnetif hands to lwIP's reassembly: TCP fragments. */
-static bool
-fz_is_tcp_fragment(const uint8_t *p, size_t n)
+/* No flow failed but for the server closes the input asked for. */
+static void
+fz_flows_check(void)
 {
-	if (n >= 20 && p[0] >> 4 == 4)
-		return p[9] == 6 && (get16(p + 6) & 0x3fff) != 0;
-	return n >= 41 && p[0] >> 4 == 6 && p[6] == 44;
+	const struct stats_reasons *r = &fz_env.stats.failures;
+	size_t i;
+
+	if (fz_env.stats.failed <= fz_srv_closed)
+		return;
+	for (i = 0; i < r->nv; i++)
+		fprintf(stderr, "fuzz_tun: flow failure \"%s\": %llu\n",
+		    r->v[i].reason, (unsigned long long)r->v[i].n);
+	tun_fail("%llu flows failed, the input closed %u servers",
+	    (unsigned long long)fz_env.stats.failed, fz_srv_closed);
 }
 
 /* ---- the TUN side --------------------------------------------------------- */
 
-/* Reads everything lwIP wrote; each packet must be sane. */
-static void
-fz_drain(void)
+/* Reads everything written to the TUN; check: each packet must pass
+ * tun_pkt_out.  Returns the number of packets. */
+static unsigned
+fz_drain(bool check)
 {
+	unsigned npkt = 0;
 	ssize_t n;
-	size_t len;
 
 	while ((n = recv(fz_sock[1], fz_out, sizeof(fz_out), MSG_DONTWAIT)) > 0) {
-		len = (size_t)n;
-		if (fz_out[0] >> 4 == 4) {
-			if (len < 20 || get16(fz_out + 2) != len)
-				abort();
-		} else if (fz_out[0] >> 4 == 6) {
-			if (len < 40 || (size_t)get16(fz_out + 4) + 40 != len)
-				abort();
-		} else
-			abort();
-		fz_isn_note(fz_out, len);
+		npkt++;
+		if (check)
+			tun_pkt_out(fz_out, (size_t)n);
 	}
 	if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
 		abort();
+	return npkt;
+}
+
+/* After each packet and clock advance: the app writes what it may, or the
+ * flows and their servers run until nothing moves. */
+static void
+fz_run(void)
+{
+	unsigned i, j;
+	bool moved;
+
+	if (!fz_flows) {
+		fz_drain(true);
+		for (i = 0; i < FZ_MAX_PCBS; i++)
+			fz_push(&fz_conns[i]);
+		fz_drain(true);
+		return;
+	}
+	for (i = 0; i < FZ_RUN_MAX; i++) {
+		moved = false;
+		for (j = 0; j < FZ_MAX_SRV; j++)
+			if (fz_srvs[j].fd != -1 && fz_srv_pump(&fz_srvs[j]))
+				moved = true;
+		if (loop_run_once(fz_floop, 0) < 0)
+			tun_fail("loop_run_once failed");
+		if (fz_drain(true) > 0)
+			moved = true;
+		fz_flows_check();
+		if (!moved)
+			break;
+	}
 }
 
 static void
@@ -513,12 +625,22 @@ fz_advance(unsigned ms)
 			(void)fz_drop(&fz_conns[i], false);
 	fz_now += ms;
 	(void)tsnetif_timers();
-	fz_drain();
+	fz_run();
 }
 
-/* What flow_udp needs from the client: a configuration (DNS pinned, few
- * associations), a loop, a TLS context, the server: a closed port on
- * loopback. */
+/* What the fake app splits off from flows: IP fragments of TCP go to
+ * lwIP's reassembly. */
+static bool
+fz_is_tcp_fragment(const uint8_t *p, size_t n)
+{
+	if (n >= 20 && p[0] >> 4 == 4)
+		return p[9] == 6 && (get16(p + 6) & 0x3fff) != 0;
+	return n >= 41 && p[0] >> 4 == 6 && p[6] == 44;
+}
+
+/* What flow_udp and the flows need from the client: a configuration (DNS
+ * pinned, few associations), loops, a TLS context, the server: a closed
+ * port on loopback for UDP associations (their loop never runs). */
 static const char fz_yaml[] =
     "tun: {name: fz0, mtu: 1500}\n"
     "client:\n"
@@ -532,28 +654,53 @@ static int
 fz_setup(void)
 {
 	static const uint8_t lo[4] = { 127, 0, 0, 1 };
-	struct conf *c;
 	char err[256];
+	unsigned i;
 	int sz = 1 << 22;
 
 	log_init(LOG_LVL_ERROR, false, "fuzz_tun");
-	if ((c = conf_load_buf("fuzz_tun", fz_yaml, sizeof(fz_yaml) - 1, err,
-	    sizeof(err))) == NULL)
+	if ((fz_conf = conf_load_buf("fuzz_tun", fz_yaml, sizeof(fz_yaml) - 1,
+	    err, sizeof(err))) == NULL)
 		return -1;
 	addr_from_raw(&fz_server, AF_INET, lo, 9);
-	auth_user_id(c->client.key, fz_uid);
-	fz_ac.conf = c;
+	auth_user_id(fz_conf->client.key, fz_uid);
+	fz_ac.conf = fz_conf;
 	fz_ac.server = &fz_server;
 	fz_ac.user_id = fz_uid;
 	if ((fz_ac.loop = loop_new()) == NULL ||
-	    (fz_ac.ssl_ctx = outer_ctx_client(NULL, true)) == NULL)
+	    (fz_ac.ssl_ctx = outer_ctx_client(NULL, true)) == NULL ||
+	    (fz_floop = loop_new()) == NULL)
 		return -1;
+	fz_env.loop = fz_floop;
+	fz_env.conf = fz_conf;
+	memcpy(fz_env.user_id, fz_uid, sizeof(fz_env.user_id));
+	if (flow_env_init(&fz_env) < 0)
+		return -1;
+	for (i = 0; i < FZ_MAX_SRV; i++)
+		fz_srvs[i].fd = -1;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK, 0, fz_sock) < 0)
 		return -1;
 	/* Room for a full window of 64 KiB segments between drains. */
 	(void)setsockopt(fz_sock[0], SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
 	(void)setsockopt(fz_sock[1], SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
 	return 0;
+}
+
+/* Ends this input's flows and servers; checks the budget came back. */
+static void
+fz_flows_end(void)
+{
+	unsigned i;
+
+	flow_close_all(&fz_env);
+	for (i = 0; i < FZ_MAX_SRV; i++)
+		if (fz_srvs[i].fd != -1) {
+			close(fz_srvs[i].fd);
+			fz_srvs[i].fd = -1;
+		}
+	if (fz_env.nflows != 0 || fz_env.mem.used != 0)
+		tun_fail("after the flows: %u flows, %zu bytes of buffer "
+		    "memory charged", fz_env.nflows, fz_env.mem.used);
 }
 
 int
@@ -567,7 +714,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		.other = fz_other, .arg = NULL,
 	};
 	size_t len;
-	unsigned i;
+	unsigned i, mtu;
 	uint8_t ctl;
 	bool frags = false;
 
@@ -575,11 +722,22 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	if (fz_sock[0] == -1 && fz_setup() < 0)
 		abort();
-	fz_keep = (unsigned)(data[0] >> 4);
+	mtu = mtus[data[0] & 7];
+	fz_keep = (unsigned)(data[0] >> 4) & 7;
 	fz_limit = (data[0] & 0x08) != 0;
-	memset(fz_isns, 0, sizeof(fz_isns));
-	fz_isn_next = 0;
-	if (tsnetif_init(fz_sock[0], mtus[data[0] & 7], &ops) < 0)
+	fz_flows = (data[0] & 0x80) != 0;
+	if (fz_flows) {
+		ops.accept = flow_tcp_accept;
+		ops.syn_allowed = flow_tcp_syn_allowed;
+		ops.arg = &fz_env;
+		fz_conf->client.max_flows = fz_keep + 1;
+		fz_conf->client.max_buffer_memory = fz_limit ? FZ_MEM_LIMIT :
+		    (size_t)64 << 20;
+		memset(&fz_env.stats, 0, sizeof(fz_env.stats));
+		fz_srv_closed = 0;
+	}
+	tun_pkt_reset(mtu);
+	if (tsnetif_init(fz_sock[0], mtu, &ops) < 0)
 		abort();
 	data++;
 	size--;
@@ -596,20 +754,22 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		memcpy(fz_pkt, data, len);
 		if (fz_is_tcp_fragment(fz_pkt, len))
 			frags = true;
-		if ((ctl & 0x80) == 0) {
-			fz_isn_apply(fz_pkt, len);
-			fz_sum_fix(fz_pkt, len);
-		}
+		tun_pkt_in(fz_pkt, len, (ctl & 0x80) != 0);
 		tsnetif_input(fz_pkt, len);
 		data += len;
 		size -= len;
-		fz_drain();
-		fz_app((ctl >> 4) & 7);
-		fz_drain();
+		fz_drain(true);
+		if (fz_flows)
+			fz_serve((ctl >> 4) & 7);
+		else
+			fz_app((ctl >> 4) & 7);
+		fz_run();
 	}
 
 	/* Teardown as the client does it: the app's pcbs first, then the
 	 * netif (listeners, half-open and closing pcbs). */
+	if (fz_flows)
+		fz_flows_end();
 	for (i = 0; i < FZ_MAX_PCBS; i++)
 		if (fz_conns[i].pcb != NULL)
 			(void)fz_drop(&fz_conns[i], true);
@@ -623,6 +783,17 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (i = 0; frags && i < 62; i++) {
 		fz_now += 1000;
 		(void)tsnetif_timers();
+	}
+	/* The teardown's RSTs: not for the next input's checks. */
+	fz_drain(false);
+	if (getenv("FUZZ_TUN_VERBOSE") != NULL) {
+		uint64_t bytes, furthest;
+
+		tun_pkt_counts(&bytes, &furthest);
+		fprintf(stderr, "fuzz_tun: MTU %u, %s: %llu TCP payload bytes "
+		    "down, furthest offset %llu\n", mtu,
+		    fz_flows ? "flows" : "fake app", (unsigned long long)bytes,
+		    (unsigned long long)furthest);
 	}
 	flow_udp_free(fz_udp);
 	fz_udp = NULL;

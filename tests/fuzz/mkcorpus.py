@@ -15,7 +15,8 @@ fuzz_resp input: one settings byte, then records [ctl:1][len:2][bytes the
 server sends] (see fuzz_resp.c).
 
 fuzz_tun input: one settings byte, then records [len:2][ctl:1][IP packet]
-(see fuzz_tun.c).  ACK numbers are relative to lwIP's ISN; addresses are
+(see fuzz_tun.c); settings bit 7 runs the client's TCP flows instead of
+the fake app.  ACK numbers are relative to lwIP's ISN; addresses are
 from the documentation/benchmark ranges and never leave the process.
 """
 import argparse
@@ -95,18 +96,22 @@ def rec(pkt, ctl=0):
     return struct.pack("!HB", len(pkt), ctl) + pkt
 
 
-def settings(mtu=2, limit=False, keep=4):
-    return bytes([(keep << 4) | (0x08 if limit else 0) | mtu])
+def settings(mtu=2, limit=False, keep=4, flows=False):
+    return bytes([(0x80 if flows else 0) | (keep << 4) |
+                  (0x08 if limit else 0) | mtu])
 
 
-# ctl: bits 0-3 clock advance (x 100 ms), bits 4-6 app action, bit 7 raw ack
+# ctl: bits 0-3 clock advance (x 100 ms), bits 4-6 app action (with
+# flows: the server's), bit 7 raw ack.  For the app or server in slot i
+# the action is (action + i) & 7.
 WRITE, SHUT, CLOSE, ABORT = 0x10, 0x30, 0x40, 0x50
+PUSH_BIG, PUSH_FIN = 0x20, 0x40     # 1 MiB; 64 KiB then FIN (flows)
 
 
-def session(v6=False, mtu=2, port=80):
+def session(v6=False, mtu=2, port=80, flows=False):
     isn = 1000
     t = lambda *a, **k: tcp(*a, dport=port, v6=v6, **k)  # noqa: E731
-    return settings(mtu) + b"".join([
+    return settings(mtu, flows=flows) + b"".join([
         rec(t(SYN, isn, opts=SYN_OPTS)),
         rec(t(ACK, isn + 1, 1)),
         rec(t(ACK | PSH, isn + 1, 1, b"GET / HTTP/1.0\r\n\r\n"), WRITE),
@@ -130,8 +135,42 @@ def tw_reuse(v6=False):
     return settings(2) + b"".join(recs)
 
 
+def bulk(mss, v6=False, mtu=2, flows=False, limit=False, acks=160,
+         fin=False):
+    """The app announces mss; its app (or the flow's server) pushes 1 MiB
+    down.  The app acks one segment per ACK (slow start keeps lwIP ahead)
+    with a window of 64 KiB << 7, so lwIP keeps its send queue full of
+    small segments: what reset every such download before issue 14."""
+    isn = 3000
+    opts = struct.pack("!BBH", 2, 4, mss) + SYN_OPTS[4:]
+    t = lambda *a, **k: tcp(*a, sport=40200, dport=443, v6=v6, **k)  # noqa
+    recs = [rec(t(SYN, isn, opts=opts)),
+            rec(t(ACK, isn + 1, 1), PUSH_BIG)]
+    for i in range(1, acks + 1):
+        recs.append(rec(t(ACK, isn + 1, 1 + i * mss), 0x01 if i % 40 == 0
+                        else 0))
+    if fin:
+        recs += [rec(t(ACK, isn + 1, 1 + acks * mss), PUSH_FIN if flows
+                     else SHUT),
+                 rec(t(ACK | FIN, isn + 1, 1 + acks * mss), 0x03)]
+    return settings(mtu, limit=limit, keep=2, flows=flows) + b"".join(recs)
+
+
 def tun_seeds():
     s = {}
+    # Small MSS, a lot of data down: the fake app and the client's flows.
+    for mss in (536, 1220, 1460):
+        s["v4_bulk_mss%d" % mss] = bulk(mss)
+        s["v4_flow_bulk_mss%d" % mss] = bulk(mss, flows=True)
+    s["v6_bulk_mss1220"] = bulk(1220, v6=True, mtu=1)
+    s["v6_flow_bulk_mss1220"] = bulk(1220, v6=True, mtu=1, flows=True)
+    s["v4_flow_bulk_mss536_mtu576"] = bulk(536, mtu=0, flows=True)
+    s["v4_flow_bulk_mss1460_mtu9000_fin"] = bulk(1460, mtu=3, flows=True,
+                                                 fin=True)
+    s["v4_flow_bulk_mss8960_mtu9000"] = bulk(8960, mtu=3, flows=True)
+    s["v4_flow_bulk_mss1460_budget"] = bulk(1460, flows=True, limit=True)
+    s["v4_flow_session"] = session(flows=True)
+    s["v6_flow_session"] = session(v6=True, mtu=4, flows=True)
     s["v4_session"] = session()
     s["v6_session"] = session(v6=True, mtu=4)
     s["v4_tw_reuse"] = tw_reuse()
