@@ -421,8 +421,12 @@ tsnetif_ip6_input_hook(struct pbuf *p, struct netif *inp)
  * send segments larger than the TUN MTU, and fragmenting those over IPv6
  * crashes lwIP 2.1's ip6_frag (found by fuzz_tun).  So the option is
  * clamped to what the MTU allows in every segment before lwIP parses it.
- * The options may be split over two pbufs (opt2); checksums are not
- * verified on input, so rewriting in place is safe.
+ * In a segment without SYN it is blanked out (four no-ops): the MSS is
+ * announced in the SYN only (RFC 9293 3.7.1), and a later segment that
+ * carried one made lwIP send segments larger than the app had announced
+ * (fuzz_tun, crashes/tun/mss_after_syn).  The options may be split over
+ * two pbufs (opt2); checksums are not verified on input, so rewriting in
+ * place is safe.
  */
 int
 tsnetif_tcp_inpkt_hook(struct tcp_pcb *pcb, struct tcp_hdr *hdr,
@@ -430,6 +434,7 @@ tsnetif_tcp_inpkt_hook(struct tcp_pcb *pcb, struct tcp_hdr *hdr,
 {
 	uint8_t *o1 = (uint8_t *)hdr + TCP_HLEN, *b[4];
 	unsigned max, mss, i = 0, j, len;
+	bool syn = (TCPH_FLAGS(hdr) & TCP_SYN) != 0;
 
 	(void)pcb;
 	(void)p;
@@ -451,7 +456,10 @@ tsnetif_tcp_inpkt_hook(struct tcp_pcb *pcb, struct tcp_hdr *hdr,
 			for (j = 0; j < 4; j++)
 				b[j] = TS_OPT(i + j);
 			mss = (unsigned)*b[2] << 8 | *b[3];
-			if (mss == 0 || mss > max) {
+			if (!syn) {
+				for (j = 0; j < 4; j++)
+					*b[j] = 1;
+			} else if (mss == 0 || mss > max) {
 				*b[2] = (uint8_t)(max >> 8);
 				*b[3] = (uint8_t)max;
 			}
