@@ -783,8 +783,7 @@ flow_update_events(struct flow *f)
 	case FLOW_CONNECT:
 		ev = EPOLLOUT;
 		break;
-	case FLOW_TLS:
-	case FLOW_SOCKS:
+	case FLOW_HANDSHAKE:
 		ev = outer_events(f->out);
 		break;
 	case FLOW_RELAY:
@@ -812,6 +811,7 @@ flow_alloc(struct flow_env *env, const struct addr *dst)
 	f->mw.fn = flow_on_memory;
 	f->fd = -1;
 	f->dst = *dst;
+	f->ob = flow_outbound(env->conf->client.protocol);
 	f->dial_us = stats_now_us();
 	loop_timer_init(&f->early, flow_on_early);
 	loop_timer_init(&f->retry, flow_on_retry);
@@ -850,8 +850,8 @@ flow_tcp_foreach(struct flow_env *env,
     void (*cb)(void *arg, const struct flow_info *), void *arg)
 {
 	static const char *const phases[] = {
-		[FLOW_CONNECT] = "connect", [FLOW_TLS] = "tls",
-		[FLOW_SOCKS] = "socks5", [FLOW_RELAY] = "relay",
+		[FLOW_CONNECT] = "connect", [FLOW_HANDSHAKE] = "handshake",
+		[FLOW_RELAY] = "relay",
 	};
 	struct flow_info	 fi;
 	struct flow		*f;
@@ -859,7 +859,8 @@ flow_tcp_foreach(struct flow_env *env,
 	for (f = env->all; f != NULL; f = f->next) {
 		fi.id = f->id;
 		fi.dst = &f->dst;
-		fi.state = phases[f->phase];
+		fi.state = f->phase == FLOW_HANDSHAKE ?
+		    f->ob->handshake_state : phases[f->phase];
 		fi.start_ms = f->start_ms;
 		fi.up = f->up;
 		fi.down = f->down;

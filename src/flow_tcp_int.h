@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "addr.h"
 #include "flow_tcp.h"
@@ -23,9 +24,37 @@ struct tcp_pcb;
 
 enum flow_phase {
 	FLOW_CONNECT,		/* outer TCP connect in progress */
-	FLOW_TLS,		/* TLS handshake */
-	FLOW_SOCKS,		/* SOCKS5 negotiation with the proxy */
+	FLOW_HANDSHAKE,		/* the outbound's handshake (TLS, SOCKS5) */
 	FLOW_RELAY,		/* header sent or queued; relaying */
+};
+
+struct flow;
+
+/*
+ * An outbound: how a flow reaches its target (flow_tcp_out.c has one per
+ * client.protocol).  A flow goes dial -> TCP connect -> handshake ->
+ * header -> relay; each step the outbound has no use for is NULL.
+ */
+struct flow_outbound {
+	const char	*name;
+	const char	*peer;			/* what it dials: "server" ... */
+	const char	*handshake_state;	/* status while FLOW_HANDSHAKE */
+	const char	*handshake_timeout;	/* its failure reason, or NULL:
+						 * "connect timeout" */
+	bool		 refuse;		/* block: every SYN gets an RST */
+	/* The way out: f->out and f->fd set (f->pooled when the stream is
+	 * a warm one, ready to relay), not yet watched.  0, or -1 with
+	 * errno and nothing left open. */
+	int	(*dial)(struct flow *f);
+	/* After the TCP connect: 1 done, 0 again on the next event, -1
+	 * failed with *why (f->internal set if it was ours). */
+	int	(*handshake)(struct flow *f, const char **why);
+	/* The request that goes before the app's bytes: its length in buf,
+	 * 0 for none (the stream is the target's: connected), -1 failed.
+	 * Sets f->status_ok itself when no status byte will come back. */
+	ssize_t	(*header)(struct flow *f, uint8_t *buf, size_t len);
+	/* The TCP connect failed with err: logs and ends the flow. */
+	void	(*connect_failed)(struct flow *f, int err);
 };
 
 struct flow {
@@ -37,13 +66,14 @@ struct flow {
 	bool		 closing;
 
 	enum flow_phase	 phase;
+	const struct flow_outbound *ob;		/* for the flow's whole life */
 	struct tcp_pcb	*pcb;			/* NULL once lwIP freed it */
 	struct outer	*out;
 	int		 fd;
 	struct loop_fd	 lfd;
 	struct loop_timer timer;
 	struct loop_timer early;		/* header waits for first bytes */
-	struct flow_socks5 *socks;		/* FLOW_SOCKS only */
+	struct flow_socks5 *socks;		/* socks5, FLOW_HANDSHAKE only */
 	bool		 pooled;		/* outer came from the warm pool */
 	/* connect_mode faithful: the app's SYN is held (no pcb yet) until the
 	 * server reports the target connected; then it is fed to lwIP again. */
@@ -91,6 +121,10 @@ struct flow {
 	size_t		 recved_owed;		/* window held back, for memory */
 	struct limit_waiter mw;
 };
+
+/* flow_tcp_out.c */
+const struct flow_outbound *flow_outbound(int protocol);
+void flow_target(const struct flow *f, struct addr *dst);
 
 /* flow_tcp.c */
 const char *flow_dst(const struct flow *f, char *buf, size_t len);

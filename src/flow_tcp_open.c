@@ -1,20 +1,8 @@
 /*
  * Client TCP flows, the opening side: the app's SYN (held in connect_mode
  * faithful) and accept, and the outbound each flow dials at once
- * (client.protocol):
- *
- *   tunsplit  TLS to the server (or a warm pool connection); the request
- *             header and whatever the app already sent leave together; the
- *             first byte back is the server's connect status: non-zero
- *             resets the app's connection (flow_tcp.c reads it).
- *   trojan    the same with trojan's request, which has no status.
- *   socks5    its own plain TCP connection to the proxy, the SOCKS5
- *             negotiation (flow_socks5.c); the CONNECT reply is the status.
- *   direct    a plain TCP connection to the destination itself, marked
- *             (client.mark) so that it leaves outside the TUN.
- *   block     no flow at all: the SYN is answered with an RST.
- *
- * Once the target is connected the flow relays (flow_tcp.c).
+ * (flow_tcp_out.c: dial, connect, handshake, request header).  Once the
+ * header is queued the flow relays (flow_tcp.c).
  */
 #include "flow_tcp.h"
 
@@ -46,16 +34,7 @@
 
 #define FLOW_LIMIT_LOG_MS	10000	/* refusal messages at most this often */
 
-/* ---- dialling and handshakes ----------------------------------------- */
-
-/* What the outbound asks for: client.dns pins DNS over TCP to the
- * resolver too. */
-static void
-flow_target(const struct flow *f, struct addr *dst)
-{
-	*dst = f->dst;
-	(void)flow_udp_dns_pin(f->env->conf, dst);
-}
+/* ---- connect, handshake, header ---------------------------------------- */
 
 /*
  * The target is connected (socks5: the CONNECT reply; direct: the connect
@@ -69,120 +48,38 @@ flow_connected(struct flow *f)
 		tsnetif_input(f->syn, f->syn_len);
 }
 
+/* Queues the outbound's request header (if any) and starts relaying.
+ * 0, or -1: out of memory. */
 static int
 flow_start_relay(struct flow *f)
 {
-	struct flow_env *env = f->env;
-	enum conf_proto proto = env->conf->client.protocol;
-	struct proto_req req;
-	struct addr dst;
 	uint8_t buf[PROTO_REQ_MAX];
-	ssize_t n;
+	ssize_t n = 0;
 
-	if (proto == CONF_PROTO_SOCKS5 || proto == CONF_PROTO_DIRECT) {
-		/* No header: the stream is the target's already. */
-		flow_socks5_free(f->socks);
-		f->socks = NULL;
-		f->phase = FLOW_RELAY;
+	if (f->ob->header != NULL &&
+	    (n = f->ob->header(f, buf, sizeof(buf))) < 0)
+		return -1;
+	f->phase = FLOW_RELAY;
+	flow_mark_dirty(f);
+	if (n == 0) {		/* no header: the stream is the target's */
 		flow_connected(f);
-		flow_mark_dirty(f);
 		return 0;
 	}
-	memset(&req, 0, sizeof(req));
-	req.kind = PROTO_KIND_TCP;
-	req.ts = (uint64_t)time(NULL);
-	randombytes_buf(req.nonce, sizeof(req.nonce));
-	memcpy(req.user_id, env->user_id, sizeof(req.user_id));
-	flow_target(f, &dst);
-	frame_dest_from_addr(&req.dest, &dst);
-	if (proto == CONF_PROTO_TROJAN) {
-		/* No status comes back: the stream counts as connected now,
-		 * and a target the server cannot reach shows as its close. */
-		n = proto_trojan_encode(buf, sizeof(buf),
-		    env->conf->client.trojan_hex, PROTO_TROJAN_CMD_CONNECT,
-		    &req.dest);
-		f->status_ok = true;
-	} else
-		n = proto_req_encode(buf, sizeof(buf), &req,
-		    env->conf->client.key, 0);
-	if (n < 0 || (f->hdr = malloc((size_t)n)) == NULL)
+	if ((f->hdr = malloc((size_t)n)) == NULL) {
+		sodium_memzero(buf, sizeof(buf));
 		return -1;
+	}
 	memcpy(f->hdr, buf, (size_t)n);
 	sodium_memzero(buf, sizeof(buf));
 	f->hdr_len = (size_t)n;
 	f->hdr_off = 0;
-	f->phase = FLOW_RELAY;
-	flow_mark_dirty(f);
 	return 0;
 }
 
-/* The outbound's TCP connect failed with err. */
+/* The outbound's handshake is done (or it has none). */
 static void
-flow_connect_failed(struct flow *f, int err)
+flow_handshake_done(struct flow *f)
 {
-	char dst[ADDR_STRLEN];
-
-	errno = err;
-	switch (f->env->conf->client.protocol) {
-	case CONF_PROTO_SOCKS5:
-		log_warn("flow %llu: connect to the socks5 proxy",
-		    (unsigned long long)f->id);
-		flow_fail(f, "socks5 proxy unreachable");
-		break;
-	case CONF_PROTO_DIRECT:
-		log_info("flow %llu %s: connect: %s", (unsigned long long)f->id,
-		    flow_dst(f, dst, sizeof(dst)), strerror(err));
-		/* Faithful: a refusal reaches the app as the target's RST;
-		 * anything else leaves it to time out, as it would. */
-		if (err == ECONNREFUSED && f->held)
-			tsnetif_reset_syn(f->syn, f->syn_len);
-		flow_fail(f, err == ECONNREFUSED ? "target refused" :
-		    "target unreachable");
-		break;
-	default:
-		log_warn("flow %llu: connect to server",
-		    (unsigned long long)f->id);
-		flow_fail(f, "server unreachable");
-		break;
-	}
-}
-
-/* FLOW_SOCKS: one more step of the negotiation with the proxy. */
-static void
-flow_on_socks(struct flow *f)
-{
-	char detail[192], dst[ADDR_STRLEN];
-	struct proto_dest pd;
-	struct addr target;
-	const char *why;
-	uint8_t rep;
-	int rc;
-
-	if (f->socks == NULL) {
-		flow_target(f, &target);
-		frame_dest_from_addr(&pd, &target);
-		if ((f->socks = flow_socks5_new(f->env->conf, &pd)) == NULL) {
-			flow_fail_internal(f, "out of memory");
-			return;
-		}
-	}
-	rc = flow_socks5_step(f->socks, f->out, &why, detail, sizeof(detail),
-	    &rep);
-	if (rc == 0)
-		return;
-	if (rc < 0) {
-		/* The target's answer is news; the proxy's is trouble. */
-		if (rep != 0)
-			log_info("flow %llu %s: %s", (unsigned long long)f->id,
-			    flow_dst(f, dst, sizeof(dst)), detail);
-		else
-			log_warnx("flow %llu %s: %s", (unsigned long long)f->id,
-			    flow_dst(f, dst, sizeof(dst)), detail);
-		if (rep == SOCKS5_REP_REFUSED && f->held)
-			tsnetif_reset_syn(f->syn, f->syn_len);
-		flow_fail(f, why);
-		return;
-	}
 	stats_hist_add(&f->env->stats.handshake, stats_now_us() - f->dial_us);
 	if (flow_start_relay(f) < 0)
 		flow_fail_internal(f, "out of memory");
@@ -192,6 +89,7 @@ static void
 flow_on_io(struct loop_fd *lfd, uint32_t revents)
 {
 	struct flow *f = container_of(lfd, struct flow, lfd);
+	const char *why;
 	int err, rc;
 
 	if (f->closing)
@@ -199,40 +97,22 @@ flow_on_io(struct loop_fd *lfd, uint32_t revents)
 	switch (f->phase) {
 	case FLOW_CONNECT:
 		if ((err = sock_connect_error(f->fd)) != 0) {
-			flow_connect_failed(f, err);
+			f->ob->connect_failed(f, err);
 			return;
 		}
-		if (f->env->conf->client.protocol == CONF_PROTO_SOCKS5) {
-			f->phase = FLOW_SOCKS;
-			flow_on_socks(f);
+		if (f->ob->handshake == NULL) {
+			flow_handshake_done(f);
 			break;
 		}
-		if (f->env->conf->client.protocol == CONF_PROTO_DIRECT) {
-			stats_hist_add(&f->env->stats.handshake,
-			    stats_now_us() - f->dial_us);
-			if (flow_start_relay(f) < 0) {
-				flow_fail_internal(f, "out of memory");
-				return;
-			}
-			break;
-		}
-		f->phase = FLOW_TLS;
+		f->phase = FLOW_HANDSHAKE;
 		/* FALLTHROUGH */
-	case FLOW_TLS:
-		if ((rc = outer_handshake(f->out)) < 0) {
-			flow_fail(f, "TLS handshake with server failed");
+	case FLOW_HANDSHAKE:
+		if ((rc = f->ob->handshake(f, &why)) < 0) {
+			flow_fail(f, why);
 			return;
 		}
 		if (rc == 1)
-			stats_hist_add(&f->env->stats.handshake,
-			    stats_now_us() - f->dial_us);
-		if (rc == 1 && flow_start_relay(f) < 0) {
-			flow_fail_internal(f, "out of memory");
-			return;
-		}
-		break;
-	case FLOW_SOCKS:
-		flow_on_socks(f);
+			flow_handshake_done(f);
 		break;
 	case FLOW_RELAY:
 		/* Hung up: the rest is already in the socket buffer; stop
@@ -254,8 +134,9 @@ flow_on_timer(struct loop_timer *t)
 	uint64_t now = loop_now(f->env->loop), idle_at;
 
 	if (!f->status_ok) {
-		flow_fail(f, f->phase == FLOW_SOCKS ?
-		    "socks5 negotiation timeout" : "connect timeout");
+		flow_fail(f, f->phase == FLOW_HANDSHAKE &&
+		    f->ob->handshake_timeout != NULL ?
+		    f->ob->handshake_timeout : "connect timeout");
 		return;
 	}
 	idle_at = f->last_ms + c->client.idle_timeout_ms;
@@ -308,7 +189,7 @@ flow_admit(struct flow_env *env)
 {
 	if (env->draining)
 		return false;
-	if (env->conf->client.protocol == CONF_PROTO_BLOCK) {
+	if (flow_outbound(env->conf->client.protocol)->refuse) {
 		env->stats.blocked++;	/* RST on the SYN */
 		return false;
 	}
@@ -357,85 +238,41 @@ flow_errno_final(int e)
 	    e == EPERM;
 }
 
-static int
-flow_new_plain(struct flow *f)
-{
-	struct flow_env *env = f->env;
-	const struct conf *c = env->conf;
-	struct addr to = env->server;
-
-	if (c->client.protocol == CONF_PROTO_DIRECT)
-		flow_target(f, &to);
-	if ((f->fd = sock_connect(&to, c->client.congestion,
-	    c->client.mark)) < 0) {
-		int e = errno;
-		const char *what = c->client.protocol == CONF_PROTO_DIRECT ?
-		    "target" : "socks5 proxy";
-		char a[ADDR_STRLEN];
-
-		if (flow_errno_final(e))
-			log_info("flow to %s: %s: %s: refused",
-			    addr_fmt(&to, a, sizeof(a)), what, strerror(e));
-		else
-			flow_limit_log(env, "socket to %s: %s", what,
-			    strerror(e));
-		free(f);
-		errno = e;
-		return -1;
-	}
-	if ((f->out = outer_new(NULL, f->fd, true, NULL)) == NULL) {
-		free(f);	/* outer_new closed the fd */
-		return -1;
-	}
-	if (loop_fd_add(env->loop, &f->lfd, f->fd, EPOLLOUT, flow_on_io) < 0) {
-		outer_abort(f->out);
-		free(f);
-		return -1;
-	}
-	return 0;
-}
-
+/*
+ * A new flow for dst with its way out dialled and watched, not yet
+ * listed; NULL with errno when that failed (nothing left open).
+ */
 static struct flow *
 flow_new(struct flow_env *env, const struct addr *dst)
 {
-	const struct conf *c = env->conf;
 	struct flow *f;
+	char a[ADDR_STRLEN];
+	int e;
 
 	if ((f = flow_alloc(env, dst)) == NULL)
 		return NULL;
-	if (c->client.protocol == CONF_PROTO_SOCKS5 ||
-	    c->client.protocol == CONF_PROTO_DIRECT)
-		return flow_new_plain(f) == 0 ? f : NULL;
-	if ((f->out = pool_take(env->pool)) != NULL) {
-		f->pooled = true;
-		f->fd = outer_fd(f->out);
-		if (loop_fd_add(env->loop, &f->lfd, f->fd, EPOLLIN,
-		    flow_on_io) < 0) {
-			outer_abort(f->out);
-			goto fail;
-		}
-		return f;
+	if (f->ob->dial(f) < 0) {
+		e = errno;
+		if (flow_errno_final(e))
+			log_info("flow to %s: %s: %s: refused",
+			    addr_fmt(dst, a, sizeof(a)), f->ob->peer,
+			    strerror(e));
+		else
+			flow_limit_log(env, "socket to %s: %s", f->ob->peer,
+			    strerror(e));
+		free(f);
+		errno = e;
+		return NULL;
 	}
-	f->fd = sock_connect(&env->server, c->client.congestion, c->client.mark);
-	if (f->fd < 0) {
-		flow_limit_log(env, "socket to server: %s", strerror(errno));
-		goto fail;
-	}
-	f->out = outer_new(env->ssl_ctx, f->fd, true, c->client.sni);
-	if (f->out == NULL) {
-		f->fd = -1;	/* outer_new closed it */
-		goto fail;
-	}
-	if (loop_fd_add(env->loop, &f->lfd, f->fd, EPOLLOUT, flow_on_io) < 0) {
+	if (loop_fd_add(env->loop, &f->lfd, f->fd,
+	    f->pooled ? EPOLLIN : EPOLLOUT, flow_on_io) < 0) {
+		e = errno;
 		outer_abort(f->out);
-		goto fail;
+		free(f);
+		errno = e;
+		return NULL;
 	}
 	return f;
-fail:
-	if (f->out == NULL && f->fd >= 0)
-		sock_close_rst(f->fd);
-	free(f);
-	return NULL;
 }
 
 /* Counts and lists a new flow, arms its timers; a pooled one starts
@@ -498,8 +335,8 @@ flow_tcp_syn(void *arg, const uint8_t *pkt, size_t len,
 		    TSNETIF_SYN_HOLD;
 	}
 	if ((f->syn = malloc(len)) == NULL) {
-		outer_abort(f->out);
 		loop_fd_del(env->loop, &f->lfd);
+		outer_abort(f->out);
 		free(f);	/* not registered: no event can be pending */
 		env->stats.refused++;
 		return TSNETIF_SYN_HOLD;
@@ -533,7 +370,7 @@ flow_tcp_accept(void *arg, struct tcp_pcb *pcb, err_t err)
 		return ERR_OK;
 	}
 	if (env->nflows >= env->conf->client.max_flows ||
-	    env->conf->client.protocol == CONF_PROTO_BLOCK ||
+	    flow_outbound(env->conf->client.protocol)->refuse ||
 	    (f = flow_new(env, &dst)) == NULL) {
 		env->stats.refused++;
 		tcp_abort(pcb);
