@@ -44,6 +44,9 @@ static struct tsnetif_ops ts_ops;
 static struct tsnetif_stats ts_stats;
 static struct tcp_pcb	*ts_listeners[65536];
 static uint8_t		 ts_rx[TS_RX_MAX];
+/* Output linearised for writev: not ts_rx, which may still hold the
+ * batch's packet being processed when lwIP answers it. */
+static uint8_t		 ts_tx[TS_RX_MAX];
 
 static uint16_t
 be16(const uint8_t *p)
@@ -109,8 +112,8 @@ ts_write_pbuf(struct pbuf *p)
 	if (q != NULL) {
 		/* Longer chain than iovecs: linearise (rare; tot_len is
 		 * 16-bit, so it always fits). */
-		pbuf_copy_partial(p, ts_rx, p->tot_len, 0);
-		iov[0].iov_base = ts_rx;
+		pbuf_copy_partial(p, ts_tx, p->tot_len, 0);
+		iov[0].iov_base = ts_tx;
 		iov[0].iov_len = p->tot_len;
 		cnt = 1;
 	}
