@@ -259,10 +259,13 @@ ts_tcp_syn(const ip_addr_t *local, const ip_addr_t *remote,
 	sport = be16(th);
 	dport = be16(th + 2);
 	ts_timewait_reuse(local, remote, dport, sport);
-	if (ts_ops.syn_allowed != NULL && !ts_ops.syn_allowed(ts_ops.arg) &&
-	    !ts_pcb_exists(local, remote, dport, sport))
+	/* A retransmitted SYN of a connection lwIP has is lwIP's to answer;
+	 * only a new one is judged (and, refused, counted). */
+	if (ts_pcb_exists(local, remote, dport, sport))
+		return false;
+	if (ts_ops.syn_allowed != NULL && !ts_ops.syn_allowed(ts_ops.arg))
 		goto refuse;
-	if (ts_ops.syn != NULL && !ts_pcb_exists(local, remote, dport, sport)) {
+	if (ts_ops.syn != NULL) {
 		switch (ts_ops.syn(ts_ops.arg, pkt, len, local, remote, dport,
 		    sport)) {
 		case TSNETIF_SYN_HOLD:

@@ -49,10 +49,13 @@ t_err(void *arg, err_t err)
 	nerr++;
 }
 
+static int nsyn_asked;
+
 static bool
 t_syn_allowed(void *arg)
 {
 	(void)arg;
+	nsyn_asked++;
 	return allow_syn;
 }
 
@@ -300,6 +303,36 @@ test_syn_refused_at_limit(void **state)
 }
 
 /*
+ * A retransmitted SYN of a connection lwIP already has is lwIP's to
+ * answer: it is not a new flow, so the limit is not asked and nothing is
+ * refused or counted, even at the limit (a router sees SYN bursts, and
+ * each retransmission counted as a refusal inflated the counters).
+ */
+static void
+test_syn_retransmit_not_judged(void **state)
+{
+	static const uint8_t app[4] = { 10, 9, 0, 3 }, dst[4] = { 10, 77, 2, 2 };
+	uint8_t pkt[128], out[256];
+	ssize_t n;
+
+	(void)state;
+	nsyn_asked = 0;
+	tsnetif_input(pkt, mk_tcp4(pkt, app, dst, 40003, 80, 500, 0, 0x02));
+	n = out_read(out, sizeof(out));
+	assert_true(n >= 40);
+	assert_int_equal(out[33] & 0x12, 0x12);		/* SYN-ACK */
+	assert_int_equal(nsyn_asked, 1);
+	allow_syn = false;			/* the limit is reached now */
+	tsnetif_input(pkt, mk_tcp4(pkt, app, dst, 40003, 80, 500, 0, 0x02));
+	n = out_read(out, sizeof(out));
+	assert_true(n >= 40);
+	assert_int_equal(out[33] & 0x04, 0);		/* no RST */
+	assert_int_equal(nsyn_asked, 1);
+	assert_int_equal(tsnetif_stats()->syn_refused, 0);
+	assert_non_null(tcp_active_pcbs);
+}
+
+/*
  * lwIP closed first and holds the connection in TIME_WAIT; the app's
  * kernel reuses the same ports for a new connection at once.  The new SYN
  * must get a SYN-ACK (the TIME_WAIT ends), not an ACK of the old
@@ -443,6 +476,8 @@ main(void)
 		cmocka_unit_test(test_chksum_matches_reference),
 		cmocka_unit_test_setup_teardown(test_syn_any_destination_v4, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_syn_any_destination_v6, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_syn_retransmit_not_judged,
+		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_syn_refused_at_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_syn_reuses_time_wait, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_icmp_echo_not_answered, setup, teardown),
