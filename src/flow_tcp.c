@@ -118,6 +118,8 @@ flow_close(struct flow *f, bool abort, const char *reason)
 	free(f->pend);
 	f->pend = NULL;
 	limit_mem_unwait(&env->mem, &f->mw);
+	if (f->hdr != NULL)	/* the request: a MAC, or trojan's hash */
+		sodium_memzero(f->hdr, f->hdr_len);
 	free(f->hdr);
 	f->hdr = NULL;
 	free(f->syn);
