@@ -6,13 +6,13 @@
 # reloads too), socks5 (dante), direct (marked sockets routed via tss) --
 # spantool.py opens 60 TCP connections at once (half up, half down, 512 KiB
 # each paced to 128 KiB/s, over IPv4 and IPv6 targets) and 8 UDP
-# associations to the echo server; once all of them move data, the client
-# (and the server) get a changed file and SIGHUP, and the test waits for
-# each daemon's "reloaded" log line.  Then every UDP association must
-# answer from the same mapped address as before (the association lived
-# on, not made anew) and every TCP connection must complete with its
-# SHA-256 *after* the reload.  The client's status must show the changed
-# max_flows, and no flow may have been reset.
+# associations to the echo server, at TUN MTU 1500; once all of them move
+# data, the client (and the server) get a changed file and SIGHUP, and the
+# test waits for each daemon's "reloaded" log line.  Then every UDP
+# association must answer from the same mapped address as before (the
+# association lived on, not made anew) and every TCP connection must
+# complete with its SHA-256 *after* the reload.  The client's status must
+# show the changed max_flows, and no flow may have been reset.
 . "$(dirname "$0")/lib.sh"
 ts_init e2e_reload
 
@@ -22,6 +22,7 @@ DANTE_PORT=1080
 MARK=0x7353
 PW=reload-$$-secret
 CONNS=60
+TS_MTU=1500	# app MSS 1460, as behind a router
 UDPN=8
 
 ts_topology_up
@@ -55,7 +56,7 @@ client_conf() {
 	cat >"$TS_TMP/client.yaml" <<EOF
 log: {level: ${TS_LOG_LEVEL:-info}}
 control: $TS_TMP/client.sock
-tun: {name: $TS_TUN, mtu: ${TS_MTU:-9000}, address: [198.18.0.1/15, "fdfe:dcba:9876::1/64"]}
+tun: {name: $TS_TUN, mtu: $TS_MTU, address: [198.18.0.1/15, "fdfe:dcba:9876::1/64"]}
 client:
   protocol: $1
   max_flows: 4096

@@ -58,8 +58,10 @@ def tcp_worker(i, host, args, started, res):
         started.release()
         return
     first = [True]
+    moved = [0]
 
-    def progress(_n):
+    def progress(n):
+        moved[0] = n
         if first[0]:
             first[0] = False
             started.release()
@@ -86,15 +88,15 @@ def tcp_worker(i, host, args, started, res):
                 b = c.recv(1 << 16)
                 if not b:
                     break
-                if got == 0:
-                    progress(len(b))
                 h.update(b)
                 got += len(b)
+                progress(got)
             ok = got == args.bytes and \
                 h.hexdigest() == tools.stream_hash(seed, args.bytes)
             msg = "%s: got %d bytes sha256 %s" % (what, got, h.hexdigest()[:16])
     except OSError as e:
-        ok, msg = False, "%s: %s after %d bytes" % (what, tools.errname(e), got)
+        ok, msg = False, "%s: %s after %d bytes" % (what, tools.errname(e),
+                                                    moved[0])
     finally:
         c.close()
         if first[0]:
