@@ -39,9 +39,9 @@
 #include <openssl/pem.h>
 #include <openssl/x509v3.h>
 
-#include "log.h"
-#include "outer.h"
-#include "proto.h"
+#include "core/log.h"
+#include "tls/outer.h"
+#include "wire/proto.h"
 
 #define BENCH_CN	"bench.test"
 

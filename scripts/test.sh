@@ -34,11 +34,11 @@ elif [ "${1:-}" = --tsan ]; then
 	build=${BUILD_DIR_TSAN:-$top/build-tsan}
 	cfg+=(--enable-tsan)
 	# The only threads in tunsplit are the resolver's workers
-	# (src/resolve.c, on the server); a few unit tests run a fake peer
+	# (src/server/resolve.c, on the server); a few unit tests run a fake peer
 	# on a thread of their own.  Everything else is one loop on one
 	# thread, which TSan has nothing to say about.
-	tests=(tests/unit/test_resolve tests/unit/test_assoc_tp
-	    tests/unit/test_flow_udp tests/netns/e2e_resolve.sh)
+	tests=(tests/unit/server/test_resolve tests/unit/client/dgram/test_assoc
+	    tests/unit/client/dgram/test_flow_udp tests/netns/e2e_resolve.sh)
 	# A report makes a unit test exit with 66; tests/netns/lib.sh fails a
 	# test whose logs hold one (the server's stderr is its log).
 	export TSAN_OPTIONS=${TSAN_OPTIONS:-second_deadlock_stack=1}

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <net/if.h>
 
-#include "addr.h"
+#include "core/addr.h"
 
 #define TUN_MTU_MIN	576
 #define TUN_MTU_MAX	65535

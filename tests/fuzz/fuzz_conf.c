@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conf.h"
-#include "log.h"
+#include "conf/conf.h"
+#include "core/log.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

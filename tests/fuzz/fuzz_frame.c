@@ -20,9 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "addr.h"
-#include "frame.h"
-#include "proto.h"
+#include "core/addr.h"
+#include "wire/frame.h"
+#include "wire/proto.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

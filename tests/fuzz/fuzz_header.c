@@ -34,10 +34,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "auth.h"
-#include "conf.h"
-#include "log.h"
-#include "proto.h"
+#include "wire/auth.h"
+#include "conf/conf.h"
+#include "core/log.h"
+#include "wire/proto.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

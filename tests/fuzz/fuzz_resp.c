@@ -8,7 +8,7 @@
  * fragmentation to the TUN MTU).
  *
  * The outer stream is a fake defined here (it takes the place of
- * src/outer.c at link time, as fuzz_tun's sys_now does for lwIP's clock):
+ * src/tls/outer.c at link time, as fuzz_tun's sys_now does for lwIP's clock):
  * the handshake succeeds at once, writes are taken whole, and reads
  * return the input's bytes.  The association really dials a listening
  * socket of this process on loopback, so the loop, its fds and the
@@ -60,19 +60,19 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
-#include "addr.h"
-#include "assoc.h"
-#include "auth.h"
-#include "conf.h"
-#include "flow_udp.h"
-#include "frame.h"
-#include "log.h"
-#include "loop.h"
-#include "outer.h"
-#include "pkt.h"
-#include "proto.h"
-#include "proto_trojan.h"
-#include "socks5.h"
+#include "core/addr.h"
+#include "client/dgram/assoc.h"
+#include "wire/auth.h"
+#include "conf/conf.h"
+#include "client/dgram/flow_udp.h"
+#include "wire/frame.h"
+#include "core/log.h"
+#include "core/loop.h"
+#include "tls/outer.h"
+#include "wire/pkt.h"
+#include "wire/proto.h"
+#include "wire/proto_trojan.h"
+#include "wire/socks5.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -23,8 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto.h"
-#include "proto_trojan.h"
+#include "wire/proto.h"
+#include "wire/proto_trojan.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -62,18 +62,18 @@
 #include "lwip/tcp.h"
 #include "lwip/priv/tcp_priv.h"
 
-#include "addr.h"
-#include "assoc.h"
-#include "auth.h"
-#include "conf.h"
-#include "flow_tcp.h"
-#include "flow_udp.h"
-#include "log.h"
-#include "loop.h"
-#include "outer.h"
-#include "pkt.h"
-#include "pool.h"
-#include "tsnetif.h"
+#include "core/addr.h"
+#include "client/dgram/assoc.h"
+#include "wire/auth.h"
+#include "conf/conf.h"
+#include "client/tcp/flow_tcp.h"
+#include "client/dgram/flow_udp.h"
+#include "core/log.h"
+#include "core/loop.h"
+#include "tls/outer.h"
+#include "wire/pkt.h"
+#include "client/pool.h"
+#include "stack/tsnetif.h"
 #include "tun_pkt.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -416,7 +416,7 @@ fz_other(void *arg, const uint8_t *pkt, size_t len)
 /* ---- flows: the pool hands out socketpairs ----------------------------- */
 
 /*
- * These take the place of src/pool.c (as sys_now above does of
+ * These take the place of src/client/pool.c (as sys_now above does of
  * sys_arch.c's), so that flow_new() finds a "warm" outer stream whose
  * other end the harness holds.  fz_env.server stays unset: a flow that got
  * none could not dial anything either (no address family).

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pkt.h"
+#include "wire/pkt.h"
 
 #define TP_MAX_CONN	64
 #define TP_MSS_DEFAULT	536		/* no MSS option: RFC 9293 3.7.1 */

@@ -493,7 +493,7 @@ ts_wait_log() {
 
 # ts_hup PID LOG PATTERN WHAT: SIGHUP to PID, then wait (5 s) until LOG has
 # one more line matching PATTERN than before the signal: the daemon's own
-# word that it has read its file (src/daemon.c logs "reloaded FILE", or
+# word that it has read its file (src/daemon/daemon.c logs "reloaded FILE", or
 # "reload: ...; keeping the running configuration" for a broken one).
 # Counted rather than ts_wait_log's plain grep, since an earlier reload's
 # line is already in the log.  WHAT names the step in a failure.

@@ -38,11 +38,11 @@
 
 #include <sodium.h>
 
-#include "addr.h"
-#include "auth.h"
-#include "log.h"
-#include "outer.h"
-#include "proto.h"
+#include "core/addr.h"
+#include "wire/auth.h"
+#include "core/log.h"
+#include "tls/outer.h"
+#include "wire/proto.h"
 
 #define PROBE_MAX	(1024 * 1024)
 

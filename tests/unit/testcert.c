@@ -18,7 +18,7 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
-#include "outer.h"
+#include "tls/outer.h"
 
 void
 testcert_make(struct testcert *tc, const char *name, const char *cn)

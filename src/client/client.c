@@ -1,0 +1,355 @@
+/*
+ * The client role: one loop owns the TUN fd, lwIP (NO_SYS, so only this
+ * thread ever touches it) and every outer stream.
+ */
+#include "client/client.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <netdb.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+
+#include "core/addr.h"
+#include "client/dgram/assoc.h"
+#include "wire/auth.h"
+#include "conf/conf.h"
+#include "daemon/control.h"
+#include "daemon/daemon.h"
+#include "client/tcp/flow_tcp.h"
+#include "client/dgram/flow_udp.h"
+#include "core/log.h"
+#include "core/loop.h"
+#include "tls/outer.h"
+#include "client/pool.h"
+#include "stack/tsnetif.h"
+#include "tun.h"
+
+#define CLIENT_TUN_BATCH	256	/* packets per wakeup, for fairness */
+
+struct client {
+	const struct conf	*conf;
+	struct loop		*loop;
+	int			 tun_fd;
+	int			 sig_fd;
+	bool			 lwip_up;
+	struct loop_fd		 tun_lfd;
+	struct loop_fd		 sig_lfd;
+	struct loop_timer	 lwip_timer;
+	struct control		*ctl;	/* status socket, metrics */
+	struct daemon_drain	 drain;	/* SIGTERM */
+	struct flow_udp		*udp;	/* UDP, ICMP echo: tsnetif_ops.other */
+	struct flow_env		 env;	/* last: holds the staging buffer */
+};
+
+static void
+client_on_tun(struct loop_fd *lfd, uint32_t revents)
+{
+	struct client *cl = container_of(lfd, struct client, tun_lfd);
+
+	(void)revents;
+	if (tsnetif_poll(CLIENT_TUN_BATCH) < 0) {
+		log_warnx("tun device failed; stopping");
+		loop_stop(cl->loop);
+	}
+}
+
+static void
+client_on_lwip_timer(struct loop_timer *t)
+{
+	struct client *cl = container_of(t, struct client, lwip_timer);
+	uint32_t next = tsnetif_timers();
+
+	if (next == 0 || next > 250)
+		next = next == 0 ? 1 : 250;
+	loop_timer_set(cl->loop, t, next);
+}
+
+static void
+client_on_signal(struct loop_fd *lfd, uint32_t revents)
+{
+	struct client *cl = container_of(lfd, struct client, sig_lfd);
+	struct signalfd_siginfo si;
+
+	(void)revents;
+	if (read(cl->sig_fd, &si, sizeof(si)) != sizeof(si))
+		return;
+	if (si.ssi_signo == SIGHUP) {
+		/* Live flows keep their streams; new ones use the new key. */
+		if (daemon_reload() == 0)
+			auth_user_id(cl->conf->client.key, cl->env.user_id);
+		return;
+	}
+	daemon_drain_signal(&cl->drain, (int)si.ssi_signo);
+}
+
+/* Draining: new SYNs get an RST, live flows run on. */
+static void
+client_stop_accepting(void *arg)
+{
+	struct client *cl = arg;
+
+	cl->env.draining = true;
+}
+
+static size_t
+client_live(void *arg)
+{
+	struct client *cl = arg;
+
+	return cl->env.nflows;
+}
+
+static bool
+client_on_other(void *arg, const uint8_t *pkt, size_t len)
+{
+	struct client *cl = container_of(arg, struct client, env);
+
+	return flow_udp_input(cl->udp, pkt, len);
+}
+
+/* direct and block have no server (nor proxy) to talk to. */
+static bool
+client_has_server(const struct conf *c)
+{
+	return c->client.server_host != NULL;
+}
+
+/* Only tunsplit and trojan flows speak TLS (and have a warm pool). */
+static bool
+client_tls(const struct conf *c)
+{
+	return c->client.protocol == CONF_PROTO_TUNSPLIT ||
+	    c->client.protocol == CONF_PROTO_TROJAN;
+}
+
+static int
+client_udp_new(struct client *cl)
+{
+	struct assoc_cfg ac;
+
+	memset(&ac, 0, sizeof(ac));
+	ac.loop = cl->loop;
+	ac.conf = cl->conf;
+	ac.ssl_ctx = cl->env.ssl_ctx;
+	ac.server = client_has_server(cl->conf) ? &cl->env.server : NULL;
+	ac.user_id = cl->env.user_id;
+	ac.mem = &cl->env.mem;		/* set up by flow_env_init */
+	ac.lst = &cl->env.lst;
+	if ((cl->udp = flow_udp_new(&ac)) == NULL) {
+		log_warnx("cannot set up UDP associations");
+		return -1;
+	}
+	return 0;
+}
+
+static int
+client_resolve(const struct conf *c, struct addr *out)
+{
+	struct addrinfo hints, *res;
+	char port[8];
+	int rc;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_ADDRCONFIG;
+	snprintf(port, sizeof(port), "%u", c->client.server_port);
+	if ((rc = getaddrinfo(c->client.server_host, port, &hints, &res)) != 0) {
+		log_warnx("server %s: %s", c->client.server_host, gai_strerror(rc));
+		return -1;
+	}
+	memcpy(&out->u.ss, res->ai_addr, res->ai_addrlen);
+	out->len = res->ai_addrlen;
+	freeaddrinfo(res);
+	return 0;
+}
+
+static int
+client_signals(struct client *cl)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	if ((cl->sig_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC)) < 0) {
+		log_warn("signalfd");
+		return -1;
+	}
+	return loop_fd_add(cl->loop, &cl->sig_lfd, cl->sig_fd, EPOLLIN,
+	    client_on_signal);
+}
+
+static int
+client_open_tun(struct client *cl)
+{
+	const struct conf *c = cl->conf;
+	struct tun_config tc;
+	char name[IFNAMSIZ], err[256];
+
+	memset(&tc, 0, sizeof(tc));
+	tc.name = c->tun.name;
+	tc.mtu = c->tun.mtu;
+	tc.addr4 = c->tun.has_addr4 ? &c->tun.addr4 : NULL;
+	tc.addr6 = c->tun.has_addr6 ? &c->tun.addr6 : NULL;
+	if ((cl->tun_fd = tun_open(&tc, name, err, sizeof(err))) < 0) {
+		log_warnx("tun: %s", err);
+		return -1;
+	}
+	log_info("tun %s up, mtu %u", name, c->tun.mtu);
+	return 0;
+}
+
+static int
+client_tls_setup(struct client *cl)
+{
+	const struct conf *c = cl->conf;
+
+	if (c->client.insecure)
+		log_warnx("client.insecure is set: the server's certificate "
+		    "is NOT verified; anyone on the path can impersonate it");
+	if ((cl->env.ssl_ctx = outer_ctx_client(c->client.ca_file,
+	    c->client.insecure)) == NULL)
+		return -1;
+	if (outer_ctx_padding(cl->env.ssl_ctx, c->client.padding,
+	    OUTER_PAD_MAX) == -1)
+		return -1;
+	if (c->client.has_pin) {
+		if (outer_ctx_pin(cl->env.ssl_ctx, c->client.pin_sha256) == -1)
+			return -1;
+		log_info("server public key pinned (pin_sha256)%s",
+		    c->client.insecure ? "; with insecure, the pin is the "
+		    "only check" : "");
+	}
+	return 0;
+}
+
+static void
+client_log_ready(struct client *cl)
+{
+	const struct conf *c = cl->conf;
+	char sbuf[ADDR_STRLEN];
+
+	switch (c->client.protocol) {
+	case CONF_PROTO_SOCKS5:
+		log_info("client ready: socks5 proxy %s%s, max %u flows",
+		    addr_fmt(&cl->env.server, sbuf, sizeof(sbuf)),
+		    c->client.username[0] != '\0' ? " (username/password)" :
+		    "", c->client.max_flows);
+		break;
+	case CONF_PROTO_DIRECT:
+		log_info("client ready: direct (mark 0x%x), max %u flows",
+		    c->client.mark, c->client.max_flows);
+		break;
+	case CONF_PROTO_BLOCK:
+		log_info("client ready: block (every TCP flow is refused)");
+		break;
+	default:
+		log_info("client ready: server %s (sni %s%s), max %u flows",
+		    addr_fmt(&cl->env.server, sbuf, sizeof(sbuf)),
+		    c->client.sni != NULL ? c->client.sni :
+		    c->client.server_host,
+		    c->client.protocol == CONF_PROTO_TROJAN ? ", trojan" : "",
+		    c->client.max_flows);
+		break;
+	}
+}
+
+static int
+client_setup(struct client *cl)
+{
+	const struct conf *c = cl->conf;
+	struct tsnetif_ops ops;
+
+	if ((cl->loop = loop_new()) == NULL || client_signals(cl) < 0)
+		return -1;
+	loop_trim_memory(cl->loop, 10000);
+	cl->env.loop = cl->loop;
+	cl->env.conf = c;
+	if (client_has_server(c) && client_resolve(c, &cl->env.server) < 0)
+		return -1;
+	if (client_tls(c) && client_tls_setup(cl) < 0)
+		return -1;
+	auth_user_id(c->client.key, cl->env.user_id);
+	if (flow_env_init(&cl->env) < 0 || client_udp_new(cl) < 0 ||
+	    client_open_tun(cl) < 0)
+		return -1;
+	if (client_tls(c) && c->client.pool > 0 &&
+	    (cl->env.pool = pool_new(cl->loop, c,
+	    cl->env.ssl_ctx, &cl->env.server)) == NULL)
+		return -1;
+	memset(&ops, 0, sizeof(ops));
+	ops.accept = flow_tcp_accept;
+	ops.syn_allowed = flow_tcp_syn_allowed;
+	if (c->client.faithful)
+		ops.syn = flow_tcp_syn;
+	ops.other = client_on_other;
+	ops.arg = &cl->env;
+	if (tsnetif_init(cl->tun_fd, c->tun.mtu, &ops) < 0)
+		return -1;
+	cl->lwip_up = true;
+	if (loop_fd_add(cl->loop, &cl->tun_lfd, cl->tun_fd, EPOLLIN,
+	    client_on_tun) < 0)
+		return -1;
+	loop_timer_init(&cl->lwip_timer, client_on_lwip_timer);
+	loop_timer_set(cl->loop, &cl->lwip_timer, 250);
+	/* Everything privileged is open now: routes, then the drop. */
+	if (daemon_drain_init(&cl->drain, cl->loop, client_stop_accepting,
+	    client_live, cl) < 0 ||
+	    (cl->ctl = control_new_client(cl->loop, c, &cl->env)) == NULL ||
+	    daemon_up(c->tun.name, client_has_server(c) ? &cl->env.server :
+	    NULL) < 0)
+		return -1;
+	control_set_udp(cl->ctl, cl->udp);
+	client_log_ready(cl);
+	return 0;
+}
+
+int
+client_run(const struct conf *c)
+{
+	struct client *cl;
+	int rc = 1;
+
+	if ((cl = calloc(1, sizeof(*cl))) == NULL) {
+		log_warn("client");
+		return 1;
+	}
+	cl->conf = c;
+	cl->tun_fd = cl->sig_fd = -1;
+	if (client_setup(cl) == 0 && loop_run(cl->loop) == 0)
+		rc = 0;
+	if (cl->loop != NULL) {
+		pool_free(cl->env.pool);
+		flow_close_all(&cl->env);
+		loop_fd_del(cl->loop, &cl->tun_lfd);
+		if (cl->lwip_up)
+			tsnetif_shutdown();
+		loop_timer_cancel(cl->loop, &cl->lwip_timer);
+		loop_fd_del(cl->loop, &cl->sig_lfd);
+		flow_udp_free(cl->udp);
+	}
+	if (cl->tun_fd >= 0)
+		close(cl->tun_fd);
+	if (cl->sig_fd >= 0)
+		close(cl->sig_fd);
+	outer_ctx_free(cl->env.ssl_ctx);
+	control_free(cl->ctl);
+	loop_free(cl->loop);
+	log_info("client stopped: %llu flows (%llu on warm pool connections), "
+	    "%llu blocked, up %llu down %llu bytes",
+	    (unsigned long long)cl->env.stats.accepted,
+	    (unsigned long long)cl->env.stats.pooled,
+	    (unsigned long long)cl->env.stats.blocked,
+	    (unsigned long long)cl->env.stats.bytes_up,
+	    (unsigned long long)cl->env.stats.bytes_down);
+	free(cl);
+	return rc;
+}

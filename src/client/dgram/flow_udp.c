@@ -1,0 +1,396 @@
+/*
+ * Client UDP and the non-TCP packet entry (see flow_udp.h).
+ *
+ * Only unicast traffic is tunnelled: multicast, broadcast, loopback,
+ * link-local and unspecified destinations (mDNS, SSDP, neighbour
+ * discovery, MLD) belong to the local link and are left alone.
+ */
+#include "config.h"
+
+#include "client/dgram/flow_udp.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "core/addr.h"
+#include "client/dgram/assoc.h"
+#include "conf/conf.h"
+#include "client/dgram/flow_icmp.h"
+#include "wire/frame.h"
+#include "core/log.h"
+#include "core/loop.h"
+#include "wire/pkt.h"
+#include "client/dgram/reass.h"
+
+#define DNS_PORT	53
+#define DNS_MAP		8	/* queries remembered per association */
+#define DNS_HDR		12
+#define UNREACH_PER_S	100	/* ICMP errors to apps per second (block) */
+
+struct flow_udp {
+	struct loop		*loop;
+	const struct conf	*conf;
+	struct assoc_env	*assoc;
+	struct reass		*reass;
+	struct loop_timer	 reass_timer;
+	uint64_t		 unreach_s;	/* the second counted in */
+	unsigned		 unreach_n;	/* errors sent in it */
+	struct flow_udp_stats	 st;
+};
+
+/*
+ * Where the app sent its recent DNS queries, by transaction id, so that
+ * the pinned resolver's answers can be made to come from there.  A ring:
+ * the oldest query is forgotten first.
+ */
+struct dns_map {
+	unsigned	 next;
+	struct {
+		bool		 used;
+		uint16_t	 txid;
+		struct proto_dest dst;
+	}		 e[DNS_MAP];
+};
+
+/* ---- destinations ------------------------------------------------------ */
+
+static bool
+flow_udp_unicast(const struct pkt_ip *ip)
+{
+	static const uint8_t	 zero[16];
+	const uint8_t		*d = ip->dst;
+
+	if (ip->family == AF_INET)
+		return d[0] != 0 && d[0] != 127 && d[0] < 224 &&
+		    !(d[0] == 169 && d[1] == 254);
+	if (d[0] == 0xff || (d[0] == 0xfe && (d[1] & 0xc0) == 0x80))
+		return false;
+	/* :: and ::1 */
+	return !(memcmp(d, zero, 15) == 0 && (d[15] == 0 || d[15] == 1));
+}
+
+bool
+flow_udp_dns_pin(const struct conf *c, struct addr *dst)
+{
+	if (!c->client.has_dns || addr_port(dst) != DNS_PORT)
+		return false;
+	*dst = c->client.dns;
+	return true;
+}
+
+static bool
+dest_eq(const struct proto_dest *a, const struct proto_dest *b)
+{
+	return a->atyp == b->atyp && a->port == b->port &&
+	    memcmp(a->ip, b->ip, a->atyp == PROTO_ATYP_IPV4 ? 4 : 16) == 0;
+}
+
+static void
+dns_map_free(void *ext)
+{
+	free(ext);
+}
+
+static void
+dns_remember(struct assoc *a, const struct proto_dest *orig,
+    const uint8_t *data, size_t len)
+{
+	struct dns_map	*m = assoc_ext(a);
+	unsigned	 i;
+
+	if (len < DNS_HDR)
+		return;
+	if (m == NULL) {
+		if ((m = calloc(1, sizeof(*m))) == NULL)
+			return;
+		assoc_set_ext(a, m);
+	}
+	i = m->next++ % DNS_MAP;
+	m->e[i].used = true;
+	m->e[i].txid = (uint16_t)(data[0] << 8 | data[1]);
+	m->e[i].dst = *orig;
+}
+
+/* The address the app asked for the query this answer belongs to: by
+ * transaction id, else the latest query's. */
+static const struct proto_dest *
+dns_original(const struct assoc *a, const uint8_t *data, size_t len)
+{
+	const struct dns_map	*m = assoc_ext(a);
+	uint16_t		 txid;
+	unsigned		 i;
+
+	if (m == NULL || m->next == 0)
+		return NULL;
+	if (len >= 2) {
+		txid = (uint16_t)(data[0] << 8 | data[1]);
+		for (i = 0; i < DNS_MAP; i++)
+			if (m->e[i].used && m->e[i].txid == txid)
+				return &m->e[i].dst;
+	}
+	return &m->e[(m->next - 1) % DNS_MAP].dst;
+}
+
+/* ---- UDP both ways ------------------------------------------------------- */
+
+static int
+flow_udp_deliver(void *arg, struct assoc *a, const struct proto_dest *src,
+    const uint8_t *data, size_t len)
+{
+	struct flow_udp		*u = arg;
+	struct assoc_env	*e = u->assoc;
+	const struct assoc_key	*k = assoc_key(a);
+	const struct proto_dest	*orig;
+	struct proto_dest	 resolver;
+	uint8_t			*pkt = assoc_pkt_buf(e);
+	size_t			 n;
+
+	if (u->conf->client.has_dns) {
+		frame_dest_from_addr(&resolver, &u->conf->client.dns);
+		if (dest_eq(src, &resolver) &&
+		    (orig = dns_original(a, data, len)) != NULL)
+			src = orig;
+	}
+	if ((k->family == AF_INET && src->atyp != PROTO_ATYP_IPV4) ||
+	    (k->family == AF_INET6 && src->atyp != PROTO_ATYP_IPV6))
+		return -1;
+	n = pkt_build_udp(pkt, k->family, src->ip, src->port, k->addr, k->port,
+	    data, len, assoc_next_ipid(e));
+	if (n == 0)
+		return -1;
+	return assoc_tun_write(e, pkt, n);
+}
+
+/*
+ * protocol block: the datagram is refused (assoc_get counts it) and the
+ * app told so at once with an ICMP "administratively prohibited" from the
+ * destination -- a connected socket then fails with EHOSTUNREACH or
+ * EACCES instead of waiting for a timeout.  At most UNREACH_PER_S a
+ * second, like a router's rate limit.
+ */
+static void
+flow_udp_refuse(struct flow_udp *u, const struct pkt_ip *ip,
+    const struct pkt_udp *ud)
+{
+	struct assoc_env	*e = u->assoc;
+	uint8_t			*orig = assoc_pkt_buf(e), msg[1280];
+	uint64_t		 now_s = loop_now(u->loop) / 1000;
+	size_t			 olen, n;
+
+	if (now_s != u->unreach_s) {
+		u->unreach_s = now_s;
+		u->unreach_n = 0;
+	}
+	if (u->unreach_n >= UNREACH_PER_S)
+		return;
+	u->unreach_n++;
+	/* The quote: the app's datagram as it was (rebuilt if it came in
+	 * fragments). */
+	olen = pkt_build_udp(orig, ip->family, ip->src, ud->sport, ip->dst,
+	    ud->dport, ud->data, ud->len, 0);
+	n = pkt_build_unreach(msg, ip->family, ip->dst, ip->src,
+	    ip->family == AF_INET ? PKT_UNREACH_ADMIN4 : PKT_UNREACH_ADMIN6,
+	    orig, olen, assoc_next_ipid(e));
+	if (olen > 0 && n > 0)
+		(void)assoc_tun_write(e, msg, n);
+}
+
+static int
+flow_udp_datagram(struct flow_udp *u, const struct pkt_ip *ip)
+{
+	const struct conf	*c = u->conf;
+	struct pkt_udp		 ud;
+	struct assoc_key	 key;
+	struct proto_dest	 dst, orig;
+	struct assoc		*a;
+	bool			 dns, pin;
+	int			 rc;
+
+	if ((rc = pkt_udp_parse(ip, &ud)) != PKT_OK)
+		return rc;
+	memset(&key, 0, sizeof(key));
+	key.kind = PROTO_KIND_UDP;
+	key.family = (uint8_t)ip->family;
+	key.port = ud.sport;
+	memcpy(key.addr, ip->src, ip->family == AF_INET ? 4 : 16);
+	if (assoc_env_blocked(u->assoc)) {
+		assoc_refused(u->assoc);
+		flow_udp_refuse(u, ip, &ud);
+		return PKT_OK;
+	}
+	frame_dest_from_ip(&dst, ip->family, ip->dst, ud.dport);
+	dns = ud.dport == DNS_PORT;
+	pin = dns && c->client.has_dns;
+	if (pin) {
+		orig = dst;
+		frame_dest_from_addr(&dst, &c->client.dns);
+	}
+	if ((a = assoc_get(u->assoc, &key, &dst)) == NULL)
+		return PKT_OK;
+	if (pin) {
+		dns_remember(a, &orig, ud.data, ud.len);
+		u->st.dns_pinned++;
+	}
+	(void)assoc_send(a, &dst, ud.data, ud.len, dns);
+	return PKT_OK;
+}
+
+/* ---- the packet entry ------------------------------------------------------ */
+
+static void
+flow_udp_on_reass_timer(struct loop_timer *t)
+{
+	struct flow_udp	*u = container_of(t, struct flow_udp, reass_timer);
+
+	if (reass_expire(u->reass, loop_now(u->loop)) > 0)
+		loop_timer_set(u->loop, t, 1000);
+}
+
+/* Fragments: 1 with ip now the whole datagram, 0 held or dropped. */
+static int
+flow_udp_reassemble(struct flow_udp *u, struct pkt_ip *ip)
+{
+	int	rc;
+
+	rc = reass_add(u->reass, ip, loop_now(u->loop));
+	if (!loop_timer_armed(&u->reass_timer))
+		loop_timer_set(u->loop, &u->reass_timer, 1000);
+	if (rc != 1)
+		return 0;
+	/* IPv6: the fragmentable part may start with more extension
+	 * headers. */
+	if (ip->family == AF_INET6 &&
+	    pkt_parse_ext6(ip, ip->proto, ip->l4, ip->l4_len) != PKT_OK) {
+		u->st.rx_malformed++;
+		return 0;
+	}
+	return 1;
+}
+
+bool
+flow_udp_input(struct flow_udp *u, const uint8_t *pkt, size_t len)
+{
+	struct pkt_ip	ip;
+	int		rc;
+
+	switch (pkt_parse(pkt, len, &ip)) {
+	case PKT_OK:
+		break;
+	case PKT_BADSUM:
+		u->st.rx_badsum++;
+		return true;
+	default:
+		u->st.rx_malformed++;
+		return true;
+	}
+	if (!flow_udp_unicast(&ip))
+		return false;
+	if (ip.frag && flow_udp_reassemble(u, &ip) == 0)
+		return true;
+	if (ip.proto == PKT_PROTO_UDP)
+		rc = flow_udp_datagram(u, &ip);
+	else if (ip.proto == (ip.family == AF_INET ? PKT_PROTO_ICMP :
+	    PKT_PROTO_ICMP6))
+		rc = flow_icmp_input(u->assoc, &ip);
+	else
+		rc = PKT_OTHER;
+	switch (rc) {
+	case PKT_OK:
+		return true;
+	case PKT_BADSUM:
+		u->st.rx_badsum++;
+		return true;
+	case PKT_MALFORMED:
+		u->st.rx_malformed++;
+		return true;
+	default:
+		return false;	/* tsnetif counts it as unsupported */
+	}
+}
+
+/* ---- lifetime ---------------------------------------------------------- */
+
+struct flow_udp *
+flow_udp_new(const struct assoc_cfg *cfg)
+{
+	struct flow_udp		*u;
+	struct assoc_ops	 ops;
+
+	if ((u = calloc(1, sizeof(*u))) == NULL)
+		return NULL;
+	u->loop = cfg->loop;
+	u->conf = cfg->conf;
+	loop_timer_init(&u->reass_timer, flow_udp_on_reass_timer);
+	if ((u->reass = reass_new()) == NULL ||
+	    (u->assoc = assoc_env_new(cfg)) == NULL) {
+		reass_free(u->reass);
+		free(u);
+		return NULL;
+	}
+	memset(&ops, 0, sizeof(ops));
+	ops.deliver = flow_udp_deliver;
+	ops.ext_free = dns_map_free;
+	ops.arg = u;
+	assoc_env_set_ops(u->assoc, PROTO_KIND_UDP, &ops);
+	flow_icmp_init(u->assoc);
+	return u;
+}
+
+static void
+flow_udp_log_stats(const struct flow_udp *u)
+{
+	const struct assoc_stats	*a = assoc_stats(u->assoc);
+	const struct reass_stats	*r = reass_stats(u->reass);
+
+	log_info("udp: %llu associations (%llu expired, %llu evicted, %llu "
+	    "failed), up %llu down %llu datagrams, dropped %llu queue full "
+	    "%llu holding %llu undeliverable %llu refused by the socket %llu "
+	    "blocked %llu ICMP without a carrier",
+	    (unsigned long long)a->created, (unsigned long long)a->expired,
+	    (unsigned long long)a->evicted, (unsigned long long)a->failed,
+	    (unsigned long long)a->dgrams_up, (unsigned long long)a->dgrams_down,
+	    (unsigned long long)a->drop_queue, (unsigned long long)a->drop_hold,
+	    (unsigned long long)a->drop_down, (unsigned long long)a->drop_send,
+	    (unsigned long long)a->drop_block,
+	    (unsigned long long)a->drop_proto);
+	log_info("udp: packets in: %llu malformed, %llu bad checksum; "
+	    "fragments: %llu held, %llu datagrams reassembled, %llu timed out, "
+	    "%llu evicted, %llu invalid; %llu DNS queries pinned",
+	    (unsigned long long)u->st.rx_malformed,
+	    (unsigned long long)u->st.rx_badsum,
+	    (unsigned long long)r->fragments, (unsigned long long)r->completed,
+	    (unsigned long long)r->timeouts, (unsigned long long)r->evicted,
+	    (unsigned long long)r->invalid,
+	    (unsigned long long)u->st.dns_pinned);
+}
+
+void
+flow_udp_free(struct flow_udp *u)
+{
+	if (u == NULL)
+		return;
+	flow_udp_log_stats(u);
+	loop_timer_cancel(u->loop, &u->reass_timer);
+	assoc_env_free(u->assoc);
+	reass_free(u->reass);
+	free(u);
+}
+
+const struct flow_udp_stats *
+flow_udp_stats(const struct flow_udp *u)
+{
+	return &u->st;
+}
+
+const struct reass_stats *
+flow_udp_reass_stats(const struct flow_udp *u)
+{
+	return reass_stats(u->reass);
+}
+
+struct assoc_env *
+flow_udp_assoc(struct flow_udp *u)
+{
+	return u->assoc;
+}

@@ -1,0 +1,872 @@
+/*
+ * Client TCP flows, the relay: lwIP pcb <-> outer stream.  See flow_tcp.h
+ * for the ownership and backpressure rules; flow_tcp_open.c makes flows
+ * (SYN, accept, the outbound and its handshakes) and hands them over in
+ * FLOW_RELAY.  What this file does not know is the outbound: apart from
+ * the native protocol's status byte, every outbound is an outer stream.
+ */
+#include "client/tcp/flow_tcp.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+
+#include <sodium.h>
+
+#include "lwip/tcp.h"
+#include "lwip/pbuf.h"
+
+#include "conf/conf.h"
+#include "client/tcp/flow_socks5.h"
+#include "client/tcp/flow_tcp_int.h"
+#include "core/log.h"
+#include "core/loop.h"
+#include "tls/outer.h"
+#include "core/sock.h"
+#include "stack/tsnetif.h"
+
+#define FLOW_EARLY_MS	2	/* header waits this long for first bytes */
+#define FLOW_MEM_MIN	1024	/* smallest download read under a budget */
+#define FLOW_ROOM_MIN	1024	/* smaller lwIP room: wait for the app's acks */
+#define FLOW_RETRY_MS	20	/* lwIP out of memory: try again after */
+/* Send-queue slots (pbufs) never filled by writes: lwIP may need one to
+ * split a segment for a small window (tcp_output) or for the FIN. */
+#define FLOW_QUEUE_SPARE 8
+
+
+const char *
+flow_dst(const struct flow *f, char *buf, size_t len)
+{
+	return addr_fmt(&f->dst, buf, len);
+}
+
+static void
+flow_list_remove(struct flow **head, struct flow *f)
+{
+	if (f->prev != NULL)
+		f->prev->next = f->next;
+	else
+		*head = f->next;
+	if (f->next != NULL)
+		f->next->prev = f->prev;
+	f->next = f->prev = NULL;
+}
+
+void
+flow_list_push(struct flow **head, struct flow *f)
+{
+	f->prev = NULL;
+	f->next = *head;
+	if (*head != NULL)
+		(*head)->prev = f;
+	*head = f;
+}
+
+static void
+flow_detach_pcb(struct flow *f, bool abort_app)
+{
+	struct tcp_pcb *pcb = f->pcb;
+
+	if (pcb == NULL)
+		return;
+	f->pcb = NULL;
+	tcp_arg(pcb, NULL);
+	tcp_recv(pcb, NULL);
+	tcp_sent(pcb, NULL);
+	tcp_err(pcb, NULL);
+	if (!abort_app && tcp_close(pcb) == ERR_OK)
+		return;
+	tcp_abort(pcb);
+}
+
+/*
+ * The single teardown.  abort: reset both sides (RST to the app, RST on
+ * the outer stream); otherwise close both gracefully.  Idempotent; the
+ * struct is freed at the end of the loop iteration.
+ */
+void
+flow_close(struct flow *f, bool abort, const char *reason)
+{
+	struct flow_env *env = f->env;
+	char dst[ADDR_STRLEN];
+
+	if (f->closing)
+		return;
+	f->closing = true;
+	flow_detach_pcb(f, abort);
+	loop_fd_del(env->loop, &f->lfd);
+	loop_timer_cancel(env->loop, &f->timer);
+	loop_timer_cancel(env->loop, &f->early);
+	loop_timer_cancel(env->loop, &f->retry);
+	if (f->out != NULL) {
+		if (abort)
+			outer_abort(f->out);
+		else
+			outer_free(f->out);
+		f->out = NULL;
+	} else if (f->fd >= 0) {
+		sock_close_rst(f->fd);
+	}
+	f->fd = -1;
+	if (f->inq != NULL)
+		pbuf_free(f->inq);
+	f->inq = f->inq_tail = NULL;
+	limit_mem_give(&env->mem, f->inq_len + f->mem_down + f->pend_len);
+	f->inq_len = f->mem_down = f->pend_len = f->pend_off = 0;
+	free(f->pend);
+	f->pend = NULL;
+	limit_mem_unwait(&env->mem, &f->mw);
+	if (f->hdr != NULL)	/* the request: a MAC, or trojan's hash */
+		sodium_memzero(f->hdr, f->hdr_len);
+	free(f->hdr);
+	f->hdr = NULL;
+	free(f->syn);
+	f->syn = NULL;
+	flow_socks5_free(f->socks);
+	f->socks = NULL;
+	env->nflows--;
+	env->stats.bytes_up += f->up;
+	env->stats.bytes_down += f->down;
+	log_at(f->internal ? LOG_LVL_WARN : LOG_LVL_INFO,
+	    "flow %llu %s: %s, up %llu down %llu bytes, %llu ms",
+	    (unsigned long long)f->id, flow_dst(f, dst, sizeof(dst)), reason,
+	    (unsigned long long)f->up, (unsigned long long)f->down,
+	    (unsigned long long)(loop_now(env->loop) - f->start_ms));
+	flow_list_remove(&env->all, f);
+	flow_list_push(&env->reap, f);
+}
+
+void
+flow_fail(struct flow *f, const char *reason)
+{
+	if (f->closing)
+		return;
+	f->env->stats.failed++;
+	if (f->internal)
+		f->env->stats.internal++;
+	stats_reason_add(&f->env->stats.failures, reason);
+	flow_close(f, true, reason);
+}
+
+void
+flow_fail_internal(struct flow *f, const char *reason)
+{
+	f->internal = true;
+	flow_fail(f, reason);
+}
+
+/* ---- lwIP callbacks: queue and mark, never tear down ----------------- */
+
+/* Appends a pbuf chain without pbuf_cat(): pbuf_cat walks the whole queue
+ * to fix tot_len, which is quadratic in the queue length; we track the
+ * queue's length ourselves and never use tot_len of queued pbufs. */
+static void
+flow_queue_append(struct flow *f, struct pbuf *p)
+{
+	struct pbuf *last;
+
+	/* Already received: charged even past the budget (see flow_recved). */
+	limit_mem_force(&f->env->mem, p->tot_len);
+	f->inq_len += p->tot_len;
+	for (last = p; last->next != NULL; last = last->next)
+		;
+	if (f->inq_tail != NULL)
+		f->inq_tail->next = p;
+	else
+		f->inq = p;
+	f->inq_tail = last;
+}
+
+static err_t
+flow_on_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
+{
+	struct flow *f = arg;
+
+	(void)pcb;
+	if (p == NULL) {
+		f->app_fin = true;
+	} else if (err != ERR_OK) {
+		pbuf_free(p);
+		return ERR_OK;
+	} else {
+		flow_queue_append(f, p);
+		f->ack_pending = true;
+	}
+	flow_mark_dirty(f);
+	return ERR_OK;
+}
+
+static err_t
+flow_on_sent(void *arg, struct tcp_pcb *pcb, u16_t len)
+{
+	struct flow *f = arg;
+
+	size_t acked = len < f->mem_down ? len : f->mem_down;
+
+	(void)pcb;
+	limit_mem_give(&f->env->mem, acked);
+	f->mem_down -= acked;
+	if (f->down_blocked || f->pend_len > 0)
+		flow_mark_dirty(f);
+	return ERR_OK;
+}
+
+static void
+flow_on_err(void *arg, err_t err)
+{
+	struct flow *f = arg;
+
+	/* lwIP has already freed the pcb. */
+	f->pcb = NULL;
+	if (err == ERR_CLSD) {
+		/* A graceful end of both directions on the app's side (see
+		 * flow_work): what is queued still goes to the server. */
+		f->app_fin = f->app_shut = true;
+		flow_mark_dirty(f);
+		return;
+	}
+	flow_close(f, true, err == ERR_RST ? "app reset" : "app connection aborted");
+}
+
+/* ---- app -> server ---------------------------------------------------- */
+
+/* Copies up to max pending bytes (header first, then queue) to out. */
+static size_t
+flow_gather(struct flow *f, uint8_t *out, size_t max)
+{
+	size_t n = 0, k;
+	struct pbuf *q;
+
+	if (f->hdr_off < f->hdr_len) {
+		k = f->hdr_len - f->hdr_off;
+		if (k > max)
+			k = max;
+		memcpy(out, f->hdr + f->hdr_off, k);
+		n = k;
+	}
+	for (q = f->inq; q != NULL && n < max; q = q->next) {
+		k = q->len;
+		if (k > max - n)
+			k = max - n;
+		memcpy(out + n, q->payload, k);
+		n += k;
+	}
+	return n;
+}
+
+/*
+ * Opens the app's window by n bytes, which have left.  Over the memory
+ * budget the window stays shut instead (the app's TCP waits, nothing is
+ * dropped) and opens once memory is free (flow_on_memory).
+ */
+static void
+flow_recved(struct flow *f, size_t n)
+{
+	struct limit_mem *m = &f->env->mem;
+	size_t k;
+
+	n += f->recved_owed;
+	f->recved_owed = 0;
+	if (f->pcb == NULL)
+		return;
+	if (m->max != 0 && m->used + m->unit > m->max) {
+		f->recved_owed = n;
+		m->denied++;
+		limit_mem_wait(m, &f->mw);
+		return;
+	}
+	while (n > 0) {
+		k = n > 0xffff ? 0xffff : n;
+		tcp_recved(f->pcb, (u16_t)k);
+		n -= k;
+	}
+}
+
+/* Memory is free again: the flow's paused side goes on. */
+static void
+flow_on_memory(struct limit_waiter *w)
+{
+	struct flow *f = container_of(w, struct flow, mw);
+
+	if (f->recved_owed > 0) {
+		flow_recved(f, 0);
+		f->ack_pending = true;
+	}
+	flow_mark_dirty(f);
+}
+
+/*
+ * What the download may take from the budget now: up to want, at least
+ * FLOW_MEM_MIN, or 0 (the flow waits for memory).  Charged; the caller
+ * gives back what it did not use.
+ */
+static size_t
+flow_mem_take(struct flow *f, size_t want)
+{
+	struct limit_mem *m = &f->env->mem;
+	size_t avail;
+
+	if (m->max == 0) {
+		limit_mem_force(m, want);
+		return want;
+	}
+	avail = m->used < m->max ? m->max - m->used : 0;
+	if (avail > want)
+		avail = want;
+	if (avail < FLOW_MEM_MIN)
+		m->denied++;
+	else if (limit_mem_take(m, avail))	/* counts a refusal too */
+		return avail;
+	limit_mem_wait(m, &f->mw);
+	return 0;
+}
+
+static void
+flow_consume(struct flow *f, size_t n)
+{
+	size_t k;
+
+	k = f->hdr_len - f->hdr_off;
+	if (k > n)
+		k = n;
+	f->hdr_off += k;
+	n -= k;
+	if (f->hdr != NULL && f->hdr_off == f->hdr_len) {
+		sodium_memzero(f->hdr, f->hdr_len);
+		free(f->hdr);
+		f->hdr = NULL;
+		f->hdr_len = f->hdr_off = 0;
+	}
+	f->up += n;
+	f->inq_len -= n;
+	limit_mem_give(&f->env->mem, n);
+	flow_recved(f, n);
+	while (n > 0) {
+		k = n > 0xffff ? 0xffff : n;
+		f->inq = pbuf_free_header(f->inq, (u16_t)k);
+		n -= k;
+	}
+	if (f->inq == NULL)
+		f->inq_tail = NULL;
+}
+
+static void
+flow_on_early(struct loop_timer *t)
+{
+	flow_mark_dirty(container_of(t, struct flow, early));
+}
+
+/*
+ * On a warm connection the header could leave the moment the app's
+ * handshake completes, a moment before the app's first bytes arrive.
+ * Holding it for FLOW_EARLY_MS lets both share one TLS record, so the
+ * server can forward the request as soon as the target answers.
+ */
+static bool
+flow_header_waits(struct flow *f)
+{
+	uint64_t age = loop_now(f->env->loop) - f->start_ms;
+
+	if (f->hdr_off > 0 || f->hdr_len == 0 || f->inq_len > 0 || f->app_fin ||
+	    f->held || age >= FLOW_EARLY_MS)
+		return false;
+	if (!loop_timer_armed(&f->early))
+		loop_timer_set(f->env->loop, &f->early, FLOW_EARLY_MS - age);
+	return true;
+}
+
+static int
+flow_pump_up(struct flow *f)
+{
+	uint8_t *stage = f->env->stage;
+	size_t n;
+	ssize_t w;
+
+	f->write_blocked = false;
+	if (flow_header_waits(f))
+		return 0;
+	while (f->hdr_off < f->hdr_len || f->inq_len > 0) {
+		n = flow_gather(f, stage, f->retry_len ? f->retry_len : FLOW_STAGE);
+		w = outer_write(f->out, stage, n);
+		if (w < 0) {
+			if (errno != EAGAIN)
+				return -1;
+			f->retry_len = n;
+			f->write_blocked = true;
+			return 0;
+		}
+		f->retry_len = 0;
+		f->last_ms = loop_now(f->env->loop);
+		flow_consume(f, (size_t)w);
+		/* tcp_recved() only announces a window opened by more than
+		 * TCP_WND_UPDATE_THRESHOLD; a sender that saw a small window
+		 * would otherwise wait for its persist timer (seconds, with
+		 * backoff).  Announce every opening, once per iteration. */
+		f->ack_pending = true;
+	}
+	if (f->app_fin && !f->out_shut) {
+		if (outer_shutdown_write(f->out) == 0)
+			f->out_shut = true;
+		else if (errno == EAGAIN)
+			f->write_blocked = true;
+		else
+			return -1;
+	}
+	return 0;
+}
+
+/* ---- server -> app ---------------------------------------------------- */
+
+/*
+ * The payload of the segments tcp_write cuts: the pcb's send MSS -- what
+ * the app announced, 536 to TUN MTU - 40 -- or half the largest window
+ * the app announced if that is smaller (tcp_write's mss_local).
+ */
+static size_t
+flow_seg_size(const struct tcp_pcb *pcb)
+{
+	size_t mss = pcb->mss, half = pcb->snd_wnd_max / 2;
+
+	if (half > 0 && half < mss)
+		mss = half;
+	return mss > 0 ? mss : 1;
+}
+
+/*
+ * Bytes lwIP takes now without tcp_write failing for want of send buffer
+ * or send-queue slots.  A write of n bytes takes ceil(n / segment) pbufs,
+ * plus at most one appended to the last unsent segment, each one slot of
+ * TCP_SND_QUEUELEN; FLOW_QUEUE_SPARE slots stay free for lwIP's own
+ * splits and the FIN.  Sized from the pcb's real MSS: from the compile-
+ * time TCP_MSS (64 KiB) a 16 KiB write at MSS 1460 took 12 slots where 1
+ * was expected, filled the queue and failed.
+ */
+static size_t
+flow_app_room(const struct flow *f)
+{
+	size_t room = tcp_sndbuf(f->pcb), queued = tcp_sndqueuelen(f->pcb);
+	size_t slots, most;
+
+	if (queued + FLOW_QUEUE_SPARE + 2 > TCP_SND_QUEUELEN)
+		return 0;
+	slots = TCP_SND_QUEUELEN - FLOW_QUEUE_SPARE - queued - 1;
+	most = slots * flow_seg_size(f->pcb);
+	if (room > most)
+		room = most;
+	return room > FLOW_STAGE ? FLOW_STAGE : room;
+}
+
+/*
+ * Too little room to be worth a read: wait for the app's acks (sent
+ * callback).  Only while something is queued, or no ack would come.
+ */
+static bool
+flow_app_full(const struct flow *f, size_t room)
+{
+	return room == 0 ||
+	    (room < FLOW_ROOM_MIN && tcp_sndqueuelen(f->pcb) > 0);
+}
+
+static void
+flow_on_retry(struct loop_timer *t)
+{
+	flow_mark_dirty(container_of(t, struct flow, retry));
+}
+
+/*
+ * tcp_write for the app.  1: lwIP took the n bytes (charged to mem_down
+ * until acked).  0: lwIP is out of memory, which is backpressure, not a
+ * failure: the flow tries again when the app acks something or after
+ * FLOW_RETRY_MS.  -1: another error.
+ */
+static int
+flow_app_write(struct flow *f, const uint8_t *data, size_t n)
+{
+	err_t err;
+
+	err = tcp_write(f->pcb, data, (u16_t)n, TCP_WRITE_FLAG_COPY);
+	if (err == ERR_OK) {
+		f->mem_down += n;
+		f->down += n;
+		return 1;
+	}
+	if (err != ERR_MEM)
+		return -1;
+	if (!loop_timer_armed(&f->retry))
+		loop_timer_set(f->env->loop, &f->retry, FLOW_RETRY_MS);
+	return 0;
+}
+
+/* Keeps n bytes lwIP did not take (still charged, now as pend_len). */
+static int
+flow_app_keep(struct flow *f, const uint8_t *data, size_t n)
+{
+	if ((f->pend = malloc(n)) == NULL)
+		return -1;
+	memcpy(f->pend, data, n);
+	f->pend_len = n;
+	f->pend_off = 0;
+	return 0;
+}
+
+/* Writes what waits in f->pend.  1: all of it went; 0: the flow waits. */
+static int
+flow_app_flush(struct flow *f)
+{
+	size_t room, n;
+	int r;
+
+	while (f->pend_len > 0) {
+		if ((room = flow_app_room(f)) == 0)
+			return 0;
+		n = f->pend_len < room ? f->pend_len : room;
+		if ((r = flow_app_write(f, f->pend + f->pend_off, n)) <= 0)
+			return r;
+		f->pend_off += n;
+		f->pend_len -= n;
+	}
+	free(f->pend);
+	f->pend = NULL;
+	f->pend_off = 0;
+	return 1;
+}
+
+static int
+flow_take_status(struct flow *f, uint8_t **data, ssize_t *n)
+{
+	char dst[ADDR_STRLEN];
+	uint8_t st = (*data)[0];
+
+	if (st != PROTO_OK) {
+		log_info("flow %llu %s: server: %s", (unsigned long long)f->id,
+		    flow_dst(f, dst, sizeof(dst)), proto_status_str(st));
+		return -1;
+	}
+	f->status_ok = true;
+	(*data)++;
+	(*n)--;
+	return 0;
+}
+
+/*
+ * Faithful mode, SYN held: only the status byte is read.  OK: the SYN goes
+ * to lwIP, which answers it (the app sees its connect succeed now, not
+ * before).  Refused: the app's SYN gets an RST, as from the target.  Other
+ * failures: nothing, so the app times out as it would on the direct path.
+ */
+static int
+flow_held_status(struct flow *f, const char **why)
+{
+	uint8_t st;
+	ssize_t r;
+
+	f->down_blocked = true;	/* nowhere to deliver until the pcb exists */
+	if (f->status_ok)
+		return 0;
+	if ((r = outer_read(f->out, &st, 1)) < 0 && errno == EAGAIN) {
+		f->down_blocked = false;
+		return 0;
+	}
+	if (r <= 0) {
+		*why = "server closed before connect status";
+		return -1;
+	}
+	if (st != PROTO_OK) {
+		if (st == PROTO_ERR_REFUSED)
+			tsnetif_reset_syn(f->syn, f->syn_len);
+		*why = proto_status_str(st);
+		return -1;
+	}
+	f->status_ok = true;
+	tsnetif_input(f->syn, f->syn_len);
+	return 0;
+}
+
+/* The app's FIN once everything before it went; lwIP out of memory for
+ * it waits like data. */
+static int
+flow_app_fin(struct flow *f, const char **why)
+{
+	err_t err;
+
+	if (!f->out_eof || f->app_shut || f->pcb == NULL || f->pend_len > 0)
+		return 0;
+	if ((err = tcp_shutdown(f->pcb, 0, 1)) == ERR_OK) {
+		f->app_shut = true;
+		return 0;
+	}
+	if (err == ERR_MEM) {
+		f->down_blocked = true;
+		if (!loop_timer_armed(&f->retry))
+			loop_timer_set(f->env->loop, &f->retry, FLOW_RETRY_MS);
+		return 0;
+	}
+	f->internal = true;
+	*why = "lwIP shutdown failed";
+	return -1;
+}
+
+static int
+flow_pump_down(struct flow *f, const char **why)
+{
+	struct limit_mem *m = &f->env->mem;
+	uint8_t *data;
+	size_t room;
+	ssize_t r;
+	int w;
+
+	if (f->held)
+		return flow_held_status(f, why);
+	f->down_blocked = false;
+	if (f->pcb != NULL && (w = flow_app_flush(f)) <= 0) {
+		f->down_blocked = true;
+		if (w == 0)
+			return 0;
+		f->internal = true;
+		*why = "lwIP write failed";
+		return -1;
+	}
+	while (!f->out_eof && f->pcb != NULL) {
+		room = flow_app_room(f);
+		if (flow_app_full(f, room) ||
+		    (room = flow_mem_take(f, room)) == 0) {
+			f->down_blocked = true;
+			break;
+		}
+		data = f->env->stage;
+		r = outer_read(f->out, data, room);
+		/* Charged from here on: what lwIP holds until the app acks. */
+		limit_mem_give(m, room - (r > 0 ? (size_t)r : 0));
+		if (r == 0) {
+			f->out_eof = true;
+			if (!f->status_ok) {
+				*why = "server closed before connect status";
+				return -1;
+			}
+			break;
+		}
+		if (r < 0) {
+			if (errno == EAGAIN)
+				break;
+			*why = "server reset";
+			return -1;
+		}
+		f->last_ms = loop_now(f->env->loop);
+		room = (size_t)r;
+		if (!f->status_ok && flow_take_status(f, &data, &r) < 0) {
+			limit_mem_give(m, room);
+			*why = "target connect failed";
+			return -1;
+		}
+		limit_mem_give(m, room - (size_t)r);	/* the status byte */
+		if (r == 0)
+			continue;
+		if ((w = flow_app_write(f, data, (size_t)r)) == 1)
+			continue;
+		if (w == 0 && flow_app_keep(f, data, (size_t)r) == 0) {
+			f->down_blocked = true;
+			break;
+		}
+		limit_mem_give(m, (size_t)r);
+		f->internal = true;
+		*why = w == 0 ? "out of memory" : "lwIP write failed";
+		return -1;
+	}
+	return flow_app_fin(f, why);
+}
+
+/* ---- the per-iteration pass ------------------------------------------ */
+
+void
+flow_mark_dirty(struct flow *f)
+{
+	if (f->dirty || f->closing)
+		return;
+	f->dirty = true;
+	f->dirty_next = f->env->dirty;
+	f->env->dirty = f;
+}
+
+static bool
+flow_done(const struct flow *f)
+{
+	return f->app_fin && f->out_shut && f->out_eof && f->app_shut &&
+	    f->inq_len == 0;
+}
+
+static void
+flow_work(struct flow *f)
+{
+	const char *why = "outer write failed";
+
+	if (f->phase != FLOW_RELAY)
+		return;
+	if (flow_pump_up(f) < 0) {
+		flow_fail(f, why);
+		return;
+	}
+	if (flow_pump_down(f, &why) < 0) {
+		flow_fail(f, why);
+		return;
+	}
+	if (f->pcb != NULL) {
+		if (f->ack_pending)
+			tcp_set_flags(f->pcb, TF_ACK_NOW);	/* ACK now, not at the 250 ms timer */
+		tcp_output(f->pcb);
+	}
+	f->ack_pending = false;
+	/*
+	 * Both FINs have passed lwIP: the app's side is finished, but upload
+	 * bytes may still wait for the outer stream.  Hand the pcb back now:
+	 * lwIP would otherwise end it under us -- on the app's last ACK
+	 * (LAST_ACK) with ERR_CLSD, which aborted the flow and dropped those
+	 * bytes (e2e_early_close), or by freeing it in TIME_WAIT without any
+	 * callback at all.
+	 */
+	if (f->app_fin && f->app_shut && f->pcb != NULL)
+		flow_detach_pcb(f, false);
+	if (flow_done(f)) {
+		flow_close(f, false, "closed");
+		return;
+	}
+	flow_update_events(f);
+}
+
+static void
+flow_run_dirty(struct flow_env *env)
+{
+	struct flow *f, *next;
+
+	while ((f = env->dirty) != NULL) {
+		env->dirty = NULL;
+		for (; f != NULL; f = next) {
+			next = f->dirty_next;
+			f->dirty = false;
+			if (!f->closing)
+				flow_work(f);
+		}
+	}
+}
+
+static void
+flow_on_iteration(void *arg)
+{
+	struct flow_env *env = arg;
+	struct flow *f;
+
+	flow_run_dirty(env);
+	/* Memory given back in this pass goes to the flows waiting for it
+	 * (in turn), which then work in this same iteration. */
+	env->mem.max = env->conf->client.max_buffer_memory;	/* reload */
+	limit_mem_wake(&env->mem);
+	flow_run_dirty(env);
+	while ((f = env->reap) != NULL) {
+		env->reap = f->next;
+		free(f);
+	}
+}
+
+/* ---- outer stream events ------------------------------------------------ */
+
+void
+flow_update_events(struct flow *f)
+{
+	uint32_t ev = 0;
+
+	if (f->closing)
+		return;
+	if (f->hup) {
+		loop_fd_del(f->env->loop, &f->lfd);
+		return;
+	}
+	switch (f->phase) {
+	case FLOW_CONNECT:
+		ev = EPOLLOUT;
+		break;
+	case FLOW_HANDSHAKE:
+		ev = outer_events(f->out);
+		break;
+	case FLOW_RELAY:
+		if (!f->out_eof && !f->down_blocked)
+			ev |= EPOLLIN;
+		if (f->write_blocked)
+			ev |= EPOLLOUT | outer_events(f->out);
+		break;
+	}
+	loop_fd_mod(f->env->loop, &f->lfd, ev);
+}
+
+/* ---- new flows (see flow_tcp_open.c) ----------------------------------- */
+
+/* A new flow for dst, not yet dialled nor listed. */
+struct flow *
+flow_alloc(struct flow_env *env, const struct addr *dst)
+{
+	struct flow *f;
+
+	if ((f = calloc(1, sizeof(*f))) == NULL)
+		return NULL;
+	f->env = env;
+	f->id = ++env->next_id;
+	f->mw.fn = flow_on_memory;
+	f->fd = -1;
+	f->dst = *dst;
+	f->ob = flow_outbound(env->conf->client.protocol);
+	f->dial_us = stats_now_us();
+	loop_timer_init(&f->early, flow_on_early);
+	loop_timer_init(&f->retry, flow_on_retry);
+	return f;
+}
+
+void
+flow_attach_pcb(struct flow *f, struct tcp_pcb *pcb)
+{
+	f->pcb = pcb;
+	tcp_arg(pcb, f);
+	tcp_recv(pcb, flow_on_recv);
+	tcp_sent(pcb, flow_on_sent);
+	tcp_err(pcb, flow_on_err);
+	tcp_nagle_disable(pcb);
+}
+
+int
+flow_env_init(struct flow_env *env)
+{
+	limit_mem_init(&env->mem, env->conf->client.max_buffer_memory,
+	    FLOW_STAGE);
+	return loop_on_iteration(env->loop, flow_on_iteration, env);
+}
+
+void
+flow_close_all(struct flow_env *env)
+{
+	while (env->all != NULL)
+		flow_close(env->all, true, "shutdown");
+	flow_on_iteration(env);
+}
+
+void
+flow_tcp_foreach(struct flow_env *env,
+    void (*cb)(void *arg, const struct flow_info *), void *arg)
+{
+	static const char *const phases[] = {
+		[FLOW_CONNECT] = "connect", [FLOW_HANDSHAKE] = "handshake",
+		[FLOW_RELAY] = "relay",
+	};
+	struct flow_info	 fi;
+	struct flow		*f;
+
+	for (f = env->all; f != NULL; f = f->next) {
+		fi.id = f->id;
+		fi.dst = &f->dst;
+		fi.state = f->phase == FLOW_HANDSHAKE ?
+		    f->ob->handshake_state : phases[f->phase];
+		fi.start_ms = f->start_ms;
+		fi.up = f->up;
+		fi.down = f->down;
+		fi.fd = f->out != NULL ? outer_fd(f->out) : -1;
+		cb(arg, &fi);
+	}
+}

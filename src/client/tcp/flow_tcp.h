@@ -1,0 +1,102 @@
+/*
+ * Client TCP flows: one lwIP pcb (the app's connection, terminated
+ * locally) relayed to one outer stream: TLS to the server (protocol
+ * tunsplit, trojan), or plain TCP to a SOCKS5 proxy or to the target
+ * itself (socks5, direct).
+ *
+ * Ownership: the flow owns its pcb, its outer stream and the pbufs it has
+ * taken from lwIP but not yet written out.  lwIP callbacks only queue data
+ * and mark the flow dirty; all I/O happens in flow_env's per-iteration
+ * pass, so no callback ever tears a flow down under lwIP's feet.
+ *
+ * Backpressure: bytes from the app are acknowledged to lwIP (tcp_recved,
+ * which reopens the app's window) only once the outer stream accepted
+ * them; the outer stream is read only while lwIP has send-buffer room.
+ * Per flow at most TCP_WND bytes wait in the queue and TCP_SND_BUF in
+ * lwIP: nothing is unbounded.
+ */
+#ifndef TUNSPLIT_FLOW_TCP_H
+#define TUNSPLIT_FLOW_TCP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/addr.h"
+#include "core/limit.h"
+#include "wire/proto.h"
+#include "core/stats.h"
+#include "lwip/err.h"
+
+struct conf;
+struct loop;
+struct ssl_ctx_st;
+struct tcp_pcb;
+struct flow;
+struct pool;
+
+#define FLOW_STAGE	16384	/* one TLS record */
+
+struct flow_stats {
+	uint64_t	 accepted;	/* flows created */
+	uint64_t	 refused;	/* over the limit or out of resources */
+	uint64_t	 blocked;	/* protocol block: SYNs reset */
+	uint64_t	 failed;	/* server or target failure -> RST */
+	uint64_t	 internal;	/* of the failed: our own (memory,
+					 * lwIP), logged at warn */
+	uint64_t	 pooled;	/* started on a warm pool connection */
+	uint64_t	 bytes_up, bytes_down;	/* of closed flows */
+	struct stats_reasons failures;	/* the failed ones, by reason */
+	struct stats_hist handshake;	/* outer connect start to TLS done */
+};
+
+struct flow_env {
+	struct loop		*loop;
+	const struct conf	*conf;
+	struct ssl_ctx_st	*ssl_ctx;	/* NULL: socks5, direct, block */
+	struct addr		 server;	/* or the socks5 proxy; unset
+						 * for direct, block */
+	struct pool		*pool;		/* warm connections, may be NULL */
+	uint8_t			 user_id[PROTO_USER_ID_LEN];
+	unsigned		 nflows;
+	uint64_t		 next_id;
+	struct flow_stats	 stats;
+	bool			 draining;	/* SIGTERM: RST new SYNs */
+	uint64_t		 limit_log_ms;	/* last refusal message */
+	uint64_t		 limit_hits;	/* refusals since then */
+	/* client.max_buffer_memory: bytes held for flows -- the app's
+	 * queued upload and the download lwIP holds until the app acks. */
+	struct limit_mem	 mem;
+	struct limit_stats	 lst;
+	struct flow		*all;	/* live flows */
+	struct flow		*dirty;	/* flows with work for this iteration */
+	struct flow		*reap;	/* closed, freed at iteration end */
+	uint8_t			 stage[FLOW_STAGE];
+};
+
+/* Registers the per-iteration pass on env->loop.  0 or -1. */
+int  flow_env_init(struct flow_env *env);
+/* tsnetif_ops callbacks (arg is the flow_env). */
+err_t flow_tcp_accept(void *arg, struct tcp_pcb *pcb, err_t err);
+bool flow_tcp_syn_allowed(void *arg);
+/* tsnetif_ops.syn: holds SYNs in connect_mode faithful (see flow_tcp.c). */
+struct ip_addr;
+int  flow_tcp_syn(void *arg, const uint8_t *pkt, size_t len,
+    const struct ip_addr *local, const struct ip_addr *remote,
+    uint16_t lport, uint16_t rport);
+/* Resets every flow (shutdown). */
+void flow_close_all(struct flow_env *env);
+
+/* One live flow as the control socket shows it. */
+struct flow_info {
+	uint64_t		 id;
+	const struct addr	*dst;
+	const char		*state;		/* "connect" "tls" "socks5"
+						 * "relay" */
+	uint64_t		 start_ms;	/* loop time */
+	uint64_t		 up, down;	/* payload bytes so far */
+	int			 fd;		/* outer socket (TCP_INFO), or -1 */
+};
+void flow_tcp_foreach(struct flow_env *env,
+    void (*cb)(void *arg, const struct flow_info *), void *arg);
+
+#endif

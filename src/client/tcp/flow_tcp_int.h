@@ -1,0 +1,144 @@
+/*
+ * Private to the client TCP flow module: flow_tcp.c (the relay: lwIP
+ * callbacks, the pumps, the per-iteration pass, teardown) and
+ * flow_tcp_open.c (new flows: the SYN and accept side, dialling the
+ * outbound and its handshakes).  See flow_tcp.h for the rules.
+ */
+#ifndef TUNSPLIT_FLOW_TCP_INT_H
+#define TUNSPLIT_FLOW_TCP_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "core/addr.h"
+#include "client/tcp/flow_tcp.h"
+#include "core/limit.h"
+#include "core/loop.h"
+
+struct flow_socks5;
+struct outer;
+struct pbuf;
+struct tcp_pcb;
+
+enum flow_phase {
+	FLOW_CONNECT,		/* outer TCP connect in progress */
+	FLOW_HANDSHAKE,		/* the outbound's handshake (TLS, SOCKS5) */
+	FLOW_RELAY,		/* header sent or queued; relaying */
+};
+
+struct flow;
+
+/*
+ * An outbound: how a flow reaches its target (flow_tcp_out.c has one per
+ * client.protocol).  A flow goes dial -> TCP connect -> handshake ->
+ * header -> relay; each step the outbound has no use for is NULL.
+ */
+struct flow_outbound {
+	const char	*name;
+	const char	*peer;			/* what it dials: "server" ... */
+	const char	*handshake_state;	/* status while FLOW_HANDSHAKE */
+	const char	*handshake_timeout;	/* its failure reason, or NULL:
+						 * "connect timeout" */
+	bool		 refuse;		/* block: every SYN gets an RST */
+	/* The way out: f->out and f->fd set (f->pooled when the stream is
+	 * a warm one, ready to relay), not yet watched.  0, or -1 with
+	 * errno and nothing left open. */
+	int	(*dial)(struct flow *f);
+	/* After the TCP connect: 1 done, 0 again on the next event, -1
+	 * failed with *why (f->internal set if it was ours). */
+	int	(*handshake)(struct flow *f, const char **why);
+	/* The request that goes before the app's bytes: its length in buf,
+	 * 0 for none (the stream is the target's: connected), -1 failed.
+	 * Sets f->status_ok itself when no status byte will come back. */
+	ssize_t	(*header)(struct flow *f, uint8_t *buf, size_t len);
+	/* The TCP connect failed with err: logs and ends the flow. */
+	void	(*connect_failed)(struct flow *f, int err);
+};
+
+struct flow {
+	uint64_t	 id;
+	struct flow_env	*env;
+	struct flow	*next, *prev;		/* env->all, or env->reap */
+	struct flow	*dirty_next;
+	bool		 dirty;
+	bool		 closing;
+
+	enum flow_phase	 phase;
+	const struct flow_outbound *ob;		/* for the flow's whole life */
+	struct tcp_pcb	*pcb;			/* NULL once lwIP freed it */
+	struct outer	*out;
+	int		 fd;
+	struct loop_fd	 lfd;
+	struct loop_timer timer;
+	struct loop_timer early;		/* header waits for first bytes */
+	struct flow_socks5 *socks;		/* socks5, FLOW_HANDSHAKE only */
+	bool		 pooled;		/* outer came from the warm pool */
+	/* connect_mode faithful: the app's SYN is held (no pcb yet) until the
+	 * server reports the target connected; then it is fed to lwIP again. */
+	bool		 held;
+	uint8_t		*syn;
+	size_t		 syn_len;
+	struct addr	 app;			/* the app's end, to match the pcb */
+	struct addr	 dst;
+
+	/* app -> server: header bytes first, then queued pbufs.  The pbufs
+	 * are linked through ->next by hand (see flow_queue_append); only
+	 * ->len of each is meaningful. */
+	uint8_t		*hdr;
+	size_t		 hdr_len, hdr_off;
+	struct pbuf	*inq, *inq_tail;
+	size_t		 inq_len;
+	size_t		 retry_len;		/* blocked write to repeat */
+
+	bool		 app_fin;		/* app sent FIN */
+	bool		 out_shut;		/* close_notify sent */
+	bool		 out_eof;		/* server finished sending */
+	bool		 app_shut;		/* FIN queued to the app */
+	bool		 status_ok;		/* server connected the target */
+	bool		 down_blocked;		/* waiting for lwIP send room */
+	bool		 write_blocked;		/* outer write wants an event */
+	bool		 hup;			/* socket hung up: no more events */
+	bool		 ack_pending;
+	bool		 internal;		/* flow_fail_internal */
+
+	uint64_t	 start_ms, last_ms;
+	uint64_t	 dial_us;		/* outer connect started */
+	uint64_t	 up, down;
+
+	/* server -> app: bytes read from the outer stream that lwIP could not
+	 * take (tcp_write found no memory for a segment).  Kept here and
+	 * written before anything more is read; retried when the app acks
+	 * or on the retry timer.  At most FLOW_STAGE bytes. */
+	uint8_t		*pend;
+	size_t		 pend_len, pend_off;
+	struct loop_timer retry;
+
+	/* client.max_buffer_memory (env->mem): inq_len and pend_len are
+	 * charged too. */
+	size_t		 mem_down;		/* written to lwIP, not acked */
+	size_t		 recved_owed;		/* window held back, for memory */
+	struct limit_waiter mw;
+};
+
+/* flow_tcp_out.c */
+const struct flow_outbound *flow_outbound(int protocol);
+void flow_target(const struct flow *f, struct addr *dst);
+
+/* flow_tcp.c */
+const char *flow_dst(const struct flow *f, char *buf, size_t len);
+void flow_list_push(struct flow **head, struct flow *f);
+/* The single teardown: abort resets both sides, else both close.
+ * Idempotent; the struct is freed at the end of the loop iteration. */
+void flow_close(struct flow *f, bool abort, const char *reason);
+void flow_fail(struct flow *f, const char *reason);	/* counted, abort */
+/* Our own failure (memory, lwIP), not the app's, server's or target's:
+ * counted apart and logged at warn. */
+void flow_fail_internal(struct flow *f, const char *reason);
+void flow_mark_dirty(struct flow *f);
+void flow_update_events(struct flow *f);
+struct flow *flow_alloc(struct flow_env *env, const struct addr *dst);
+void flow_attach_pcb(struct flow *f, struct tcp_pcb *pcb);
+
+#endif

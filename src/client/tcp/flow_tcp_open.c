@@ -1,0 +1,383 @@
+/*
+ * Client TCP flows, the opening side: the app's SYN (held in connect_mode
+ * faithful) and accept, and the outbound each flow dials at once
+ * (flow_tcp_out.c: dial, connect, handshake, request header).  Once the
+ * header is queued the flow relays (flow_tcp.c).
+ */
+#include "client/tcp/flow_tcp.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/epoll.h>
+
+#include <sodium.h>
+
+#include "lwip/tcp.h"
+
+#include "conf/conf.h"
+#include "client/tcp/flow_socks5.h"
+#include "client/tcp/flow_tcp_int.h"
+#include "client/dgram/flow_udp.h"
+#include "wire/frame.h"
+#include "core/log.h"
+#include "core/loop.h"
+#include "tls/outer.h"
+#include "client/pool.h"
+#include "wire/proto_trojan.h"
+#include "wire/socks5.h"
+#include "core/sock.h"
+#include "stack/tsnetif.h"
+
+#define FLOW_LIMIT_LOG_MS	10000	/* refusal messages at most this often */
+
+/* ---- connect, handshake, header ---------------------------------------- */
+
+/*
+ * The target is connected (socks5: the CONNECT reply; direct: the connect
+ * itself).  Faithful: the held SYN goes to lwIP now, which answers it.
+ */
+static void
+flow_connected(struct flow *f)
+{
+	f->status_ok = true;
+	if (f->held)
+		tsnetif_input(f->syn, f->syn_len);
+}
+
+/* Queues the outbound's request header (if any) and starts relaying.
+ * 0, or -1: out of memory. */
+static int
+flow_start_relay(struct flow *f)
+{
+	uint8_t buf[PROTO_REQ_MAX];
+	ssize_t n = 0;
+
+	if (f->ob->header != NULL &&
+	    (n = f->ob->header(f, buf, sizeof(buf))) < 0)
+		return -1;
+	f->phase = FLOW_RELAY;
+	flow_mark_dirty(f);
+	if (n == 0) {		/* no header: the stream is the target's */
+		flow_connected(f);
+		return 0;
+	}
+	if ((f->hdr = malloc((size_t)n)) == NULL) {
+		sodium_memzero(buf, sizeof(buf));
+		return -1;
+	}
+	memcpy(f->hdr, buf, (size_t)n);
+	sodium_memzero(buf, sizeof(buf));
+	f->hdr_len = (size_t)n;
+	f->hdr_off = 0;
+	return 0;
+}
+
+/* The outbound's handshake is done (or it has none). */
+static void
+flow_handshake_done(struct flow *f)
+{
+	stats_hist_add(&f->env->stats.handshake, stats_now_us() - f->dial_us);
+	if (flow_start_relay(f) < 0)
+		flow_fail_internal(f, "out of memory");
+}
+
+static void
+flow_on_io(struct loop_fd *lfd, uint32_t revents)
+{
+	struct flow *f = container_of(lfd, struct flow, lfd);
+	const char *why;
+	int err, rc;
+
+	if (f->closing)
+		return;
+	switch (f->phase) {
+	case FLOW_CONNECT:
+		if ((err = sock_connect_error(f->fd)) != 0) {
+			f->ob->connect_failed(f, err);
+			return;
+		}
+		if (f->ob->handshake == NULL) {
+			flow_handshake_done(f);
+			break;
+		}
+		f->phase = FLOW_HANDSHAKE;
+		/* FALLTHROUGH */
+	case FLOW_HANDSHAKE:
+		if ((rc = f->ob->handshake(f, &why)) < 0) {
+			flow_fail(f, why);
+			return;
+		}
+		if (rc == 1)
+			flow_handshake_done(f);
+		break;
+	case FLOW_RELAY:
+		/* Hung up: the rest is already in the socket buffer; stop
+		 * polling (level-triggered HUP would spin) and let the
+		 * pumps, driven by lwIP, read it out. */
+		if (revents & (EPOLLHUP | EPOLLERR))
+			f->hup = true;
+		flow_mark_dirty(f);
+		break;
+	}
+	flow_update_events(f);
+}
+
+static void
+flow_on_timer(struct loop_timer *t)
+{
+	struct flow *f = container_of(t, struct flow, timer);
+	const struct conf *c = f->env->conf;
+	uint64_t now = loop_now(f->env->loop), idle_at;
+
+	if (!f->status_ok) {
+		flow_fail(f, f->phase == FLOW_HANDSHAKE &&
+		    f->ob->handshake_timeout != NULL ?
+		    f->ob->handshake_timeout : "connect timeout");
+		return;
+	}
+	idle_at = f->last_ms + c->client.idle_timeout_ms;
+	if (now >= idle_at) {
+		flow_close(f, true, "idle timeout");
+		return;
+	}
+	loop_timer_set(f->env->loop, &f->timer, idle_at - now);
+}
+
+/* ---- accept ------------------------------------------------------------- */
+
+static void
+flow_addr(struct addr *a, const ip_addr_t *ip, uint16_t port)
+{
+	if (IP_IS_V6_VAL(*ip))
+		addr_from_raw(a, AF_INET6, ip_2_ip6(ip)->addr, port);
+	else
+		addr_from_raw(a, AF_INET, &ip_2_ip4(ip)->addr, port);
+}
+
+/*
+ * A limit or a resource shortage refuses every new flow while it lasts,
+ * which with busy apps is hundreds a second: one line per interval, with
+ * how many were refused since the last one (the counters have them all).
+ */
+static void __attribute__((format(printf, 2, 3)))
+flow_limit_log(struct flow_env *env, const char *fmt, ...)
+{
+	uint64_t now = loop_now(env->loop);
+	char what[128];
+	va_list ap;
+
+	env->limit_hits++;
+	if (env->limit_log_ms != 0 &&
+	    now - env->limit_log_ms < FLOW_LIMIT_LOG_MS)
+		return;
+	va_start(ap, fmt);
+	(void)vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	log_warnx("%s: refusing new flows (%llu since the last message)",
+	    what, (unsigned long long)env->limit_hits);
+	env->limit_log_ms = now;
+	env->limit_hits = 0;
+}
+
+/* Whether a new flow may start; a refusal is counted and logged. */
+static bool
+flow_admit(struct flow_env *env)
+{
+	if (env->draining)
+		return false;
+	if (flow_outbound(env->conf->client.protocol)->refuse) {
+		env->stats.blocked++;	/* RST on the SYN */
+		return false;
+	}
+	if (env->nflows >= env->conf->client.max_flows) {
+		flow_limit_log(env, "max_flows %u reached",
+		    env->conf->client.max_flows);
+		return false;
+	}
+	/* Room for what a new flow first takes, and a unit for those paused. */
+	if (!limit_mem_admit(&env->mem, FLOW_STAGE)) {
+		limit_refuse(&env->lst, LIMIT_MEMORY, loop_now(env->loop),
+		    "flows", "max_buffer_memory: %zu of %zu bytes in use",
+		    env->mem.used, env->mem.max);
+		return false;
+	}
+	return true;
+}
+
+bool
+flow_tcp_syn_allowed(void *arg)
+{
+	struct flow_env *env = arg;
+
+	/* Faithful: flow_tcp_syn judges.  A held flow's SYN -- the app's
+	 * retransmission, or ours fed back once the target is connected --
+	 * is not a new flow, and the flow itself may be the one that
+	 * reached max_flows. */
+	if (env->conf->client.faithful)
+		return true;
+	return flow_admit(env);
+}
+
+/* socks5, direct: a plain TCP connection to the proxy or the target.
+ * 0, or -1 with f freed. */
+/*
+ * Errors of an immediate connect that the app's next SYN would meet again
+ * (no route, a reject rule, a refusal): the app is better told at once
+ * than left retrying; a shortage (fds, memory) may pass, so its SYN is
+ * dropped instead.
+ */
+static bool
+flow_errno_final(int e)
+{
+	return e == ENETUNREACH || e == EHOSTUNREACH || e == EADDRNOTAVAIL ||
+	    e == EAFNOSUPPORT || e == ECONNREFUSED || e == EACCES ||
+	    e == EPERM;
+}
+
+/*
+ * A new flow for dst with its way out dialled and watched, not yet
+ * listed; NULL with errno when that failed (nothing left open).
+ */
+static struct flow *
+flow_new(struct flow_env *env, const struct addr *dst)
+{
+	struct flow *f;
+	char a[ADDR_STRLEN];
+	int e;
+
+	if ((f = flow_alloc(env, dst)) == NULL)
+		return NULL;
+	if (f->ob->dial(f) < 0) {
+		e = errno;
+		if (flow_errno_final(e))
+			log_info("flow to %s: %s: %s: refused",
+			    addr_fmt(dst, a, sizeof(a)), f->ob->peer,
+			    strerror(e));
+		else
+			flow_limit_log(env, "socket to %s: %s", f->ob->peer,
+			    strerror(e));
+		free(f);
+		errno = e;
+		return NULL;
+	}
+	if (loop_fd_add(env->loop, &f->lfd, f->fd,
+	    f->pooled ? EPOLLIN : EPOLLOUT, flow_on_io) < 0) {
+		e = errno;
+		outer_abort(f->out);
+		free(f);
+		errno = e;
+		return NULL;
+	}
+	return f;
+}
+
+/* Counts and lists a new flow, arms its timers; a pooled one starts
+ * relaying at once.  -1 when that failed (the flow is closed). */
+static int
+flow_register(struct flow_env *env, struct flow *f)
+{
+	f->phase = FLOW_CONNECT;
+	f->start_ms = f->last_ms = loop_now(env->loop);
+	loop_timer_init(&f->timer, flow_on_timer);
+	loop_timer_set(env->loop, &f->timer, env->conf->client.connect_timeout_ms);
+	env->nflows++;
+	env->stats.accepted++;
+	flow_list_push(&env->all, f);
+	if (f->pooled) {
+		env->stats.pooled++;
+		if (flow_start_relay(f) < 0) {
+			flow_fail_internal(f, "out of memory");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static struct flow *
+flow_held_find(struct flow_env *env, const struct addr *dst,
+    const struct addr *app)
+{
+	struct flow *f;
+
+	for (f = env->all; f != NULL; f = f->next)
+		if (f->held && addr_eq(&f->dst, dst) && addr_eq(&f->app, app))
+			return f;
+	return NULL;
+}
+
+int
+flow_tcp_syn(void *arg, const uint8_t *pkt, size_t len,
+    const struct ip_addr *local, const struct ip_addr *remote,
+    uint16_t lport, uint16_t rport)
+{
+	struct flow_env *env = arg;
+	struct addr dst, app;
+	struct flow *f;
+
+	if (!env->conf->client.faithful)
+		return TSNETIF_SYN_PASS;
+	flow_addr(&dst, local, lport);
+	flow_addr(&app, remote, rport);
+	if ((f = flow_held_find(env, &dst, &app)) != NULL)
+		/* Our own re-injection, or the app retransmitting. */
+		return f->status_ok ? TSNETIF_SYN_PASS : TSNETIF_SYN_HOLD;
+	if (!flow_admit(env))
+		return TSNETIF_SYN_REFUSE;
+	errno = 0;
+	if ((f = flow_new(env, &dst)) == NULL) {
+		env->stats.refused++;
+		/* Unreachable now: RST; a shortage: dropped, the app retries. */
+		return flow_errno_final(errno) ? TSNETIF_SYN_REFUSE :
+		    TSNETIF_SYN_HOLD;
+	}
+	if ((f->syn = malloc(len)) == NULL) {
+		loop_fd_del(env->loop, &f->lfd);
+		outer_abort(f->out);
+		free(f);	/* not registered: no event can be pending */
+		env->stats.refused++;
+		return TSNETIF_SYN_HOLD;
+	}
+	memcpy(f->syn, pkt, len);
+	f->syn_len = len;
+	f->held = true;
+	f->app = app;
+	(void)flow_register(env, f);
+	return TSNETIF_SYN_HOLD;
+}
+
+err_t
+flow_tcp_accept(void *arg, struct tcp_pcb *pcb, err_t err)
+{
+	struct flow_env *env = arg;
+	struct addr dst, app;
+	struct flow *f;
+
+	if (err != ERR_OK || pcb == NULL)
+		return ERR_VAL;
+	flow_addr(&dst, &pcb->local_ip, pcb->local_port);
+	flow_addr(&app, &pcb->remote_ip, pcb->remote_port);
+	if ((f = flow_held_find(env, &dst, &app)) != NULL) {
+		/* Faithful: the target is connected, the app now too. */
+		f->held = false;
+		free(f->syn);
+		f->syn = NULL;
+		flow_attach_pcb(f, pcb);
+		flow_mark_dirty(f);
+		return ERR_OK;
+	}
+	if (env->nflows >= env->conf->client.max_flows ||
+	    flow_outbound(env->conf->client.protocol)->refuse ||
+	    (f = flow_new(env, &dst)) == NULL) {
+		env->stats.refused++;
+		tcp_abort(pcb);
+		return ERR_ABRT;
+	}
+	flow_attach_pcb(f, pcb);
+	if (flow_register(env, f) < 0)
+		return ERR_ABRT;	/* flow_fail aborted the pcb */
+	return ERR_OK;
+}

@@ -1,0 +1,188 @@
+/*
+ * Configuration: YAML to struct conf, fully validated, then read-only.
+ * Errors are reported as "file:line:col: key: message"; unknown keys are
+ * errors.  Exactly one role section, `client:` or `server:`, per file.
+ */
+#ifndef TUNSPLIT_CONF_H
+#define TUNSPLIT_CONF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <net/if.h>
+
+#include "core/addr.h"
+
+#define CONF_KEY_LEN	32
+#define CONF_MAX_LISTEN	8
+#define CONF_NAME_MAX	64
+#define CONF_CC_MAX	16
+#define CONF_SOCK_MAX	108		/* sun_path */
+#define CONF_CONTROL_DEFAULT	"/run/tunsplit/tunsplit.sock"
+#define CONF_DRAIN_DEFAULT_MS	5000
+#define CONF_TROJAN_HEX_LEN	56		/* hex of SHA-224 */
+#define CONF_MAX_TROJAN		1024
+
+#define CONF_SOCKS_MAX	255		/* RFC 1929 user name, password */
+
+enum conf_role { CONF_ROLE_CLIENT = 1, CONF_ROLE_SERVER = 2 };
+
+/* client.protocol: what a TCP flow's outbound speaks. */
+enum conf_proto {
+	CONF_PROTO_TUNSPLIT = 0,	/* native header over TLS (default) */
+	CONF_PROTO_TROJAN,		/* trojan request over TLS */
+	CONF_PROTO_SOCKS5,		/* a SOCKS5 proxy (RFC 1928), no TLS */
+	CONF_PROTO_DIRECT,		/* straight to the target, SO_MARK */
+	CONF_PROTO_BLOCK,		/* every flow refused */
+};
+
+/*
+ * One user's own egress lists (server.users[].egress_allow/egress_deny,
+ * or a trojan_passwords entry's), checked before the server-wide ones.
+ * Reference counted, loop thread only: a session keeps the lists it
+ * authenticated with (conf_egress_ref) across a reload that frees the
+ * table.
+ */
+struct conf_egress {
+	unsigned	 refs;
+	struct cidr	*allow;
+	size_t		 nallow;
+	struct cidr	*deny;
+	size_t		 ndeny;
+};
+
+struct conf_egress *conf_egress_ref(struct conf_egress *e);	/* NULL ok */
+void conf_egress_unref(struct conf_egress *e);			/* NULL ok */
+
+/* A trojan password's own limits; 0: the server's per-user defaults. */
+struct conf_limits {
+	unsigned max_conns;
+	unsigned max_udp;
+};
+
+struct conf_user {
+	struct conf_egress *egress;	/* NULL: the server-wide lists only */
+	char	 name[CONF_NAME_MAX];
+	uint8_t	 key[CONF_KEY_LEN];
+	unsigned max_conns;	/* 0: server.max_conns_per_user */
+	unsigned max_udp;	/* 0: server.max_udp_per_user */
+};
+
+struct conf {
+	char		*path;		/* file it was loaded from, or NULL */
+	enum conf_role	 role;
+	int		 log_level;	/* enum log_level */
+	bool		 log_syslog;
+	bool		 log_syslog_set;	/* log.syslog given: run -d keeps it */
+
+	/* Process: control socket, metrics, pid file, privileges, drain. */
+	char		 control[CONF_SOCK_MAX];	/* "" = off */
+	bool		 has_metrics;
+	struct addr	 metrics;		/* default port 9353 on loopback */
+	char		*pidfile;		/* NULL: none */
+	char		 user[CONF_NAME_MAX];	/* "" = keep running as is */
+	char		 group[CONF_NAME_MAX];	/* "" = the user's group */
+	unsigned	 drain_timeout_ms;	/* default 5000 */
+
+	struct {
+		char		 name[IFNAMSIZ];	/* default "tun0" */
+		unsigned	 mtu;			/* 576..65535, default 9000 */
+		bool		 has_addr4, has_addr6;
+		struct cidr	 addr4, addr6;		/* addresses of the TUN itself */
+	} tun;
+
+	struct {
+		char		*server_host;		/* host name or numeric;
+							 * NULL for direct, block */
+		uint16_t	 server_port;
+		char		*sni;			/* default: server_host */
+		char		*ca_file;		/* NULL: system store */
+		bool		 insecure;		/* skip verification (loudly) */
+		bool		 has_pin;
+		uint8_t		 pin_sha256[32];	/* SHA-256 of the server's SPKI */
+		uint8_t		 key[CONF_KEY_LEN];
+		enum conf_proto	 protocol;
+		char		 trojan_hex[CONF_TROJAN_HEX_LEN + 1]; /* hex(SHA224(password)) */
+		/* socks5: RFC 1929 credentials, "" = none.  The password is
+		 * kept in plain (the proxy needs it); never logged or dumped,
+		 * wiped by conf_free. */
+		char		 username[CONF_SOCKS_MAX + 1];
+		char		 password[CONF_SOCKS_MAX + 1];
+		char		 congestion[CONF_CC_MAX]; /* default "bbr" */
+		uint32_t	 mark;			/* SO_MARK on outer sockets, 0 = none */
+		unsigned	 max_flows;		/* default 4096 */
+		unsigned	 connect_timeout_ms;	/* default 10000 */
+		unsigned	 idle_timeout_ms;	/* default 300000 */
+		bool		 faithful;		/* connect_mode: faithful (default fast) */
+		unsigned	 padding;		/* padded records per stream, default 8 */
+		unsigned	 pool;			/* warm TLS connections, default 2 */
+		unsigned	 pool_lifetime_ms;	/* default 8000 (< server handshake_timeout) */
+		unsigned	 max_udp;		/* UDP/ICMP associations, default 1024 */
+		size_t		 max_buffer_memory;	/* bytes, 0 = none; default 64M */
+		unsigned	 udp_timeout_ms;	/* default 60000 */
+		unsigned	 dns_timeout_ms;	/* port 53 and ICMP, default 10000 */
+		bool		 has_dns;
+		struct addr	 dns;			/* pin port-53 queries here */
+		bool		 route_auto;		/* run tunsplit-route up/down */
+		struct cidr	*route_exclude;		/* --exclude for it */
+		size_t		 nroute_exclude;
+	} client;
+
+	struct {
+		struct addr	 listen[CONF_MAX_LISTEN];
+		size_t		 nlisten;
+		char		*cert_file;
+		char		*cert_key_file;
+		struct conf_user *users;
+		size_t		 nusers;
+		char		(*trojan_hex)[CONF_TROJAN_HEX_LEN + 1]; /* trojan_passwords, hashed */
+		size_t		 ntrojan;
+		struct conf_egress **trojan_egress;	/* per password; NULL entries */
+		struct conf_limits *trojan_limits;	/* per password */
+		char		 congestion[CONF_CC_MAX];
+		uint32_t	 mark;
+		unsigned	 max_conns;		/* default 8192 */
+		unsigned	 max_conns_per_source;	/* default 4096, 0 = none */
+		unsigned	 max_conns_per_user;	/* default 0 = none */
+		unsigned	 max_udp;		/* datagram sessions, default 4096 */
+		unsigned	 max_udp_per_user;	/* default 0 = none */
+		size_t		 max_buffer_memory;	/* relay buffers, bytes; default 256M */
+		unsigned	 padding;		/* padded records per stream, default 8 */
+		unsigned	 connect_timeout_ms;	/* default 10000 */
+		unsigned	 idle_timeout_ms;	/* default 300000 */
+		unsigned	 handshake_timeout_ms;	/* default 10000 */
+		unsigned	 time_window_s;		/* header timestamp skew, default 120 */
+		struct cidr	*egress_allow;		/* overrides the default deny list */
+		size_t		 negress_allow;
+		struct cidr	*egress_deny;		/* extra denies */
+		size_t		 negress_deny;
+		/* resolver: domain-name targets (resolve.h). */
+		unsigned	 resolve_workers;	/* threads, default 4 */
+		unsigned	 resolve_queue;		/* waiting, default 256 */
+		unsigned	 resolve_timeout_ms;	/* default 5000 */
+		unsigned	 resolve_cache;		/* names, default 1024; 0 = off */
+		unsigned	 resolve_ttl_ms;	/* default 60000 */
+		unsigned	 resolve_negative_ttl_ms; /* default 10000 */
+		char		*fallback_host;		/* cover site, NULL: none */
+		uint16_t	 fallback_port;
+		bool		 fallback_tls;		/* cover site speaks TLS */
+	} server;
+};
+
+/* Parse from a file or a buffer.  On failure returns NULL and writes a
+ * one-line message ("file:line:col: key: message") into err. */
+struct conf *conf_load_file(const char *path, char *err, size_t errlen);
+struct conf *conf_load_buf(const char *name, const char *buf, size_t len,
+    char *err, size_t errlen);
+void conf_free(struct conf *c);		/* wipes keys; accepts NULL */
+/* Effective configuration as YAML, secrets redacted (check -c). */
+void conf_dump(const struct conf *c, FILE *fp);
+
+/* "tunsplit", "trojan", "socks5", "direct", "block". */
+const char *conf_proto_name(enum conf_proto p);
+
+/* "30s" "250ms" "5m" "1h" or bare seconds -> ms; -1 when invalid. */
+long long conf_parse_duration_ms(const char *s);
+
+#endif

@@ -1,0 +1,284 @@
+/*
+ * The effective configuration as YAML (check -c): every default filled in,
+ * secrets redacted, names quoted so that they read back as they were.
+ */
+#include "conf/conf.h"
+
+#include <arpa/inet.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "conf/conf_int.h"
+
+/* Double-quoted YAML string, so that any name reads back as it was. */
+static void
+dump_str(FILE *fp, const char *s)
+{
+	fputc('"', fp);
+	for (; *s != '\0'; s++) {
+		if (*s == '"' || *s == '\\')
+			fprintf(fp, "\\%c", *s);
+		else if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			fprintf(fp, "\\x%02x", (unsigned char)*s);
+		else
+			fputc(*s, fp);
+	}
+	fputc('"', fp);
+}
+
+static void
+dump_kv(FILE *fp, const char *indent, const char *key, const char *s)
+{
+	fprintf(fp, "%s%s: ", indent, key);
+	dump_str(fp, s);
+	fputc('\n', fp);
+}
+
+/* Bytes in the largest unit that is exact. */
+static void
+dump_size(FILE *fp, const char *key, size_t v)
+{
+	static const char	 units[] = "GMK";
+	unsigned		 shift;
+	size_t			 i;
+
+	for (i = 0, shift = 30; i < 3; i++, shift -= 10)
+		if (v != 0 && v % ((size_t)1 << shift) == 0) {
+			fprintf(fp, "  %s: %zu%c\n", key, v >> shift, units[i]);
+			return;
+		}
+	fprintf(fp, "  %s: %zu\n", key, v);
+}
+
+static void
+dump_ms(FILE *fp, const char *key, unsigned ms)
+{
+	char	buf[32];
+
+	fprintf(fp, "  %s: %s\n", key, conf_duration_fmt(ms, buf, sizeof(buf)));
+}
+
+/* Marks are written in hex everywhere else (ip rule, iptables). */
+static void
+dump_mark(FILE *fp, uint32_t mark)
+{
+	if (mark == 0)
+		fprintf(fp, "  mark: 0\n");
+	else
+		fprintf(fp, "  mark: 0x%" PRIx32 "\n", mark);
+}
+
+static void
+dump_cidr_list(FILE *fp, const char *indent, const char *key,
+    const struct cidr *v, size_t n)
+{
+	char	buf[INET6_ADDRSTRLEN + 8];
+	size_t	i;
+
+	fprintf(fp, "%s%s:%s\n", indent, key, n == 0 ? " []" : "");
+	for (i = 0; i < n; i++)
+		fprintf(fp, "%s  - %s\n", indent,
+		    cidr_fmt(&v[i], buf, sizeof(buf)));
+}
+
+/* A user's own lists, when it has them. */
+static void
+dump_user_egress(FILE *fp, const char *indent, const struct conf_egress *e)
+{
+	if (e == NULL)
+		return;
+	dump_cidr_list(fp, indent, "egress_allow", e->allow, e->nallow);
+	dump_cidr_list(fp, indent, "egress_deny", e->deny, e->ndeny);
+}
+
+static void
+dump_hostport(FILE *fp, const char *key, const char *host, uint16_t port)
+{
+	bool	v6 = strchr(host, ':') != NULL;
+
+	fprintf(fp, "  %s: \"%s%s%s:%u\"\n", key, v6 ? "[" : "", host,
+	    v6 ? "]" : "", port);
+}
+
+static void
+dump_client(const struct conf *c, FILE *fp)
+{
+	char	buf[INET6_ADDRSTRLEN + 8];
+	char	pin[sodium_base64_ENCODED_LEN(32,
+	    sodium_base64_VARIANT_ORIGINAL)];
+
+	fprintf(fp, "tun:\n");
+	dump_kv(fp, "  ", "name", c->tun.name);
+	fprintf(fp, "  mtu: %u\n  address:\n", c->tun.mtu);
+	if (c->tun.has_addr4)
+		fprintf(fp, "    - %s\n",
+		    cidr_fmt(&c->tun.addr4, buf, sizeof(buf)));
+	if (c->tun.has_addr6)
+		fprintf(fp, "    - %s\n",
+		    cidr_fmt(&c->tun.addr6, buf, sizeof(buf)));
+	fprintf(fp, "client:\n");
+	if (c->client.server_host != NULL)	/* none for direct, block */
+		dump_hostport(fp, "server", c->client.server_host,
+		    c->client.server_port);
+	if (c->client.sni != NULL)
+		dump_kv(fp, "  ", "sni", c->client.sni);
+	if (c->client.ca_file != NULL)
+		dump_kv(fp, "  ", "ca", c->client.ca_file);
+	else
+		fprintf(fp, "  # ca: system trust store\n");
+	fprintf(fp, "  insecure: %s\n", c->client.insecure ? "true" : "false");
+	if (c->client.has_pin) {
+		sodium_bin2base64(pin, sizeof(pin), c->client.pin_sha256,
+		    sizeof(c->client.pin_sha256),
+		    sodium_base64_VARIANT_ORIGINAL);
+		fprintf(fp, "  pin_sha256: \"%s\"\n", pin);
+	}
+	if (c->client.protocol <= CONF_PROTO_TROJAN)
+		fprintf(fp, "  key: (redacted)\n");
+	if (c->client.protocol != CONF_PROTO_TUNSPLIT)
+		fprintf(fp, "  protocol: %s\n",
+		    conf_proto_name(c->client.protocol));
+	if (c->client.username[0] != '\0')
+		dump_kv(fp, "  ", "username", c->client.username);
+	if (c->client.protocol == CONF_PROTO_TROJAN ||
+	    c->client.password[0] != '\0')
+		fprintf(fp, "  password: (redacted)\n");
+	dump_kv(fp, "  ", "congestion", c->client.congestion);
+	dump_mark(fp, c->client.mark);
+	fprintf(fp, "  max_flows: %u\n", c->client.max_flows);
+	dump_ms(fp, "connect_timeout", c->client.connect_timeout_ms);
+	dump_ms(fp, "idle_timeout", c->client.idle_timeout_ms);
+	dump_kv(fp, "  ", "connect_mode", c->client.faithful ? "faithful" : "fast");
+	fprintf(fp, "  padding: %u\n", c->client.padding);
+	fprintf(fp, "  pool: %u\n", c->client.pool);
+	dump_ms(fp, "pool_lifetime", c->client.pool_lifetime_ms);
+	fprintf(fp, "  max_udp: %u\n", c->client.max_udp);
+	dump_size(fp, "max_buffer_memory", c->client.max_buffer_memory);
+	dump_ms(fp, "udp_timeout", c->client.udp_timeout_ms);
+	dump_ms(fp, "dns_timeout", c->client.dns_timeout_ms);
+	if (c->client.has_dns) {
+		char	dbuf[ADDR_STRLEN];
+
+		fprintf(fp, "  dns: \"%s\"\n",
+		    addr_fmt(&c->client.dns, dbuf, sizeof(dbuf)));
+	}
+	fprintf(fp, "  route: %s\n", c->client.route_auto ? "auto" : "off");
+	if (c->client.nroute_exclude > 0)
+		dump_cidr_list(fp, "  ", "route_exclude",
+		    c->client.route_exclude, c->client.nroute_exclude);
+}
+
+static void
+dump_server(const struct conf *c, FILE *fp)
+{
+	char	buf[ADDR_STRLEN];
+	size_t	i;
+
+	fprintf(fp, "server:\n  listen:\n");
+	for (i = 0; i < c->server.nlisten; i++)
+		fprintf(fp, "    - \"%s\"\n",
+		    addr_fmt(&c->server.listen[i], buf, sizeof(buf)));
+	dump_kv(fp, "  ", "cert", c->server.cert_file);
+	dump_kv(fp, "  ", "cert_key", c->server.cert_key_file);
+	fprintf(fp, "  users:\n");
+	for (i = 0; i < c->server.nusers; i++) {
+		dump_kv(fp, "    - ", "name", c->server.users[i].name);
+		fprintf(fp, "      key: (redacted)\n");
+		if (c->server.users[i].max_conns != 0)
+			fprintf(fp, "      max_conns: %u\n",
+			    c->server.users[i].max_conns);
+		if (c->server.users[i].max_udp != 0)
+			fprintf(fp, "      max_udp: %u\n",
+			    c->server.users[i].max_udp);
+		dump_user_egress(fp, "      ", c->server.users[i].egress);
+	}
+	if (c->server.ntrojan > 0)
+		fprintf(fp, "  # trojan_passwords: %zu (redacted)\n",
+		    c->server.ntrojan);
+	for (i = 0; i < c->server.ntrojan; i++) {
+		const struct conf_limits *l = &c->server.trojan_limits[i];
+
+		if (c->server.trojan_egress[i] == NULL && l->max_conns == 0 &&
+		    l->max_udp == 0)
+			continue;
+		fprintf(fp, "  # trojan_passwords[%zu]:\n", i);
+		if (l->max_conns != 0)
+			fprintf(fp, "  #   max_conns: %u\n", l->max_conns);
+		if (l->max_udp != 0)
+			fprintf(fp, "  #   max_udp: %u\n", l->max_udp);
+		dump_user_egress(fp, "  #   ", c->server.trojan_egress[i]);
+	}
+	dump_kv(fp, "  ", "congestion", c->server.congestion);
+	dump_mark(fp, c->server.mark);
+	fprintf(fp, "  max_conns: %u\n", c->server.max_conns);
+	fprintf(fp, "  max_conns_per_source: %u\n",
+	    c->server.max_conns_per_source);
+	fprintf(fp, "  max_conns_per_user: %u\n", c->server.max_conns_per_user);
+	fprintf(fp, "  max_udp: %u\n", c->server.max_udp);
+	fprintf(fp, "  max_udp_per_user: %u\n", c->server.max_udp_per_user);
+	dump_size(fp, "max_buffer_memory", c->server.max_buffer_memory);
+	fprintf(fp, "  padding: %u\n", c->server.padding);
+	dump_ms(fp, "connect_timeout", c->server.connect_timeout_ms);
+	dump_ms(fp, "idle_timeout", c->server.idle_timeout_ms);
+	dump_ms(fp, "handshake_timeout", c->server.handshake_timeout_ms);
+	dump_ms(fp, "time_window", c->server.time_window_s * 1000);
+	fprintf(fp, "  egress:\n");
+	dump_cidr_list(fp, "    ", "allow", c->server.egress_allow,
+	    c->server.negress_allow);
+	dump_cidr_list(fp, "    ", "deny", c->server.egress_deny,
+	    c->server.negress_deny);
+	fprintf(fp, "  resolver:\n    workers: %u\n    queue: %u\n",
+	    c->server.resolve_workers, c->server.resolve_queue);
+	dump_ms(fp, "  timeout", c->server.resolve_timeout_ms);
+	fprintf(fp, "    cache: %u\n", c->server.resolve_cache);
+	dump_ms(fp, "  cache_ttl", c->server.resolve_ttl_ms);
+	dump_ms(fp, "  negative_ttl", c->server.resolve_negative_ttl_ms);
+	if (c->server.fallback_host != NULL) {
+		dump_hostport(fp, "fallback", c->server.fallback_host,
+		    c->server.fallback_port);
+		fprintf(fp, "  fallback_tls: %s\n",
+		    c->server.fallback_tls ? "true" : "false");
+	} else
+		fprintf(fp, "  # fallback: none (unauthenticated connections "
+		    "are closed)\n");
+}
+
+void
+conf_dump(const struct conf *c, FILE *fp)
+{
+	static const char *const levels[] = {
+		[LOG_LVL_ERROR] = "error", [LOG_LVL_WARN] = "warn",
+		[LOG_LVL_INFO] = "info", [LOG_LVL_DEBUG] = "debug",
+	};
+
+	char		 buf[ADDR_STRLEN], ms[32];
+
+	fprintf(fp, "log:\n  level: %s\n  syslog: %s\n",
+	    c->log_level >= 0 && c->log_level <= LOG_LVL_DEBUG ?
+	    levels[c->log_level] : "info", c->log_syslog ? "true" : "false");
+	if (c->control[0] != '\0')
+		dump_kv(fp, "", "control", c->control);
+	else
+		fprintf(fp, "control: off\n");
+	if (c->has_metrics)
+		fprintf(fp, "metrics: \"%s\"\n",
+		    addr_fmt(&c->metrics, buf, sizeof(buf)));
+	else
+		fprintf(fp, "metrics: off\n");
+	if (c->pidfile != NULL)
+		dump_kv(fp, "", "pidfile", c->pidfile);
+	else
+		fprintf(fp, "# pidfile: none\n");
+	if (c->user[0] != '\0')
+		dump_kv(fp, "", "user", c->user);
+	if (c->group[0] != '\0')
+		dump_kv(fp, "", "group", c->group);
+	fprintf(fp, "drain_timeout: %s\n",
+	    conf_duration_fmt(c->drain_timeout_ms, ms, sizeof(ms)));
+	if (c->role == CONF_ROLE_CLIENT)
+		dump_client(c, fp);
+	else
+		dump_server(c, fp);
+}

@@ -1,0 +1,166 @@
+/*
+ * Resource limits: connection counts per key (the server's sources and
+ * users), a memory budget for relay buffers (both roles), and refusal
+ * messages rate-limited per kind of limit.  Pure accounting, no I/O and no
+ * loop: the callers decide what a refusal means (close at accept, an error
+ * status, an RST to the app) and feed loop time in.
+ */
+#ifndef TUNSPLIT_LIMIT_H
+#define TUNSPLIT_LIMIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include "core/log.h"
+
+struct addr;
+
+/* Refusal messages: at most one per kind per interval, carrying the
+ * number of refusals since the previous message. */
+#define LIMIT_LOG_INTERVAL_MS	10000
+
+/* Default of server.max_conns_per_source; see tunsplit.yaml(5). */
+#define LIMIT_SOURCE_DEFAULT	4096
+
+enum limit_kind {
+	LIMIT_CONNS,		/* server.max_conns */
+	LIMIT_SOURCE,		/* server.max_conns_per_source */
+	LIMIT_USER_CONNS,	/* users[].max_conns */
+	LIMIT_UDP,		/* server.max_udp */
+	LIMIT_USER_UDP,		/* users[].max_udp */
+	LIMIT_MEMORY,		/* max_buffer_memory: new work refused */
+	LIMIT_NKINDS
+};
+
+/* "conns", "source", "user_conns", "udp", "user_udp", "memory". */
+const char *limit_kind_name(enum limit_kind k);
+
+/* ---- counts per key ------------------------------------------------- */
+
+/*
+ * An entry exists only while something holds it (conns + udp > 0), so the
+ * table never holds more entries than there are live connections: a flood
+ * from many (or spoofed-then-completed) sources costs what the connections
+ * themselves cost, and nothing once they are gone.  Buckets are fixed at
+ * init; the hash is keyed (SipHash with a random key), so chosen keys
+ * cannot pile up in one chain.
+ */
+#define LIMIT_KEY_MAX	64
+
+struct limit_ent {
+	struct limit_ent	*next;		/* bucket chain */
+	unsigned		 conns;
+	unsigned		 udp;
+	uint8_t			 klen;
+	uint8_t			 key[];
+};
+
+struct limit_tab {
+	struct limit_ent	**bucket;
+	size_t			 nbucket;	/* power of two */
+	size_t			 n;		/* entries */
+	uint8_t			 hkey[16];
+};
+
+/* nbucket is rounded up to a power of two.  0 or -1 (out of memory). */
+int  limit_tab_init(struct limit_tab *t, size_t nbucket);
+void limit_tab_free(struct limit_tab *t);	/* every entry */
+struct limit_ent *limit_tab_find(const struct limit_tab *t, const void *key,
+    size_t klen);
+/* Finds or creates (with zero counts); NULL when out of memory or klen is
+ * past LIMIT_KEY_MAX. */
+struct limit_ent *limit_tab_get(struct limit_tab *t, const void *key,
+    size_t klen);
+/* Frees e when nothing holds it any more. */
+void limit_tab_release(struct limit_tab *t, struct limit_ent *e);
+
+/* The key of a client address: IPv4 (also IPv4-mapped IPv6) by /32, IPv6
+ * by /64 -- a site gets a /64 at least, and a host picks freely in it.
+ * Returns the key length. */
+#define LIMIT_SOURCE_KEY_LEN	9
+size_t limit_source_key(const struct addr *a, uint8_t key[LIMIT_SOURCE_KEY_LEN]);
+
+/* ---- memory budget -------------------------------------------------- */
+
+struct limit_waiter;
+TAILQ_HEAD(limit_waiters, limit_waiter);
+
+/*
+ * A waiter is something paused because the budget refused it memory (a
+ * relay that stopped reading); limit_mem_wake() calls it again once
+ * memory is free.  Embedded in its owner; never queued twice.
+ */
+struct limit_waiter {
+	TAILQ_ENTRY(limit_waiter) entry;
+	bool			 queued;
+	uint64_t		 gen;		/* limit_mem's, when queued */
+	void			(*fn)(struct limit_waiter *);
+};
+
+struct limit_mem {
+	size_t			 max;		/* 0: no limit */
+	size_t			 used;
+	size_t			 peak;
+	size_t			 unit;		/* what a waiter needs to go on */
+	uint64_t		 denied;	/* takes refused (reads paused) */
+	uint64_t		 gen;		/* wake calls so far */
+	bool			 waking;	/* a waiter runs: its turn */
+	struct limit_waiters	 waiters;
+};
+
+void limit_mem_init(struct limit_mem *m, size_t max, size_t unit);
+/* Takes n bytes when they fit under max -- and, while waiters are queued,
+ * leave a unit for them; false (counted) otherwise. */
+bool limit_mem_take(struct limit_mem *m, size_t n);
+/* Takes n bytes even past max: for bytes that exist already. */
+void limit_mem_force(struct limit_mem *m, size_t n);
+void limit_mem_give(struct limit_mem *m, size_t n);
+/* Room for n more bytes: admission of new work.  New work is refused
+ * before existing work is paused: admission keeps `unit` in reserve. */
+bool limit_mem_admit(const struct limit_mem *m, size_t n);
+void limit_mem_wait(struct limit_mem *m, struct limit_waiter *w);
+void limit_mem_unwait(struct limit_mem *m, struct limit_waiter *w);
+/* Calls the waiters queued before this call, oldest first, while a unit
+ * fits; a waiter that is refused again queues itself again (for the next
+ * call).  Meant for the end of a loop iteration. */
+void limit_mem_wake(void *m);
+
+/*
+ * Parses "64M", "512K", "1G", "4096" (bytes; K, M, G are powers of 1024,
+ * also written KB/KiB) into *bytes; -1 when invalid or past SIZE_MAX.
+ */
+int limit_parse_size(const char *s, unsigned long long *bytes);
+
+/* ---- refusals -------------------------------------------------------- */
+
+struct limit_log {
+	uint64_t		 last_ms;	/* 0: never logged */
+	uint64_t		 since;		/* refusals since last_ms */
+};
+
+/* Counters and message state of every kind; plain data for the status. */
+struct limit_stats {
+	uint64_t		 refused[LIMIT_NKINDS];
+	struct limit_log	 log[LIMIT_NKINDS];
+};
+
+/*
+ * Counts one refusal of kind k; logs "<what>: refusing new <work> (N since
+ * the last message)" unless one was logged for k less than
+ * LIMIT_LOG_INTERVAL_MS ago.  Returns true when it logged.
+ */
+bool limit_refuse(struct limit_stats *st, enum limit_kind k, uint64_t now_ms,
+    const char *work, const char *fmt, ...) LOG_PRINTF(5, 6);
+
+/* The server's limit state: server.c owns it, sess.c charges it. */
+struct limit_server {
+	struct limit_tab	 sources;	/* connections per source */
+	struct limit_tab	 users;		/* sessions, datagram ones */
+	struct limit_mem	 mem;		/* relay buffers */
+	struct limit_stats	 st;
+	unsigned		 udp;		/* live datagram sessions */
+};
+
+#endif

@@ -1,0 +1,84 @@
+/*
+ * Counters for status and metrics.  See stats.h.
+ */
+#include "core/stats.h"
+
+#include <string.h>
+#include <time.h>
+
+static const uint64_t stats_bounds[STATS_HIST_NBOUNDS] = STATS_HIST_BOUNDS;
+
+void
+stats_reason_add(struct stats_reasons *r, const char *reason)
+{
+	size_t	i;
+
+	if (reason == NULL) {
+		r->other++;
+		return;
+	}
+	/* Pointer compare first: callers pass the same literal each time. */
+	for (i = 0; i < r->nv; i++) {
+		if (r->v[i].reason == reason ||
+		    strcmp(r->v[i].reason, reason) == 0) {
+			r->v[i].n++;
+			return;
+		}
+	}
+	if (r->nv == STATS_REASONS_MAX) {
+		r->other++;
+		return;
+	}
+	r->v[r->nv].reason = reason;
+	r->v[r->nv].n = 1;
+	r->nv++;
+}
+
+uint64_t
+stats_reason_get(const struct stats_reasons *r, const char *reason)
+{
+	size_t	i;
+
+	for (i = 0; i < r->nv; i++)
+		if (strcmp(r->v[i].reason, reason) == 0)
+			return r->v[i].n;
+	return 0;
+}
+
+uint64_t
+stats_reason_total(const struct stats_reasons *r)
+{
+	uint64_t	n = r->other;
+	size_t		i;
+
+	for (i = 0; i < r->nv; i++)
+		n += r->v[i].n;
+	return n;
+}
+
+void
+stats_hist_add(struct stats_hist *h, uint64_t us)
+{
+	size_t	i;
+
+	for (i = 0; i < STATS_HIST_NBOUNDS && us > stats_bounds[i]; i++)
+		;
+	h->bucket[i]++;
+	h->count++;
+	h->sum_us += us;
+}
+
+uint64_t
+stats_hist_bound(size_t i)
+{
+	return i < STATS_HIST_NBOUNDS ? stats_bounds[i] : UINT64_MAX;
+}
+
+uint64_t
+stats_now_us(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}

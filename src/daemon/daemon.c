@@ -1,0 +1,708 @@
+/*
+ * Process lifecycle around a role.  See daemon.h.
+ *
+ * Privileges: after the TUN is open and every socket is bound, the daemon
+ * becomes user:/group: and keeps exactly one capability, CAP_NET_ADMIN,
+ * which SO_MARK on the outer sockets and a congestion control outside
+ * net.ipv4.tcp_allowed_congestion_control still need.  The capability calls
+ * are two raw syscalls (capget/capset) rather than libcap: it is all we
+ * need, and OpenWrt then needs no extra library.
+ *
+ * Routes: with route: auto a small helper process is forked (as root, before
+ * the drop) that waits on a pipe and runs `tunsplit-route down` when the
+ * daemon asks for it at a clean exit.  If the daemon dies instead, the pipe
+ * just closes and the helper leaves the routes in place: tunsplit-route is
+ * fail-closed, and traffic must not leak around a dead tunnel.
+ */
+#include "config.h"
+
+#include "daemon/daemon.h"
+
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <linux/capability.h>
+#include <arpa/inet.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/addr.h"
+#include "conf/conf.h"
+#include "core/log.h"
+#include "core/stats.h"
+
+#ifndef SBINDIR
+#define SBINDIR	"/usr/sbin"
+#endif
+#define DAEMON_ROUTE	"tunsplit-route"
+
+static struct {
+	struct conf	*live;
+	bool		 debug;
+	uint64_t	 start_us;
+	bool		 draining;
+	int		 ready_fd;	/* to the waiting `run -d` parent */
+	int		 pid_fd;
+	char		*pid_path;
+	pid_t		 route_pid;	/* the helper, 0 if none */
+	int		 route_fd;	/* its pipe */
+} d = { .ready_fd = -1, .pid_fd = -1, .route_fd = -1 };
+
+void
+daemon_init(struct conf *live, bool debug)
+{
+	d.live = live;
+	d.debug = debug;
+	d.start_us = stats_now_us();
+}
+
+uint64_t
+daemon_uptime_ms(void)
+{
+	return (stats_now_us() - d.start_us) / 1000;
+}
+
+bool
+daemon_draining(void)
+{
+	return d.draining;
+}
+
+/* ---- background, pid file ------------------------------------------- */
+
+static void
+daemon_null_stdio(void)
+{
+	int	fd;
+
+	if ((fd = open("/dev/null", O_RDWR)) == -1)
+		return;
+	(void)dup2(fd, STDIN_FILENO);
+	(void)dup2(fd, STDOUT_FILENO);
+	(void)dup2(fd, STDERR_FILENO);
+	if (fd > STDERR_FILENO)
+		close(fd);
+}
+
+int
+daemon_background(void)
+{
+	int	p[2], status;
+	char	c;
+	pid_t	pid;
+	ssize_t	r;
+
+	if (pipe2(p, O_CLOEXEC) == -1) {
+		log_warn("pipe");
+		return -1;
+	}
+	fflush(NULL);
+	if ((pid = fork()) == -1) {
+		log_warn("fork");
+		close(p[0]);
+		close(p[1]);
+		return -1;
+	}
+	if (pid > 0) {
+		/* The foreground process: its exit status says whether the
+		 * daemon came up, so scripts can trust `run -d`. */
+		close(p[1]);
+		(void)waitpid(pid, &status, 0);
+		do
+			r = read(p[0], &c, 1);
+		while (r == -1 && errno == EINTR);
+		_exit(r == 1 && c == 0 ? 0 : 1);
+	}
+	close(p[0]);
+	if (setsid() == -1)
+		_exit(1);
+	/* Not a session leader: it can never acquire a terminal. */
+	if ((pid = fork()) == -1)
+		_exit(1);
+	if (pid > 0)
+		_exit(0);
+	d.ready_fd = p[1];
+	if (chdir("/") == -1)
+		log_warn("chdir /");
+	daemon_null_stdio();
+	return 0;
+}
+
+int
+daemon_pidfile(const char *path)
+{
+	char	buf[32];
+	int	fd, n;
+
+	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
+	    0644)) == -1) {
+		log_warn("pid file %s", path);
+		return -1;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) == -1) {
+		n = (int)read(fd, buf, sizeof(buf) - 1);
+		buf[n > 0 ? n : 0] = '\0';
+		buf[strcspn(buf, "\n")] = '\0';
+		log_warnx("pid file %s is locked: tunsplit is already running "
+		    "(pid %s)", path, buf);
+		close(fd);
+		return -1;
+	}
+	n = snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
+	if (ftruncate(fd, 0) == -1 || write(fd, buf, (size_t)n) != n) {
+		log_warn("pid file %s", path);
+		close(fd);
+		return -1;
+	}
+	d.pid_fd = fd;
+	if ((d.pid_path = strdup(path)) == NULL)
+		log_warn("pid file");
+	return 0;
+}
+
+/* ---- routes ----------------------------------------------------------- */
+
+static const char *
+daemon_route_path(void)
+{
+	static const char	installed[] = SBINDIR "/" DAEMON_ROUTE;
+
+	/* Installed next to us; else whatever PATH finds (build trees). */
+	return access(installed, X_OK) == 0 ? installed : DAEMON_ROUTE;
+}
+
+/* Runs tunsplit-route with argv (argv[0] filled in); its exit status. */
+static int
+daemon_route_run(char **argv)
+{
+	int	status;
+	pid_t	pid;
+
+	argv[0] = (char *)(uintptr_t)daemon_route_path();
+	fflush(NULL);
+	if ((pid = fork()) == -1) {
+		log_warn("fork");
+		return -1;
+	}
+	if (pid == 0) {
+		/* The signals the role blocked for its signalfd. */
+		sigset_t	all;
+
+		sigemptyset(&all);
+		sigprocmask(SIG_SETMASK, &all, NULL);
+		execvp(argv[0], argv);
+		log_warn("exec %s", argv[0]);
+		_exit(127);
+	}
+	while (waitpid(pid, &status, 0) == -1)
+		if (errno != EINTR) {
+			log_warn("waitpid");
+			return -1;
+		}
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+static void
+daemon_route_down_now(const char *dev)
+{
+	char	*argv[] = { NULL, (char *)(uintptr_t)"down", (char *)(uintptr_t)
+	    "--dev", (char *)(uintptr_t)dev, NULL };
+	int	 rc;
+
+	if ((rc = daemon_route_run(argv)) != 0)
+		log_warnx("%s down --dev %s: exit status %d", DAEMON_ROUTE,
+		    dev, rc);
+	else
+		log_info("routes through %s removed", dev);
+}
+
+/*
+ * The helper: root, no fds but its pipe and stdio, deaf to the signals a
+ * service manager sends the whole group, so that it outlives the daemon
+ * long enough to clean up after it.
+ */
+static void
+daemon_route_helper(int fd, const char *dev)
+{
+	char	c;
+	ssize_t	r;
+	int	i, max = (int)sysconf(_SC_OPEN_MAX);
+
+	for (i = STDERR_FILENO + 1; i < (max > 0 ? max : 1024); i++)
+		if (i != fd)
+			(void)close(i);
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGINT, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	(void)prctl(PR_SET_NAME, "tunsplit-route");
+	do
+		r = read(fd, &c, 1);
+	while (r == -1 && errno == EINTR);
+	if (r == 1 && c == 'd')
+		daemon_route_down_now(dev);
+	else
+		log_warnx("daemon gone without a clean exit: routes through "
+		    "%s left in place (fail-closed); `%s down --dev %s` "
+		    "removes them", dev, DAEMON_ROUTE, dev);
+	_exit(0);
+}
+
+static int
+daemon_route_up(const char *dev, const struct addr *server)
+{
+	const struct conf	*c = d.live;
+	char			 mark[16], ip[INET6_ADDRSTRLEN];
+	char			 (*ex)[INET6_ADDRSTRLEN + 8] = NULL;
+	char			**argv = NULL;
+	size_t			 n = 0, i;
+	int			 p[2], rc = -1;
+	pid_t			 pid;
+
+	/* No server for protocol direct or block: its marked sockets are
+	 * all that has to bypass the TUN. */
+	if (server == NULL)
+		snprintf(ip, sizeof(ip), "none");
+	else if (inet_ntop(addr_family(server), addr_ip(server, &i), ip,
+	    sizeof(ip)) == NULL)
+		return -1;
+	snprintf(mark, sizeof(mark), "0x%x", c->client.mark);
+	if ((argv = calloc(12 + 2 * c->client.nroute_exclude,
+	    sizeof(*argv))) == NULL ||
+	    (ex = calloc(c->client.nroute_exclude + 1, sizeof(*ex))) == NULL) {
+		log_warn("route");
+		goto out;
+	}
+#define ARG(s)	(argv[n++] = (char *)(uintptr_t)(s))
+	ARG(NULL);
+	ARG("up");
+	ARG("--dev");
+	ARG(dev);
+	ARG("--mark");
+	ARG(mark);
+	if (server != NULL) {
+		ARG("--server");
+		ARG(ip);
+	}
+	if (!c->tun.has_addr6)
+		ARG("--no-ipv6");
+	for (i = 0; i < c->client.nroute_exclude; i++) {
+		cidr_fmt(&c->client.route_exclude[i], ex[i], sizeof(ex[i]));
+		ARG("--exclude");
+		ARG(ex[i]);
+	}
+#undef ARG
+	if ((rc = daemon_route_run(argv)) != 0) {
+		log_warnx("%s up --dev %s: exit status %d", DAEMON_ROUTE, dev,
+		    rc);
+		/* Whatever it managed to add before failing. */
+		daemon_route_down_now(dev);
+		rc = -1;
+		goto out;
+	}
+	log_info("default routes through %s (mark %s, server %s)", dev, mark,
+	    ip);
+	if (pipe2(p, O_CLOEXEC) == -1 || (pid = fork()) == -1) {
+		log_warn("route helper");
+		daemon_route_down_now(dev);
+		rc = -1;
+		goto out;
+	}
+	if (pid == 0) {
+		close(p[1]);
+		daemon_route_helper(p[0], dev);
+	}
+	close(p[0]);
+	d.route_pid = pid;
+	d.route_fd = p[1];
+	rc = 0;
+out:
+	free(argv);
+	free(ex);
+	return rc;
+}
+
+/* ---- privileges --------------------------------------------------------- */
+
+static int
+daemon_caps(uint64_t keep)
+{
+	struct __user_cap_header_struct	hdr;
+	struct __user_cap_data_struct	data[2];
+
+	memset(&hdr, 0, sizeof(hdr));
+	memset(data, 0, sizeof(data));
+	hdr.version = _LINUX_CAPABILITY_VERSION_3;
+	data[0].effective = data[0].permitted = (uint32_t)keep;
+	data[1].effective = data[1].permitted = (uint32_t)(keep >> 32);
+	return (int)syscall(SYS_capset, &hdr, data);
+}
+
+static int
+daemon_drop_privileges(void)
+{
+	const struct conf	*c = d.live;
+	const uint64_t		 keep = 1ULL << CAP_NET_ADMIN;
+	struct passwd		*pw;
+	struct group		*gr;
+	uid_t			 uid;
+	gid_t			 gid;
+	int			 cap;
+
+	if ((pw = getpwnam(c->user)) == NULL) {
+		log_warnx("user %s: no such user", c->user);
+		return -1;
+	}
+	uid = pw->pw_uid;
+	gid = pw->pw_gid;
+	if (c->group[0] != '\0') {
+		if ((gr = getgrnam(c->group)) == NULL) {
+			log_warnx("group %s: no such group", c->group);
+			return -1;
+		}
+		gid = gr->gr_gid;
+	}
+	/* Let the new user reach the control socket and the pid file. */
+	if (c->control[0] != '\0' && chown(c->control, uid, gid) == -1)
+		log_warn("chown %s", c->control);
+	if (d.pid_fd != -1 && fchown(d.pid_fd, uid, gid) == -1)
+		log_warn("chown %s", d.pid_path);
+	/* Nothing this process starts later may gain more than it has. */
+	for (cap = 0; cap <= 63; cap++)
+		if (cap != CAP_NET_ADMIN &&
+		    prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == -1 &&
+		    errno != EINVAL)
+			log_debug("capability bounding set: %d: %s", cap,
+			    strerror(errno));
+	if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) == -1 ||
+	    setgroups(1, &gid) == -1 || setresgid(gid, gid, gid) == -1 ||
+	    setresuid(uid, uid, uid) == -1) {
+		log_warn("dropping privileges to %s", c->user);
+		return -1;
+	}
+	if (daemon_caps(keep) == -1) {
+		log_warn("capset");
+		return -1;
+	}
+	(void)prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0);
+	(void)prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+	/* Paranoia: a drop that can be undone is no drop at all. */
+	if (uid != 0 && (setuid(0) == 0 || seteuid(0) == 0))
+		fatalx("could regain root after dropping privileges");
+	log_info("running as %s (uid %ld, gid %ld), keeping CAP_NET_ADMIN",
+	    c->user, (long)uid, (long)gid);
+	return 0;
+}
+
+/* ---- up, down ----------------------------------------------------------- */
+
+int
+daemon_up(const char *tun_dev, const struct addr *server)
+{
+	const struct conf	*c = d.live;
+	char			 ok = 0;
+
+	if (c->role == CONF_ROLE_CLIENT && c->client.route_auto &&
+	    tun_dev != NULL && daemon_route_up(tun_dev, server) == -1)
+		return -1;
+	if (c->user[0] != '\0' && daemon_drop_privileges() == -1)
+		return -1;
+	if (d.ready_fd != -1) {
+		if (write(d.ready_fd, &ok, 1) != 1)
+			log_warn("telling the parent");
+		close(d.ready_fd);
+		d.ready_fd = -1;
+	}
+	return 0;
+}
+
+void
+daemon_down(void)
+{
+	int	status;
+	char	c = 'd';
+
+	if (d.route_fd != -1) {
+		if (write(d.route_fd, &c, 1) != 1)
+			log_warn("route helper");
+		close(d.route_fd);
+		d.route_fd = -1;
+		while (waitpid(d.route_pid, &status, 0) == -1 && errno == EINTR)
+			;
+		d.route_pid = 0;
+	}
+	if (d.pid_fd != -1) {
+		/* May fail after a privilege drop; the lock, not the file,
+		 * tells whether a daemon runs. */
+		if (d.pid_path != NULL)
+			(void)unlink(d.pid_path);
+		close(d.pid_fd);
+		d.pid_fd = -1;
+	}
+	free(d.pid_path);
+	d.pid_path = NULL;
+}
+
+/* ---- reload ------------------------------------------------------------- */
+
+static void
+daemon_restart_needed(const char *what, bool changed)
+{
+	if (changed)
+		log_warnx("reload: %s changed: restart to apply it", what);
+}
+
+static bool
+str_differ(const char *a, const char *b)
+{
+	if (a == NULL || b == NULL)
+		return a != b;
+	return strcmp(a, b) != 0;
+}
+
+static void
+daemon_reload_client(struct conf *live, struct conf *n)
+{
+	daemon_restart_needed("tun", strcmp(live->tun.name, n->tun.name) != 0 ||
+	    live->tun.mtu != n->tun.mtu ||
+	    memcmp(&live->tun.addr4, &n->tun.addr4, sizeof(n->tun.addr4)) ||
+	    memcmp(&live->tun.addr6, &n->tun.addr6, sizeof(n->tun.addr6)));
+	daemon_restart_needed("client.server",
+	    str_differ(live->client.server_host, n->client.server_host) ||
+	    live->client.server_port != n->client.server_port);
+	daemon_restart_needed("client.sni, ca, insecure or pin_sha256",
+	    str_differ(live->client.sni, n->client.sni) ||
+	    str_differ(live->client.ca_file, n->client.ca_file) ||
+	    live->client.insecure != n->client.insecure ||
+	    live->client.has_pin != n->client.has_pin ||
+	    memcmp(live->client.pin_sha256, n->client.pin_sha256,
+	    sizeof(n->client.pin_sha256)) != 0);
+	daemon_restart_needed("client.mark, congestion or route",
+	    live->client.mark != n->client.mark ||
+	    strcmp(live->client.congestion, n->client.congestion) != 0 ||
+	    live->client.route_auto != n->client.route_auto);
+	/* New flows use these; live flows read the timeouts as they go. */
+	live->client.max_flows = n->client.max_flows;
+	live->client.max_buffer_memory = n->client.max_buffer_memory;
+	live->client.connect_timeout_ms = n->client.connect_timeout_ms;
+	live->client.idle_timeout_ms = n->client.idle_timeout_ms;
+	memcpy(live->client.key, n->client.key, sizeof(live->client.key));
+	/* The protocol decides how connect_mode works: restart for it; a
+	 * new trojan password is for new flows, like the key. */
+	daemon_restart_needed("client.protocol",
+	    live->client.protocol != n->client.protocol);
+	if (live->client.protocol == n->client.protocol) {
+		memcpy(live->client.trojan_hex, n->client.trojan_hex,
+		    sizeof(live->client.trojan_hex));
+		/* socks5 credentials: new flows log in with these. */
+		memcpy(live->client.username, n->client.username,
+		    sizeof(live->client.username));
+		memcpy(live->client.password, n->client.password,
+		    sizeof(live->client.password));
+	}
+}
+
+/*
+ * Key rotation, the cover site and the certificate files, applied by the
+ * server after this (server_reload in server.c).  Swapped, not copied, so
+ * that conf_free(n) frees (and wipes) the old ones; sessions keep copies
+ * of what they need, never pointers into these.
+ */
+static void
+daemon_reload_server_swaps(struct conf *live, struct conf *n)
+{
+	struct conf_user	*users = live->server.users;
+	size_t			 nusers = live->server.nusers;
+	char			*p;
+	char			(*th)[CONF_TROJAN_HEX_LEN + 1];
+	struct conf_egress	**te;
+	struct conf_limits	*tl;
+	size_t			 nt;
+
+	live->server.users = n->server.users;
+	live->server.nusers = n->server.nusers;
+	n->server.users = users;
+	n->server.nusers = nusers;
+	th = live->server.trojan_hex;
+	nt = live->server.ntrojan;
+	live->server.trojan_hex = n->server.trojan_hex;
+	live->server.ntrojan = n->server.ntrojan;
+	n->server.trojan_hex = th;
+	n->server.ntrojan = nt;
+	te = live->server.trojan_egress;
+	live->server.trojan_egress = n->server.trojan_egress;
+	n->server.trojan_egress = te;
+	tl = live->server.trojan_limits;
+	live->server.trojan_limits = n->server.trojan_limits;
+	n->server.trojan_limits = tl;
+	p = live->server.fallback_host;
+	live->server.fallback_host = n->server.fallback_host;
+	n->server.fallback_host = p;
+	live->server.fallback_port = n->server.fallback_port;
+	live->server.fallback_tls = n->server.fallback_tls;
+	p = live->server.cert_file;
+	live->server.cert_file = n->server.cert_file;
+	n->server.cert_file = p;
+	p = live->server.cert_key_file;
+	live->server.cert_key_file = n->server.cert_key_file;
+	n->server.cert_key_file = p;
+}
+
+static void
+daemon_reload_server(struct conf *live, struct conf *n)
+{
+	struct cidr	*v;
+	size_t		 nv;
+	size_t		 i;
+	bool		 listen = live->server.nlisten != n->server.nlisten;
+
+	for (i = 0; !listen && i < n->server.nlisten; i++)
+		listen = !addr_eq(&live->server.listen[i], &n->server.listen[i]);
+	daemon_restart_needed("server.listen", listen);
+	/* The resolver's threads and cache are sized at start. */
+	daemon_restart_needed("server.resolver",
+	    live->server.resolve_workers != n->server.resolve_workers ||
+	    live->server.resolve_queue != n->server.resolve_queue ||
+	    live->server.resolve_timeout_ms != n->server.resolve_timeout_ms ||
+	    live->server.resolve_cache != n->server.resolve_cache ||
+	    live->server.resolve_ttl_ms != n->server.resolve_ttl_ms ||
+	    live->server.resolve_negative_ttl_ms !=
+	    n->server.resolve_negative_ttl_ms);
+	live->server.max_conns = n->server.max_conns;
+	/* Limits: new connections are judged by the new values; live ones
+	 * stay (the server applies max_buffer_memory in server_reload). */
+	live->server.max_conns_per_source = n->server.max_conns_per_source;
+	live->server.max_conns_per_user = n->server.max_conns_per_user;
+	live->server.max_udp = n->server.max_udp;
+	live->server.max_udp_per_user = n->server.max_udp_per_user;
+	live->server.max_buffer_memory = n->server.max_buffer_memory;
+	live->server.connect_timeout_ms = n->server.connect_timeout_ms;
+	live->server.idle_timeout_ms = n->server.idle_timeout_ms;
+	live->server.handshake_timeout_ms = n->server.handshake_timeout_ms;
+	live->server.time_window_s = n->server.time_window_s;
+	/* Swapped, so that conf_free(n) frees the old lists: nothing keeps
+	 * a pointer into them between two loop iterations. */
+	v = live->server.egress_allow;
+	nv = live->server.negress_allow;
+	live->server.egress_allow = n->server.egress_allow;
+	live->server.negress_allow = n->server.negress_allow;
+	n->server.egress_allow = v;
+	n->server.negress_allow = nv;
+	v = live->server.egress_deny;
+	nv = live->server.negress_deny;
+	live->server.egress_deny = n->server.egress_deny;
+	live->server.negress_deny = n->server.negress_deny;
+	n->server.egress_deny = v;
+	n->server.negress_deny = nv;
+	daemon_reload_server_swaps(live, n);
+}
+
+int
+daemon_reload(void)
+{
+	struct conf	*live = d.live, *n;
+	char		 err[512];
+
+	if (live == NULL || live->path == NULL) {
+		log_warnx("reload: no configuration file to read");
+		return -1;
+	}
+	if ((n = conf_load_file(live->path, err, sizeof(err))) == NULL) {
+		log_warnx("reload: %s; keeping the running configuration", err);
+		return -1;
+	}
+	if (n->role != live->role) {
+		log_warnx("reload: %s: the role changed; restart to apply it",
+		    live->path);
+		conf_free(n);
+		return -1;
+	}
+	daemon_restart_needed("log.syslog", live->log_syslog != n->log_syslog);
+	daemon_restart_needed("control or metrics",
+	    strcmp(live->control, n->control) != 0 ||
+	    live->has_metrics != n->has_metrics ||
+	    (n->has_metrics && !addr_eq(&live->metrics, &n->metrics)));
+	daemon_restart_needed("pidfile, user or group",
+	    str_differ(live->pidfile, n->pidfile) ||
+	    strcmp(live->user, n->user) != 0 ||
+	    strcmp(live->group, n->group) != 0);
+	live->log_level = n->log_level;
+	if (!d.debug)
+		log_set_level((enum log_level)n->log_level);
+	live->drain_timeout_ms = n->drain_timeout_ms;
+	if (live->role == CONF_ROLE_CLIENT)
+		daemon_reload_client(live, n);
+	else
+		daemon_reload_server(live, n);
+	conf_free(n);
+	log_info("reloaded %s", live->path);
+	return 0;
+}
+
+/* ---- drain -------------------------------------------------------------- */
+
+static void
+daemon_drain_check(void *arg)
+{
+	struct daemon_drain	*dr = arg;
+
+	if (dr->active && dr->live(dr->arg) == 0) {
+		log_info("drained: stopping");
+		loop_stop(dr->loop);
+	}
+}
+
+static void
+daemon_on_drain_timer(struct loop_timer *t)
+{
+	struct daemon_drain	*dr = container_of(t, struct daemon_drain,
+				    timer);
+
+	log_info("drain_timeout: closing %zu still open", dr->live(dr->arg));
+	loop_stop(dr->loop);
+}
+
+int
+daemon_drain_init(struct daemon_drain *dr, struct loop *l,
+    void (*stop)(void *), size_t (*live)(void *), void *arg)
+{
+	memset(dr, 0, sizeof(*dr));
+	dr->loop = l;
+	dr->stop = stop;
+	dr->live = live;
+	dr->arg = arg;
+	loop_timer_init(&dr->timer, daemon_on_drain_timer);
+	return loop_on_iteration(l, daemon_drain_check, dr);
+}
+
+void
+daemon_drain_signal(struct daemon_drain *dr, int signo)
+{
+	unsigned	ms = d.live != NULL ? d.live->drain_timeout_ms :
+			    CONF_DRAIN_DEFAULT_MS;
+
+	if (dr->active || ms == 0) {
+		log_info("%s: stopping now", strsignal(signo));
+		loop_timer_cancel(dr->loop, &dr->timer);
+		loop_stop(dr->loop);
+		return;
+	}
+	dr->active = true;
+	d.draining = true;
+	dr->stop(dr->arg);
+	log_info("%s: draining %zu for up to %u ms (again: stop now)",
+	    strsignal(signo), dr->live(dr->arg), ms);
+	loop_timer_set(dr->loop, &dr->timer, ms);
+}

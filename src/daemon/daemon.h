@@ -1,0 +1,73 @@
+/*
+ * The process around a role: running in the background (run -d), the pid
+ * file, routes set up by tunsplit-route (route: auto), dropping privileges,
+ * reloading the configuration on SIGHUP and draining on SIGTERM.  One
+ * process, so the state here is process-wide.
+ *
+ * Order at start-up (main.c, then the role):
+ *   daemon_init -> [daemon_background] -> daemon_pidfile -> role opens the
+ *   TUN, listeners, control socket -> daemon_up (routes, privileges, tells
+ *   the waiting parent) -> loop -> daemon_down (routes, pid file).
+ */
+#ifndef TUNSPLIT_DAEMON_H
+#define TUNSPLIT_DAEMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/loop.h"
+
+struct addr;
+struct conf;
+
+/* live: the configuration the role runs with; SIGHUP updates it in place.
+ * debug: -v was given (reloads keep the debug level). */
+void daemon_init(struct conf *live, bool debug);
+
+/* Detaches (double fork, setsid, chdir /, stdio to /dev/null).  The
+ * foreground process stays until daemon_up() reports success (exit 0) or
+ * the daemon dies first (exit 1).  Returns 0 in the daemon, -1 on failure
+ * (logged, nothing forked). */
+int  daemon_background(void);
+
+/* Creates and locks path and writes our pid; -1 (logged) when another
+ * process holds the lock.  The lock lives as long as the process. */
+int  daemon_pidfile(const char *path);
+
+/* After the role has set up: runs `tunsplit-route up` (client with
+ * route: auto and a tun_dev; server NULL for protocol direct or block,
+ * which have none), drops to user:/group: keeping
+ * CAP_NET_ADMIN, then releases a waiting `run -d` parent.  0 or -1. */
+int  daemon_up(const char *tun_dev, const struct addr *server);
+/* At exit: `tunsplit-route down` (if up ran), pid file removed. */
+void daemon_down(void);
+
+/* SIGHUP: reads the configuration file again and applies what can change
+ * without dropping flows (log level, timeouts, limits, drain_timeout, the
+ * client key, the server's egress lists); other changes are logged as
+ * needing a restart.  0, or -1 when the file is bad (nothing changed). */
+int  daemon_reload(void);
+
+uint64_t daemon_uptime_ms(void);
+bool     daemon_draining(void);
+
+/*
+ * SIGTERM/SIGINT: the first one stops accepting (stop), then the loop
+ * ends once live() is 0 or after drain_timeout; a second one ends the loop
+ * at once.  The role's own cleanup then closes what is left.
+ */
+struct daemon_drain {
+	struct loop		*loop;
+	struct loop_timer	 timer;
+	void			(*stop)(void *arg);
+	size_t			(*live)(void *arg);
+	void			*arg;
+	bool			 active;
+};
+
+int  daemon_drain_init(struct daemon_drain *d, struct loop *l,
+    void (*stop)(void *), size_t (*live)(void *), void *arg);
+void daemon_drain_signal(struct daemon_drain *d, int signo);
+
+#endif

@@ -1,0 +1,496 @@
+/*
+ * tunsplit(8): argv and the subcommand table.  Each subcommand parses its
+ * own options and calls into the modules; nothing else lives here.
+ *
+ * Exit status: 0 success, 1 runtime failure, 2 usage error, 3 configuration
+ * error (documented in tunsplit.8; scripts tell a bad file from a failure).
+ */
+#include "config.h"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+#include <sodium.h>
+#include <yaml.h>
+
+#include "lwip/init.h"
+
+#include "wire/auth.h"
+#include "client/client.h"
+#include "conf/conf.h"
+#include "daemon/control.h"
+#include "daemon/daemon.h"
+#include "core/log.h"
+#include "server/server.h"
+
+#define EXIT_RUNTIME	1
+#define EXIT_USAGE	2
+#define EXIT_CONFIG	3
+
+#define DEFAULT_CONF	SYSCONFDIR "/tunsplit/tunsplit.yaml"
+
+struct cmd {
+	const char	*name;
+	int		(*fn)(const struct cmd *, int, char **);
+	const char	*args;		/* synopsis after the name */
+	const char	*summary;
+	const char	*options;	/* per-option help lines, or NULL */
+};
+
+static int cmd_run(const struct cmd *, int, char **);
+static int cmd_check(const struct cmd *, int, char **);
+static int cmd_status(const struct cmd *, int, char **);
+static int cmd_genkey(const struct cmd *, int, char **);
+static int cmd_version(const struct cmd *, int, char **);
+static int cmd_help_cmd(const struct cmd *, int, char **);
+
+static const struct cmd cmds[] = {
+	{ "run", cmd_run, "[-dv] [-c file] [-p pidfile]",
+	    "run the client or server the configuration describes",
+	    "  -c file     configuration file (default " DEFAULT_CONF ")\n"
+	    "  -d          run in the background once set up; log to syslog\n"
+	    "              unless log.syslog says otherwise\n"
+	    "  -p pidfile  write and lock a pid file (overrides pidfile:)\n"
+	    "  -v          log at debug level (to stderr in the foreground)\n"
+	    "\nSIGHUP reloads the configuration, SIGTERM drains and stops "
+	    "(twice: at once).\n" },
+	{ "check", cmd_check, "[-q] [-c file]",
+	    "check a configuration and print it with all defaults filled in",
+	    "  -c file  configuration file (default " DEFAULT_CONF ")\n"
+	    "  -q       print nothing; the exit status tells (0 or 3)\n" },
+	{ "status", cmd_status, "[--json] [--flows] [-s socket | -c file]",
+	    "show a running daemon's flows, counters and uptime",
+	    "  -c file    take the control socket from this configuration\n"
+	    "  -f, --flows  list every live flow (outer RTT, retransmits)\n"
+	    "  -j, --json   JSON instead of text\n"
+	    "  -s socket  control socket (default " CONF_CONTROL_DEFAULT ")\n" },
+	{ "genkey", cmd_genkey, "",
+	    "print a new random key, base64, for key: or a key_file", NULL },
+	{ "version", cmd_version, "",
+	    "print the versions of tunsplit and its libraries", NULL },
+	{ "help", cmd_help_cmd, "[command]",
+	    "describe all commands, or one", NULL },
+	{ NULL, NULL, NULL, NULL, NULL }
+};
+
+static const struct cmd *
+cmd_find(const char *name)
+{
+	const struct cmd	*cmd;
+
+	for (cmd = cmds; cmd->name != NULL; cmd++)
+		if (strcmp(cmd->name, name) == 0)
+			return cmd;
+	return NULL;
+}
+
+static const struct option long_help[] = {
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 }
+};
+
+static const struct option long_status[] = {
+	{ "help", no_argument, NULL, 'h' },
+	{ "json", no_argument, NULL, 'j' },
+	{ "flows", no_argument, NULL, 'f' },
+	{ NULL, 0, NULL, 0 }
+};
+
+static void
+cmd_usage(const struct cmd *cmd, FILE *fp)
+{
+	fprintf(fp, "usage: tunsplit %s%s%s\n", cmd->name,
+	    *cmd->args != '\0' ? " " : "", cmd->args);
+}
+
+static void
+cmd_help(const struct cmd *cmd)
+{
+	cmd_usage(cmd, stdout);
+	printf("\n%s\n", cmd->summary);
+	if (cmd->options != NULL)
+		printf("\n%s", cmd->options);
+}
+
+/*
+ * getopt for a subcommand: -h/--help are handled here for all of them.
+ * Returns the option character, -1 at the end of the options, or 'h'/'?'
+ * after help or the complaint is printed (the caller returns *rc).
+ */
+static int
+cmd_getopt_long(const struct cmd *cmd, int argc, char **argv,
+    const char *opts, const struct option *longopts, int *rc)
+{
+	char	optstring[32];
+	int	ch;
+
+	/* "+": stop at the first operand; ":": we print the errors. */
+	snprintf(optstring, sizeof(optstring), "+:%sh", opts);
+	ch = getopt_long(argc, argv, optstring, longopts, NULL);
+	switch (ch) {
+	case 'h':
+		cmd_help(cmd);
+		*rc = 0;
+		return 'h';
+	case ':':
+		fprintf(stderr, "tunsplit %s: option -%c needs an argument\n",
+		    cmd->name, optopt);
+		break;
+	case '?':
+		fprintf(stderr, "tunsplit %s: unknown option %s\n", cmd->name,
+		    argv[optind - 1]);
+		break;
+	default:
+		return ch;
+	}
+	cmd_usage(cmd, stderr);
+	*rc = EXIT_USAGE;
+	return '?';
+}
+
+static int
+cmd_getopt(const struct cmd *cmd, int argc, char **argv, const char *opts,
+    int *rc)
+{
+	return cmd_getopt_long(cmd, argc, argv, opts, long_help, rc);
+}
+
+/* After the options: no operands expected. */
+static bool
+cmd_no_operands(const struct cmd *cmd, int argc, char **argv)
+{
+	if (optind >= argc)
+		return true;
+	fprintf(stderr, "tunsplit %s: unexpected argument '%s'\n", cmd->name,
+	    argv[optind]);
+	cmd_usage(cmd, stderr);
+	return false;
+}
+
+/* Config errors are one line on stderr, "file:line:col: key: message". */
+static struct conf *
+load(const char *path)
+{
+	struct conf	*c;
+	char		 err[512];
+
+	if ((c = conf_load_file(path, err, sizeof(err))) == NULL)
+		fprintf(stderr, "%s\n", err);
+	return c;
+}
+
+static int
+cmd_run(const struct cmd *cmd, int argc, char **argv)
+{
+	const char	*path = DEFAULT_CONF, *pidfile = NULL;
+	struct conf	*c;
+	bool		 background = false, verbose = false, use_syslog;
+	int		 ch, rc = 0;
+
+	while ((ch = cmd_getopt(cmd, argc, argv, "c:dp:v", &rc)) != -1) {
+		switch (ch) {
+		case 'c':
+			path = optarg;
+			break;
+		case 'd':
+			background = true;
+			break;
+		case 'p':
+			pidfile = optarg;
+			break;
+		case 'v':
+			verbose = true;
+			break;
+		default:
+			return rc;
+		}
+	}
+	if (!cmd_no_operands(cmd, argc, argv))
+		return EXIT_USAGE;
+	if (pidfile != NULL && *pidfile != '/') {
+		/* The daemon runs in /, where a relative name means nothing. */
+		fprintf(stderr, "tunsplit run: -p needs an absolute path\n");
+		return EXIT_USAGE;
+	}
+	if ((c = load(path)) == NULL)
+		return EXIT_CONFIG;
+	/* In the background stderr goes nowhere: syslog, unless log.syslog
+	 * was given.  -v in the foreground means debug on the terminal. */
+	use_syslog = c->log_syslog;
+	if (background && !c->log_syslog_set)
+		use_syslog = true;
+	else if (verbose && !background)
+		use_syslog = false;
+	log_init(verbose ? LOG_LVL_DEBUG : (enum log_level)c->log_level,
+	    use_syslog, "tunsplit");
+	daemon_init(c, verbose);
+	if (pidfile == NULL)
+		pidfile = c->pidfile;
+	if ((background && daemon_background() == -1) ||
+	    (pidfile != NULL && daemon_pidfile(pidfile) == -1)) {
+		conf_free(c);
+		return EXIT_RUNTIME;
+	}
+	/* A peer closing under us is an error return, never a signal. */
+	signal(SIGPIPE, SIG_IGN);
+	if (c->role == CONF_ROLE_CLIENT)
+		rc = client_run(c);
+	else
+		rc = server_run(c);
+	daemon_down();
+	conf_free(c);
+	return rc;
+}
+
+static int
+cmd_check(const struct cmd *cmd, int argc, char **argv)
+{
+	const char	*path = DEFAULT_CONF;
+	struct conf	*c;
+	bool		 quiet = false;
+	int		 ch, rc = 0;
+
+	while ((ch = cmd_getopt(cmd, argc, argv, "c:q", &rc)) != -1) {
+		switch (ch) {
+		case 'c':
+			path = optarg;
+			break;
+		case 'q':
+			quiet = true;
+			break;
+		default:
+			return rc;
+		}
+	}
+	if (!cmd_no_operands(cmd, argc, argv))
+		return EXIT_USAGE;
+	if ((c = load(path)) == NULL)
+		return EXIT_CONFIG;
+	if (!quiet)
+		conf_dump(c, stdout);
+	conf_free(c);
+	if (fflush(stdout) == EOF || ferror(stdout))
+		return EXIT_RUNTIME;
+	return 0;
+}
+
+/* One command line to the control socket; the answer goes to stdout. */
+static int
+status_query(const char *sock, const char *line)
+{
+	struct sockaddr_un	 sun;
+	struct timeval		 tv = { CONTROL_TIMEOUT_MS / 1000, 0 };
+	char			 buf[8192];
+	size_t			 total = 0;
+	ssize_t			 n;
+	bool			 err = false;
+	int			 fd;
+
+	if (strlen(sock) >= sizeof(sun.sun_path)) {
+		fprintf(stderr, "tunsplit status: %s: path too long\n", sock);
+		return EXIT_USAGE;
+	}
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	memcpy(sun.sun_path, sock, strlen(sock) + 1);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1 ||
+	    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) == -1 ||
+	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) == -1 ||
+	    connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+		fprintf(stderr, "tunsplit status: %s: %s (is tunsplit "
+		    "running, with this control socket?)\n", sock,
+		    strerror(errno));
+		if (fd != -1)
+			close(fd);
+		return EXIT_RUNTIME;
+	}
+	if (write(fd, line, strlen(line)) != (ssize_t)strlen(line)) {
+		fprintf(stderr, "tunsplit status: %s: %s\n", sock,
+		    strerror(errno));
+		close(fd);
+		return EXIT_RUNTIME;
+	}
+	(void)shutdown(fd, SHUT_WR);
+	while ((n = read(fd, buf, sizeof(buf))) != 0) {
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1) {
+			fprintf(stderr, "tunsplit status: %s: %s\n", sock,
+			    errno == EAGAIN ? "no answer" : strerror(errno));
+			close(fd);
+			return EXIT_RUNTIME;
+		}
+		if (total == 0 && strncmp(buf, "error:", 6) == 0)
+			err = true;
+		fwrite(buf, 1, (size_t)n, err ? stderr : stdout);
+		total += (size_t)n;
+	}
+	close(fd);
+	if (total == 0) {
+		fprintf(stderr, "tunsplit status: %s: empty answer\n", sock);
+		return EXIT_RUNTIME;
+	}
+	if (fflush(stdout) == EOF || ferror(stdout))
+		return EXIT_RUNTIME;
+	return err ? EXIT_RUNTIME : 0;
+}
+
+static int
+cmd_status(const struct cmd *cmd, int argc, char **argv)
+{
+	const char	*sock = NULL, *path = NULL;
+	struct conf	*c = NULL;
+	char		 line[32];
+	bool		 json = false, flows = false;
+	int		 ch, rc = 0;
+
+	while ((ch = cmd_getopt_long(cmd, argc, argv, "c:fjs:", long_status,
+	    &rc)) != -1) {
+		switch (ch) {
+		case 'c':
+			path = optarg;
+			break;
+		case 'f':
+			flows = true;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 's':
+			sock = optarg;
+			break;
+		default:
+			return rc;
+		}
+	}
+	if (!cmd_no_operands(cmd, argc, argv))
+		return EXIT_USAGE;
+	if (sock != NULL && path != NULL) {
+		fprintf(stderr, "tunsplit status: -s and -c are exclusive\n");
+		cmd_usage(cmd, stderr);
+		return EXIT_USAGE;
+	}
+	if (path != NULL) {
+		if ((c = load(path)) == NULL)
+			return EXIT_CONFIG;
+		if (c->control[0] == '\0') {
+			fprintf(stderr, "tunsplit status: %s: control: off\n",
+			    path);
+			conf_free(c);
+			return EXIT_CONFIG;
+		}
+		sock = c->control;
+	}
+	snprintf(line, sizeof(line), "status%s%s\n", json ? " json" : "",
+	    flows ? " flows" : "");
+	rc = status_query(sock != NULL ? sock : CONF_CONTROL_DEFAULT, line);
+	conf_free(c);
+	return rc;
+}
+
+static int
+cmd_genkey(const struct cmd *cmd, int argc, char **argv)
+{
+	char	key[AUTH_KEY_B64_LEN];
+	int	ch, rc = 0;
+
+	while ((ch = cmd_getopt(cmd, argc, argv, "", &rc)) != -1)
+		return rc;
+	if (!cmd_no_operands(cmd, argc, argv))
+		return EXIT_USAGE;
+	auth_key_generate(key);
+	printf("%s\n", key);
+	sodium_memzero(key, sizeof(key));
+	if (fflush(stdout) == EOF || ferror(stdout))
+		return EXIT_RUNTIME;
+	return 0;
+}
+
+static int
+cmd_version(const struct cmd *cmd, int argc, char **argv)
+{
+	int	ch, rc = 0;
+
+	while ((ch = cmd_getopt(cmd, argc, argv, "", &rc)) != -1)
+		return rc;
+	if (!cmd_no_operands(cmd, argc, argv))
+		return EXIT_USAGE;
+	printf("tunsplit %s\n", PACKAGE_VERSION);
+	printf("lwIP %s\n", LWIP_VERSION_STRING);
+	printf("%s\n", OpenSSL_version(OPENSSL_VERSION));
+	printf("libsodium %s\n", sodium_version_string());
+	printf("libyaml %s\n", yaml_get_version_string());
+	return 0;
+}
+
+static void
+usage(FILE *fp)
+{
+	const struct cmd	*cmd;
+
+	fprintf(fp, "usage: tunsplit command [options]\n\ncommands:\n");
+	for (cmd = cmds; cmd->name != NULL; cmd++)
+		fprintf(fp, "  %-8s %-18s %s\n", cmd->name, cmd->args,
+		    cmd->summary);
+	fprintf(fp, "\n'tunsplit help command' or 'tunsplit command --help' "
+	    "describes one command.\n"
+	    "Default configuration file: %s\n"
+	    "Exit status: 0 success, 1 runtime failure, 2 usage error, "
+	    "3 configuration error.\n", DEFAULT_CONF);
+}
+
+static int
+cmd_help_cmd(const struct cmd *cmd, int argc, char **argv)
+{
+	const struct cmd	*about;
+	int			 ch, rc = 0;
+
+	while ((ch = cmd_getopt(cmd, argc, argv, "", &rc)) != -1)
+		return rc;
+	if (optind == argc) {
+		usage(stdout);
+		return 0;
+	}
+	if (optind + 1 != argc || (about = cmd_find(argv[optind])) == NULL) {
+		fprintf(stderr, "tunsplit help: no command '%s'\n",
+		    argv[optind]);
+		cmd_usage(cmd, stderr);
+		return EXIT_USAGE;
+	}
+	cmd_help(about);
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	const struct cmd	*cmd;
+	const char		*name;
+
+	if (argc < 2) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	name = argv[1];
+	if (strcmp(name, "-h") == 0 || strcmp(name, "--help") == 0)
+		name = "help";
+	else if (strcmp(name, "-V") == 0 || strcmp(name, "--version") == 0)
+		name = "version";
+	if ((cmd = cmd_find(name)) == NULL) {
+		fprintf(stderr, "tunsplit: unknown command '%s'\n", argv[1]);
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	/* Subcommands see argv[0] as their own name. */
+	return cmd->fn(cmd, argc - 1, argv + 1);
+}

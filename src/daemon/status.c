@@ -1,0 +1,694 @@
+/*
+ * The three renderings of a status snapshot.  See status.h.
+ *
+ * Byte counters are payload bytes: the client counts what the app sent and
+ * received, without the request header and the server's status byte, so a
+ * transfer of N bytes shows as N.
+ */
+#include "daemon/status.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+/* ---- text ------------------------------------------------------------- */
+
+static const char *
+status_bytes(uint64_t n, char *buf, size_t len)
+{
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	double	v = (double)n;
+	size_t	u = 0;
+
+	while (v >= 1024 && u < sizeof(units) / sizeof(units[0]) - 1) {
+		v /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, len, "%" PRIu64 " B", n);
+	else
+		snprintf(buf, len, "%.1f %s", v, units[u]);
+	return buf;
+}
+
+static const char *
+status_age(uint64_t ms, char *buf, size_t len)
+{
+	uint64_t	s = ms / 1000;
+
+	if (s < 60)
+		snprintf(buf, len, "%" PRIu64 ".%01" PRIu64 "s", s,
+		    (ms % 1000) / 100);
+	else if (s < 3600)
+		snprintf(buf, len, "%" PRIu64 "m%02" PRIu64 "s", s / 60, s % 60);
+	else if (s < 86400)
+		snprintf(buf, len, "%" PRIu64 "h%02" PRIu64 "m", s / 3600,
+		    (s / 60) % 60);
+	else
+		snprintf(buf, len, "%" PRIu64 "d%02" PRIu64 "h", s / 86400,
+		    (s / 3600) % 24);
+	return buf;
+}
+
+static void
+text_reasons(FILE *fp, const char *title, const struct stats_reasons *r)
+{
+	size_t	i;
+
+	if (r == NULL || stats_reason_total(r) == 0)
+		return;
+	fprintf(fp, "%s:", title);
+	for (i = 0; i < r->nv; i++)
+		fprintf(fp, "%s %s %" PRIu64, i > 0 ? "," : "", r->v[i].reason,
+		    r->v[i].n);
+	if (r->other > 0)
+		fprintf(fp, "%s other %" PRIu64, r->nv > 0 ? "," : "", r->other);
+	fputc('\n', fp);
+}
+
+static void
+text_flows(const struct status *st, FILE *fp)
+{
+	const struct status_flow	*f;
+	char				 age[32], up[32], down[32], rtt[32];
+	bool				 srv = strcmp(st->role, "server") == 0;
+	size_t				 i;
+
+	fprintf(fp, "\n%-8s %-*s %-8s %8s %10s %10s %9s %7s\n", "ID",
+	    srv ? 47 : 40, srv ? "CLIENT -> TARGET (USER)" : "DESTINATION",
+	    "STATE", "AGE", "UP", "DOWN", "RTT", "RETRANS");
+	for (i = 0; i < st->nflows; i++) {
+		f = &st->flows[i];
+		if (f->has_tcpi)
+			snprintf(rtt, sizeof(rtt), "%.1fms", f->rtt_us / 1000.0);
+		else
+			snprintf(rtt, sizeof(rtt), "-");
+		if (srv) {
+			char	who[ADDR_STRLEN * 2 + STATUS_NAME_MAX + 8];
+
+			snprintf(who, sizeof(who), "%s -> %s (%s)", f->peer,
+			    f->dst, f->user[0] != '\0' ? f->user : "-");
+			fprintf(fp, "%-8" PRIu64 " %-47s", f->id, who);
+		} else
+			fprintf(fp, "%-8" PRIu64 " %-40s", f->id, f->dst);
+		fprintf(fp, " %-8s %8s %10s %10s %9s", f->state,
+		    status_age(f->age_ms, age, sizeof(age)),
+		    status_bytes(f->up, up, sizeof(up)),
+		    status_bytes(f->down, down, sizeof(down)), rtt);
+		if (f->has_tcpi)
+			fprintf(fp, " %7" PRIu32 "\n", f->retrans);
+		else
+			fprintf(fp, " %7s\n", "-");
+	}
+}
+
+/* The server's resolver: outcomes of its lookups, its queue now. */
+static void
+text_resolver(const struct resolve_stats *r, FILE *fp)
+{
+	fprintf(fp, "resolver: %" PRIu64 " lookups, %" PRIu64 " from the cache;"
+	    " %" PRIu64 " ok, %" PRIu64 " not found, %" PRIu64 " failed, %"
+	    PRIu64 " timed out, %" PRIu64 " busy, %" PRIu64 " bad names; %"
+	    PRIu64 " cancelled; %u waiting, %u running, %u threads, %u names "
+	    "cached\n", r->lookups, r->cache_hits, r->ok, r->notfound,
+	    r->failed, r->timeouts, r->busy, r->badname, r->cancelled,
+	    r->waiting, r->running, r->threads, r->cached);
+}
+
+static void
+text_limits(const struct status *st, FILE *fp)
+{
+	char	 a[32], b[32], c[32];
+	size_t	 i;
+
+	fprintf(fp, "buffer memory: %s in use, peak %s, limit %s; %" PRIu64
+	    " allocations refused (reads paused)\n",
+	    status_bytes(st->mem_used, a, sizeof(a)),
+	    status_bytes(st->mem_peak, b, sizeof(b)),
+	    st->mem_max != 0 ? status_bytes(st->mem_max, c, sizeof(c)) : "none",
+	    st->mem_denied);
+	if (st->has_sources)
+		fprintf(fp, "sources: %zu with connections; datagram sessions "
+		    "%u (max %u)\n", st->sources, st->udp_sessions,
+		    st->udp_max);
+	fprintf(fp, "limits refused:");
+	for (i = 0; i < LIMIT_NKINDS; i++)
+		if (st->has_sources || i == LIMIT_MEMORY)
+			fprintf(fp, " %s %" PRIu64, limit_kind_name(i),
+			    st->limit_refused[i]);
+	fputc('\n', fp);
+}
+
+void
+status_write_text(const struct status *st, FILE *fp)
+{
+	char		 a[32], b[32];
+	const char	*what = strcmp(st->role, "server") == 0 ? "sessions" :
+			    "flows";
+
+	fprintf(fp, "%s: tunsplit %s, pid %ld, up %s%s\n", st->role,
+	    st->version, st->pid, status_age(st->uptime_ms, a, sizeof(a)),
+	    st->draining ? ", DRAINING (not accepting)" : "");
+	if (st->server[0] != '\0')
+		fprintf(fp, "server: %s\n", st->server);
+	if (strcmp(st->role, "server") == 0)
+		fprintf(fp, "users: %zu\n", st->users);
+	fprintf(fp, "%s: %" PRIu64 " active (max %u), %" PRIu64 " total, %"
+	    PRIu64 " refused, %" PRIu64 " failed (%" PRIu64 " internal)\n",
+	    what, st->active, st->max, st->total, st->refused, st->failed,
+	    st->internal);
+	fprintf(fp, "bytes: up %s (%" PRIu64 "), down %s (%" PRIu64 ")\n",
+	    status_bytes(st->bytes_up, a, sizeof(a)), st->bytes_up,
+	    status_bytes(st->bytes_down, b, sizeof(b)), st->bytes_down);
+	text_reasons(fp, "failures", st->failures);
+	text_reasons(fp, "rejected", st->rejects);
+	if (st->has_cover)
+		fprintf(fp, "cover site %s: %" PRIu64 " relayed, %" PRIu64
+		    " unreachable\n", st->cover, st->cover_relayed,
+		    st->cover_failed);
+	if (st->handshake != NULL && st->handshake->count > 0)
+		fprintf(fp, "handshakes: %" PRIu64 ", mean %.1f ms\n",
+		    st->handshake->count, (double)st->handshake->sum_us /
+		    (double)st->handshake->count / 1000.0);
+	if (st->has_tun)
+		fprintf(fp, "tun: rx %" PRIu64 " packets (%s), tx %" PRIu64
+		    " packets (%s); malformed %" PRIu64 ", unsupported %" PRIu64
+		    ", tx errors %" PRIu64 ", SYNs refused %" PRIu64
+		    ", listeners %" PRIu64 ", TIME_WAIT reused %" PRIu64 "\n",
+		    st->tun.rx_packets,
+		    status_bytes(st->tun.rx_bytes, a, sizeof(a)),
+		    st->tun.tx_packets,
+		    status_bytes(st->tun.tx_bytes, b, sizeof(b)),
+		    st->tun.rx_malformed, st->tun.rx_unsupported,
+		    st->tun.tx_errors, st->tun.syn_refused, st->tun.listeners,
+		    st->tun.tw_reused);
+	if (st->has_pool)
+		fprintf(fp, "pool: %u ready, %u connecting (size %u); %" PRIu64
+		    " opened, %" PRIu64 " taken, %" PRIu64 " expired, %" PRIu64
+		    " failed\n", st->pool.ready, st->pool.connecting,
+		    st->pool_size, st->pool.opened, st->pool.taken,
+		    st->pool.expired, st->pool.failed);
+	if (st->has_udp)
+		fprintf(fp, "udp: %" PRIu64 " associations active, %" PRIu64
+		    " total, %" PRIu64 " failed (%" PRIu64 " internal), %" PRIu64
+		    " expired, %" PRIu64 " evicted; datagrams up %" PRIu64
+		    " down %" PRIu64 ", bytes up %" PRIu64 " down %" PRIu64 "\n",
+		    st->udp.active, st->udp.created, st->udp.failed,
+		    st->udp.internal, st->udp.expired,
+		    st->udp.evicted, st->udp.dgrams_up, st->udp.dgrams_down,
+		    st->udp.bytes_up, st->udp.bytes_down);
+	if (st->has_limits)
+		text_limits(st, fp);
+	if (st->has_resolver)
+		text_resolver(&st->resolver, fp);
+	if (st->flows != NULL)
+		text_flows(st, fp);
+}
+
+/* ---- JSON ------------------------------------------------------------- */
+
+void
+status_json_str(FILE *fp, const char *s)
+{
+	fputc('"', fp);
+	for (; *s != '\0'; s++) {
+		unsigned char	c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			fprintf(fp, "\\%c", c);
+		else if (c < 0x20 || c == 0x7f)
+			fprintf(fp, "\\u%04x", c);
+		else
+			fputc(c, fp);
+	}
+	fputc('"', fp);
+}
+
+static void
+json_reasons(FILE *fp, const char *key, const struct stats_reasons *r)
+{
+	size_t	i;
+
+	fprintf(fp, ",\"%s\":{", key);
+	for (i = 0; r != NULL && i < r->nv; i++) {
+		if (i > 0)
+			fputc(',', fp);
+		status_json_str(fp, r->v[i].reason);
+		fprintf(fp, ":%" PRIu64, r->v[i].n);
+	}
+	if (r != NULL && r->other > 0)
+		fprintf(fp, "%s\"other\":%" PRIu64, r->nv > 0 ? "," : "",
+		    r->other);
+	fputc('}', fp);
+}
+
+static void
+json_hist(FILE *fp, const struct stats_hist *h)
+{
+	size_t	i;
+
+	fprintf(fp, ",\"handshake\":{\"count\":%" PRIu64 ",\"sum_us\":%" PRIu64
+	    ",\"buckets_us\":[", h->count, h->sum_us);
+	for (i = 0; i <= STATS_HIST_NBOUNDS; i++) {
+		if (i < STATS_HIST_NBOUNDS)
+			fprintf(fp, "%s[%" PRIu64 ",%" PRIu64 "]", i > 0 ? "," : "",
+			    stats_hist_bound(i), h->bucket[i]);
+		else
+			fprintf(fp, ",[null,%" PRIu64 "]", h->bucket[i]);
+	}
+	fprintf(fp, "]}");
+}
+
+static void
+json_flow(FILE *fp, const struct status_flow *f)
+{
+	fprintf(fp, "{\"id\":%" PRIu64 ",\"dst\":", f->id);
+	status_json_str(fp, f->dst);
+	if (f->peer[0] != '\0') {
+		fprintf(fp, ",\"peer\":");
+		status_json_str(fp, f->peer);
+	}
+	if (f->user[0] != '\0') {
+		fprintf(fp, ",\"user\":");
+		status_json_str(fp, f->user);
+	}
+	fprintf(fp, ",\"state\":");
+	status_json_str(fp, f->state);
+	fprintf(fp, ",\"age_ms\":%" PRIu64 ",\"up\":%" PRIu64 ",\"down\":%"
+	    PRIu64, f->age_ms, f->up, f->down);
+	if (f->has_tcpi)
+		fprintf(fp, ",\"rtt_us\":%" PRIu32 ",\"rttvar_us\":%" PRIu32
+		    ",\"retrans\":%" PRIu32 ",\"cwnd\":%" PRIu32, f->rtt_us,
+		    f->rttvar_us, f->retrans, f->cwnd);
+	fputc('}', fp);
+}
+
+static void
+json_resolver(const struct resolve_stats *r, FILE *fp)
+{
+	fprintf(fp, ",\"resolver\":{\"lookups\":%" PRIu64 ",\"cache_hits\":%"
+	    PRIu64 ",\"ok\":%" PRIu64 ",\"notfound\":%" PRIu64 ",\"failed\":%"
+	    PRIu64 ",\"timeouts\":%" PRIu64 ",\"busy\":%" PRIu64 ",\"badname\":%"
+	    PRIu64 ",\"cancelled\":%" PRIu64 ",\"late\":%" PRIu64
+	    ",\"waiting\":%u,\"running\":%u,\"threads\":%u,\"cached\":%u}",
+	    r->lookups, r->cache_hits, r->ok, r->notfound, r->failed,
+	    r->timeouts, r->busy, r->badname, r->cancelled, r->late, r->waiting,
+	    r->running, r->threads, r->cached);
+}
+
+static void
+json_limits(const struct status *st, FILE *fp)
+{
+	size_t	 i;
+
+	fprintf(fp, ",\"limits\":{\"refused\":{");
+	for (i = 0; i < LIMIT_NKINDS; i++)
+		fprintf(fp, "%s\"%s\":%" PRIu64, i > 0 ? "," : "",
+		    limit_kind_name(i), st->limit_refused[i]);
+	fprintf(fp, "},\"buffer_memory\":{\"used\":%zu,\"peak\":%zu,"
+	    "\"max\":%zu,\"denied\":%" PRIu64 "}", st->mem_used, st->mem_peak,
+	    st->mem_max, st->mem_denied);
+	if (st->has_sources)
+		fprintf(fp, ",\"sources\":%zu,\"udp_sessions\":%u,"
+		    "\"udp_max\":%u", st->sources, st->udp_sessions,
+		    st->udp_max);
+	fputc('}', fp);
+}
+
+void
+status_write_json(const struct status *st, FILE *fp)
+{
+	const char	*what = strcmp(st->role, "server") == 0 ? "sessions" :
+			    "flows";
+	size_t		 i;
+
+	fprintf(fp, "{\"role\":");
+	status_json_str(fp, st->role);
+	fprintf(fp, ",\"version\":");
+	status_json_str(fp, st->version);
+	fprintf(fp, ",\"pid\":%ld,\"uptime_ms\":%" PRIu64 ",\"draining\":%s",
+	    st->pid, st->uptime_ms, st->draining ? "true" : "false");
+	if (st->server[0] != '\0') {
+		fprintf(fp, ",\"server\":");
+		status_json_str(fp, st->server);
+	}
+	if (strcmp(st->role, "server") == 0)
+		fprintf(fp, ",\"users\":%zu", st->users);
+	fprintf(fp, ",\"%s\":{\"active\":%" PRIu64 ",\"total\":%" PRIu64
+	    ",\"refused\":%" PRIu64 ",\"failed\":%" PRIu64 ",\"internal\":%"
+	    PRIu64 ",\"max\":%u}", what, st->active, st->total, st->refused,
+	    st->failed, st->internal, st->max);
+	fprintf(fp, ",\"bytes\":{\"up\":%" PRIu64 ",\"down\":%" PRIu64 "}",
+	    st->bytes_up, st->bytes_down);
+	json_reasons(fp, "failures", st->failures);
+	if (st->rejects != NULL)
+		json_reasons(fp, "rejected", st->rejects);
+	if (st->has_cover) {
+		fprintf(fp, ",\"cover\":{\"site\":");
+		status_json_str(fp, st->cover);
+		fprintf(fp, ",\"relayed\":%" PRIu64 ",\"unreachable\":%" PRIu64
+		    "}", st->cover_relayed, st->cover_failed);
+	}
+	if (st->handshake != NULL)
+		json_hist(fp, st->handshake);
+	if (st->has_tun)
+		fprintf(fp, ",\"tun\":{\"rx_packets\":%" PRIu64 ",\"rx_bytes\":%"
+		    PRIu64 ",\"tx_packets\":%" PRIu64 ",\"tx_bytes\":%" PRIu64
+		    ",\"rx_malformed\":%" PRIu64 ",\"rx_unsupported\":%" PRIu64
+		    ",\"tx_errors\":%" PRIu64 ",\"syn_refused\":%" PRIu64
+		    ",\"listeners\":%" PRIu64 ",\"tw_reused\":%" PRIu64 "}",
+		    st->tun.rx_packets,
+		    st->tun.rx_bytes, st->tun.tx_packets, st->tun.tx_bytes,
+		    st->tun.rx_malformed, st->tun.rx_unsupported,
+		    st->tun.tx_errors, st->tun.syn_refused, st->tun.listeners,
+		    st->tun.tw_reused);
+	if (st->has_pool)
+		fprintf(fp, ",\"pool\":{\"size\":%u,\"ready\":%u,\"connecting\":%u,"
+		    "\"opened\":%" PRIu64 ",\"taken\":%" PRIu64 ",\"expired\":%"
+		    PRIu64 ",\"failed\":%" PRIu64 ",\"pooled_flows\":%" PRIu64 "}",
+		    st->pool_size, st->pool.ready, st->pool.connecting,
+		    st->pool.opened, st->pool.taken, st->pool.expired,
+		    st->pool.failed, st->pooled);
+	if (st->has_udp)
+		fprintf(fp, ",\"udp\":{\"active\":%" PRIu64 ",\"total\":%" PRIu64
+		    ",\"failed\":%" PRIu64 ",\"internal\":%" PRIu64 ",\"expired\":%"
+		    PRIu64 ",\"evicted\":%" PRIu64 ",\"dgrams_up\":%" PRIu64
+		    ",\"dgrams_down\":%" PRIu64 ",\"bytes_up\":%" PRIu64
+		    ",\"bytes_down\":%" PRIu64 ",\"dropped\":%" PRIu64 "}",
+		    st->udp.active, st->udp.created, st->udp.failed,
+		    st->udp.internal, st->udp.expired, st->udp.evicted, st->udp.dgrams_up,
+		    st->udp.dgrams_down, st->udp.bytes_up, st->udp.bytes_down,
+		    st->udp.drop_queue + st->udp.drop_hold + st->udp.drop_down +
+		    st->udp.drop_send + st->udp.drop_block + st->udp.drop_proto +
+		    st->udp.tun_errors);
+	if (st->has_limits)
+		json_limits(st, fp);
+	if (st->has_resolver)
+		json_resolver(&st->resolver, fp);
+	if (st->flows != NULL) {
+		fprintf(fp, ",\"flow_list\":[");
+		for (i = 0; i < st->nflows; i++) {
+			if (i > 0)
+				fputc(',', fp);
+			json_flow(fp, &st->flows[i]);
+		}
+		fputc(']', fp);
+	}
+	fprintf(fp, "}\n");
+}
+
+/* ---- Prometheus --------------------------------------------------------- */
+
+static void
+prom_label(FILE *fp, const char *s)
+{
+	fputc('"', fp);
+	for (; *s != '\0'; s++) {
+		if (*s == '\\' || *s == '"')
+			fprintf(fp, "\\%c", *s);
+		else if (*s == '\n')
+			fprintf(fp, "\\n");
+		else
+			fputc(*s, fp);
+	}
+	fputc('"', fp);
+}
+
+static void
+prom_head(FILE *fp, const char *name, const char *type, const char *help)
+{
+	fprintf(fp, "# HELP tunsplit_%s %s\n# TYPE tunsplit_%s %s\n", name, help,
+	    name, type);
+}
+
+static void
+prom_one(FILE *fp, const char *name, const char *type, const char *help,
+    uint64_t v)
+{
+	prom_head(fp, name, type, help);
+	fprintf(fp, "tunsplit_%s %" PRIu64 "\n", name, v);
+}
+
+static void
+prom_reasons(FILE *fp, const char *name, const char *help,
+    const struct stats_reasons *r)
+{
+	size_t	i;
+
+	prom_head(fp, name, "counter", help);
+	for (i = 0; i < r->nv; i++) {
+		fprintf(fp, "tunsplit_%s{reason=", name);
+		prom_label(fp, r->v[i].reason);
+		fprintf(fp, "} %" PRIu64 "\n", r->v[i].n);
+	}
+	if (r->other > 0)
+		fprintf(fp, "tunsplit_%s{reason=\"other\"} %" PRIu64 "\n", name,
+		    r->other);
+}
+
+static void
+prom_hist(FILE *fp, const struct stats_hist *h)
+{
+	uint64_t	cum = 0;
+	size_t		i;
+
+	prom_head(fp, "handshake_seconds", "histogram",
+	    "Outer connection set-up time: TCP connect start to TLS done.");
+	for (i = 0; i < STATS_HIST_NBOUNDS; i++) {
+		cum += h->bucket[i];
+		fprintf(fp, "tunsplit_handshake_seconds_bucket{le=\"%g\"} %"
+		    PRIu64 "\n", (double)stats_hist_bound(i) / 1e6, cum);
+	}
+	cum += h->bucket[STATS_HIST_NBOUNDS];
+	fprintf(fp, "tunsplit_handshake_seconds_bucket{le=\"+Inf\"} %" PRIu64
+	    "\n", cum);
+	fprintf(fp, "tunsplit_handshake_seconds_sum %.6f\n",
+	    (double)h->sum_us / 1e6);
+	fprintf(fp, "tunsplit_handshake_seconds_count %" PRIu64 "\n", h->count);
+}
+
+static void
+prom_tun(FILE *fp, const struct tsnetif_stats *t)
+{
+	prom_head(fp, "tun_packets_total", "counter",
+	    "IP packets read from (rx) and written to (tx) the TUN.");
+	fprintf(fp, "tunsplit_tun_packets_total{direction=\"rx\"} %" PRIu64
+	    "\ntunsplit_tun_packets_total{direction=\"tx\"} %" PRIu64 "\n",
+	    t->rx_packets, t->tx_packets);
+	prom_head(fp, "tun_bytes_total", "counter",
+	    "Bytes read from (rx) and written to (tx) the TUN.");
+	fprintf(fp, "tunsplit_tun_bytes_total{direction=\"rx\"} %" PRIu64
+	    "\ntunsplit_tun_bytes_total{direction=\"tx\"} %" PRIu64 "\n",
+	    t->rx_bytes, t->tx_bytes);
+	prom_head(fp, "tun_dropped_total", "counter",
+	    "TUN packets dropped, by reason.");
+	fprintf(fp, "tunsplit_tun_dropped_total{reason=\"malformed\"} %" PRIu64
+	    "\ntunsplit_tun_dropped_total{reason=\"unsupported\"} %" PRIu64
+	    "\ntunsplit_tun_dropped_total{reason=\"tx_error\"} %" PRIu64 "\n",
+	    t->rx_malformed, t->rx_unsupported, t->tx_errors);
+	prom_one(fp, "tun_syn_refused_total", "counter",
+	    "SYNs answered with RST (flow limit or draining).", t->syn_refused);
+	prom_one(fp, "tun_listeners", "gauge",
+	    "Ports with an on-demand lwIP listener.", t->listeners);
+	prom_one(fp, "tun_timewait_reused_total", "counter",
+	    "New SYNs that ended a TIME_WAIT of lwIP's on the same ports.",
+	    t->tw_reused);
+}
+
+static void
+prom_udp(FILE *fp, const struct assoc_stats *u)
+{
+	prom_one(fp, "udp_associations_active", "gauge",
+	    "Live UDP associations and ICMP echo sessions.", u->active);
+	prom_head(fp, "udp_associations_total", "counter",
+	    "UDP associations and ICMP echo sessions, by how they began or "
+	    "ended.");
+	fprintf(fp, "tunsplit_udp_associations_total{event=\"created\"} %"
+	    PRIu64 "\ntunsplit_udp_associations_total{event=\"expired\"} %"
+	    PRIu64 "\ntunsplit_udp_associations_total{event=\"evicted\"} %"
+	    PRIu64 "\ntunsplit_udp_associations_total{event=\"failed\"} %"
+	    PRIu64 "\n", u->created, u->expired, u->evicted, u->failed);
+	prom_one(fp, "udp_associations_internal_failures_total", "counter",
+	    "Associations failed by the client's own failure (out of memory), "
+	    "counted as failed too.", u->internal);
+	prom_head(fp, "udp_datagrams_total", "counter",
+	    "Datagrams toward targets (up) and back (down).");
+	fprintf(fp, "tunsplit_udp_datagrams_total{direction=\"up\"} %" PRIu64
+	    "\ntunsplit_udp_datagrams_total{direction=\"down\"} %" PRIu64 "\n",
+	    u->dgrams_up, u->dgrams_down);
+	prom_head(fp, "udp_bytes_total", "counter",
+	    "Datagram payload bytes toward targets (up) and back (down).");
+	fprintf(fp, "tunsplit_udp_bytes_total{direction=\"up\"} %" PRIu64
+	    "\ntunsplit_udp_bytes_total{direction=\"down\"} %" PRIu64 "\n",
+	    u->bytes_up, u->bytes_down);
+	prom_head(fp, "udp_dropped_total", "counter",
+	    "Datagrams dropped, by reason.");
+	fprintf(fp, "tunsplit_udp_dropped_total{reason=\"queue\"} %" PRIu64
+	    "\ntunsplit_udp_dropped_total{reason=\"hold\"} %" PRIu64
+	    "\ntunsplit_udp_dropped_total{reason=\"undeliverable\"} %" PRIu64
+	    "\ntunsplit_udp_dropped_total{reason=\"tun_error\"} %" PRIu64
+	    "\ntunsplit_udp_dropped_total{reason=\"send\"} %" PRIu64
+	    "\ntunsplit_udp_dropped_total{reason=\"block\"} %" PRIu64
+	    "\ntunsplit_udp_dropped_total{reason=\"no_icmp\"} %" PRIu64 "\n",
+	    u->drop_queue, u->drop_hold, u->drop_down, u->tun_errors,
+	    u->drop_send, u->drop_block, u->drop_proto);
+}
+
+static void
+prom_pool(FILE *fp, const struct status *st)
+{
+	prom_one(fp, "pool_size", "gauge", "client.pool: ready connections "
+	    "kept.", st->pool_size);
+	prom_head(fp, "pool_connections", "gauge",
+	    "Warm pool connections, by state.");
+	fprintf(fp, "tunsplit_pool_connections{state=\"ready\"} %u\n"
+	    "tunsplit_pool_connections{state=\"connecting\"} %u\n",
+	    st->pool.ready, st->pool.connecting);
+	prom_head(fp, "pool_events_total", "counter",
+	    "Warm pool connections opened, taken by flows, expired unused, "
+	    "failed.");
+	fprintf(fp, "tunsplit_pool_events_total{event=\"opened\"} %" PRIu64
+	    "\ntunsplit_pool_events_total{event=\"taken\"} %" PRIu64
+	    "\ntunsplit_pool_events_total{event=\"expired\"} %" PRIu64
+	    "\ntunsplit_pool_events_total{event=\"failed\"} %" PRIu64 "\n",
+	    st->pool.opened, st->pool.taken, st->pool.expired,
+	    st->pool.failed);
+	prom_one(fp, "flows_pooled_total", "counter",
+	    "Flows started on a warm pool connection.", st->pooled);
+}
+
+static void
+prom_resolver(FILE *fp, const struct resolve_stats *r)
+{
+	prom_one(fp, "resolver_lookups_total", "counter",
+	    "Domain-name lookups asked of the resolver.", r->lookups);
+	prom_one(fp, "resolver_cache_hits_total", "counter",
+	    "Lookups answered from the cache (positive or negative).",
+	    r->cache_hits);
+	prom_head(fp, "resolver_results_total", "counter",
+	    "Lookup outcomes: ok, notfound, failed, timeout, busy (queue "
+	    "full), badname.");
+	fprintf(fp, "tunsplit_resolver_results_total{result=\"ok\"} %" PRIu64
+	    "\ntunsplit_resolver_results_total{result=\"notfound\"} %" PRIu64
+	    "\ntunsplit_resolver_results_total{result=\"failed\"} %" PRIu64
+	    "\ntunsplit_resolver_results_total{result=\"timeout\"} %" PRIu64
+	    "\ntunsplit_resolver_results_total{result=\"busy\"} %" PRIu64
+	    "\ntunsplit_resolver_results_total{result=\"badname\"} %" PRIu64
+	    "\n", r->ok, r->notfound, r->failed, r->timeouts, r->busy,
+	    r->badname);
+	prom_one(fp, "resolver_cancelled_total", "counter",
+	    "Lookups whose session ended first.", r->cancelled);
+	prom_head(fp, "resolver_queue", "gauge",
+	    "Lookups waiting for a thread and running now.");
+	fprintf(fp, "tunsplit_resolver_queue{state=\"waiting\"} %u\n"
+	    "tunsplit_resolver_queue{state=\"running\"} %u\n", r->waiting,
+	    r->running);
+	prom_one(fp, "resolver_cached_names", "gauge",
+	    "Names in the resolver's cache.", r->cached);
+}
+
+static void
+prom_limits(FILE *fp, const struct status *st)
+{
+	size_t	 i;
+
+	prom_head(fp, "limit_refused_total", "counter",
+	    "New work refused by a limit: conns (max_conns), source "
+	    "(max_conns_per_source), user_conns, udp (max_udp), user_udp, "
+	    "memory (max_buffer_memory).");
+	for (i = 0; i < LIMIT_NKINDS; i++)
+		fprintf(fp, "tunsplit_limit_refused_total{limit=\"%s\"} %"
+		    PRIu64 "\n", limit_kind_name(i), st->limit_refused[i]);
+	prom_one(fp, "buffer_memory_bytes", "gauge",
+	    "Relay buffer memory in use.", st->mem_used);
+	prom_one(fp, "buffer_memory_peak_bytes", "gauge",
+	    "Most relay buffer memory in use at once.", st->mem_peak);
+	prom_one(fp, "buffer_memory_limit_bytes", "gauge",
+	    "max_buffer_memory (0: no limit).", st->mem_max);
+	prom_one(fp, "buffer_memory_denied_total", "counter",
+	    "Buffer allocations refused by max_buffer_memory (that side "
+	    "paused reading).", st->mem_denied);
+	if (st->has_sources) {
+		prom_one(fp, "limit_sources", "gauge",
+		    "Source addresses (IPv4, IPv6 /64) with live connections.",
+		    st->sources);
+		prom_one(fp, "udp_sessions", "gauge",
+		    "Live datagram sessions (UDP, ICMP).", st->udp_sessions);
+	}
+}
+
+void
+status_write_prometheus(const struct status *st, FILE *fp)
+{
+	bool	srv = strcmp(st->role, "server") == 0;
+	char	name[64];
+
+	prom_head(fp, "info", "gauge", "Role and version of this daemon.");
+	fprintf(fp, "tunsplit_info{role=");
+	prom_label(fp, st->role);
+	fprintf(fp, ",version=");
+	prom_label(fp, st->version);
+	fprintf(fp, "} 1\n");
+	prom_head(fp, "uptime_seconds", "gauge", "Seconds since start.");
+	fprintf(fp, "tunsplit_uptime_seconds %.3f\n",
+	    (double)st->uptime_ms / 1000.0);
+	prom_one(fp, "draining", "gauge",
+	    "1 while draining after SIGTERM (new connections refused).",
+	    st->draining ? 1 : 0);
+#define PROM_NAME(suffix) \
+	(snprintf(name, sizeof(name), "%s_%s", srv ? "sessions" : "flows", \
+	    suffix), name)
+	prom_one(fp, PROM_NAME("active"), "gauge",
+	    srv ? "Live sessions." : "Live TCP flows.", st->active);
+	prom_one(fp, PROM_NAME("max"), "gauge",
+	    srv ? "max_conns." : "max_flows.", st->max);
+	prom_one(fp, PROM_NAME("total"), "counter",
+	    srv ? "Sessions accepted." : "TCP flows accepted (one outer "
+	    "connect each).", st->total);
+	prom_one(fp, PROM_NAME("refused_total"), "counter",
+	    srv ? "Connections closed at accept: max_conns or "
+	    "max_conns_per_source reached." :
+	    "Flows refused: flow limit or out of resources.", st->refused);
+	prom_one(fp, PROM_NAME("failed_total"), "counter",
+	    srv ? "Sessions that ended in an error." :
+	    "Flows reset after a server, target or outer failure.", st->failed);
+	prom_one(fp, PROM_NAME("internal_failures_total"), "counter",
+	    srv ? "Sessions ended by a failure of the server itself (out of "
+	    "memory), counted in sessions_failed_total too." :
+	    "Flows ended by a failure of the client itself (out of memory, "
+	    "lwIP), counted in flows_failed_total too.", st->internal);
+#undef PROM_NAME
+	prom_head(fp, "bytes_total", "counter",
+	    "Payload bytes toward targets (up) and back (down).");
+	fprintf(fp, "tunsplit_bytes_total{direction=\"up\"} %" PRIu64
+	    "\ntunsplit_bytes_total{direction=\"down\"} %" PRIu64 "\n",
+	    st->bytes_up, st->bytes_down);
+	if (st->failures != NULL)
+		prom_reasons(fp, "failures_total", "Failures, by reason.",
+		    st->failures);
+	if (st->rejects != NULL)
+		prom_reasons(fp, "rejected_total",
+		    "Connections that were not ours (authentication, header), "
+		    "by reason.", st->rejects);
+	if (st->handshake != NULL)
+		prom_hist(fp, st->handshake);
+	if (srv)
+		prom_one(fp, "users", "gauge", "Configured users.", st->users);
+	if (srv) {
+		prom_one(fp, "cover_relayed_total", "counter",
+		    "Rejected connections relayed to the cover site.",
+		    st->cover_relayed);
+		prom_one(fp, "cover_unreachable_total", "counter",
+		    "Rejected connections whose cover site could not be "
+		    "reached.", st->cover_failed);
+	}
+	if (st->has_tun)
+		prom_tun(fp, &st->tun);
+	if (st->has_pool)
+		prom_pool(fp, st);
+	if (st->has_udp)
+		prom_udp(fp, &st->udp);
+	if (st->has_limits)
+		prom_limits(fp, st);
+	if (st->has_resolver)
+		prom_resolver(fp, &st->resolver);
+}

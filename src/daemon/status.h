@@ -1,0 +1,103 @@
+/*
+ * A snapshot of a running daemon and its three renderings: the text that
+ * `tunsplit status` prints, JSON (`status --json`) and the Prometheus text
+ * exposition format (the metrics endpoint).  The roles fill the snapshot
+ * (control.c does it for them); the renderers are pure and only write to a
+ * stdio stream, so tests need neither sockets nor a loop.
+ */
+#ifndef TUNSPLIT_STATUS_H
+#define TUNSPLIT_STATUS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/addr.h"
+#include "client/dgram/assoc.h"
+#include "core/limit.h"
+#include "client/pool.h"
+#include "server/resolve.h"
+#include "core/stats.h"
+#include "stack/tsnetif.h"
+
+#define STATUS_NAME_MAX	64
+
+struct status_flow {
+	uint64_t	 id;
+	char		 dst[ADDR_STRLEN];	/* client: target; server: target or "-" */
+	char		 peer[ADDR_STRLEN];	/* server: the client; client: "" */
+	char		 user[STATUS_NAME_MAX];	/* server only */
+	const char	*state;
+	uint64_t	 age_ms;
+	uint64_t	 up, down;		/* payload bytes so far */
+	/* TCP_INFO of the outer connection, when it could be read. */
+	bool		 has_tcpi;
+	uint32_t	 rtt_us, rttvar_us;
+	uint32_t	 retrans;		/* segments retransmitted, total */
+	uint32_t	 cwnd;			/* segments */
+};
+
+struct status {
+	const char	*role;			/* "client" or "server" */
+	const char	*version;
+	long		 pid;
+	uint64_t	 uptime_ms;
+	bool		 draining;
+
+	/* Client flows or server sessions. */
+	uint64_t	 active, total, refused, failed;
+	uint64_t	 internal;		/* of failed: our own failure
+						 * (memory, lwIP), not a peer's */
+	unsigned	 max;			/* max_flows / max_conns */
+	uint64_t	 bytes_up, bytes_down;	/* toward the target / back */
+	const struct stats_reasons *failures;	/* NULL: none kept */
+	const struct stats_hist *handshake;	/* outer TLS handshakes */
+
+	/* Client. */
+	char		 server[ADDR_STRLEN];
+	bool		 has_tun;
+	struct tsnetif_stats tun;
+	/* Warm pool of outer connections (client.pool > 0). */
+	bool		 has_pool;
+	unsigned	 pool_size;
+	uint64_t	 pooled;		/* flows started on one */
+	struct pool_stats pool;
+	/* UDP associations and ICMP echo sessions. */
+	bool		 has_udp;
+	struct assoc_stats udp;
+
+	/* Server. */
+	size_t		 users;
+	const struct stats_reasons *rejects;	/* failed authentication etc. */
+	/* Rejected connections relayed to the cover site (fallback). */
+	bool		 has_cover;
+	char		 cover[ADDR_STRLEN + 256];	/* "host:port" */
+	uint64_t	 cover_relayed, cover_failed;
+
+	/* Limits: refusals by kind, the buffer memory budget. */
+	bool		 has_limits;
+	uint64_t	 limit_refused[LIMIT_NKINDS];
+	size_t		 mem_used, mem_peak, mem_max;	/* max 0: none */
+	uint64_t	 mem_denied;		/* allocations refused: reads paused */
+	bool		 has_sources;		/* server */
+	size_t		 sources;		/* sources with live connections */
+	unsigned	 udp_sessions, udp_max;	/* server datagram sessions */
+
+	/* The server's resolver (domain-name targets). */
+	bool		 has_resolver;
+	struct resolve_stats resolver;
+
+	/* Optional per-flow list (status --flows). */
+	const struct status_flow *flows;
+	size_t		 nflows;
+};
+
+void status_write_text(const struct status *st, FILE *fp);
+void status_write_json(const struct status *st, FILE *fp);
+void status_write_prometheus(const struct status *st, FILE *fp);
+
+/* JSON string with escapes (also used for flow fields). */
+void status_json_str(FILE *fp, const char *s);
+
+#endif

@@ -1,0 +1,74 @@
+/*
+ * A bidirectional byte relay between an outer stream and a plain stream
+ * socket, with one bounded buffer per direction (allocated on first use,
+ * released whenever it drains, so an idle relay holds no buffers).
+ *
+ * Pure I/O, no loop: the owner keeps both fds registered, calls relay_run()
+ * on any event of either fd and then sets the interest of each fd to
+ * relay_outer_events() / relay_fd_events().  A side is read only while the
+ * buffer toward the other side has room, so memory stays bounded however
+ * slow either peer is.
+ *
+ * Half-close: end of stream on one side becomes shutdown of the other
+ * side's write direction once the buffer toward it is flushed.  The relay
+ * is done when both directions have finished and flushed.
+ */
+#ifndef TUNSPLIT_RELAY_H
+#define TUNSPLIT_RELAY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/buf.h"
+
+struct limit_mem;
+struct outer;
+
+#define RELAY_BUF_SIZE	(64 * 1024)
+
+enum relay_state {
+	RELAY_RUNNING = 0,	/* waiting for events */
+	RELAY_DONE,		/* both directions finished and flushed */
+	RELAY_OUTER_FAILED,	/* outer reset or error (errno in err) */
+	RELAY_FD_FAILED,	/* fd reset or error (errno in err) */
+};
+
+struct relay {
+	struct outer	*outer;		/* not owned */
+	int		 fd;		/* not owned; -1: no fd side */
+	struct buf	 to_fd;		/* outer -> fd */
+	struct buf	 to_outer;	/* fd -> outer */
+	uint64_t	 bytes_to_fd;
+	uint64_t	 bytes_to_outer;
+	uint32_t	 outer_rd_ev;	/* what a blocked outer read waits for */
+	uint32_t	 outer_wr_ev;	/* what a blocked outer write waits for */
+	int		 err;
+	bool		 outer_eof;	/* outer read side finished */
+	bool		 fd_eof;	/* fd read side finished */
+	bool		 outer_shut;	/* outer write side shut */
+	bool		 fd_shut;	/* fd write side shut */
+};
+
+/* Buffers only (nothing allocated yet): before relay_start the owner may
+ * queue bytes, e.g. a status byte in to_outer or early data in to_fd. */
+void relay_init(struct relay *r, size_t bufsz);
+/* Starts relaying.  fd -1: there is no fd side -- outer input is read and
+ * discarded, and the outer write side is shut once to_outer is flushed
+ * (answer, then close gracefully). */
+void relay_start(struct relay *r, struct outer *o, int fd);
+/* Moves bytes both ways until every side would block. */
+enum relay_state relay_run(struct relay *r);
+uint32_t relay_outer_events(const struct relay *r);
+uint32_t relay_fd_events(const struct relay *r);
+void relay_free(struct relay *r);	/* buffers; counters stay readable */
+/*
+ * Charges both buffers to a memory budget.  A side whose buffer the budget
+ * refuses is not read (no data is lost: it waits in the socket or in TLS)
+ * and relay_starved() says so; the owner queues a waiter and runs the
+ * relay again when memory is free.
+ */
+void relay_set_budget(struct relay *r, struct limit_mem *m);
+bool relay_starved(const struct relay *r);
+
+#endif

@@ -1,0 +1,709 @@
+/*
+ * Server sessions.
+ *
+ * A session walks a straight line of states:
+ *
+ *   HANDSHAKE  TLS handshake            \ both bounded by one deadline,
+ *   HEADER     request header read      / handshake_timeout
+ *   RESOLVE    a domain name being looked up (resolve.c; its timeout)
+ *   CONNECT    target dial in progress    connect_timeout
+ *   RELAY      bytes both ways            idle_timeout
+ *
+ * A request that is answered with an error status still goes through
+ * RELAY, with no target: the status byte is flushed, the outer write side
+ * is shut and client input is discarded until the client closes (bounded by
+ * SESS_LINGER_MS), so the client reads the status before the EOF instead
+ * of an RST caused by unread data.
+ *
+ * A trojan request (recognised by its first byte, a hex digit, where the
+ * native header has its version) takes the same path, except that trojan
+ * has no status byte: success is the relay starting, failure a close.
+ *
+ * Teardown has one path, sess_close(), which is idempotent and moves the
+ * session to the dead list; the memory is freed at the end of the loop
+ * iteration (sess_reap) because the current epoll batch may still hold its
+ * events.
+ *
+ * This file keeps the session's life (handshake, teardown, readiness, the
+ * relay, the cover site, timers); the request is read, authenticated and
+ * routed in sess_req.c, a TCP target resolved, checked and dialed in
+ * sess_dial.c (sess_int.h is what they share).
+ */
+#include "config.h"
+
+#include "server/sess/sess.h"
+
+#include <sys/epoll.h>
+#include <sys/socket.h>
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/addr.h"
+#include "core/buf.h"
+#include "conf/conf.h"
+#include "server/cover.h"
+#include "core/limit.h"
+#include "core/log.h"
+#include "core/loop.h"
+#include "tls/outer.h"
+#include "wire/proto.h"
+#include "server/relay.h"
+#include "server/resolve.h"
+#include "server/dgram/sess_dgram.h"
+#include "server/sess/sess_int.h"
+#include "core/sock.h"
+
+#define SESS_LINGER_MS	5000	/* error status sent, client to close */
+#define SESS_ANSWER_BUF	4096	/* an answer's buffers (not charged) */
+
+static void sess_on_outer(struct loop_fd *, uint32_t);
+static void sess_relay(struct sess *, uint32_t, uint32_t);
+static void sess_fallback_connected(struct sess *, int);
+static void sess_budget(struct sess *);
+static void sess_unreserve(struct sess *);
+static void sess_on_memory(struct limit_waiter *);
+
+/* ---- teardown ---------------------------------------------------- */
+
+static void
+sess_log_summary(const struct sess *s, const char *reason)
+{
+	char			 peer[ADDR_STRLEN], target[RESOLVE_NAME_MAX + 16 +
+				    ADDR_STRLEN] = "-", a[ADDR_STRLEN];
+
+	addr_fmt(&s->peer, peer, sizeof(peer));
+	if (s->fallback)
+		snprintf(target, sizeof(target), "cover site");
+	else if (s->name != NULL)
+		snprintf(target, sizeof(target), "%s:%u%s%s", s->name,
+		    s->name_port, s->has_target ? " via " : "",
+		    s->has_target ? addr_fmt(&s->target, a, sizeof(a)) : "");
+	else if (s->has_target)
+		addr_fmt(&s->target, target, sizeof(target));
+	log_at(strcmp(reason, SESS_OOM) == 0 ? LOG_LVL_WARN : LOG_LVL_INFO,
+	    "sess %llu: closed: %s -> %s user %s: up %llu down %llu "
+	    "bytes, %llu ms: %s%s%s%s", s->id, peer, target,
+	    s->has_user ? s->user : "-",
+	    (unsigned long long)s->relay.bytes_to_fd,
+	    (unsigned long long)s->relay.bytes_to_outer,
+	    (unsigned long long)(loop_now(s->env->loop) - s->start_ms), reason,
+	    s->err != 0 ? " (" : "", s->err != 0 ? strerror(s->err) : "",
+	    s->err != 0 ? ")" : "");
+}
+
+void
+sess_drop_target(struct sess *s, bool rst)
+{
+	if (s->target_fd == -1)
+		return;
+	loop_fd_del(s->env->loop, &s->target_lfd);
+	if (rst)
+		sock_close_rst(s->target_fd);
+	else
+		close(s->target_fd);
+	s->target_fd = -1;
+}
+
+/* Gives back every count the session holds (sess_close, sess_new). */
+static void
+sess_limits_release(struct sess *s)
+{
+	struct limit_server	*ls = s->env->lim;
+
+	if (ls == NULL)
+		return;
+	limit_mem_unwait(&ls->mem, &s->lim_wait);
+	sess_unreserve(s);
+	if (s->lim_udp) {
+		ls->udp--;
+		if (s->lim_user != NULL)
+			s->lim_user->udp--;
+		s->lim_udp = false;
+	}
+	if (s->lim_user != NULL) {
+		s->lim_user->conns--;
+		limit_tab_release(&ls->users, s->lim_user);
+		s->lim_user = NULL;
+	}
+	if (s->lim_src != NULL) {
+		s->lim_src->conns--;
+		limit_tab_release(&ls->sources, s->lim_src);
+		s->lim_src = NULL;
+	}
+}
+
+void
+sess_close(struct sess *s, const char *reason, int rst)
+{
+	struct sess_env	*env = s->env;
+
+	if (s->state == SESS_CLOSED)
+		return;
+	s->state = SESS_CLOSED;
+	loop_timer_cancel(env->loop, &s->timer);
+	resolve_cancel(s->rq);		/* its callback must never run */
+	s->rq = NULL;
+	if (s->dg != NULL) {
+		sess_dgram_stop(s->dg);
+		s->relay.bytes_to_fd = sess_dgram_stats(s->dg)->bytes_up;
+		s->relay.bytes_to_outer = sess_dgram_stats(s->dg)->bytes_down;
+	}
+	loop_fd_del(env->loop, &s->outer_lfd);
+	if (rst & SESS_RST_OUTER)
+		outer_abort(s->outer);
+	else
+		outer_free(s->outer);
+	s->outer = NULL;
+	sess_drop_target(s, (rst & SESS_RST_TARGET) != 0);
+	relay_free(&s->relay);
+	buf_free(&s->hdr);
+	sess_limits_release(s);
+	sess_log_summary(s, reason);
+	env->stats.bytes_up += s->relay.bytes_to_fd;
+	env->stats.bytes_down += s->relay.bytes_to_outer;
+	if (!s->rejected && strcmp(reason, "done") != 0) {
+		env->stats.failed++;
+		if (strcmp(reason, SESS_OOM) == 0)
+			env->stats.internal++;
+		stats_reason_add(&env->stats.failures, reason);
+	}
+
+	LIST_REMOVE(s, entry);
+	LIST_INSERT_HEAD(&env->dead, s, entry);
+	env->nlive--;
+}
+
+void
+sess_end(struct sess *s, const char *fallback_reason, int err, int rst)
+{
+	if (s->reason == NULL) {
+		s->reason = fallback_reason;
+		s->err = err;
+	}
+	sess_close(s, s->reason, rst);
+}
+
+/*
+ * The client failed authentication, or sent a malformed or incomplete
+ * header, or nothing, before the deadline.  With a cover site, everything
+ * it sent (still in s->hdr) and everything it sends next is relayed there,
+ * and the cover site's answers come back (sess_fallback): a prober sees an
+ * ordinary website, never a close that only this server would make.
+ * Without one the connection is closed, as before.
+ */
+static void sess_fallback(struct sess *, const char *);
+
+void
+sess_reject(struct sess *s, const char *reason)
+{
+	struct sess_env	*env = s->env;
+	char		 peer[ADDR_STRLEN];
+
+	s->rejected = true;
+	stats_reason_add(&env->stats.rejects, reason);
+	addr_fmt(&s->peer, peer, sizeof(peer));
+	if (!cover_enabled(env->cover)) {
+		log_info("sess %llu: rejected %s: %s", s->id, peer, reason);
+		sess_close(s, reason, 0);
+		return;
+	}
+	env->stats.fallback++;
+	log_info("sess %llu: rejected %s: %s: relayed to the cover site %s "
+	    "(%llu so far)", s->id, peer, reason, cover_name(env->cover),
+	    (unsigned long long)env->stats.fallback);
+	sess_fallback(s, reason);
+}
+
+/* ---- readiness --------------------------------------------------- */
+
+static void
+sess_watch_relay(struct sess *s, uint32_t oev, uint32_t tev)
+{
+	struct loop	*l = s->env->loop;
+
+	if (loop_fd_watch(l, &s->outer_lfd, outer_fd(s->outer),
+	    &s->outer_parked, relay_outer_events(&s->relay), oev,
+	    sess_on_outer) == -1)
+		goto fail;
+	if (s->target_fd != -1 && loop_fd_watch(l, &s->target_lfd,
+	    s->target_fd, &s->target_parked, relay_fd_events(&s->relay), tev,
+	    sess_on_target) == -1)
+		goto fail;
+	return;
+fail:
+	sess_end(s, "epoll", errno, 0);
+}
+
+void
+sess_watch_outer(struct sess *s)
+{
+	uint32_t	 ev = outer_events(s->outer);
+
+	if (loop_fd_mod(s->env->loop, &s->outer_lfd, ev != 0 ? ev : EPOLLIN)
+	    == -1)
+		sess_end(s, "epoll", errno, 0);
+}
+
+void
+sess_timer_set(struct sess *s, unsigned ms)
+{
+	if (ms == 0)
+		loop_timer_cancel(s->env->loop, &s->timer);
+	else
+		loop_timer_set(s->env->loop, &s->timer, ms);
+}
+
+/* ---- answers ----------------------------------------------------- */
+
+/*
+ * Answers the request with an error status and closes gracefully: the relay
+ * runs without a target so the status byte is flushed, the outer write
+ * side shut, and whatever the client still sends is discarded until it
+ * closes.
+ */
+void
+sess_answer(struct sess *s, uint8_t status, const char *reason, int err)
+{
+	s->reason = reason;
+	s->err = err;
+	/* A status byte out, and whatever the client still sends read and
+	 * dropped: small buffers, not charged to the memory budget (an
+	 * answer may be the refusal of a full one); early data is dropped. */
+	sess_unreserve(s);
+	relay_free(&s->relay);
+	buf_init(&s->relay.to_fd, SESS_ANSWER_BUF);
+	buf_init(&s->relay.to_outer, SESS_ANSWER_BUF);
+	/* trojan has no status: the client learns of failure by the close. */
+	if (!s->trojan && buf_append(&s->relay.to_outer, &status, 1) != 1) {
+		sess_close(s, SESS_OOM, 0);
+		return;
+	}
+	s->answer_only = true;
+	relay_start(&s->relay, s->outer, -1);
+	s->state = SESS_RELAY;
+	sess_timer_set(s, SESS_LINGER_MS);
+	log_debug("sess %llu: answered %s", s->id, proto_status_str(status));
+	sess_relay(s, 0, 0);
+}
+
+static void
+sess_connected(struct sess *s)
+{
+	const struct conf	*c = s->env->conf;
+	uint8_t			 status = PROTO_OK;
+
+	/* to_outer is still empty: the status byte goes out first. */
+	if (!s->trojan && buf_append(&s->relay.to_outer, &status, 1) != 1) {
+		sess_close(s, SESS_OOM, SESS_RST_TARGET);
+		return;
+	}
+	relay_start(&s->relay, s->outer, s->target_fd);
+	sess_budget(s);
+	s->state = SESS_RELAY;
+	s->last_io_ms = loop_now(s->env->loop);
+	sess_timer_set(s, c->server.idle_timeout_ms);
+	sess_relay(s, 0, 0);
+}
+
+static void
+sess_connect_done(struct sess *s)
+{
+	int	 err;
+
+	err = sock_connect_error(s->target_fd);
+	if (err == EINPROGRESS || err == EALREADY)
+		return;
+	if (s->fallback) {
+		sess_fallback_connected(s, err);
+		return;
+	}
+	if (err != 0) {
+		sess_dial_failed(s, err, "connect failed");
+		return;
+	}
+	sess_connected(s);
+}
+
+/* ---- memory budget --------------------------------------------- */
+
+/*
+ * Memory for a relay about to start, taken when admitted so that what it
+ * holds at its start (allocated before the budget is attached) never
+ * takes the budget past its limit.  Refusals are counted and logged.
+ */
+bool
+sess_reserve(struct sess *s, size_t n)
+{
+	struct limit_server	*ls = s->env->lim;
+
+	if (ls == NULL)
+		return true;
+	if (!limit_mem_admit(&ls->mem, n)) {
+		limit_refuse(&ls->st, LIMIT_MEMORY, loop_now(s->env->loop),
+		    "connections", "max_buffer_memory: %zu of %zu bytes in use",
+		    ls->mem.used, ls->mem.max);
+		return false;
+	}
+	limit_mem_force(&ls->mem, n);
+	s->lim_reserved += n;
+	return true;
+}
+
+static void
+sess_unreserve(struct sess *s)
+{
+	if (s->lim_reserved == 0)
+		return;
+	limit_mem_give(&s->env->lim->mem, s->lim_reserved);
+	s->lim_reserved = 0;
+}
+
+/* Relay buffers are charged to the budget from the relay's start on, in
+ * place of the reservation. */
+static void
+sess_budget(struct sess *s)
+{
+	if (s->env->lim == NULL)
+		return;
+	sess_unreserve(s);
+	relay_set_budget(&s->relay, &s->env->lim->mem);
+}
+
+/* Memory is free again: run the paused relay. */
+static void
+sess_on_memory(struct limit_waiter *w)
+{
+	struct sess	*s = container_of(w, struct sess, lim_wait);
+
+	if (s->state == SESS_RELAY)
+		sess_relay(s, 0, 0);
+}
+
+/* ---- cover site ------------------------------------------------- */
+
+/*
+ * The cover site's answer is the whole answer: no status byte, the bytes
+ * read so far go first, and a client that already half-closed gets its
+ * end of stream passed on once they are delivered.
+ */
+static void
+sess_fallback_connected(struct sess *s, int err)
+{
+	const struct conf	*c = s->env->conf;
+
+	if (err != 0) {
+		s->env->stats.fallback_failed++;
+		s->err = err;
+		log_warnx("sess %llu: cover site %s: %s", s->id,
+		    cover_name(s->env->cover), strerror(err));
+		sess_close(s, "cover site unreachable", 0);
+		return;
+	}
+	relay_start(&s->relay, s->outer, s->target_fd);
+	sess_budget(s);
+	s->state = SESS_RELAY;
+	s->last_io_ms = loop_now(s->env->loop);
+	sess_timer_set(s, c->server.idle_timeout_ms);
+	sess_relay(s, 0, 0);
+}
+
+static void
+sess_fallback(struct sess *s, const char *reason)
+{
+	struct loop	*l = s->env->loop;
+	size_t		 n = buf_len(&s->hdr);
+	int		 fd;
+
+	s->reason = reason;
+	s->fallback = true;
+	if (!sess_reserve(s, RELAY_BUF_SIZE)) {
+		sess_close(s, "limit: max_buffer_memory", 0);
+		return;
+	}
+	if (buf_append(&s->relay.to_fd, buf_head(&s->hdr), n) != n) {
+		sess_close(s, SESS_OOM, 0);
+		return;
+	}
+	buf_free(&s->hdr);
+	if ((fd = cover_dial(s->env->cover)) == -1) {
+		sess_fallback_connected(s, errno);
+		return;
+	}
+	s->target_fd = fd;
+	if (loop_fd_add(l, &s->target_lfd, fd, EPOLLOUT, sess_on_target) == -1) {
+		s->err = errno;
+		sess_close(s, "epoll", 0);
+		return;
+	}
+	if (loop_fd_mod(l, &s->outer_lfd, 0) == -1) {
+		s->err = errno;
+		sess_close(s, "epoll", 0);
+		return;
+	}
+	s->state = SESS_CONNECT;
+	sess_timer_set(s, s->env->conf->server.connect_timeout_ms);
+}
+
+static void
+sess_handshake(struct sess *s)
+{
+	switch (outer_handshake(s->outer)) {
+	case 1:
+		stats_hist_add(&s->env->stats.handshake,
+		    (loop_now(s->env->loop) - s->start_ms) * 1000);
+		s->state = SESS_HEADER;
+		/* The header may already sit decrypted inside TLS, which
+		 * produces no further fd event: read now. */
+		sess_read_header(s);
+		return;
+	case 0:
+		sess_watch_outer(s);
+		return;
+	default:
+		sess_close(s, "tls handshake failed", 0);
+		return;
+	}
+}
+
+/* ---- events ------------------------------------------------------ */
+
+static void
+sess_relay(struct sess *s, uint32_t oev, uint32_t tev)
+{
+	struct relay	*r = &s->relay;
+	uint64_t	 bytes;
+
+	if (oev & EPOLLERR) {
+		sess_end(s, "client reset", sock_connect_error(outer_fd(s->outer)),
+		    SESS_RST_TARGET);
+		return;
+	}
+	if ((tev & EPOLLERR) && s->target_fd != -1) {
+		sess_end(s, "target reset", sock_connect_error(s->target_fd),
+		    SESS_RST_OUTER);
+		return;
+	}
+	switch (relay_run(r)) {
+	case RELAY_RUNNING:
+		break;
+	case RELAY_DONE:
+		sess_end(s, "done", 0, 0);
+		return;
+	case RELAY_OUTER_FAILED:
+		sess_end(s, "client error", r->err, SESS_RST_TARGET);
+		return;
+	case RELAY_FD_FAILED:
+		sess_end(s, "target error", r->err, SESS_RST_OUTER);
+		return;
+	}
+	bytes = r->bytes_to_fd + r->bytes_to_outer;
+	if (bytes != s->last_bytes) {
+		s->last_bytes = bytes;
+		s->last_io_ms = loop_now(s->env->loop);
+	}
+	if (s->env->lim != NULL && relay_starved(r))
+		limit_mem_wait(&s->env->lim->mem, &s->lim_wait);
+	sess_watch_relay(s, oev, tev);
+}
+
+static void
+sess_on_outer(struct loop_fd *lfd, uint32_t revents)
+{
+	struct sess	*s = container_of(lfd, struct sess, outer_lfd);
+
+	switch (s->state) {
+	case SESS_HANDSHAKE:
+		sess_handshake(s);
+		break;
+	case SESS_HEADER:
+		sess_read_header(s);
+		break;
+	case SESS_RESOLVE:
+		sess_close(s, "client gone during resolve", 0);
+		break;
+	case SESS_CONNECT:
+		/* Interest is 0 here: only an error or hang-up wakes us. */
+		sess_close(s, "client gone during connect", SESS_RST_TARGET);
+		break;
+	case SESS_RELAY:
+		sess_relay(s, revents, 0);
+		break;
+	case SESS_DGRAM:
+		sess_dgram_on_outer(s->dg, revents);
+		break;
+	case SESS_CLOSED:
+		break;
+	}
+}
+
+void
+sess_on_target(struct loop_fd *lfd, uint32_t revents)
+{
+	struct sess	*s = container_of(lfd, struct sess, target_lfd);
+
+	if (s->state == SESS_CONNECT)
+		sess_connect_done(s);
+	else if (s->state == SESS_RELAY)
+		sess_relay(s, 0, revents);
+}
+
+static void
+sess_on_timer(struct loop_timer *t)
+{
+	struct sess	*s = container_of(t, struct sess, timer);
+	unsigned	 idle = s->env->conf->server.idle_timeout_ms;
+	uint64_t	 quiet;
+
+	switch (s->state) {
+	case SESS_HANDSHAKE:
+		sess_close(s, "handshake timeout", 0);
+		break;
+	case SESS_HEADER:
+		/* A stalled partial request, or silence, goes the way of any
+		 * other that is not ours: to the cover site. */
+		sess_reject(s, "header timeout");
+		break;
+	case SESS_CONNECT:
+		if (s->fallback) {
+			sess_fallback_connected(s, ETIMEDOUT);
+			break;
+		}
+		sess_dial_failed(s, ETIMEDOUT, "connect timeout");
+		break;
+	case SESS_RESOLVE:	/* the resolver keeps the time */
+		break;
+	case SESS_RELAY:
+		if (s->answer_only) {
+			sess_end(s, "linger timeout", 0, 0);
+			break;
+		}
+		quiet = loop_now(s->env->loop) - s->last_io_ms;
+		if (quiet >= idle)
+			sess_close(s, "idle timeout", 0);
+		else
+			sess_timer_set(s, (unsigned)(idle - quiet));
+		break;
+	case SESS_DGRAM:
+		quiet = loop_now(s->env->loop) - sess_dgram_last_io(s->dg);
+		if (quiet >= idle)
+			sess_close(s, "idle timeout", 0);
+		else
+			sess_timer_set(s, (unsigned)(idle - quiet));
+		break;
+	case SESS_CLOSED:
+		break;
+	}
+}
+
+void
+sess_new(struct sess_env *env, int fd, const struct addr *peer,
+    struct limit_ent *src)
+{
+	const struct conf	*c = env->conf;
+	struct sess		*s;
+
+	if ((s = calloc(1, sizeof(*s))) == NULL) {
+		log_warn("session");
+		close(fd);
+		if (src != NULL) {
+			src->conns--;
+			limit_tab_release(&env->lim->sources, src);
+		}
+		return;
+	}
+	if (c->server.congestion[0] != '\0')
+		(void)sock_set_cc(fd, c->server.congestion);
+	sock_set_nodelay(fd);
+	s->env = env;
+	s->lim_src = src;
+	s->lim_idx = SIZE_MAX;
+	s->lim_wait.fn = sess_on_memory;
+	s->id = ++env->next_id;
+	s->peer = *peer;
+	s->target_fd = -1;
+	s->start_ms = s->last_io_ms = loop_now(env->loop);
+	buf_init(&s->hdr, PROTO_REQ_MAX);
+	relay_init(&s->relay, RELAY_BUF_SIZE);
+	loop_timer_init(&s->timer, sess_on_timer);
+	/* outer_new owns fd from here on, even when it fails. */
+	if ((s->outer = outer_new(env->ctx, fd, false, NULL)) == NULL)
+		goto fail;
+	if (loop_fd_add(env->loop, &s->outer_lfd, fd, EPOLLIN,
+	    sess_on_outer) == -1) {
+		log_warn("sess %llu: epoll", s->id);
+		goto fail;
+	}
+	LIST_INSERT_HEAD(&env->live, s, entry);
+	env->nlive++;
+	s->state = SESS_HANDSHAKE;
+	sess_timer_set(s, c->server.handshake_timeout_ms);
+	return;
+fail:
+	outer_free(s->outer);
+	sess_limits_release(s);
+	free(s);
+}
+
+void
+sess_env_init(struct sess_env *e, const struct conf *c, struct loop *l,
+    struct ssl_ctx_st *ctx, struct auth *auth)
+{
+	*e = (struct sess_env){ .conf = c, .loop = l, .ctx = ctx, .auth = auth };
+	LIST_INIT(&e->live);
+	LIST_INIT(&e->dead);
+}
+
+void
+sess_close_all(struct sess_env *e, const char *reason)
+{
+	while (!LIST_EMPTY(&e->live))
+		sess_close(LIST_FIRST(&e->live), reason, 0);
+}
+
+void
+sess_reap(void *arg)
+{
+	struct sess_env	*e = arg;
+	struct sess	*s;
+
+	while ((s = LIST_FIRST(&e->dead)) != NULL) {
+		LIST_REMOVE(s, entry);
+		sess_dgram_free(s->dg);
+		conf_egress_unref(s->egress);
+		free(s->name);
+		free(s);
+	}
+}
+
+void
+sess_foreach(struct sess_env *e,
+    void (*cb)(void *arg, const struct sess_info *), void *arg)
+{
+	static const char *const states[] = {
+		[SESS_HANDSHAKE] = "tls", [SESS_HEADER] = "header",
+		[SESS_RESOLVE] = "resolve",
+		[SESS_CONNECT] = "connect", [SESS_RELAY] = "relay",
+		[SESS_DGRAM] = "datagram", [SESS_CLOSED] = "closed",
+	};
+	struct sess_info	 si;
+	struct sess		*s;
+
+	LIST_FOREACH(s, &e->live, entry) {
+		si.id = s->id;
+		si.peer = &s->peer;
+		si.target = s->has_target ? &s->target : NULL;
+		si.user = s->has_user ? s->user : NULL;
+		si.state = s->answer_only ? "answer" : s->fallback ? "cover" :
+		    states[s->state];
+		si.start_ms = s->start_ms;
+		si.up = s->relay.bytes_to_fd;
+		si.down = s->relay.bytes_to_outer;
+		si.fd = s->outer != NULL ? outer_fd(s->outer) : -1;
+		cb(arg, &si);
+	}
+}

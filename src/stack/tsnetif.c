@@ -1,0 +1,620 @@
+/*
+ * The TUN netif: packets in from the TUN, lwIP output back to it, and the
+ * input hooks that make unmodified lwIP terminate TCP for any destination.
+ *
+ * Hooks run before lwIP validates anything, so they bounds-check first.
+ * For TCP they write the packet's destination into the netif's address
+ * field in place (ip4_input_accept / ip6_input then accept it; never via
+ * netif_set_ipaddr, which would abort pcbs), and on a SYN for a port with
+ * no listener they create one before lwIP processes that same SYN.
+ */
+#include "stack/tsnetif.h"
+#include "tsnetif_hooks.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/uio.h>
+
+#include "lwip/init.h"
+#include "lwip/ip.h"
+#include "lwip/netif.h"
+#include "lwip/pbuf.h"
+#include "lwip/tcp.h"
+#include "lwip/timeouts.h"
+#include "lwip/priv/tcp_priv.h"
+
+#include "core/log.h"
+
+#define TS_RX_MAX	65536
+#define TS_IOV_MAX	64
+#define TS_BACKLOG	255	/* SYN_RCVD pcbs per port (u8 in lwIP) */
+#define TS_RX_SLACK	8	/* zeroed bytes after each input packet */
+
+#define IPPROTO_TCP_	6
+#define IPPROTO_FRAG6_	44
+#define TH_FIN		0x01
+#define TH_SYN		0x02
+#define TH_RST		0x04
+#define TH_ACK		0x10
+
+static struct netif	 ts_netif;
+static int		 ts_fd = -1;
+static struct tsnetif_ops ts_ops;
+static struct tsnetif_stats ts_stats;
+static struct tcp_pcb	*ts_listeners[65536];
+static uint8_t		 ts_rx[TS_RX_MAX];
+/* Output linearised for writev: not ts_rx, which may still hold the
+ * batch's packet being processed when lwIP answers it. */
+static uint8_t		 ts_tx[TS_RX_MAX];
+
+static uint16_t
+be16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static uint32_t
+be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+	    (uint32_t)p[2] << 8 | p[3];
+}
+
+/* Internet checksum (non-inverted, in the byte order of the data) for
+ * lwIP's output path: eight bytes per step with end-around carry. */
+uint16_t
+tsnetif_chksum(const void *dataptr, int len)
+{
+	const uint8_t *p = dataptr;
+	uint64_t sum = 0, v;
+	uint16_t w;
+
+	while (len >= 8) {
+		memcpy(&v, p, 8);
+		sum += v;
+		if (sum < v)
+			sum++;
+		p += 8;
+		len -= 8;
+	}
+	sum = (sum & 0xffffffffu) + (sum >> 32);
+	while (len >= 2) {
+		memcpy(&w, p, 2);
+		sum += w;
+		p += 2;
+		len -= 2;
+	}
+	if (len > 0) {
+		w = 0;
+		memcpy(&w, p, 1);
+		sum += w;
+	}
+	sum = (sum & 0xffffffffu) + (sum >> 32);
+	sum = (sum & 0xffffffffu) + (sum >> 32);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)sum;
+}
+
+static err_t
+ts_write_pbuf(struct pbuf *p)
+{
+	struct iovec iov[TS_IOV_MAX];
+	struct pbuf *q;
+	ssize_t n;
+	int cnt = 0;
+
+	for (q = p; q != NULL && cnt < TS_IOV_MAX; q = q->next) {
+		iov[cnt].iov_base = q->payload;
+		iov[cnt++].iov_len = q->len;
+	}
+	if (q != NULL) {
+		/* Longer chain than iovecs: linearise (rare; tot_len is
+		 * 16-bit, so it always fits). */
+		pbuf_copy_partial(p, ts_tx, p->tot_len, 0);
+		iov[0].iov_base = ts_tx;
+		iov[0].iov_len = p->tot_len;
+		cnt = 1;
+	}
+	do
+		n = writev(ts_fd, iov, cnt);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		goto fail;
+	ts_stats.tx_packets++;
+	ts_stats.tx_bytes += (uint64_t)n;
+	return ERR_OK;
+fail:
+	/* The TUN queue is full or gone: the packet is lost, and lwIP's
+	 * retransmission recovers it, as on any lossy link. */
+	if (ts_stats.tx_errors++ == 0)
+		log_warn("tun write");
+	return ERR_OK;
+}
+
+static err_t
+ts_output4(struct netif *n, struct pbuf *p, const ip4_addr_t *dst)
+{
+	(void)n;
+	(void)dst;
+	return ts_write_pbuf(p);
+}
+
+static err_t
+ts_output6(struct netif *n, struct pbuf *p, const ip6_addr_t *dst)
+{
+	(void)n;
+	(void)dst;
+	return ts_write_pbuf(p);
+}
+
+static err_t
+ts_netif_init(struct netif *n)
+{
+	n->name[0] = 't';
+	n->name[1] = 's';
+	n->output = ts_output4;
+	n->output_ip6 = ts_output6;
+	n->flags = 0;	/* point to point: no broadcast, no ARP */
+	return ERR_OK;
+}
+
+static bool
+ts_listener_ensure(uint16_t port)
+{
+	struct tcp_pcb *pcb, *lpcb;
+	err_t err;
+
+	if (ts_listeners[port] != NULL)
+		return true;
+	if ((pcb = tcp_new_ip_type(IPADDR_TYPE_ANY)) == NULL)
+		return false;
+	ip_set_option(pcb, SOF_REUSEADDR);
+	if (tcp_bind(pcb, IP_ANY_TYPE, port) != ERR_OK) {
+		tcp_close(pcb);
+		return false;
+	}
+	lpcb = tcp_listen_with_backlog_and_err(pcb, TS_BACKLOG, &err);
+	if (lpcb == NULL) {
+		tcp_close(pcb);
+		return false;
+	}
+	tcp_arg(lpcb, ts_ops.arg);
+	tcp_accept(lpcb, ts_ops.accept);
+	ts_listeners[port] = lpcb;
+	ts_stats.listeners++;
+	return true;
+}
+
+static bool
+ts_pcb_exists(const ip_addr_t *local, const ip_addr_t *remote,
+    uint16_t lport, uint16_t rport)
+{
+	struct tcp_pcb *pcb;
+
+	for (pcb = tcp_active_pcbs; pcb != NULL; pcb = pcb->next)
+		if (pcb->local_port == lport && pcb->remote_port == rport &&
+		    ip_addr_cmp(&pcb->local_ip, local) &&
+		    ip_addr_cmp(&pcb->remote_ip, remote))
+			return true;
+	return false;
+}
+
+/*
+ * A new SYN for a connection lwIP still holds in TIME_WAIT.  lwIP gets
+ * there when it closed first (the target's side ended before the app's);
+ * the app's end is then closed at once, with no TIME_WAIT of its own, and
+ * its kernel may pick the same source port for its next connection to the
+ * same destination.  lwIP 2.1 answers such a SYN with an ACK of the old
+ * connection, the app answers that with a RST, which TIME_WAIT ignores
+ * (RFC 1337) -- and the app's connect hangs, its SYN retransmitted with
+ * backoff, until the 2 MSL (120 s) run out.  Seen as a new flow taking
+ * over 20 s to start (e2e_status under load).  As Linux and the BSDs do
+ * (RFC 1122 4.2.2.13), the new SYN ends the TIME_WAIT; here whatever its
+ * sequence number, since apps with random ISNs exist and a TUN neither
+ * delays nor duplicates the old connection's segments.
+ *
+ * The pcb's owner may not have let go of it yet (a flow hands its pcb
+ * back on its next pass, and the SYN can come in the same TUN batch as
+ * the app's FIN): it hears of the free as lwIP tells of a closed pcb it
+ * frees, ERR_CLSD through the error callback, after the free.
+ */
+static void
+ts_timewait_reuse(const ip_addr_t *local, const ip_addr_t *remote,
+    uint16_t lport, uint16_t rport)
+{
+	struct tcp_pcb *pcb;
+	tcp_err_fn errf;
+	void *arg;
+
+	for (pcb = tcp_tw_pcbs; pcb != NULL; pcb = pcb->next) {
+		if (pcb->local_port == lport && pcb->remote_port == rport &&
+		    ip_addr_cmp(&pcb->local_ip, local) &&
+		    ip_addr_cmp(&pcb->remote_ip, remote)) {
+			errf = pcb->errf;
+			arg = pcb->callback_arg;
+			tcp_abort(pcb);		/* TIME_WAIT: freed, no RST */
+			ts_stats.tw_reused++;
+			if (errf != NULL)
+				errf(arg, ERR_CLSD);
+			return;
+		}
+	}
+}
+
+/* A TCP segment for `local` from `remote` in the IP packet pkt/len; th
+ * points at its TCP header (>= 20 bytes).  Returns true when the hook
+ * consumed it. */
+static bool
+ts_tcp_syn(const ip_addr_t *local, const ip_addr_t *remote,
+    const uint8_t *th, const uint8_t *pkt, size_t len)
+{
+	uint16_t sport, dport;
+	uint8_t flags;
+
+	flags = th[13];
+	if ((flags & (TH_SYN | TH_ACK | TH_RST)) != TH_SYN)
+		return false;
+	sport = be16(th);
+	dport = be16(th + 2);
+	ts_timewait_reuse(local, remote, dport, sport);
+	/* A retransmitted SYN of a connection lwIP has is lwIP's to answer;
+	 * only a new one is judged (and, refused, counted). */
+	if (ts_pcb_exists(local, remote, dport, sport))
+		return false;
+	if (ts_ops.syn_allowed != NULL && !ts_ops.syn_allowed(ts_ops.arg))
+		goto refuse;
+	if (ts_ops.syn != NULL) {
+		switch (ts_ops.syn(ts_ops.arg, pkt, len, local, remote, dport,
+		    sport)) {
+		case TSNETIF_SYN_HOLD:
+			return true;
+		case TSNETIF_SYN_REFUSE:
+			goto refuse;
+		default:
+			break;
+		}
+	}
+	if (!ts_listener_ensure(dport)) {
+		log_warnx("tsnetif: cannot create a listener for port %u",
+		    dport);
+		return true;	/* dropped: the app's SYN will be retried */
+	}
+	return false;
+refuse:
+	/* Flow limit: refuse the SYN itself, as a full host would. */
+	tcp_rst(NULL, 0, be32(th + 4) + 1, local, remote, dport, sport);
+	ts_stats.syn_refused++;
+	return true;
+}
+
+/* Parses pkt as an IPv4/IPv6 TCP segment: addresses, TCP header. */
+static const uint8_t *
+ts_parse_tcp(const uint8_t *h, size_t n, ip_addr_t *local, ip_addr_t *remote)
+{
+	size_t ihl;
+
+	memset(local, 0, sizeof(*local));
+	memset(remote, 0, sizeof(*remote));
+	if (n >= 40 && h[0] >> 4 == 4) {
+		ihl = (size_t)(h[0] & 0x0f) * 4;
+		if (ihl < 20 || h[9] != IPPROTO_TCP_ || n < ihl + 20)
+			return NULL;
+		IP_ADDR4(local, h[16], h[17], h[18], h[19]);
+		IP_ADDR4(remote, h[12], h[13], h[14], h[15]);
+		return h + ihl;
+	}
+	if (n >= 60 && h[0] >> 4 == 6 && h[6] == IPPROTO_TCP_) {
+		IP_SET_TYPE_VAL(*local, IPADDR_TYPE_V6);
+		IP_SET_TYPE_VAL(*remote, IPADDR_TYPE_V6);
+		memcpy(ip_2_ip6(local)->addr, h + 24, 16);
+		memcpy(ip_2_ip6(remote)->addr, h + 8, 16);
+		return h + 40;
+	}
+	return NULL;
+}
+
+int
+tsnetif_reset_syn(const uint8_t *pkt, size_t len)
+{
+	ip_addr_t local, remote;
+	const uint8_t *th;
+
+	if ((th = ts_parse_tcp(pkt, len, &local, &remote)) == NULL ||
+	    !(th[13] & TH_SYN))
+		return -1;
+	tcp_rst(NULL, 0, be32(th + 4) + 1, &local, &remote, be16(th + 2),
+	    be16(th));
+	return 0;
+}
+
+static int
+ts_other(struct pbuf *p, const uint8_t *pkt, size_t len)
+{
+	if (ts_ops.other == NULL || !ts_ops.other(ts_ops.arg, pkt, len))
+		ts_stats.rx_unsupported++;
+	pbuf_free(p);
+	return 1;
+}
+
+static int
+ts_drop(struct pbuf *p)
+{
+	ts_stats.rx_malformed++;
+	pbuf_free(p);
+	return 1;
+}
+
+int
+tsnetif_ip4_input_hook(struct pbuf *p, struct netif *inp)
+{
+	const uint8_t *h = p->payload;
+	size_t n = p->len, ihl, tot;
+	ip_addr_t local, remote;
+
+	if (n < 20 || h[0] >> 4 != 4)
+		return ts_drop(p);
+	ihl = (size_t)(h[0] & 0x0f) * 4;
+	tot = be16(h + 2);
+	if (ihl < 20 || tot < ihl || tot > n)
+		return ts_drop(p);
+	if (h[16] == 0 || h[16] >= 224)		/* 0/8, multicast, class E */
+		return ts_other(p, h, tot);
+	if (h[9] != IPPROTO_TCP_)
+		return ts_other(p, h, tot);
+
+	memcpy(&ip_2_ip4(&inp->ip_addr)->addr, h + 16, 4);
+	if ((be16(h + 6) & 0x3fff) != 0)
+		return 0;	/* fragment: lwIP reassembles */
+	if (tot - ihl < 20)
+		return ts_drop(p);
+	IP_ADDR4(&local, h[16], h[17], h[18], h[19]);
+	IP_ADDR4(&remote, h[12], h[13], h[14], h[15]);
+	if (ts_tcp_syn(&local, &remote, h + ihl, h, tot)) {
+		pbuf_free(p);
+		return 1;
+	}
+	return 0;
+}
+
+int
+tsnetif_ip6_input_hook(struct pbuf *p, struct netif *inp)
+{
+	const uint8_t *h = p->payload;
+	size_t n = p->len, tot;
+	ip_addr_t local, remote;
+	uint8_t nh;
+
+	if (n < 40 || h[0] >> 4 != 6)
+		return ts_drop(p);
+	tot = 40 + (size_t)be16(h + 4);
+	if (tot > n)
+		return ts_drop(p);
+	if (h[24] == 0xff)			/* multicast */
+		return ts_other(p, h, tot);
+	nh = h[6];
+	if (nh == IPPROTO_FRAG6_) {
+		/* lwIP reassembles TCP fragments; others go to the handler. */
+		if (tot < 48 || h[40] != IPPROTO_TCP_)
+			return ts_other(p, h, tot);
+	} else if (nh != IPPROTO_TCP_)
+		return ts_other(p, h, tot);
+
+	memcpy(ip_2_ip6(&inp->ip6_addr[0])->addr, h + 24, 16);
+	if (nh != IPPROTO_TCP_)
+		return 0;
+	if (tot - 40 < 20)
+		return ts_drop(p);
+	memset(&local, 0, sizeof(local));
+	memset(&remote, 0, sizeof(remote));
+	IP_SET_TYPE_VAL(local, IPADDR_TYPE_V6);
+	IP_SET_TYPE_VAL(remote, IPADDR_TYPE_V6);
+	memcpy(ip_2_ip6(&local)->addr, h + 24, 16);
+	memcpy(ip_2_ip6(&remote)->addr, h + 8, 16);
+	if (ts_tcp_syn(&local, &remote, h + 40, h, tot)) {
+		pbuf_free(p);
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * lwIP 2.1 takes the MSS option from every segment (tcp_parseopt runs in
+ * every state, not only on a SYN), reads an MSS of 0 as TCP_MSS, and bounds
+ * it by the MTU only for a new connection's first SYN.  One later segment
+ * from an app -- or from any LAN host in router mode -- could make lwIP
+ * send segments larger than the TUN MTU, and fragmenting those over IPv6
+ * crashes lwIP 2.1's ip6_frag (found by fuzz_tun).  So the option is
+ * clamped to what the MTU allows in every segment before lwIP parses it.
+ * In a segment without SYN it is blanked out (four no-ops): the MSS is
+ * announced in the SYN only (RFC 9293 3.7.1), and a later segment that
+ * carried one made lwIP send segments larger than the app had announced
+ * (fuzz_tun, crashes/tun/mss_after_syn).  The options may be split over
+ * two pbufs (opt2); checksums are not verified on input, so rewriting in
+ * place is safe.
+ */
+int
+tsnetif_tcp_inpkt_hook(struct tcp_pcb *pcb, struct tcp_hdr *hdr,
+    u16_t optlen, u16_t opt1len, u8_t *opt2, struct pbuf *p)
+{
+	uint8_t *o1 = (uint8_t *)hdr + TCP_HLEN, *b[4];
+	unsigned max, mss, i = 0, j, len;
+	bool syn = (TCPH_FLAGS(hdr) & TCP_SYN) != 0;
+
+	(void)pcb;
+	(void)p;
+	max = ip_current_is_v6() ? ts_netif.mtu6 - 60u : ts_netif.mtu - 40u;
+#define TS_OPT(k)	((k) < opt1len ? &o1[(k)] : &opt2[(k) - opt1len])
+	if (opt2 == NULL && opt1len < optlen)
+		optlen = opt1len;	/* not expected: stay inside what exists */
+	while (i < optlen) {
+		if (*TS_OPT(i) == 0)		/* end of options */
+			break;
+		if (*TS_OPT(i) == 1) {		/* no-op */
+			i++;
+			continue;
+		}
+		if (i + 1 >= optlen || (len = *TS_OPT(i + 1)) < 2 ||
+		    i + len > optlen)
+			break;			/* malformed: lwIP stops too */
+		if (*TS_OPT(i) == 2 && len == 4) {
+			for (j = 0; j < 4; j++)
+				b[j] = TS_OPT(i + j);
+			mss = (unsigned)*b[2] << 8 | *b[3];
+			if (!syn) {
+				for (j = 0; j < 4; j++)
+					*b[j] = 1;
+			} else if (mss == 0 || mss > max) {
+				*b[2] = (uint8_t)(max >> 8);
+				*b[3] = (uint8_t)max;
+			}
+		}
+		i += len;
+	}
+#undef TS_OPT
+	return ERR_OK;
+}
+
+void
+tsnetif_input(const uint8_t *pkt, size_t len)
+{
+	struct pbuf *p;
+	size_t alloc;
+
+	ts_stats.rx_packets++;
+	ts_stats.rx_bytes += len;
+	if (len == 0 || len > 0xffff) {
+		ts_stats.rx_malformed++;
+		return;
+	}
+	/* Right-sized copy: lwIP may keep this pbuf queued for a while, and
+	 * mem_trim cannot shrink it later.  A few zeroed bytes of slack
+	 * follow the packet: lwIP 2.1's tcp_parseopt reads an option's
+	 * length byte before checking that it lies inside the header, one
+	 * byte past the end when the last option is cut short (found by
+	 * fuzzing).  A zero there ends the parse.  A packet that fills the
+	 * 16-bit size cannot end inside its TCP options, so the cap is safe. */
+	alloc = len + TS_RX_SLACK > 0xffff ? 0xffff : len + TS_RX_SLACK;
+	if ((p = pbuf_alloc(PBUF_RAW, (u16_t)alloc, PBUF_RAM)) == NULL) {
+		ts_stats.tx_errors++;
+		return;
+	}
+	memcpy(p->payload, pkt, len);
+	memset((uint8_t *)p->payload + len, 0, alloc - len);
+	p->len = p->tot_len = (u16_t)len;	/* one pbuf, nothing chained */
+	if (ts_netif.input(p, &ts_netif) != ERR_OK)
+		pbuf_free(p);
+}
+
+int
+tsnetif_poll(unsigned max)
+{
+	unsigned i;
+	ssize_t n;
+
+	for (i = 0; i < max; i++) {
+		n = read(ts_fd, ts_rx, sizeof(ts_rx));
+		if (n < 0) {
+			if (errno == EINTR) {
+				i--;
+				continue;
+			}
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				break;
+			log_warn("tun read");
+			return -1;
+		}
+		tsnetif_input(ts_rx, (size_t)n);
+	}
+	return (int)i;
+}
+
+int
+tsnetif_output_raw(const uint8_t *pkt, size_t len)
+{
+	ssize_t n;
+
+	do
+		n = write(ts_fd, pkt, len);
+	while (n < 0 && errno == EINTR);
+	if (n < 0) {
+		ts_stats.tx_errors++;
+		return -1;
+	}
+	ts_stats.tx_packets++;
+	ts_stats.tx_bytes += len;
+	return 0;
+}
+
+uint32_t
+tsnetif_timers(void)
+{
+	sys_check_timeouts();
+	return sys_timeouts_sleeptime();
+}
+
+const struct tsnetif_stats *
+tsnetif_stats(void)
+{
+	return &ts_stats;
+}
+
+int
+tsnetif_init(int fd, unsigned mtu, const struct tsnetif_ops *ops)
+{
+	static bool lwip_ready;
+	ip4_addr_t addr, mask, gw;
+
+	ts_fd = fd;
+	ts_ops = *ops;
+	/* Once per process: lwip_init() registers lwIP's cyclic timers each
+	 * time it runs, so a second netif (tests, the fuzzer) would stack
+	 * duplicate timers without end. */
+	if (!lwip_ready) {
+		lwip_init();
+		lwip_ready = true;
+	}
+	/* A placeholder address: the hooks overwrite it per packet, and
+	 * ip4_route() needs it non-zero for netif_default to be used. */
+	IP4_ADDR(&addr, 10, 255, 255, 254);
+	IP4_ADDR(&mask, 255, 255, 255, 255);
+	ip4_addr_set_zero(&gw);
+	if (netif_add(&ts_netif, &addr, &mask, &gw, NULL, ts_netif_init,
+	    ip_input) == NULL) {
+		log_warnx("tsnetif: netif_add failed");
+		return -1;
+	}
+	ts_netif.mtu = (u16_t)(mtu > 0xffff ? 0xffff : mtu);
+	ts_netif.mtu6 = ts_netif.mtu;
+	ip_addr_set_zero_ip6(&ts_netif.ip6_addr[0]);
+	ts_netif.ip6_addr[0].u_addr.ip6.addr[3] = PP_HTONL(1);
+	netif_ip6_addr_set_state(&ts_netif, 0, IP6_ADDR_PREFERRED);
+	netif_set_default(&ts_netif);
+	netif_set_link_up(&ts_netif);
+	netif_set_up(&ts_netif);
+	return 0;
+}
+
+void
+tsnetif_shutdown(void)
+{
+	unsigned port;
+
+	for (port = 0; port < 65536; port++) {
+		if (ts_listeners[port] == NULL)
+			continue;
+		tcp_close(ts_listeners[port]);
+		ts_listeners[port] = NULL;
+	}
+	ts_stats.listeners = 0;
+	/* Whatever lwIP still holds (half-open handshakes, TIME_WAIT, pcbs
+	 * finishing a graceful close) goes too. */
+	while (tcp_active_pcbs != NULL)
+		tcp_abort(tcp_active_pcbs);
+	while (tcp_tw_pcbs != NULL)
+		tcp_abort(tcp_tw_pcbs);
+	netif_remove(&ts_netif);
+	memset(&ts_netif, 0, sizeof(ts_netif));
+	ts_fd = -1;
+}

@@ -1,0 +1,592 @@
+/*
+ * The outer stream: TLS 1.3 over a non-blocking socket (OpenSSL 3), or
+ * plain TCP behind the same interface (outer_new without a context: the
+ * socks5 and direct outbounds).  Contexts are made in outer_ctx.c.
+ *
+ * I/O goes through our own small BIO rather than OpenSSL's socket BIO, for
+ * one reason: OpenSSL writes with write(2), which raises SIGPIPE when the
+ * peer is gone; ours uses send(MSG_NOSIGNAL), so a dead peer is an EPIPE
+ * and never a signal, whatever the process's SIGPIPE disposition.
+ *
+ * Each operation (handshake, read, write, shutdown) remembers which fd
+ * event it is blocked on; outer_events() is their union, so a flow with a
+ * blocked read and a blocked write waits for both.
+ */
+#include "config.h"
+
+#include "tls/outer.h"
+
+#include <sys/socket.h>
+#include <sys/epoll.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include <sodium.h>
+
+#include "core/log.h"
+#include "tls/outer_int.h"
+
+static pthread_once_t	 outer_once = PTHREAD_ONCE_INIT;
+static BIO_METHOD	*outer_bio_meth;
+static bool		 outer_free_buffers_ok;
+
+/* ---- BIO -------------------------------------------------------------- */
+
+static bool
+outer_errno_retry(int e)
+{
+	return e == EAGAIN || e == EWOULDBLOCK || e == EINTR;
+}
+
+static int
+outer_bio_write(BIO *b, const char *buf, int len)
+{
+	struct outer	*o = BIO_get_data(b);
+	ssize_t		 n;
+
+	BIO_clear_retry_flags(b);
+	n = send(o->fd, buf, (size_t)len, MSG_NOSIGNAL);
+	if (n < 0 && outer_errno_retry(errno))
+		BIO_set_retry_write(b);
+	return (int)n;
+}
+
+static int
+outer_bio_read(BIO *b, char *buf, int len)
+{
+	struct outer	*o = BIO_get_data(b);
+	ssize_t		 n;
+
+	BIO_clear_retry_flags(b);
+	n = recv(o->fd, buf, (size_t)len, 0);
+	if (n < 0 && outer_errno_retry(errno))
+		BIO_set_retry_read(b);
+	if (n == 0)
+		o->eof = true;
+	return (int)n;
+}
+
+static long
+outer_bio_ctrl(BIO *b, int cmd, long num, void *ptr)
+{
+	struct outer	*o = BIO_get_data(b);
+
+	(void)num;
+	switch (cmd) {
+	case BIO_CTRL_FLUSH:
+		return 1;
+	case BIO_CTRL_EOF:
+		return o->eof;
+	case BIO_C_GET_FD:
+		if (ptr != NULL)
+			*(int *)ptr = o->fd;
+		return o->fd;
+	default:
+		return 0;
+	}
+}
+
+/*
+ * SSL_free_buffers() could free a buffer still holding a partial record
+ * before CVE-2024-4741 was fixed (3.0.14, 3.1.6, 3.2.2, 3.3.1).  Older
+ * libraries only lose the idle-memory saving.
+ */
+static bool
+outer_free_buffers_safe(void)
+{
+	unsigned long	v = OpenSSL_version_num();
+	unsigned long	major = v >> 28, minor = (v >> 20) & 0xff;
+	unsigned long	patch = (v >> 4) & 0xff;
+
+	if (major != 3)
+		return major > 3;
+	switch (minor) {
+	case 0:
+		return patch >= 14;
+	case 1:
+		return patch >= 6;
+	case 2:
+		return patch >= 2;
+	case 3:
+		return patch >= 1;
+	default:
+		return true;
+	}
+}
+
+static void
+outer_init_once(void)
+{
+	BIO_METHOD	*m;
+
+	m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK |
+	    BIO_TYPE_DESCRIPTOR, "tunsplit socket");
+	if (m == NULL || BIO_meth_set_write(m, outer_bio_write) != 1 ||
+	    BIO_meth_set_read(m, outer_bio_read) != 1 ||
+	    BIO_meth_set_ctrl(m, outer_bio_ctrl) != 1) {
+		BIO_meth_free(m);
+		return;
+	}
+	outer_bio_meth = m;
+	outer_free_buffers_ok = outer_free_buffers_safe();
+}
+
+static int
+outer_init(void)
+{
+	pthread_once(&outer_once, outer_init_once);
+	if (outer_bio_meth == NULL) {
+		log_ssl_errors("outer: initialisation");
+		return -1;
+	}
+	return outer_ctx_init();
+}
+
+/*
+ * TLS 1.3 record padding (inside the encryption, stripped by any peer's TLS
+ * layer: no protocol change).  The first records of a flow carry the app's
+ * own handshake -- an inner TLS ClientHello, ServerHello, certificates --
+ * whose sizes would show through one-to-one; random padding of 1..max
+ * bytes on the first `records` application records hides them.
+ */
+static size_t
+outer_on_pad(SSL *ssl, int type, size_t len, void *arg)
+{
+	struct outer	*o = arg;
+
+	(void)ssl;
+	(void)len;
+	if (type != SSL3_RT_APPLICATION_DATA || o->pad_left == 0)
+		return 0;
+	o->pad_left--;
+	return 1 + randombytes_uniform(o->pad_max);
+}
+
+/* ---- streams ---------------------------------------------------------- */
+
+static bool
+outer_is_ip(const char *s)
+{
+	struct in6_addr	a;
+
+	return inet_pton(AF_INET, s, &a) == 1 ||
+	    inet_pton(AF_INET6, s, &a) == 1;
+}
+
+static int
+outer_client_setup(struct outer *o, SSL_CTX *ctx)
+{
+	SSL_SESSION	*sess;
+	bool		 verify;
+
+	verify = SSL_CTX_get_verify_mode(ctx) != SSL_VERIFY_NONE;
+	if (o->sni == NULL) {
+		if (verify) {
+			log_warnx("outer: no server name to verify");
+			return -1;
+		}
+		return 0;
+	}
+	if (outer_is_ip(o->sni)) {
+		/* No SNI for addresses (RFC 6066); check the IP SAN. */
+		if (verify && X509_VERIFY_PARAM_set1_ip_asc(
+		    SSL_get0_param(o->ssl), o->sni) != 1)
+			return -1;
+	} else {
+		if (SSL_set_tlsext_host_name(o->ssl, o->sni) != 1)
+			return -1;
+		if (verify) {
+			SSL_set_hostflags(o->ssl,
+			    X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+			if (SSL_set1_host(o->ssl, o->sni) != 1)
+				return -1;
+		}
+	}
+	if ((sess = outer_cache_take(ctx, o->sni)) != NULL) {
+		if (SSL_set_session(o->ssl, sess) != 1) {
+			SSL_SESSION_free(sess);
+			return -1;
+		}
+		SSL_SESSION_free(sess);	/* the SSL holds its own */
+	}
+	return 0;
+}
+
+/* ---- plain TCP ----------------------------------------------------------
+ *
+ * The same contract without TLS: no handshake, reads and writes are
+ * recv() and send(), the half-close is shutdown(SHUT_WR) and the abort an
+ * RST.  A FIN is the end of the stream (there is no close_notify to tell a
+ * truncation from an end).
+ */
+
+static struct outer *
+outer_plain_new(int fd, bool client)
+{
+	struct outer	*o;
+
+	if ((o = calloc(1, sizeof(*o))) == NULL) {
+		log_warn("outer: new plain stream on fd %d", fd);
+		close(fd);
+		return NULL;
+	}
+	o->fd = fd;
+	o->client = client;
+	o->hs_done = true;
+	return o;
+}
+
+static ssize_t
+outer_plain_read(struct outer *o, void *buf, size_t len)
+{
+	ssize_t	n;
+
+	do
+		n = recv(o->fd, buf, len, 0);
+	while (n < 0 && errno == EINTR);
+	o->want_rd = 0;
+	if (n > 0)
+		return n;
+	if (n == 0) {
+		o->eof = true;
+		return 0;
+	}
+	if (errno == EAGAIN || errno == EWOULDBLOCK) {
+		o->want_rd = EPOLLIN;
+		errno = EAGAIN;
+	} else
+		errno = ECONNRESET;
+	return -1;
+}
+
+static ssize_t
+outer_plain_write(struct outer *o, const void *buf, size_t len)
+{
+	ssize_t	n;
+
+	do
+		n = send(o->fd, buf, len, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	o->want_wr = 0;
+	if (n >= 0)
+		return n;
+	if (errno == EAGAIN || errno == EWOULDBLOCK) {
+		o->want_wr = EPOLLOUT;
+		errno = EAGAIN;
+	} else if (errno != EPIPE)
+		errno = ECONNRESET;
+	return -1;
+}
+
+/* ---- TLS ---------------------------------------------------------------- */
+
+struct outer *
+outer_new(SSL_CTX *ctx, int fd, bool client, const char *sni)
+{
+	struct outer	*o = NULL;
+	const struct outer_pad *pad;
+	BIO		*bio;
+
+	if (fd < 0) {
+		errno = EINVAL;
+		goto fail;
+	}
+	if (ctx == NULL)
+		return outer_plain_new(fd, client);
+	if (outer_init() == -1)
+		goto fail;
+	if ((o = calloc(1, sizeof(*o))) == NULL)
+		goto fail;
+	o->fd = fd;
+	o->client = client;
+	if (client && sni != NULL && *sni != '\0' &&
+	    (o->sni = strdup(sni)) == NULL)
+		goto fail;
+	ERR_clear_error();
+	if ((o->ssl = SSL_new(ctx)) == NULL)
+		goto fail;
+	if ((bio = BIO_new(outer_bio_meth)) == NULL)
+		goto fail;
+	BIO_set_data(bio, o);
+	BIO_set_init(bio, 1);
+	SSL_set_bio(o->ssl, bio, bio);		/* the SSL owns it now */
+	if (SSL_set_app_data(o->ssl, o) != 1)
+		goto fail;
+	if ((pad = outer_ctx_get_pad(ctx)) != NULL) {
+		o->pad_left = pad->records;
+		o->pad_max = pad->max;
+		SSL_set_record_padding_callback(o->ssl, outer_on_pad);
+		SSL_set_record_padding_callback_arg(o->ssl, o);
+	}
+	if (client) {
+		SSL_set_connect_state(o->ssl);
+		if (outer_client_setup(o, ctx) == -1)
+			goto fail;
+	} else
+		SSL_set_accept_state(o->ssl);
+	return o;
+
+fail:
+	log_ssl_errors("outer: new %s stream on fd %d",
+	    client ? "client" : "server", fd);
+	if (o != NULL) {
+		SSL_free(o->ssl);
+		free(o->sni);
+		free(o);
+	}
+	if (fd >= 0)
+		close(fd);
+	return NULL;
+}
+
+int
+outer_fd(const struct outer *o)
+{
+	return o->fd;
+}
+
+/* Peers cause these failures, so they are logged only when debugging. */
+static void
+outer_log_failure(const struct outer *o, const char *what)
+{
+	if (log_get_level() >= LOG_LVL_DEBUG)
+		log_ssl_errors("outer fd %d: %s", o->fd, what);
+	else
+		ERR_clear_error();
+}
+
+/*
+ * Maps a failed SSL call (ret <= 0) to our contract: 0 for end of stream,
+ * -1 with errno EAGAIN (and *want set), or -1 with ECONNRESET, EPIPE or
+ * EPROTO.
+ */
+static int
+outer_error(struct outer *o, int ret, uint32_t *want, const char *what)
+{
+	int	saved = errno;
+
+	*want = 0;
+	switch (SSL_get_error(o->ssl, ret)) {
+	case SSL_ERROR_WANT_READ:
+		*want = EPOLLIN;
+		errno = EAGAIN;
+		return -1;
+	case SSL_ERROR_WANT_WRITE:
+		*want = EPOLLOUT;
+		errno = EAGAIN;
+		return -1;
+	case SSL_ERROR_ZERO_RETURN:
+		return 0;
+	case SSL_ERROR_SYSCALL:
+		outer_log_failure(o, what);
+		errno = saved == EPIPE ? EPIPE : ECONNRESET;
+		return -1;
+	default:
+		outer_log_failure(o, what);
+		errno = EPROTO;
+		return -1;
+	}
+}
+
+int
+outer_handshake(struct outer *o)
+{
+	long	 v;
+	int	 r, saved;
+
+	if (o->hs_done)
+		return 1;
+	ERR_clear_error();
+	if ((r = SSL_do_handshake(o->ssl)) == 1) {
+		o->hs_done = true;
+		o->want_hs = 0;
+		return 1;
+	}
+	if (outer_error(o, r, &o->want_hs, "handshake") == 0) {
+		errno = ECONNRESET;		/* closed mid-handshake */
+		return -1;
+	}
+	if (errno == EAGAIN)
+		return 0;
+	if (o->client && (v = SSL_get_verify_result(o->ssl)) != X509_V_OK) {
+		/* Our own server failing verification is worth a warning:
+		 * a wrong configuration or someone in the middle. */
+		saved = errno;
+		log_warnx("outer: certificate of %s not accepted: %s",
+		    o->sni != NULL ? o->sni : "server",
+		    X509_verify_cert_error_string(v));
+		errno = saved;
+	}
+	return -1;
+}
+
+bool
+outer_handshake_done(const struct outer *o)
+{
+	return o->hs_done;
+}
+
+bool
+outer_session_reused(const struct outer *o)
+{
+	return o->ssl != NULL && SSL_session_reused(o->ssl) == 1;
+}
+
+ssize_t
+outer_read(struct outer *o, void *buf, size_t len)
+{
+	size_t	n;
+	int	r, rc;
+
+	if (len == 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (o->ssl == NULL)
+		return outer_plain_read(o, buf, len);
+	ERR_clear_error();
+	r = SSL_read_ex(o->ssl, buf, len, &n);
+	if (!o->hs_done && SSL_is_init_finished(o->ssl)) {
+		o->hs_done = true;
+		o->want_hs = 0;
+	}
+	if (r == 1) {
+		o->want_rd = 0;
+		return (ssize_t)n;
+	}
+	if ((rc = outer_error(o, r, &o->want_rd, "read")) == -1 &&
+	    errno == EAGAIN && o->want_rd == EPOLLIN && o->hs_done &&
+	    outer_free_buffers_ok) {
+		/* Idle: drop the 17 KiB read buffer.  RELEASE_BUFFERS alone
+		 * keeps it after a read that ends in EAGAIN (and after
+		 * post-handshake messages); SSL_free_buffers() refuses while
+		 * a partial record is buffered. */
+		(void)SSL_free_buffers(o->ssl);
+		errno = EAGAIN;
+	}
+	return rc;
+}
+
+ssize_t
+outer_write(struct outer *o, const void *buf, size_t len)
+{
+	size_t	n;
+	int	r;
+
+	if (o->shut_sent) {
+		errno = EPIPE;
+		return -1;
+	}
+	if (len == 0)
+		return 0;
+	if (o->ssl == NULL)
+		return outer_plain_write(o, buf, len);
+	ERR_clear_error();
+	r = SSL_write_ex(o->ssl, buf, len, &n);
+	if (!o->hs_done && SSL_is_init_finished(o->ssl)) {
+		o->hs_done = true;
+		o->want_hs = 0;
+	}
+	if (r == 1) {
+		o->want_wr = 0;
+		return (ssize_t)n;
+	}
+	if (outer_error(o, r, &o->want_wr, "write") == 0) {
+		errno = EPIPE;
+		return -1;
+	}
+	return -1;
+}
+
+size_t
+outer_pending(const struct outer *o)
+{
+	int	n = o->ssl != NULL ? SSL_pending(o->ssl) : 0;
+
+	return n > 0 ? (size_t)n : 0;
+}
+
+/*
+ * SSL_shutdown() is called until it has written close_notify (it returns
+ * 0 or 1) and never again: a further call would wait for, and consume up
+ * to, the peer's close_notify, eating application data on the way.  Any
+ * outer_write() that returned EAGAIN must have been completed first.
+ */
+int
+outer_shutdown_write(struct outer *o)
+{
+	int	r;
+
+	if (o->wr_closed)
+		return 0;
+	if (!o->hs_done) {
+		if ((r = outer_handshake(o)) == 0)
+			errno = EAGAIN;
+		if (r != 1)
+			return -1;
+	}
+	if (!o->shut_sent && o->ssl != NULL) {
+		ERR_clear_error();
+		if ((r = SSL_shutdown(o->ssl)) < 0) {
+			if (outer_error(o, r, &o->want_shut, "shutdown") == 0)
+				errno = EPIPE;
+			return -1;
+		}
+		o->shut_sent = true;
+		o->want_shut = 0;
+	}
+	if (shutdown(o->fd, SHUT_WR) == -1 && errno != ENOTCONN)
+		return -1;
+	o->wr_closed = true;
+	return 0;
+}
+
+uint32_t
+outer_events(const struct outer *o)
+{
+	return o->want_hs | o->want_rd | o->want_wr | o->want_shut;
+}
+
+static void
+outer_release(struct outer *o)
+{
+	/* Marked as shut down so that SSL_free() does not flag the session
+	 * (and the tickets it came with) as unresumable: closing a flow is
+	 * not a TLS failure. */
+	if (o->ssl != NULL)
+		SSL_set_shutdown(o->ssl, SSL_SENT_SHUTDOWN |
+		    SSL_RECEIVED_SHUTDOWN);
+	SSL_free(o->ssl);
+	close(o->fd);
+	free(o->sni);
+	free(o);
+}
+
+void
+outer_abort(struct outer *o)
+{
+	struct linger	l = { .l_onoff = 1, .l_linger = 0 };
+
+	if (o == NULL)
+		return;
+	/* Linger 0: close() sends RST instead of FIN. */
+	(void)setsockopt(o->fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+	outer_release(o);
+}
+
+void
+outer_free(struct outer *o)
+{
+	if (o == NULL)
+		return;
+	outer_release(o);
+}

@@ -1,0 +1,525 @@
+/*
+ * TLS contexts for the outer streams (OpenSSL 3): client and server
+ * contexts, verification and public-key pinning, ALPN, record padding, the
+ * client's session-ticket cache and the server's ticket keys.  The streams
+ * themselves are in outer.c; outer_int.h is what the two share.
+ *
+ * Client session cache: TLS 1.3 tickets arrive after the handshake (inside
+ * a later SSL_read), so they are captured by the new-session callback as
+ * they come and kept in a small per-context cache keyed by server name.
+ * A ticket is used once, as browsers do: reusing one would let an observer
+ * link connections by its identity.  Each resumption brings a new ticket,
+ * so a client that makes connections one after another always has one.
+ */
+#include "config.h"
+
+#include "tls/outer.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <openssl/crypto.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include "core/log.h"
+#include "tls/outer_int.h"
+
+#define OUTER_SESS_MAX	8	/* tickets kept per client context */
+#define OUTER_READ_BUF	(64 * 1024)	/* read-ahead buffer while active */
+
+struct outer_sess {
+	char		*host;
+	SSL_SESSION	*sess;
+};
+
+/* Oldest first.  Locked: the context may be shared between threads. */
+struct outer_cache {
+	pthread_mutex_t	 lock;
+	struct outer_sess ent[OUTER_SESS_MAX];
+	size_t		 n;
+};
+
+/* Public-key pin of a client context (outer_ctx_pin). */
+struct outer_pin {
+	uint8_t		 sha256[32];
+	bool		 verify_chain;	/* false: insecure context, pin only */
+};
+
+static pthread_once_t	 outer_ctx_once = PTHREAD_ONCE_INIT;
+static int		 outer_cache_idx = -1;
+static int		 outer_pin_idx = -1;
+static int		 outer_pad_idx = -1;
+
+static void
+outer_cache_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx,
+    long argl, void *argp)
+{
+	struct outer_cache	*c = ptr;
+	size_t			 i;
+
+	(void)parent;
+	(void)ad;
+	(void)idx;
+	(void)argl;
+	(void)argp;
+	if (c == NULL)
+		return;
+	for (i = 0; i < c->n; i++) {
+		SSL_SESSION_free(c->ent[i].sess);
+		free(c->ent[i].host);
+	}
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
+static void
+outer_pin_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx,
+    long argl, void *argp)
+{
+	(void)parent;
+	(void)ad;
+	(void)idx;
+	(void)argl;
+	(void)argp;
+	free(ptr);
+}
+
+static void
+outer_ctx_init_once(void)
+{
+	/* The cache is freed with the context, not in outer_ctx_free():
+	 * SSL objects hold references and may still deliver tickets. */
+	outer_cache_idx = SSL_CTX_get_ex_new_index(0, NULL, NULL, NULL,
+	    outer_cache_free);
+	outer_pin_idx = SSL_CTX_get_ex_new_index(0, NULL, NULL, NULL,
+	    outer_pin_free);
+	outer_pad_idx = SSL_CTX_get_ex_new_index(0, NULL, NULL, NULL,
+	    outer_pin_free);	/* plain free() as well */
+}
+
+int
+outer_ctx_init(void)
+{
+	pthread_once(&outer_ctx_once, outer_ctx_init_once);
+	if (outer_cache_idx < 0 || outer_pin_idx < 0 || outer_pad_idx < 0) {
+		log_ssl_errors("outer: initialisation");
+		return -1;
+	}
+	return 0;
+}
+
+const struct outer_pad *
+outer_ctx_get_pad(SSL_CTX *ctx)
+{
+	if (outer_ctx_init() == -1)
+		return NULL;
+	return SSL_CTX_get_ex_data(ctx, outer_pad_idx);
+}
+
+/* ---- session cache ---------------------------------------------------- */
+
+static void
+outer_cache_remove(struct outer_cache *c, size_t i)
+{
+	free(c->ent[i].host);
+	memmove(&c->ent[i], &c->ent[i + 1], (c->n - i - 1) * sizeof(c->ent[0]));
+	c->n--;
+}
+
+static int
+outer_on_new_session(SSL *ssl, SSL_SESSION *sess)
+{
+	struct outer		*o = SSL_get_app_data(ssl);
+	struct outer_cache	*c;
+	char			*host;
+
+	c = SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), outer_cache_idx);
+	if (c == NULL || o == NULL || o->sni == NULL ||
+	    !SSL_SESSION_is_resumable(sess))
+		return 0;
+	if ((host = strdup(o->sni)) == NULL)
+		return 0;
+	pthread_mutex_lock(&c->lock);
+	if (c->n == OUTER_SESS_MAX) {
+		SSL_SESSION_free(c->ent[0].sess);
+		outer_cache_remove(c, 0);
+	}
+	c->ent[c->n].host = host;
+	c->ent[c->n].sess = sess;
+	c->n++;
+	pthread_mutex_unlock(&c->lock);
+	return 1;	/* we keep the reference */
+}
+
+/* Single use: see outer.c. */
+SSL_SESSION *
+outer_cache_take(SSL_CTX *ctx, const char *host)
+{
+	struct outer_cache	*c;
+	SSL_SESSION		*s, *found = NULL;
+	long			 now = (long)time(NULL);
+	size_t			 i;
+
+	if ((c = SSL_CTX_get_ex_data(ctx, outer_cache_idx)) == NULL)
+		return NULL;
+	pthread_mutex_lock(&c->lock);
+	for (i = c->n; i-- > 0 && found == NULL;) {
+		if (strcmp(c->ent[i].host, host) != 0)
+			continue;
+		s = c->ent[i].sess;
+		outer_cache_remove(c, i);
+		if (SSL_SESSION_is_resumable(s) &&
+		    SSL_SESSION_get_time(s) + SSL_SESSION_get_timeout(s) > now)
+			found = s;
+		else
+			SSL_SESSION_free(s);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return found;
+}
+
+/* ---- contexts --------------------------------------------------------- */
+
+static int
+outer_ctx_common(SSL_CTX *ctx)
+{
+	if (SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION) != 1)
+		return -1;
+	/* Partial writes so a short socket write is a short outer_write();
+	 * moving buffer because callers retry from queues that may move;
+	 * released buffers so an idle flow holds no 16 KiB records. */
+	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE |
+	    SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS);
+	/* Read ahead: one read() fetches several records instead of two
+	 * read()s (header, body) per record; the buffer is still released
+	 * when idle. */
+	SSL_CTX_set_read_ahead(ctx, 1);
+	SSL_CTX_set_default_read_buffer_len(ctx, OUTER_READ_BUF);
+	/* A TCP FIN without close_notify is NOT an end of stream: it is what
+	 * a killed peer (or an attacker truncating the stream) produces, and
+	 * the relayed stream has no framing of its own to notice.  OpenSSL's
+	 * default reports it as an error, which becomes a reset upstream. */
+	return 0;
+}
+
+SSL_CTX *
+outer_ctx_client(const char *ca_file, bool insecure)
+{
+	static const unsigned char alpn[] = "\x02h2\x08http/1.1";
+	/* Arrays, not literals: the OpenSSL macros cast away const. */
+	static char		 groups[] = "X25519:P-256";
+	static const char	 suites[] = "TLS_AES_128_GCM_SHA256:"
+	    "TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256";
+	SSL_CTX			*ctx = NULL;
+	struct outer_cache	*c = NULL;
+
+	if (outer_ctx_init() == -1)
+		return NULL;
+	ERR_clear_error();
+	if ((ctx = SSL_CTX_new(TLS_client_method())) == NULL ||
+	    outer_ctx_common(ctx) == -1)
+		goto fail;
+	if (SSL_CTX_set1_groups_list(ctx, groups) != 1 ||
+	    SSL_CTX_set_ciphersuites(ctx, suites) != 1 ||
+	    SSL_CTX_set_alpn_protos(ctx, alpn, sizeof(alpn) - 1) != 0)
+		goto fail;
+	if (insecure) {
+		SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
+	} else {
+		SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+		if (ca_file != NULL) {
+			if (SSL_CTX_load_verify_locations(ctx, ca_file,
+			    NULL) != 1)
+				goto fail;
+		} else if (SSL_CTX_set_default_verify_paths(ctx) != 1)
+			goto fail;
+	}
+
+	if ((c = calloc(1, sizeof(*c))) == NULL)
+		goto fail;
+	if (pthread_mutex_init(&c->lock, NULL) != 0) {
+		free(c);
+		goto fail;
+	}
+	if (SSL_CTX_set_ex_data(ctx, outer_cache_idx, c) != 1) {
+		outer_cache_free(NULL, c, NULL, 0, 0, NULL);
+		goto fail;
+	}
+	/* Sessions live only in our cache; OpenSSL's internal client store
+	 * would keep every ticket. */
+	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT |
+	    SSL_SESS_CACHE_NO_INTERNAL_STORE);
+	SSL_CTX_sess_set_new_cb(ctx, outer_on_new_session);
+	return ctx;
+
+fail:
+	log_ssl_errors("outer: client TLS context%s%s",
+	    ca_file != NULL ? " with CA file " : "",
+	    ca_file != NULL ? ca_file : "");
+	SSL_CTX_free(ctx);
+	return NULL;
+}
+
+/* ---- public-key pinning ---------------------------------------------- */
+
+static int
+outer_spki_sha256(X509 *cert, uint8_t out[32])
+{
+	unsigned char	*der = NULL;
+	unsigned int	 mdlen = 0;
+	int		 len, rc = -1;
+
+	if ((len = i2d_X509_PUBKEY(X509_get_X509_PUBKEY(cert), &der)) <= 0)
+		return -1;
+	if (EVP_Digest(der, (size_t)len, out, &mdlen, EVP_sha256(), NULL) == 1 &&
+	    mdlen == 32)
+		rc = 0;
+	OPENSSL_free(der);
+	return rc;
+}
+
+/*
+ * Replaces OpenSSL's chain check (it calls it itself first, unless the
+ * context is insecure) and then compares the leaf's key with the pin.
+ * Runs inside the handshake, so a mismatch aborts it before the client
+ * has sent anything of its own.
+ */
+static int
+outer_on_verify(X509_STORE_CTX *xs, void *arg)
+{
+	const struct outer_pin	*pin = arg;
+	const struct outer	*o;
+	uint8_t			 got[32];
+	SSL			*ssl;
+	X509			*leaf;
+	int			 rc;
+
+	if (pin->verify_chain && (rc = X509_verify_cert(xs)) <= 0)
+		return rc;
+	if ((leaf = X509_STORE_CTX_get0_cert(xs)) == NULL ||
+	    outer_spki_sha256(leaf, got) == -1 ||
+	    CRYPTO_memcmp(got, pin->sha256, sizeof(got)) != 0) {
+		ssl = X509_STORE_CTX_get_ex_data(xs,
+		    SSL_get_ex_data_X509_STORE_CTX_idx());
+		o = ssl != NULL ? SSL_get_app_data(ssl) : NULL;
+		log_warnx("outer: public key of %s does not match "
+		    "pin_sha256", o != NULL && o->sni != NULL ? o->sni :
+		    "server");
+		X509_STORE_CTX_set_error(xs,
+		    X509_V_ERR_APPLICATION_VERIFICATION);
+		return 0;
+	}
+	return 1;
+}
+
+int
+outer_ctx_padding(SSL_CTX *ctx, unsigned records, unsigned max)
+{
+	struct outer_pad	*pad;
+
+	if (ctx == NULL || outer_ctx_init() == -1)
+		return -1;
+	if (records == 0 || max == 0)
+		return 0;
+	if ((pad = calloc(1, sizeof(*pad))) == NULL) {
+		log_warn("outer: padding");
+		return -1;
+	}
+	pad->records = records;
+	pad->max = max;
+	free(SSL_CTX_get_ex_data(ctx, outer_pad_idx));
+	if (SSL_CTX_set_ex_data(ctx, outer_pad_idx, pad) != 1) {
+		free(pad);
+		log_ssl_errors("outer: padding");
+		return -1;
+	}
+	return 0;
+}
+
+int
+outer_ctx_pin(SSL_CTX *ctx, const uint8_t spki_sha256[32])
+{
+	struct outer_pin	*pin;
+
+	if (ctx == NULL || outer_ctx_init() == -1)
+		return -1;
+	if (SSL_CTX_get_ex_data(ctx, outer_pin_idx) != NULL) {
+		log_warnx("outer: context already pinned");
+		return -1;
+	}
+	if ((pin = calloc(1, sizeof(*pin))) == NULL) {
+		log_warn("outer: pin");
+		return -1;
+	}
+	memcpy(pin->sha256, spki_sha256, sizeof(pin->sha256));
+	pin->verify_chain = SSL_CTX_get_verify_mode(ctx) != SSL_VERIFY_NONE;
+	if (SSL_CTX_set_ex_data(ctx, outer_pin_idx, pin) != 1) {
+		free(pin);
+		log_ssl_errors("outer: pin");
+		return -1;
+	}
+	/* An insecure context verifies nothing but the pin; it still needs
+	 * VERIFY_PEER, or OpenSSL ignores what the callback says. */
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	SSL_CTX_set_cert_verify_callback(ctx, outer_on_verify, pin);
+	return 0;
+}
+
+int
+outer_ctx_alpn(SSL_CTX *ctx, const char *protos)
+{
+	unsigned char	 wire[256];
+	size_t		 n = 0, len;
+	const char	*p, *comma;
+
+	if (ctx == NULL || protos == NULL)
+		return -1;
+	/* Every name, the last one included, is 1..255 bytes. */
+	for (p = protos;; p = comma + 1) {
+		if ((comma = strchr(p, ',')) == NULL)
+			comma = p + strlen(p);
+		len = (size_t)(comma - p);
+		if (len == 0 || len > 255 || n + 1 + len > sizeof(wire)) {
+			log_warnx("outer: bad ALPN list '%s'", protos);
+			return -1;
+		}
+		wire[n++] = (unsigned char)len;
+		memcpy(wire + n, p, len);
+		n += len;
+		if (*comma == '\0')
+			break;
+	}
+	if (SSL_CTX_set_alpn_protos(ctx, wire, (unsigned)n) != 0) {
+		log_warnx("outer: cannot set ALPN '%s'", protos);
+		return -1;
+	}
+	return 0;
+}
+
+int
+outer_ctx_share_tickets(SSL_CTX *dst, SSL_CTX *src)
+{
+	unsigned char	 keys[80];	/* name, HMAC key, AES key */
+	int		 rc = -1;
+
+	if (dst == NULL || src == NULL)
+		return -1;
+	ERR_clear_error();
+	if (SSL_CTX_get_tlsext_ticket_keys(src, keys, sizeof(keys)) == 1 &&
+	    SSL_CTX_set_tlsext_ticket_keys(dst, keys, sizeof(keys)) == 1)
+		rc = 0;
+	else
+		log_ssl_errors("outer: session ticket keys");
+	OPENSSL_cleanse(keys, sizeof(keys));
+	return rc;
+}
+
+int
+outer_ctx_allow_tls12(SSL_CTX *ctx)
+{
+	if (ctx == NULL ||
+	    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1) {
+		log_ssl_errors("outer: TLS 1.2");
+		return -1;
+	}
+	return 0;
+}
+
+int
+outer_pin_from_file(const char *cert_file, uint8_t spki_sha256[32])
+{
+	X509	*cert = NULL;
+	FILE	*fp;
+	int	 rc = -1;
+
+	if ((fp = fopen(cert_file, "r")) == NULL) {
+		log_warn("%s", cert_file);
+		return -1;
+	}
+	ERR_clear_error();
+	if ((cert = PEM_read_X509(fp, NULL, NULL, NULL)) == NULL)
+		log_ssl_errors("%s: no certificate", cert_file);
+	else if (outer_spki_sha256(cert, spki_sha256) == -1)
+		log_ssl_errors("%s: public key", cert_file);
+	else
+		rc = 0;
+	X509_free(cert);
+	fclose(fp);
+	return rc;
+}
+
+/*
+ * ALPN: answer like a web server.  http/1.1 is preferred to h2 because a
+ * connection that fails authentication is spliced to the cover site as a
+ * byte stream, and a plain-text cover site speaks HTTP/1.1; a prober that
+ * negotiated h2 would get nonsense back.  Unknown protocols only: no ALPN
+ * in the answer, as servers do.
+ */
+static int
+outer_on_alpn(SSL *ssl, const unsigned char **out, unsigned char *outlen,
+    const unsigned char *in, unsigned int inlen, void *arg)
+{
+	static const unsigned char prefs[] = "\x08http/1.1\x02h2";
+	unsigned char	*sel = NULL;
+
+	(void)ssl;
+	(void)arg;
+	if (SSL_select_next_proto(&sel, outlen, prefs, sizeof(prefs) - 1, in,
+	    inlen) != OPENSSL_NPN_NEGOTIATED)
+		return SSL_TLSEXT_ERR_NOACK;
+	*out = sel;
+	return SSL_TLSEXT_ERR_OK;
+}
+
+SSL_CTX *
+outer_ctx_server(const char *cert_file, const char *key_file)
+{
+	SSL_CTX	*ctx = NULL;
+
+	if (cert_file == NULL || key_file == NULL) {
+		log_warnx("outer: server TLS context needs a certificate "
+		    "and a key");
+		return NULL;
+	}
+	if (outer_ctx_init() == -1)
+		return NULL;
+	ERR_clear_error();
+	if ((ctx = SSL_CTX_new(TLS_server_method())) == NULL ||
+	    outer_ctx_common(ctx) == -1)
+		goto fail;
+	if (SSL_CTX_use_certificate_chain_file(ctx, cert_file) != 1) {
+		log_ssl_errors("outer: certificate %s", cert_file);
+		goto fail_quiet;
+	}
+	if (SSL_CTX_use_PrivateKey_file(ctx, key_file, SSL_FILETYPE_PEM) != 1 ||
+	    SSL_CTX_check_private_key(ctx) != 1) {
+		log_ssl_errors("outer: private key %s", key_file);
+		goto fail_quiet;
+	}
+	SSL_CTX_set_alpn_select_cb(ctx, outer_on_alpn, NULL);
+	/* Stateless TLS 1.3 tickets (OpenSSL's default, 2 per full
+	 * handshake, 1 per resumption) let clients resume without server
+	 * memory. */
+	SSL_CTX_clear_options(ctx, SSL_OP_NO_TICKET);
+	return ctx;
+
+fail:
+	log_ssl_errors("outer: server TLS context");
+fail_quiet:
+	SSL_CTX_free(ctx);
+	return NULL;
+}
+
+void
+outer_ctx_free(SSL_CTX *ctx)
+{
+	SSL_CTX_free(ctx);	/* accepts NULL; the cache goes with it */
+}

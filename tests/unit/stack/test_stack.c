@@ -1,0 +1,489 @@
+/*
+ * Stack tests: crafted packets go into the TUN netif (tsnetif_input) and
+ * whatever lwIP writes back is read from the other end of a socketpair
+ * standing in for the TUN.  Nothing here touches a real network.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <string.h>
+#include <unistd.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <cmocka.h>
+
+#include "lwip/tcp.h"
+#include "lwip/priv/tcp_priv.h"
+
+#include "stack/tsnetif.h"
+
+static int tun_sock[2];
+static struct tcp_pcb *accepted;
+static int naccepted;
+static bool allow_syn = true;
+static int nother;
+
+static err_t
+t_accept(void *arg, struct tcp_pcb *pcb, err_t err)
+{
+	(void)arg;
+	assert_int_equal(err, ERR_OK);
+	accepted = pcb;
+	naccepted++;
+	return ERR_OK;
+}
+
+static int nerr;
+static err_t last_err;
+
+/* The app's error callback: lwIP has freed the pcb. */
+static void
+t_err(void *arg, err_t err)
+{
+	struct tcp_pcb **owner = arg;
+
+	*owner = NULL;
+	last_err = err;
+	nerr++;
+}
+
+static int nsyn_asked;
+
+static bool
+t_syn_allowed(void *arg)
+{
+	(void)arg;
+	nsyn_asked++;
+	return allow_syn;
+}
+
+static bool
+t_other(void *arg, const uint8_t *pkt, size_t len)
+{
+	(void)arg;
+	(void)pkt;
+	(void)len;
+	nother++;
+	return true;
+}
+
+/* Reference RFC 1071 sum, byte by byte. */
+static uint16_t
+ref_sum(const uint8_t *p, size_t len)
+{
+	uint32_t sum = 0;
+	size_t i;
+
+	for (i = 0; i + 1 < len; i += 2)
+		sum += (uint32_t)(p[i] << 8 | p[i + 1]);
+	if (len & 1)
+		sum += (uint32_t)p[len - 1] << 8;
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)sum;
+}
+
+static void
+put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+static void
+put32(uint8_t *p, uint32_t v)
+{
+	put16(p, (uint16_t)(v >> 16));
+	put16(p + 2, (uint16_t)v);
+}
+
+static uint16_t
+get16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static uint32_t
+get32(const uint8_t *p)
+{
+	return (uint32_t)get16(p) << 16 | get16(p + 2);
+}
+
+/* IPv4 + TCP (no options, no payload). */
+static size_t
+mk_tcp4(uint8_t *b, const uint8_t src[4], const uint8_t dst[4], uint16_t sport,
+    uint16_t dport, uint32_t seq, uint32_t ack, uint8_t flags)
+{
+	memset(b, 0, 40);
+	b[0] = 0x45;
+	put16(b + 2, 40);
+	b[8] = 64;
+	b[9] = 6;
+	memcpy(b + 12, src, 4);
+	memcpy(b + 16, dst, 4);
+	put16(b + 10, (uint16_t)~ref_sum(b, 20));
+	put16(b + 20, sport);
+	put16(b + 22, dport);
+	put32(b + 24, seq);
+	put32(b + 28, ack);
+	b[32] = 5 << 4;
+	b[33] = flags;
+	put16(b + 34, 65535);
+	return 40;
+}
+
+static size_t
+mk_tcp6(uint8_t *b, const uint8_t src[16], const uint8_t dst[16],
+    uint16_t sport, uint16_t dport, uint32_t seq, uint8_t flags)
+{
+	memset(b, 0, 60);
+	b[0] = 0x60;
+	put16(b + 4, 20);
+	b[6] = 6;
+	b[7] = 64;
+	memcpy(b + 8, src, 16);
+	memcpy(b + 24, dst, 16);
+	put16(b + 40, sport);
+	put16(b + 42, dport);
+	put32(b + 44, seq);
+	b[52] = 5 << 4;
+	b[53] = flags;
+	put16(b + 54, 65535);
+	return 60;
+}
+
+static ssize_t
+out_read(uint8_t *buf, size_t len)
+{
+	ssize_t n = recv(tun_sock[1], buf, len, MSG_DONTWAIT);
+
+	return n < 0 && errno == EAGAIN ? 0 : n;
+}
+
+/* Checks the IPv4 header and TCP checksums of an output packet. */
+static void
+check_tcp4_sums(const uint8_t *p, size_t n)
+{
+	uint8_t pseudo[12];
+	uint32_t sum;
+	size_t tcplen = n - 20;
+
+	assert_int_equal(ref_sum(p, 20), 0xffff);
+	memcpy(pseudo, p + 12, 8);
+	pseudo[8] = 0;
+	pseudo[9] = 6;
+	put16(pseudo + 10, (uint16_t)tcplen);
+	sum = (uint32_t)ref_sum(pseudo, 12) + ref_sum(p + 20, tcplen);
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	assert_int_equal(sum, 0xffff);
+}
+
+static int
+setup(void **state)
+{
+	struct tsnetif_ops ops = {
+		.accept = t_accept, .syn_allowed = t_syn_allowed,
+		.other = NULL, .arg = NULL,
+	};
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, tun_sock), 0);
+	accepted = NULL;
+	naccepted = 0;
+	nother = 0;
+	allow_syn = true;
+	return tsnetif_init(tun_sock[0], 9000, &ops);
+}
+
+static int
+teardown(void **state)
+{
+	(void)state;
+	if (accepted != NULL)
+		tcp_abort(accepted);
+	accepted = NULL;
+	tsnetif_shutdown();
+	/* Teardown leaks nothing inside lwIP: no pcb is left behind. */
+	assert_null(tcp_active_pcbs);
+	assert_null(tcp_listen_pcbs.listen_pcbs);
+	close(tun_sock[0]);
+	close(tun_sock[1]);
+	return 0;
+}
+
+static void
+test_chksum_matches_reference(void **state)
+{
+	uint8_t buf[2048 + 8];
+	size_t off, len, i;
+	uint16_t ours, ref;
+
+	(void)state;
+	for (i = 0; i < sizeof(buf); i++)
+		buf[i] = (uint8_t)(i * 131 + 7);
+	for (off = 0; off < 8; off++)
+		for (len = 0; len < 2048; len += 37) {
+			ours = tsnetif_chksum(buf + off, (int)len);
+			ref = ref_sum(buf + off, len);
+			/* ours is in the data's byte order */
+			assert_int_equal(get16((const uint8_t *)&ours), ref);
+		}
+}
+
+static void
+test_syn_any_destination_v4(void **state)
+{
+	static const uint8_t app[4] = { 10, 9, 0, 2 }, dst[4] = { 10, 77, 2, 2 };
+	uint8_t pkt[128], out[256];
+	ssize_t n;
+	uint32_t iss;
+
+	(void)state;
+	tsnetif_input(pkt, mk_tcp4(pkt, app, dst, 40000, 8080, 1000, 0, 0x02));
+	n = out_read(out, sizeof(out));
+	assert_true(n >= 40);
+	/* SYN-ACK from the original destination, ports swapped */
+	assert_memory_equal(out + 12, dst, 4);
+	assert_memory_equal(out + 16, app, 4);
+	assert_int_equal(get16(out + 20), 8080);
+	assert_int_equal(get16(out + 22), 40000);
+	assert_int_equal(out[33] & 0x12, 0x12);
+	assert_int_equal(get32(out + 28), 1001);
+	check_tcp4_sums(out, (size_t)n);
+	assert_int_equal(tsnetif_stats()->listeners, 1);
+
+	iss = get32(out + 24);
+	tsnetif_input(pkt, mk_tcp4(pkt, app, dst, 40000, 8080, 1001, iss + 1, 0x10));
+	assert_int_equal(naccepted, 1);
+	assert_non_null(accepted);
+	assert_int_equal(accepted->local_port, 8080);
+	assert_true(IP_IS_V4_VAL(accepted->local_ip));
+	assert_memory_equal(&ip_2_ip4(&accepted->local_ip)->addr, dst, 4);
+}
+
+static void
+test_syn_any_destination_v6(void **state)
+{
+	uint8_t app[16] = { 0xfd, 0x77, 1 }, dst[16] = { 0xfd, 0x77, 2 };
+	uint8_t pkt[128], out[256];
+	ssize_t n;
+
+	(void)state;
+	app[15] = 1;
+	dst[15] = 2;
+	tsnetif_input(pkt, mk_tcp6(pkt, app, dst, 40001, 443, 5, 0x02));
+	n = out_read(out, sizeof(out));
+	assert_true(n >= 60);
+	assert_int_equal(out[0] >> 4, 6);
+	assert_memory_equal(out + 8, dst, 16);
+	assert_memory_equal(out + 24, app, 16);
+	assert_int_equal(get16(out + 40), 443);
+	assert_int_equal(out[53] & 0x12, 0x12);
+}
+
+static void
+test_syn_refused_at_limit(void **state)
+{
+	static const uint8_t app[4] = { 10, 9, 0, 2 }, dst[4] = { 10, 77, 2, 2 };
+	uint8_t pkt[128], out[256];
+	ssize_t n;
+
+	(void)state;
+	allow_syn = false;
+	tsnetif_input(pkt, mk_tcp4(pkt, app, dst, 40002, 80, 77, 0, 0x02));
+	n = out_read(out, sizeof(out));
+	assert_true(n >= 40);
+	assert_true(out[33] & 0x04);			/* RST */
+	assert_int_equal(get32(out + 28), 78);		/* acks the SYN */
+	assert_int_equal(tsnetif_stats()->syn_refused, 1);
+	assert_null(tcp_active_pcbs);
+}
+
+/*
+ * A retransmitted SYN of a connection lwIP already has is lwIP's to
+ * answer: it is not a new flow, so the limit is not asked and nothing is
+ * refused or counted, even at the limit (a router sees SYN bursts, and
+ * each retransmission counted as a refusal inflated the counters).
+ */
+static void
+test_syn_retransmit_not_judged(void **state)
+{
+	static const uint8_t app[4] = { 10, 9, 0, 3 }, dst[4] = { 10, 77, 2, 2 };
+	uint8_t pkt[128], out[256];
+	ssize_t n;
+
+	(void)state;
+	nsyn_asked = 0;
+	tsnetif_input(pkt, mk_tcp4(pkt, app, dst, 40003, 80, 500, 0, 0x02));
+	n = out_read(out, sizeof(out));
+	assert_true(n >= 40);
+	assert_int_equal(out[33] & 0x12, 0x12);		/* SYN-ACK */
+	assert_int_equal(nsyn_asked, 1);
+	allow_syn = false;			/* the limit is reached now */
+	tsnetif_input(pkt, mk_tcp4(pkt, app, dst, 40003, 80, 500, 0, 0x02));
+	n = out_read(out, sizeof(out));
+	assert_true(n >= 40);
+	assert_int_equal(out[33] & 0x04, 0);		/* no RST */
+	assert_int_equal(nsyn_asked, 1);
+	assert_int_equal(tsnetif_stats()->syn_refused, 0);
+	assert_non_null(tcp_active_pcbs);
+}
+
+/*
+ * lwIP closed first and holds the connection in TIME_WAIT; the app's
+ * kernel reuses the same ports for a new connection at once.  The new SYN
+ * must get a SYN-ACK (the TIME_WAIT ends), not an ACK of the old
+ * connection, which the app would answer with a RST that TIME_WAIT
+ * ignores: its connect hung until the 2 MSL ran out.  Also for a SYN whose
+ * sequence number lies before the old connection's (random ISNs).  In the
+ * last round the app still holds the pcb in TIME_WAIT, as a flow does
+ * until its next pass: it hears of the free through its error callback
+ * (ERR_CLSD, as when lwIP frees a closed pcb), before it could touch it.
+ */
+static void
+test_syn_reuses_time_wait(void **state)
+{
+	static const uint8_t app[4] = { 10, 9, 0, 2 }, dst[4] = { 10, 77, 2, 2 };
+	static const uint32_t isn[3] = { 1000, 900000, 10 };
+	uint8_t pkt[128], out[256];
+	struct tcp_pcb *held = NULL;
+	ssize_t n;
+	uint32_t iss;
+	int round;
+
+	(void)state;
+	nerr = 0;
+	for (round = 0; round < 3; round++) {
+		tsnetif_input(pkt, mk_tcp4(pkt, app, dst, 40003, 80,
+		    isn[round], 0, 0x02));
+		n = out_read(out, sizeof(out));
+		assert_true(n >= 40);
+		assert_int_equal(out[33] & 0x17, 0x12);		/* SYN-ACK */
+		assert_int_equal(get32(out + 28), isn[round] + 1);
+		assert_null(tcp_tw_pcbs);
+		iss = get32(out + 24);
+		tsnetif_input(pkt, mk_tcp4(pkt, app, dst, 40003, 80,
+		    isn[round] + 1, iss + 1, 0x10));
+		assert_int_equal(naccepted, round + 1);
+		assert_non_null(accepted);
+		/* lwIP closes first: FIN, then the app's FIN+ACK. */
+		assert_int_equal(tcp_shutdown(accepted, 0, 1), ERR_OK);
+		tcp_output(accepted);
+		n = out_read(out, sizeof(out));
+		assert_true(n >= 40);
+		assert_true(out[33] & 0x01);
+		tcp_recv(accepted, NULL);
+		if (round < 2) {
+			tcp_arg(accepted, NULL);
+			tcp_err(accepted, NULL);
+		} else {
+			held = accepted;	/* still ours in TIME_WAIT */
+			tcp_arg(accepted, &held);
+			tcp_err(accepted, t_err);
+		}
+		accepted = NULL;	/* not the teardown's to abort */
+		tsnetif_input(pkt, mk_tcp4(pkt, app, dst, 40003, 80,
+		    isn[round] + 1, iss + 2, 0x11));
+		assert_non_null(tcp_tw_pcbs);
+		assert_int_equal(tcp_tw_pcbs->state, TIME_WAIT);
+		while (out_read(out, sizeof(out)) > 0)
+			;
+		assert_int_equal(nerr, 0);
+	}
+	/* A fourth SYN ends the third TIME_WAIT. */
+	tsnetif_input(pkt, mk_tcp4(pkt, app, dst, 40003, 80, 5, 0, 0x02));
+	assert_null(held);
+	assert_int_equal(nerr, 1);
+	assert_int_equal(last_err, ERR_CLSD);
+	assert_int_equal(tsnetif_stats()->tw_reused, 3);
+}
+
+static void
+test_icmp_echo_not_answered(void **state)
+{
+	uint8_t pkt[64], out[256];
+
+	(void)state;
+	memset(pkt, 0, sizeof(pkt));
+	pkt[0] = 0x45;
+	put16(pkt + 2, 28);
+	pkt[8] = 64;
+	pkt[9] = 1;
+	pkt[12] = 10; pkt[13] = 9; pkt[15] = 2;
+	pkt[16] = 10; pkt[17] = 77; pkt[18] = 2; pkt[19] = 2;
+	pkt[20] = 8;	/* echo request */
+	tsnetif_input(pkt, 28);
+	assert_int_equal(out_read(out, sizeof(out)), 0);
+	assert_true(tsnetif_stats()->rx_unsupported >= 1);
+}
+
+static void
+test_malformed_dropped(void **state)
+{
+	static const uint8_t app[4] = { 10, 9, 0, 2 }, dst[4] = { 10, 77, 2, 2 };
+	static const uint8_t app6[16] = { 0xfd, 0x77, 1 }, dst6[16] = { 0xfd, 0x77, 2 };
+	uint8_t pkt[128], out[256];
+	uint64_t before = tsnetif_stats()->rx_malformed;
+	size_t len, i;
+
+	(void)state;
+	len = mk_tcp4(pkt, app, dst, 1, 2, 3, 0, 0x02);
+	for (i = 0; i < len; i++)		/* every truncation */
+		tsnetif_input(pkt, i);
+	put16(pkt + 2, 200);			/* total length > packet */
+	tsnetif_input(pkt, len);
+	mk_tcp4(pkt, app, dst, 1, 2, 3, 0, 0x02);
+	pkt[0] = 0x41;				/* IHL 4 */
+	tsnetif_input(pkt, len);
+	pkt[0] = 0x75;				/* version 7 */
+	tsnetif_input(pkt, len);
+	mk_tcp6(pkt, app6, dst6, 1, 2, 3, 0x02);
+	put16(pkt + 4, 1000);			/* IPv6 payload > packet */
+	tsnetif_input(pkt, 60);
+	assert_int_equal(out_read(out, sizeof(out)), 0);
+	assert_true(tsnetif_stats()->rx_malformed - before >= len + 3);
+	assert_null(tcp_active_pcbs);
+}
+
+static void
+test_other_handler_gets_udp(void **state)
+{
+	struct tsnetif_ops ops = {
+		.accept = t_accept, .syn_allowed = t_syn_allowed,
+		.other = t_other, .arg = NULL,
+	};
+	uint8_t pkt[64];
+
+	(void)state;
+	tsnetif_shutdown();
+	assert_int_equal(tsnetif_init(tun_sock[0], 1500, &ops), 0);
+	memset(pkt, 0, sizeof(pkt));
+	pkt[0] = 0x45;
+	put16(pkt + 2, 36);
+	pkt[9] = 17;
+	pkt[16] = 10;
+	tsnetif_input(pkt, 36);
+	assert_int_equal(nother, 1);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_chksum_matches_reference),
+		cmocka_unit_test_setup_teardown(test_syn_any_destination_v4, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_syn_any_destination_v6, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_syn_retransmit_not_judged,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_syn_refused_at_limit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_syn_reuses_time_wait, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_icmp_echo_not_answered, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_malformed_dropped, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_other_handler_gets_udp, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
