@@ -4,19 +4,26 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <net/if.h>
-
-#include "core/addr.h"
 
 #define TUN_MTU_MIN	576
 #define TUN_MTU_MAX	65535
 #define TUN_TXQLEN	4096	/* packets the kernel queues for us */
 
+/* An interface address and prefix length.  tun/ uses nothing of src/,
+ * so it has its own type. */
+struct tun_prefix {
+	int		 family;	/* AF_INET or AF_INET6 */
+	uint8_t		 bytes[16];
+	uint8_t		 prefix;
+};
+
 struct tun_config {
 	const char	*name;		/* requested name ("tun%d" allowed) */
 	unsigned	 mtu;
-	const struct cidr *addr4;	/* NULL: none */
-	const struct cidr *addr6;	/* NULL: none */
+	const struct tun_prefix *addr4;	/* NULL: none */
+	const struct tun_prefix *addr6;	/* NULL: none */
 };
 
 /* Creates the device (IFF_TUN | IFF_NO_PI), sets MTU, addresses, up; the

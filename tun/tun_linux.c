@@ -171,8 +171,19 @@ tun_set_txqlen(int ctl, const char *ifname)
 	(void)ioctl(ctl, SIOCSIFTXQLEN, &ifr);
 }
 
+static const char *
+tun_prefix_fmt(const struct tun_prefix *c, char *out, size_t len)
+{
+	char a[INET6_ADDRSTRLEN];
+
+	if (inet_ntop(c->family, c->bytes, a, sizeof(a)) == NULL)
+		snprintf(a, sizeof(a), "?");
+	snprintf(out, len, "%s/%u", a, c->prefix);
+	return out;
+}
+
 static int
-tun_set_addr4(int ctl, const char *ifname, const struct cidr *c, char *err,
+tun_set_addr4(int ctl, const char *ifname, const struct tun_prefix *c, char *err,
     size_t errlen)
 {
 	struct ifreq		 ifr;
@@ -194,19 +205,19 @@ tun_set_addr4(int ctl, const char *ifname, const struct cidr *c, char *err,
 	return 0;
 fail:
 	tun_err(err, errlen, errno, "set address %s on %s",
-	    cidr_fmt(c, cs, sizeof(cs)), ifname);
+	    tun_prefix_fmt(c, cs, sizeof(cs)), ifname);
 	return -1;
 }
 
 static int
-tun_set_addr6(const char *ifname, const struct cidr *c, char *err,
+tun_set_addr6(const char *ifname, const struct tun_prefix *c, char *err,
     size_t errlen)
 {
 	struct in6_ifreq	ifr6;
 	char			cs[INET6_ADDRSTRLEN + 8];
 	int			ctl, rc = -1;
 
-	cidr_fmt(c, cs, sizeof(cs));
+	tun_prefix_fmt(c, cs, sizeof(cs));
 	if ((ctl = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0)) == -1) {
 		tun_err(err, errlen, errno, "set address %s on %s: IPv6 socket",
 		    cs, ifname);

@@ -187,18 +187,29 @@ client_signals(struct client *cl)
 	    client_on_signal);
 }
 
+static void
+client_tun_prefix(struct tun_prefix *t, const struct cidr *c)
+{
+	t->family = c->family;
+	memcpy(t->bytes, c->bytes, sizeof(t->bytes));
+	t->prefix = c->prefix;
+}
+
 static int
 client_open_tun(struct client *cl)
 {
 	const struct conf *c = cl->conf;
 	struct tun_config tc;
+	struct tun_prefix a4, a6;
 	char name[IFNAMSIZ], err[256];
 
 	memset(&tc, 0, sizeof(tc));
 	tc.name = c->tun.name;
 	tc.mtu = c->tun.mtu;
-	tc.addr4 = c->tun.has_addr4 ? &c->tun.addr4 : NULL;
-	tc.addr6 = c->tun.has_addr6 ? &c->tun.addr6 : NULL;
+	client_tun_prefix(&a4, &c->tun.addr4);
+	client_tun_prefix(&a6, &c->tun.addr6);
+	tc.addr4 = c->tun.has_addr4 ? &a4 : NULL;
+	tc.addr6 = c->tun.has_addr6 ? &a6 : NULL;
 	if ((cl->tun_fd = tun_open(&tc, name, err, sizeof(err))) < 0) {
 		log_warnx("tun: %s", err);
 		return -1;

@@ -28,7 +28,7 @@
 
 #include "tun.h"
 
-static struct cidr	addr4, addr6;
+static struct tun_prefix	addr4, addr6;
 
 static int
 open_named(const char *name, unsigned mtu, char ifname[IFNAMSIZ], char *err,
@@ -53,7 +53,7 @@ ifreq_ioctl(unsigned long req, const char *ifname, struct ifreq *ifr)
 }
 
 static bool
-has_addr6(const char *ifname, const struct cidr *c)
+has_addr6(const char *ifname, const struct tun_prefix *c)
 {
 	struct ifaddrs		*ifa, *i;
 	struct sockaddr_in6	*sin6;
@@ -312,8 +312,12 @@ main(void)
 		    strerror(errno));
 		return 77;
 	}
-	if (cidr_parse(&addr4, "10.99.0.1/24") == -1 ||
-	    cidr_parse(&addr6, "fd00:99::1/64") == -1)
+	addr4.family = AF_INET;
+	addr4.prefix = 24;
+	addr6.family = AF_INET6;
+	addr6.prefix = 64;
+	if (inet_pton(AF_INET, "10.99.0.1", addr4.bytes) != 1 ||
+	    inet_pton(AF_INET6, "fd00:99::1", addr6.bytes) != 1)
 		return 1;
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
