@@ -3,6 +3,7 @@
  * thread ever touches it) and every outer stream.
  */
 #include "client/client.h"
+#include "client/client_int.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -21,6 +22,7 @@
 #include "conf/conf.h"
 #include "daemon/control.h"
 #include "daemon/daemon.h"
+#include "daemon/status.h"
 #include "client/tcp/flow_tcp.h"
 #include "client/dgram/flow_udp.h"
 #include "core/log.h"
@@ -44,6 +46,7 @@ struct client {
 	struct control		*ctl;	/* status socket, metrics */
 	struct daemon_drain	 drain;	/* SIGTERM */
 	struct flow_udp		*udp;	/* UDP, ICMP echo: tsnetif_ops.other */
+	struct client_status	 status;	/* what the control socket reads */
 	struct flow_env		 env;	/* last: holds the staging buffer */
 };
 
@@ -103,6 +106,17 @@ client_live(void *arg)
 	struct client *cl = arg;
 
 	return cl->env.nflows;
+}
+
+static void
+client_status(void *arg, struct status_fill *sf)
+{
+	struct client *cl = arg;
+
+	cl->status.conf = cl->conf;
+	cl->status.env = &cl->env;
+	cl->status.udp = cl->udp;
+	client_status_fill(&cl->status, sf);
 }
 
 static bool
@@ -278,6 +292,9 @@ client_setup(struct client *cl)
 {
 	const struct conf *c = cl->conf;
 	struct tsnetif_ops ops;
+	struct control_role role = {
+		.live = client_live, .fill = client_status, .arg = cl,
+	};
 
 	if ((cl->loop = loop_new()) == NULL || client_signals(cl) < 0)
 		return -1;
@@ -314,11 +331,10 @@ client_setup(struct client *cl)
 	/* Everything privileged is open now: routes, then the drop. */
 	if (daemon_drain_init(&cl->drain, cl->loop, client_stop_accepting,
 	    client_live, cl) < 0 ||
-	    (cl->ctl = control_new_client(cl->loop, c, &cl->env)) == NULL ||
+	    (cl->ctl = control_new(cl->loop, c, &role)) == NULL ||
 	    daemon_up(c->tun.name, client_has_server(c) ? &cl->env.server :
 	    NULL) < 0)
 		return -1;
-	control_set_udp(cl->ctl, cl->udp);
 	client_log_ready(cl);
 	return 0;
 }

@@ -28,21 +28,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/addr.h"
-#include "client/dgram/assoc.h"
 #include "conf/conf.h"
-#include "server/cover.h"
-#include "daemon/daemon.h"
-#include "client/tcp/flow_tcp.h"
-#include "client/dgram/flow_udp.h"
+#include "core/addr.h"
 #include "core/log.h"
 #include "core/loop.h"
-#include "client/pool.h"
-#include "server/resolve.h"
-#include "server/sess/sess.h"
 #include "core/sock.h"
+#include "daemon/daemon.h"
 #include "daemon/status.h"
-#include "stack/tsnetif.h"
 
 #define CONTROL_IN_MAX	4096	/* a command line, or HTTP request headers */
 
@@ -74,202 +66,20 @@ struct control_listener {
 struct control {
 	struct loop		*loop;
 	const struct conf	*conf;
-	struct flow_env		*fenv;		/* client role */
-	struct flow_udp		*udp;		/* client role, may be NULL */
-	struct sess_env		*senv;		/* server role */
+	struct control_role	 role;
 	struct control_listener	 unix_l;
 	struct control_listener	 http_l;
 	char			 path[CONF_SOCK_MAX];	/* to unlink, "" if none */
-	struct stats_hist	 handshake;	/* flows' and pool's, merged */
 };
 
 /* ---- snapshots ---------------------------------------------------------- */
-
-struct control_fill {
-	struct status		*st;
-	struct status_flow	*flows;		/* NULL: totals only */
-	size_t			 n, cap;
-	uint64_t		 now_ms;
-};
-
-static void
-control_tcp_info(int fd, struct status_flow *f)
-{
-	struct tcp_info	 ti;
-	socklen_t	 len = sizeof(ti);
-
-	if (fd < 0 || getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == -1)
-		return;
-	f->has_tcpi = true;
-	f->rtt_us = ti.tcpi_rtt;
-	f->rttvar_us = ti.tcpi_rttvar;
-	f->retrans = ti.tcpi_total_retrans;
-	f->cwnd = ti.tcpi_snd_cwnd;
-}
-
-static struct status_flow *
-control_next_flow(struct control_fill *cf)
-{
-	struct status_flow	*f;
-
-	if (cf->flows == NULL || cf->n == cf->cap)
-		return NULL;
-	f = &cf->flows[cf->n++];
-	memset(f, 0, sizeof(*f));
-	return f;
-}
-
-static void
-control_on_flow(void *arg, const struct flow_info *fi)
-{
-	struct control_fill	*cf = arg;
-	struct status_flow	*f;
-
-	cf->st->bytes_up += fi->up;
-	cf->st->bytes_down += fi->down;
-	if ((f = control_next_flow(cf)) == NULL)
-		return;
-	f->id = fi->id;
-	addr_fmt(fi->dst, f->dst, sizeof(f->dst));
-	f->state = fi->state;
-	f->age_ms = cf->now_ms - fi->start_ms;
-	f->up = fi->up;
-	f->down = fi->down;
-	control_tcp_info(fi->fd, f);
-}
-
-static void
-control_on_sess(void *arg, const struct sess_info *si)
-{
-	struct control_fill	*cf = arg;
-	struct status_flow	*f;
-
-	cf->st->bytes_up += si->up;
-	cf->st->bytes_down += si->down;
-	if ((f = control_next_flow(cf)) == NULL)
-		return;
-	f->id = si->id;
-	addr_fmt(si->peer, f->peer, sizeof(f->peer));
-	if (si->target != NULL)
-		addr_fmt(si->target, f->dst, sizeof(f->dst));
-	else
-		snprintf(f->dst, sizeof(f->dst), "-");
-	if (si->user != NULL)
-		snprintf(f->user, sizeof(f->user), "%s", si->user);
-	f->state = si->state;
-	f->age_ms = cf->now_ms - si->start_ms;
-	f->up = si->up;
-	f->down = si->down;
-	control_tcp_info(si->fd, f);
-}
-
-static void control_fill_limits(struct status *, const struct limit_stats *,
-    const struct limit_mem *);
-
-static void
-control_fill_client(struct control *ctl, struct control_fill *cf)
-{
-	struct flow_env	*env = ctl->fenv;
-	struct status	*st = cf->st;
-
-	st->role = "client";
-	st->active = env->nflows;
-	st->total = env->stats.accepted;
-	st->refused = env->stats.refused;
-	st->failed = env->stats.failed;
-	st->internal = env->stats.internal;
-	st->max = ctl->conf->client.max_flows;
-	st->bytes_up = env->stats.bytes_up;
-	st->bytes_down = env->stats.bytes_down;
-	st->failures = &env->stats.failures;
-	control_fill_limits(st, &env->lst, &env->mem);
-	/* Every outer connection set up: by flows dialing directly and by
-	 * the warm pool ahead of them. */
-	ctl->handshake = env->stats.handshake;
-	if (env->pool != NULL && ctl->conf->client.pool > 0) {
-		const struct pool_stats	*ps = pool_stats(env->pool);
-		size_t			 i;
-
-		for (i = 0; i <= STATS_HIST_NBOUNDS; i++)
-			ctl->handshake.bucket[i] += ps->handshake.bucket[i];
-		ctl->handshake.count += ps->handshake.count;
-		ctl->handshake.sum_us += ps->handshake.sum_us;
-		st->has_pool = true;
-		st->pool_size = ctl->conf->client.pool;
-		st->pool = *ps;
-		st->pooled = env->stats.pooled;
-	}
-	st->handshake = &ctl->handshake;
-	if (ctl->conf->client.server_host != NULL)
-		addr_fmt(&env->server, st->server, sizeof(st->server));
-	else	/* protocol direct or block */
-		snprintf(st->server, sizeof(st->server), "none (%s)",
-		    conf_proto_name(ctl->conf->client.protocol));
-	st->has_tun = true;
-	st->tun = *tsnetif_stats();
-	if (ctl->udp != NULL) {
-		st->has_udp = true;
-		st->udp = *assoc_stats(flow_udp_assoc(ctl->udp));
-	}
-	if (cf->flows != NULL || env->nflows > 0)
-		flow_tcp_foreach(env, control_on_flow, cf);
-}
-
-static void
-control_fill_limits(struct status *st, const struct limit_stats *ls,
-    const struct limit_mem *m)
-{
-	st->has_limits = true;
-	memcpy(st->limit_refused, ls->refused, sizeof(st->limit_refused));
-	st->mem_used = m->used;
-	st->mem_peak = m->peak;
-	st->mem_max = m->max;
-	st->mem_denied = m->denied;
-}
-
-static void
-control_fill_server(struct control *ctl, struct control_fill *cf)
-{
-	struct sess_env	*env = ctl->senv;
-	struct status	*st = cf->st;
-
-	st->role = "server";
-	st->active = env->nlive;
-	st->total = env->next_id;
-	st->refused = env->stats.refused;
-	st->failed = env->stats.failed;
-	st->internal = env->stats.internal;
-	st->max = ctl->conf->server.max_conns;
-	st->bytes_up = env->stats.bytes_up;
-	st->bytes_down = env->stats.bytes_down;
-	st->failures = &env->stats.failures;
-	st->rejects = &env->stats.rejects;
-	st->handshake = &env->stats.handshake;
-	st->users = ctl->conf->server.nusers;
-	st->has_cover = cover_enabled(env->cover);
-	snprintf(st->cover, sizeof(st->cover), "%s", cover_name(env->cover));
-	st->cover_relayed = env->stats.fallback;
-	st->cover_failed = env->stats.fallback_failed;
-	if (env->lim != NULL) {
-		control_fill_limits(st, &env->lim->st, &env->lim->mem);
-		st->has_sources = true;
-		st->sources = env->lim->sources.n;
-		st->udp_sessions = env->lim->udp;
-		st->udp_max = ctl->conf->server.max_udp;
-	}
-	if (env->resolver != NULL) {
-		st->has_resolver = true;
-		st->resolver = *resolver_stats(env->resolver);
-	}
-	sess_foreach(env, control_on_sess, cf);
-}
 
 /* Fills st; with flows, *flows gets a malloc'd list (free it). */
 static void
 control_snapshot(struct control *ctl, struct status *st, bool flows,
     struct status_flow **list)
 {
-	struct control_fill	cf;
+	struct status_fill	cf;
 	size_t			live;
 
 	memset(st, 0, sizeof(*st));
@@ -281,7 +91,7 @@ control_snapshot(struct control *ctl, struct status *st, bool flows,
 	st->uptime_ms = daemon_uptime_ms();
 	st->draining = daemon_draining();
 	*list = NULL;
-	live = ctl->fenv != NULL ? ctl->fenv->nflows : ctl->senv->nlive;
+	live = ctl->role.live(ctl->role.arg);
 	if (flows) {
 		cf.cap = live;
 		/* calloc(0) may return NULL: keep a valid empty list. */
@@ -289,10 +99,7 @@ control_snapshot(struct control *ctl, struct status *st, bool flows,
 		if (cf.flows == NULL)
 			log_warn("control: flow list");
 	}
-	if (ctl->fenv != NULL)
-		control_fill_client(ctl, &cf);
-	else
-		control_fill_server(ctl, &cf);
+	ctl->role.fill(ctl->role.arg, &cf);
 	st->flows = cf.flows;
 	st->nflows = cf.n;
 	*list = cf.flows;
@@ -713,8 +520,9 @@ control_listen_http(struct control *ctl, const struct addr *a)
 	return 0;
 }
 
-static struct control *
-control_new(struct loop *l, const struct conf *c)
+struct control *
+control_new(struct loop *l, const struct conf *c,
+    const struct control_role *role)
 {
 	struct control	*ctl;
 
@@ -724,6 +532,7 @@ control_new(struct loop *l, const struct conf *c)
 	}
 	ctl->loop = l;
 	ctl->conf = c;
+	ctl->role = *role;
 	ctl->unix_l.ctl = ctl->http_l.ctl = ctl;
 	ctl->unix_l.kind = CONTROL_UNIX;
 	ctl->http_l.kind = CONTROL_HTTP;
@@ -735,33 +544,6 @@ control_new(struct loop *l, const struct conf *c)
 fail:
 	control_free(ctl);
 	return NULL;
-}
-
-struct control *
-control_new_client(struct loop *l, const struct conf *c, struct flow_env *env)
-{
-	struct control	*ctl;
-
-	if ((ctl = control_new(l, c)) != NULL)
-		ctl->fenv = env;
-	return ctl;
-}
-
-void
-control_set_udp(struct control *ctl, struct flow_udp *udp)
-{
-	if (ctl != NULL)
-		ctl->udp = udp;
-}
-
-struct control *
-control_new_server(struct loop *l, const struct conf *c, struct sess_env *env)
-{
-	struct control	*ctl;
-
-	if ((ctl = control_new(l, c)) != NULL)
-		ctl->senv = env;
-	return ctl;
 }
 
 static void

@@ -18,24 +18,32 @@
 
 struct conf;
 struct control;
-struct flow_env;
-struct flow_udp;
 struct loop;
-struct sess_env;
+struct status_fill;
 
 #define CONTROL_CLIENTS_MAX	8		/* per listener */
 #define CONTROL_OUT_MAX		(4 * 1024 * 1024)
 #define CONTROL_TIMEOUT_MS	5000
 
+/*
+ * The role behind the socket.  The control socket knows nothing of
+ * clients or servers: each snapshot is filled by the role (status.h says
+ * how), which keeps this file free of either role's internals.
+ */
+struct control_role {
+	/* Live flows or sessions now (the most a flow list can hold). */
+	size_t	(*live)(void *arg);
+	/* The role's counters into sf->st; with sf->flows, one entry per
+	 * live flow or session (status_flow_add). */
+	void	(*fill)(void *arg, struct status_fill *sf);
+	void	*arg;
+};
+
 /* Opens the control socket and the metrics listener that conf asks for
  * (either may be off).  Call before privileges are dropped.  NULL on
  * failure (logged): another daemon holds the socket, or binding failed. */
-struct control *control_new_client(struct loop *l, const struct conf *c,
-    struct flow_env *env);
-struct control *control_new_server(struct loop *l, const struct conf *c,
-    struct sess_env *env);
-/* The client's UDP associations and ICMP echo sessions, once set up. */
-void control_set_udp(struct control *ctl, struct flow_udp *udp);
+struct control *control_new(struct loop *l, const struct conf *c,
+    const struct control_role *role);
 /* Closes everything and removes the socket file; accepts NULL. */
 void control_free(struct control *ctl);
 

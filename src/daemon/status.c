@@ -1,5 +1,6 @@
 /*
- * The three renderings of a status snapshot.  See status.h.
+ * The three renderings of a status snapshot, and the helpers the roles
+ * fill one with.  See status.h.
  *
  * Byte counters are payload bytes: the client counts what the app sent and
  * received, without the request header and the server's status byte, so a
@@ -9,6 +10,50 @@
 
 #include <inttypes.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
+/* ---- filling (control.c asks the role) ------------------------------- */
+
+struct status_flow *
+status_flow_add(struct status_fill *sf)
+{
+	struct status_flow	*f;
+
+	if (sf->flows == NULL || sf->n == sf->cap)
+		return NULL;
+	f = &sf->flows[sf->n++];
+	memset(f, 0, sizeof(*f));
+	return f;
+}
+
+void
+status_flow_tcp_info(struct status_flow *f, int fd)
+{
+	struct tcp_info	 ti;
+	socklen_t	 len = sizeof(ti);
+
+	if (fd < 0 || getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == -1)
+		return;
+	f->has_tcpi = true;
+	f->rtt_us = ti.tcpi_rtt;
+	f->rttvar_us = ti.tcpi_rttvar;
+	f->retrans = ti.tcpi_total_retrans;
+	f->cwnd = ti.tcpi_snd_cwnd;
+}
+
+void
+status_fill_limits(struct status *st, const struct limit_stats *ls,
+    const struct limit_mem *m)
+{
+	st->has_limits = true;
+	memcpy(st->limit_refused, ls->refused, sizeof(st->limit_refused));
+	st->mem_used = m->used;
+	st->mem_peak = m->peak;
+	st->mem_max = m->max;
+	st->mem_denied = m->denied;
+}
 
 /* ---- text ------------------------------------------------------------- */
 

@@ -38,6 +38,26 @@ struct status_flow {
 	uint32_t	 cwnd;			/* segments */
 };
 
+/*
+ * A snapshot being filled (control.c asks the role): the role writes its
+ * counters into st and, when a flow list is wanted, takes one entry per
+ * live flow or session from status_flow_add().
+ */
+struct status_fill {
+	struct status		*st;
+	struct status_flow	*flows;		/* NULL: totals only */
+	size_t			 n, cap;
+	uint64_t		 now_ms;
+};
+
+/* The next entry of the flow list (zeroed), or NULL: none asked, or full. */
+struct status_flow *status_flow_add(struct status_fill *sf);
+/* TCP_INFO of the outer socket fd into f, when it can be read. */
+void status_flow_tcp_info(struct status_flow *f, int fd);
+/* The limits shared by both roles. */
+void status_fill_limits(struct status *st, const struct limit_stats *ls,
+    const struct limit_mem *m);
+
 struct status {
 	const char	*role;			/* "client" or "server" */
 	const char	*version;

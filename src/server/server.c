@@ -10,6 +10,7 @@
 #include "config.h"
 
 #include "server/server.h"
+#include "server/server_int.h"
 
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
@@ -617,12 +618,23 @@ server_resolver(struct server *srv)
 	return 0;
 }
 
+static void
+server_status(void *arg, struct status_fill *sf)
+{
+	struct server	*srv = arg;
+
+	server_status_fill(&srv->env, srv->conf, sf);
+}
+
 static int
 server_open(struct server *srv)
 {
 	const struct conf	*c = srv->conf;
 	struct ssl_ctx_st	*ctx;
 	struct auth		*auth;
+	struct control_role	 role = {
+		.live = server_live, .fill = server_status, .arg = srv,
+	};
 
 	if ((srv->loop = loop_new()) == NULL) {
 		log_warnx("cannot create the event loop");
@@ -680,7 +692,7 @@ server_open(struct server *srv)
 	/* Everything privileged is open now. */
 	if (daemon_drain_init(&srv->drain, srv->loop, server_stop_accepting,
 	    server_live, srv) == -1 ||
-	    (srv->ctl = control_new_server(srv->loop, c, &srv->env)) == NULL ||
+	    (srv->ctl = control_new(srv->loop, c, &role)) == NULL ||
 	    daemon_up(NULL, NULL) == -1)
 		return -1;
 	return 0;

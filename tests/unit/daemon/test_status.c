@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "client/client_int.h"
 #include "conf/conf.h"
 #include "daemon/control.h"
 #include "client/tcp/flow_tcp.h"
@@ -430,8 +431,37 @@ struct ctl_fixture {
 	struct conf	*conf;
 	struct loop	*loop;
 	struct flow_env	 env;
+	struct client_status cs;
 	struct control	*ctl;
 };
+
+/* The control socket in front of the client's real status fill. */
+static size_t
+ctl_live(void *arg)
+{
+	struct ctl_fixture *f = arg;
+
+	return f->env.nflows;
+}
+
+static void
+ctl_fill(void *arg, struct status_fill *sf)
+{
+	struct ctl_fixture *f = arg;
+
+	f->cs.conf = f->conf;
+	f->cs.env = &f->env;
+	client_status_fill(&f->cs, sf);
+}
+
+static struct control *
+ctl_new(struct ctl_fixture *f)
+{
+	struct control_role role = { .live = ctl_live, .fill = ctl_fill,
+	    .arg = f };
+
+	return control_new(f->loop, f->conf, &role);
+}
 
 static int
 setup_ctl(void **state)
@@ -457,7 +487,7 @@ setup_ctl(void **state)
 	assert_int_equal(addr_parse(&f->env.server, "192.0.2.1:443"), 0);
 	f->env.stats.accepted = 3;
 	f->env.stats.bytes_up = 1000;
-	assert_non_null(f->ctl = control_new_client(f->loop, f->conf, &f->env));
+	assert_non_null(f->ctl = ctl_new(f));
 	*state = f;
 	return 0;
 }
@@ -606,12 +636,10 @@ test_socket_in_use(void **state)
 {
 	struct ctl_fixture	*f = *state;
 	struct control		*second;
-	struct flow_env		 env2;
 	struct sockaddr_un	 sun;
 	int			 fd;
 
-	memset(&env2, 0, sizeof(env2));
-	assert_null(control_new_client(f->loop, f->conf, &env2));
+	assert_null(ctl_new(f));
 	assert_int_equal(access(f->sock, F_OK), 0);
 	control_free(f->ctl);
 	/* Leave a stale socket file behind, as a killed daemon would. */
@@ -621,7 +649,7 @@ test_socket_in_use(void **state)
 	assert_true((fd = socket(AF_UNIX, SOCK_STREAM, 0)) >= 0);
 	assert_int_equal(bind(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
 	close(fd);
-	assert_non_null(second = control_new_client(f->loop, f->conf, &env2));
+	assert_non_null(second = ctl_new(f));
 	f->ctl = second;
 }
 

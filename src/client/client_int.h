@@ -1,0 +1,25 @@
+/*
+ * Private to src/client/: what client.c shares with client_status.c.
+ */
+#ifndef TUNSPLIT_CLIENT_INT_H
+#define TUNSPLIT_CLIENT_INT_H
+
+#include "core/stats.h"
+
+struct conf;
+struct flow_env;
+struct flow_udp;
+struct status_fill;
+
+/* What a status snapshot reads of the client. */
+struct client_status {
+	const struct conf	*conf;
+	struct flow_env		*env;
+	struct flow_udp		*udp;		/* NULL until set up */
+	struct stats_hist	 handshake;	/* flows' and pool's, merged */
+};
+
+/* The client's part of a snapshot (control_role.fill). */
+void client_status_fill(struct client_status *cs, struct status_fill *sf);
+
+#endif

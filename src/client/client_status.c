@@ -1,0 +1,92 @@
+/*
+ * The client's part of a status snapshot (daemon/status.h): the flows'
+ * counters, the warm pool, the TUN, UDP associations, and with a flow
+ * list one entry per live TCP flow with its outer socket's TCP_INFO.
+ */
+#include "client/client_int.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "client/dgram/assoc.h"
+#include "client/dgram/flow_udp.h"
+#include "client/pool.h"
+#include "client/tcp/flow_tcp.h"
+#include "conf/conf.h"
+#include "daemon/status.h"
+#include "stack/tsnetif.h"
+
+static void
+client_on_flow(void *arg, const struct flow_info *fi)
+{
+	struct status_fill	*sf = arg;
+	struct status_flow	*f;
+
+	sf->st->bytes_up += fi->up;
+	sf->st->bytes_down += fi->down;
+	if ((f = status_flow_add(sf)) == NULL)
+		return;
+	f->id = fi->id;
+	addr_fmt(fi->dst, f->dst, sizeof(f->dst));
+	f->state = fi->state;
+	f->age_ms = sf->now_ms - fi->start_ms;
+	f->up = fi->up;
+	f->down = fi->down;
+	status_flow_tcp_info(f, fi->fd);
+}
+
+/* Every outer connection set up: by flows dialling directly and by the
+ * warm pool ahead of them. */
+static void
+client_status_pool(struct client_status *cs, struct status *st)
+{
+	const struct pool_stats	*ps;
+	size_t			 i;
+
+	cs->handshake = cs->env->stats.handshake;
+	st->handshake = &cs->handshake;
+	if (cs->env->pool == NULL || cs->conf->client.pool == 0)
+		return;
+	ps = pool_stats(cs->env->pool);
+	for (i = 0; i <= STATS_HIST_NBOUNDS; i++)
+		cs->handshake.bucket[i] += ps->handshake.bucket[i];
+	cs->handshake.count += ps->handshake.count;
+	cs->handshake.sum_us += ps->handshake.sum_us;
+	st->has_pool = true;
+	st->pool_size = cs->conf->client.pool;
+	st->pool = *ps;
+	st->pooled = cs->env->stats.pooled;
+}
+
+void
+client_status_fill(struct client_status *cs, struct status_fill *sf)
+{
+	struct flow_env	*env = cs->env;
+	struct status	*st = sf->st;
+
+	st->role = "client";
+	st->active = env->nflows;
+	st->total = env->stats.accepted;
+	st->refused = env->stats.refused;
+	st->failed = env->stats.failed;
+	st->internal = env->stats.internal;
+	st->max = cs->conf->client.max_flows;
+	st->bytes_up = env->stats.bytes_up;
+	st->bytes_down = env->stats.bytes_down;
+	st->failures = &env->stats.failures;
+	status_fill_limits(st, &env->lst, &env->mem);
+	client_status_pool(cs, st);
+	if (cs->conf->client.server_host != NULL)
+		addr_fmt(&env->server, st->server, sizeof(st->server));
+	else	/* protocol direct or block */
+		snprintf(st->server, sizeof(st->server), "none (%s)",
+		    conf_proto_name(cs->conf->client.protocol));
+	st->has_tun = true;
+	st->tun = *tsnetif_stats();
+	if (cs->udp != NULL) {
+		st->has_udp = true;
+		st->udp = *assoc_stats(flow_udp_assoc(cs->udp));
+	}
+	if (sf->flows != NULL || env->nflows > 0)
+		flow_tcp_foreach(env, client_on_flow, sf);
+}
