@@ -26,6 +26,7 @@
 
 #include "core/addr.h"
 #include "wire/auth.h"
+#include "server/users.h"
 #include "conf/conf.h"
 #include "daemon/control.h"
 #include "server/cover.h"
@@ -484,7 +485,7 @@ server_reload(struct server *srv)
 	struct ssl_ctx_st	*ctx;
 
 	srv->lim.mem.max = c->server.max_buffer_memory;
-	if (auth_reload(srv->env.auth, c) == 0)
+	if (users_reload(srv->env.auth, c) == 0)
 		log_info("reload: %zu users", c->server.nusers);
 	else
 		log_warnx("reload: keeping the previous users");
@@ -631,7 +632,7 @@ server_open(struct server *srv)
 {
 	const struct conf	*c = srv->conf;
 	struct ssl_ctx_st	*ctx;
-	struct auth		*auth;
+	struct users		*auth;
 	struct control_role	 role = {
 		.live = server_live, .fill = server_status, .arg = srv,
 	};
@@ -656,7 +657,7 @@ server_open(struct server *srv)
 		outer_ctx_free(ctx);
 		return -1;
 	}
-	if ((auth = auth_new(c)) == NULL) {
+	if ((auth = users_new(c)) == NULL) {
 		outer_ctx_free(ctx);
 		log_warnx("server: cannot set up the user table");
 		return -1;
@@ -714,7 +715,7 @@ server_cleanup(struct server *srv)
 	}
 	if (srv->sigmasked)
 		(void)sigprocmask(SIG_SETMASK, &srv->oldmask, NULL);
-	auth_free(srv->env.auth);
+	users_free(srv->env.auth);
 	outer_ctx_free(srv->env.ctx);
 	control_free(srv->ctl);
 	limit_tab_free(&srv->lim.sources);

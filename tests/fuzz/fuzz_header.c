@@ -1,6 +1,6 @@
 /*
  * Fuzz target: the server's request-header path, as sess.c drives it --
- * proto_req_parse() on the bytes read so far, then auth_check() on a
+ * proto_req_parse() on the bytes read so far, then users_check() on a
  * complete header.
  *
  * Input: what a client sends after the TLS handshake (header, then
@@ -14,13 +14,13 @@
  *     malformed one stays malformed, a complete one stays complete);
  *   - a complete header has a length in [75, 1024] that fits the input,
  *     and its fields are ones the wire format allows;
- *   - auth_check() only says OK for the harness's own user id (seeds made
+ *   - users_check() only says OK for the harness's own user id (seeds made
  *     with its key), never for a forged one.
  * Stage 2, the parsed request encoded again under the harness's key (so
  * that the checks behind the MAC are reached):
  *   - the encoding has the same length and parses back to the same fields;
  *   - the MAC verifies, and fails once any byte is flipped;
- *   - auth_check() says STALE exactly when the clock is outside the window,
+ *   - users_check() says STALE exactly when the clock is outside the window,
  *     and a second check of the same bytes is a REPLAY whenever the first
  *     one was accepted.  The replay cache lives across inputs, so long runs
  *     also exercise its expiry and eviction.
@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "wire/auth.h"
+#include "server/users.h"
 #include "conf/conf.h"
 #include "core/log.h"
 #include "wire/proto.h"
@@ -44,7 +45,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define FZ_WINDOW_S	120
 #define FZ_TS_BASE	1700000000ULL
 
-static struct auth	*fz_auth;
+static struct users	*fz_auth;
 static uint8_t		 fz_key[PROTO_KEY_LEN];
 static uint8_t		 fz_id[PROTO_USER_ID_LEN];
 
@@ -72,7 +73,7 @@ fz_init(void)
 	c.server.users = &user;
 	c.server.nusers = 1;
 	c.server.time_window_s = FZ_WINDOW_S;
-	if ((fz_auth = auth_new(&c)) == NULL)
+	if ((fz_auth = users_new(&c)) == NULL)
 		abort();
 	auth_user_id(fz_key, fz_id);
 }
@@ -180,16 +181,16 @@ fz_stage2(const struct proto_req *r, size_t hlen, uint8_t clock)
 	else
 		now = back.ts >= d ? back.ts - d : 0;
 	d = now > back.ts ? now - back.ts : back.ts - now;
-	rc = auth_check(fz_auth, hdr, hlen, &back, now, &user);
+	rc = users_check(fz_auth, hdr, hlen, &back, now, &user);
 	if (d > FZ_WINDOW_S) {
-		FZ_CHECK(rc == AUTH_STALE);
+		FZ_CHECK(rc == USERS_STALE);
 		return;
 	}
-	FZ_CHECK(rc == AUTH_OK || rc == AUTH_REPLAY);
-	if (rc == AUTH_OK)
+	FZ_CHECK(rc == USERS_OK || rc == USERS_REPLAY);
+	if (rc == USERS_OK)
 		FZ_CHECK(user == 0);
-	rc2 = auth_check(fz_auth, hdr, hlen, &back, now, &user);
-	FZ_CHECK(rc2 == AUTH_REPLAY);
+	rc2 = users_check(fz_auth, hdr, hlen, &back, now, &user);
+	FZ_CHECK(rc2 == USERS_REPLAY);
 }
 
 int
@@ -207,10 +208,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 
 	/* As the server sees it: a real clock far from any seed's time. */
-	rc = auth_check(fz_auth, data, hlen, &r, FZ_TS_BASE, &user);
-	FZ_CHECK(rc == AUTH_OK || rc == AUTH_UNKNOWN_USER ||
-	    rc == AUTH_BAD_MAC || rc == AUTH_STALE || rc == AUTH_REPLAY);
-	if (rc == AUTH_OK || rc == AUTH_STALE || rc == AUTH_REPLAY)
+	rc = users_check(fz_auth, data, hlen, &r, FZ_TS_BASE, &user);
+	FZ_CHECK(rc == USERS_OK || rc == USERS_UNKNOWN ||
+	    rc == USERS_BAD_MAC || rc == USERS_STALE || rc == USERS_REPLAY);
+	if (rc == USERS_OK || rc == USERS_STALE || rc == USERS_REPLAY)
 		FZ_CHECK(memcmp(r.user_id, fz_id, sizeof(fz_id)) == 0);
 
 	fz_stage2(&r, hlen, data[size - 1]);

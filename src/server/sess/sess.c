@@ -651,7 +651,7 @@ fail:
 
 void
 sess_env_init(struct sess_env *e, const struct conf *c, struct loop *l,
-    struct ssl_ctx_st *ctx, struct auth *auth)
+    struct ssl_ctx_st *ctx, struct users *auth)
 {
 	*e = (struct sess_env){ .conf = c, .loop = l, .ctx = ctx, .auth = auth };
 	LIST_INIT(&e->live);

@@ -15,7 +15,7 @@
 #include "core/stats.h"
 
 struct addr;
-struct auth;
+struct users;
 struct conf;
 struct cover;
 struct limit_ent;
@@ -58,7 +58,7 @@ struct sess_env {
 	const struct conf	*conf;
 	struct loop		*loop;
 	struct ssl_ctx_st	*ctx;		/* server TLS context */
-	struct auth		*auth;
+	struct users		*auth;
 	struct cover		*cover;		/* NULL or disabled: close */
 	struct resolver		*resolver;	/* domain names; NULL: refused */
 	struct limit_server	*lim;		/* NULL: no limits (tests) */
@@ -71,7 +71,7 @@ struct sess_env {
 };
 
 void sess_env_init(struct sess_env *e, const struct conf *c, struct loop *l,
-    struct ssl_ctx_st *ctx, struct auth *auth);
+    struct ssl_ctx_st *ctx, struct users *auth);
 /* Takes ownership of an accepted non-blocking fd, and of one count on
  * src (its source's entry in e->lim, or NULL). */
 void sess_new(struct sess_env *e, int fd, const struct addr *peer,

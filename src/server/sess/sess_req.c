@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "wire/auth.h"
+#include "server/users.h"
 #include "core/buf.h"
 #include "conf/conf.h"
 #include "core/limit.h"
@@ -184,16 +185,16 @@ sess_request(struct sess *s, const struct proto_req *req, size_t hlen)
 	size_t		 early = buf_len(&s->hdr) - hlen, user;
 	int		 rc;
 
-	rc = auth_check(s->env->auth, hdr, hlen, req, (uint64_t)time(NULL),
+	rc = users_check(s->env->auth, hdr, hlen, req, (uint64_t)time(NULL),
 	    &user);
-	if (rc != AUTH_OK) {
-		sess_reject(s, auth_result_str(rc));
+	if (rc != USERS_OK) {
+		sess_reject(s, users_result_str(rc));
 		return;
 	}
 	s->has_user = true;
 	s->lim_idx = user;
 	snprintf(s->user, sizeof(s->user), "%s",
-	    auth_user_name(s->env->auth, user));
+	    users_name(s->env->auth, user));
 	/* auth's index is into conf's users (swapped together on reload;
 	 * the name guards against a reload auth refused). */
 	if (user < c->server.nusers &&

@@ -1,4 +1,4 @@
-/* proto: v1 request header encode/parse/MAC; auth: keys, ids, auth_check. */
+/* proto: v1 request header encode/parse/MAC; auth: keys, ids, users_check. */
 #include "config.h"
 
 #include <errno.h>
@@ -14,6 +14,7 @@
 #include <sodium.h>
 
 #include "wire/auth.h"
+#include "server/users.h"
 #include "conf/conf.h"
 #include "wire/proto.h"
 
@@ -563,7 +564,7 @@ test_keys(void **state)
 	assert_memory_not_equal(id1, id2, sizeof(id1));
 }
 
-/* ---- auth_check ---------------------------------------------------------*/
+/* ---- users_check ---------------------------------------------------------*/
 
 #define WINDOW	120
 #define NOW	(TS0 + 1000)
@@ -571,7 +572,7 @@ test_keys(void **state)
 struct fixture {
 	struct conf_user	 users[3];
 	struct conf		 conf;
-	struct auth		*auth;
+	struct users		*auth;
 };
 
 static int
@@ -591,7 +592,7 @@ setup_auth(void **state)
 	f->conf.server.users = f->users;
 	f->conf.server.nusers = 3;
 	f->conf.server.time_window_s = WINDOW;
-	f->auth = auth_new(&f->conf);
+	f->auth = users_new(&f->conf);
 	assert_non_null(f->auth);
 	*state = f;
 	return 0;
@@ -602,7 +603,7 @@ teardown_auth(void **state)
 {
 	struct fixture	*f = *state;
 
-	auth_free(f->auth);
+	users_free(f->auth);
 	free(f);
 	return 0;
 }
@@ -637,7 +638,7 @@ check(struct fixture *f, const uint8_t key[PROTO_KEY_LEN], uint64_t ts,
 	size_t			n;
 
 	n = mkhdr(hdr, key, ts, seq, &p);
-	return auth_check(f->auth, hdr, n, &p, now, user);
+	return users_check(f->auth, hdr, n, &p, now, user);
 }
 
 static void
@@ -651,34 +652,34 @@ test_auth_users(void **state)
 
 	for (i = 0; i < 3; i++) {
 		assert_int_equal(check(f, f->users[i].key, NOW, (uint32_t)i,
-		    NOW, &user), AUTH_OK);
+		    NOW, &user), USERS_OK);
 		assert_int_equal(user, (size_t)i);
 	}
 	memset(stranger, 0xee, sizeof(stranger));
 	assert_int_equal(check(f, stranger, NOW, 10, NOW, &user),
-	    AUTH_UNKNOWN_USER);
+	    USERS_UNKNOWN);
 
 	/* Known id, MAC under another key. */
 	n = mkhdr(hdr, stranger, NOW, 11, &p);
 	auth_user_id(f->users[1].key, p.user_id);
 	memcpy(hdr + 28, p.user_id, PROTO_USER_ID_LEN);
-	assert_int_equal(auth_check(f->auth, hdr, n, &p, NOW, &user),
-	    AUTH_BAD_MAC);
+	assert_int_equal(users_check(f->auth, hdr, n, &p, NOW, &user),
+	    USERS_BAD_MAC);
 	/* Valid header, one bit of the padding flipped. */
 	n = mkhdr(hdr, f->users[2].key, NOW, 12 * 7 + 3, &p);
 	hdr[n - PROTO_MAC_LEN - 1] ^= 0x10;
-	assert_int_equal(auth_check(f->auth, hdr, n, &p, NOW, &user),
-	    AUTH_BAD_MAC);
+	assert_int_equal(users_check(f->auth, hdr, n, &p, NOW, &user),
+	    USERS_BAD_MAC);
 	/* Truncated buffer. */
 	hdr[n - PROTO_MAC_LEN - 1] ^= 0x10;
-	assert_int_equal(auth_check(f->auth, hdr, n - 1, &p, NOW, &user),
-	    AUTH_BAD_MAC);
-	assert_int_equal(auth_check(f->auth, hdr, n, &p, NOW, &user), AUTH_OK);
+	assert_int_equal(users_check(f->auth, hdr, n - 1, &p, NOW, &user),
+	    USERS_BAD_MAC);
+	assert_int_equal(users_check(f->auth, hdr, n, &p, NOW, &user), USERS_OK);
 	assert_int_equal(user, 2);
 
-	assert_string_equal(auth_result_str(AUTH_OK), "ok");
-	assert_string_equal(auth_result_str(AUTH_REPLAY), "replayed header");
-	assert_string_equal(auth_result_str(42), "unknown result");
+	assert_string_equal(users_result_str(USERS_OK), "ok");
+	assert_string_equal(users_result_str(USERS_REPLAY), "replayed header");
+	assert_string_equal(users_result_str(42), "unknown result");
 }
 
 static void
@@ -688,16 +689,16 @@ test_auth_stale(void **state)
 	const uint8_t	*k = f->users[0].key;
 
 	/* Edges of the window pass, one second beyond fails, both ways. */
-	assert_int_equal(check(f, k, NOW - WINDOW, 1, NOW, NULL), AUTH_OK);
-	assert_int_equal(check(f, k, NOW + WINDOW, 2, NOW, NULL), AUTH_OK);
+	assert_int_equal(check(f, k, NOW - WINDOW, 1, NOW, NULL), USERS_OK);
+	assert_int_equal(check(f, k, NOW + WINDOW, 2, NOW, NULL), USERS_OK);
 	assert_int_equal(check(f, k, NOW - WINDOW - 1, 3, NOW, NULL),
-	    AUTH_STALE);
+	    USERS_STALE);
 	assert_int_equal(check(f, k, NOW + WINDOW + 1, 4, NOW, NULL),
-	    AUTH_STALE);
-	assert_int_equal(check(f, k, 0, 5, NOW, NULL), AUTH_STALE);
-	assert_int_equal(check(f, k, UINT64_MAX, 6, NOW, NULL), AUTH_STALE);
+	    USERS_STALE);
+	assert_int_equal(check(f, k, 0, 5, NOW, NULL), USERS_STALE);
+	assert_int_equal(check(f, k, UINT64_MAX, 6, NOW, NULL), USERS_STALE);
 	/* A stale header is not remembered: the same nonce later is fine. */
-	assert_int_equal(check(f, k, NOW, 3, NOW, NULL), AUTH_OK);
+	assert_int_equal(check(f, k, NOW, 3, NOW, NULL), USERS_OK);
 }
 
 static void
@@ -710,34 +711,34 @@ test_auth_replay(void **state)
 	size_t			 n;
 
 	n = mkhdr(hdr, k, NOW, 1, &p);
-	assert_int_equal(auth_check(f->auth, hdr, n, &p, NOW, NULL), AUTH_OK);
-	assert_int_equal(auth_check(f->auth, hdr, n, &p, NOW, NULL),
-	    AUTH_REPLAY);
-	assert_int_equal(auth_check(f->auth, hdr, n, &p, NOW + WINDOW, NULL),
-	    AUTH_REPLAY);
-	assert_int_equal(auth_check(f->auth, hdr, n, &p, NOW + WINDOW + 1,
-	    NULL), AUTH_STALE);
+	assert_int_equal(users_check(f->auth, hdr, n, &p, NOW, NULL), USERS_OK);
+	assert_int_equal(users_check(f->auth, hdr, n, &p, NOW, NULL),
+	    USERS_REPLAY);
+	assert_int_equal(users_check(f->auth, hdr, n, &p, NOW + WINDOW, NULL),
+	    USERS_REPLAY);
+	assert_int_equal(users_check(f->auth, hdr, n, &p, NOW + WINDOW + 1,
+	    NULL), USERS_STALE);
 	/* Same nonce from another user is a replay too (nonces are global). */
 	assert_int_equal(check(f, f->users[1].key, NOW, 1, NOW, NULL),
-	    AUTH_REPLAY);
+	    USERS_REPLAY);
 
 	/*
 	 * Client clock ahead by the whole window: accepted at ts - W, still
 	 * replayable until ts + W, i.e. 2W after it entered the cache.
 	 */
 	n = mkhdr(hdr, k, NOW + WINDOW, 2, &p);
-	assert_int_equal(auth_check(f->auth, hdr, n, &p, NOW, NULL), AUTH_OK);
-	assert_int_equal(auth_check(f->auth, hdr, n, &p, NOW + 2 * WINDOW,
-	    NULL), AUTH_REPLAY);
-	assert_int_equal(auth_check(f->auth, hdr, n, &p, NOW + 2 * WINDOW + 1,
-	    NULL), AUTH_STALE);
+	assert_int_equal(users_check(f->auth, hdr, n, &p, NOW, NULL), USERS_OK);
+	assert_int_equal(users_check(f->auth, hdr, n, &p, NOW + 2 * WINDOW,
+	    NULL), USERS_REPLAY);
+	assert_int_equal(users_check(f->auth, hdr, n, &p, NOW + 2 * WINDOW + 1,
+	    NULL), USERS_STALE);
 
 	/* After 2W the entry is gone: a (buggy) reuse of the nonce with a
 	 * fresh timestamp is accepted again. */
 	assert_int_equal(check(f, k, NOW + 2 * WINDOW + 1, 2,
-	    NOW + 2 * WINDOW + 1, NULL), AUTH_OK);
+	    NOW + 2 * WINDOW + 1, NULL), USERS_OK);
 	assert_int_equal(check(f, k, NOW + 2 * WINDOW + 1, 2,
-	    NOW + 2 * WINDOW + 1, NULL), AUTH_REPLAY);
+	    NOW + 2 * WINDOW + 1, NULL), USERS_REPLAY);
 }
 
 #define CAP	65536u
@@ -752,28 +753,28 @@ test_auth_eviction(void **state)
 	/* Fill the cache with live entries and go past its capacity: new
 	 * headers keep being accepted, the oldest are forgotten. */
 	for (i = 0; i < CAP + extra; i++)
-		assert_int_equal(check(f, k, NOW, 100 + i, NOW, NULL), AUTH_OK);
+		assert_int_equal(check(f, k, NOW, 100 + i, NOW, NULL), USERS_OK);
 	/* The newest CAP nonces are remembered... */
 	for (i = extra; i < CAP + extra; i += 97)
 		assert_int_equal(check(f, k, NOW, 100 + i, NOW, NULL),
-		    AUTH_REPLAY);
+		    USERS_REPLAY);
 	assert_int_equal(check(f, k, NOW, 100 + CAP + extra - 1, NOW, NULL),
-	    AUTH_REPLAY);
+	    USERS_REPLAY);
 	assert_int_equal(check(f, k, NOW, 100 + extra, NOW, NULL),
-	    AUTH_REPLAY);
+	    USERS_REPLAY);
 	/* ...the oldest were evicted (each re-accept evicts another old one,
 	 * so walk the evicted range oldest first). */
-	assert_int_equal(check(f, k, NOW, 100, NOW, NULL), AUTH_OK);
-	assert_int_equal(check(f, k, NOW, 100 + 1, NOW, NULL), AUTH_OK);
+	assert_int_equal(check(f, k, NOW, 100, NOW, NULL), USERS_OK);
+	assert_int_equal(check(f, k, NOW, 100 + 1, NOW, NULL), USERS_OK);
 
 	/* Once everything is older than 2W, all of it expires at once and
 	 * the index must still find fresh entries (no stale probe runs). */
 	for (i = 0; i < 5000; i++)
 		assert_int_equal(check(f, k, NOW + 3 * WINDOW, 100 + i,
-		    NOW + 3 * WINDOW, NULL), AUTH_OK);
+		    NOW + 3 * WINDOW, NULL), USERS_OK);
 	for (i = 0; i < 5000; i += 13)
 		assert_int_equal(check(f, k, NOW + 3 * WINDOW, 100 + i,
-		    NOW + 3 * WINDOW, NULL), AUTH_REPLAY);
+		    NOW + 3 * WINDOW, NULL), USERS_REPLAY);
 }
 
 /*
@@ -794,15 +795,15 @@ test_auth_reload(void **state)
 	int			 j;
 
 	memcpy(oldkey, f->users[1].key, sizeof(oldkey));
-	assert_int_equal(auth_nusers(f->auth), 3);
-	assert_string_equal(auth_user_name(f->auth, 1), "u1");
-	assert_string_equal(auth_user_name(f->auth, 3), "?");
+	assert_int_equal(users_count(f->auth), 3);
+	assert_string_equal(users_name(f->auth, 1), "u1");
+	assert_string_equal(users_name(f->auth, 3), "?");
 	n = mkhdr(hdr, f->users[0].key, NOW, 500, &p);
-	assert_int_equal(auth_check(f->auth, hdr, n, &p, NOW, NULL), AUTH_OK);
+	assert_int_equal(users_check(f->auth, hdr, n, &p, NOW, NULL), USERS_OK);
 	/* Client clock a whole (old) window ahead. */
 	n2 = mkhdr(hdr2, f->users[0].key, NOW + WINDOW, 510, &p2);
-	assert_int_equal(auth_check(f->auth, hdr2, n2, &p2, NOW, NULL),
-	    AUTH_OK);
+	assert_int_equal(users_check(f->auth, hdr2, n2, &p2, NOW, NULL),
+	    USERS_OK);
 
 	memset(&c, 0, sizeof(c));
 	c.role = CONF_ROLE_SERVER;
@@ -814,53 +815,53 @@ test_auth_reload(void **state)
 	users[1] = f->users[0];
 	for (j = 0; j < CONF_KEY_LEN; j++)
 		f->users[1].key[j] = (uint8_t)(0xa5 ^ j);
-	assert_int_equal(auth_reload(f->auth, &c), 0);
+	assert_int_equal(users_reload(f->auth, &c), 0);
 	/* The auth keeps its own copies: the conf may go. */
 	memset(users, 0, sizeof(users));
 
-	assert_int_equal(auth_nusers(f->auth), 2);
+	assert_int_equal(users_count(f->auth), 2);
 	assert_int_equal(check(f, oldkey, NOW, 501, NOW, &user),
-	    AUTH_UNKNOWN_USER);
+	    USERS_UNKNOWN);
 	assert_int_equal(check(f, f->users[1].key, NOW, 502, NOW, &user),
-	    AUTH_UNKNOWN_USER);
+	    USERS_UNKNOWN);
 	assert_int_equal(check(f, f->users[2].key, NOW, 503, NOW, &user),
-	    AUTH_OK);
+	    USERS_OK);
 	assert_int_equal(user, 0);
-	assert_string_equal(auth_user_name(f->auth, user), "renamed");
+	assert_string_equal(users_name(f->auth, user), "renamed");
 	assert_int_equal(check(f, f->users[0].key, NOW, 504, NOW, &user),
-	    AUTH_OK);
+	    USERS_OK);
 	assert_int_equal(user, 1);
-	assert_string_equal(auth_user_name(f->auth, user), "u0");
+	assert_string_equal(users_name(f->auth, user), "u0");
 	/* Accepted before the reload: still a replay after it. */
-	assert_int_equal(auth_check(f->auth, hdr, n, &p, NOW, NULL),
-	    AUTH_REPLAY);
+	assert_int_equal(users_check(f->auth, hdr, n, &p, NOW, NULL),
+	    USERS_REPLAY);
 	/* The new, shorter window applies to timestamps... */
 	assert_int_equal(check(f, f->users[0].key, NOW - WINDOW / 2 - 1, 505,
-	    NOW, NULL), AUTH_STALE);
+	    NOW, NULL), USERS_STALE);
 	/* ...but nonces live as long as the longest window needs: a header
 	 * the old window accepted at ts - W passes the new one until
 	 * ts + W/2, 1.5 W after it entered the cache (more than 2 x W/2). */
-	assert_int_equal(auth_check(f->auth, hdr2, n2, &p2,
-	    NOW + WINDOW + WINDOW / 2, NULL), AUTH_REPLAY);
-	assert_int_equal(auth_check(f->auth, hdr2, n2, &p2,
-	    NOW + WINDOW + WINDOW / 2 + 1, NULL), AUTH_STALE);
+	assert_int_equal(users_check(f->auth, hdr2, n2, &p2,
+	    NOW + WINDOW + WINDOW / 2, NULL), USERS_REPLAY);
+	assert_int_equal(users_check(f->auth, hdr2, n2, &p2,
+	    NOW + WINDOW + WINDOW / 2 + 1, NULL), USERS_STALE);
 
-	assert_int_equal(auth_reload(NULL, &c), -1);
-	assert_int_equal(auth_reload(f->auth, NULL), -1);
+	assert_int_equal(users_reload(NULL, &c), -1);
+	assert_int_equal(users_reload(f->auth, NULL), -1);
 	/* No users at all: everyone is unknown, nothing breaks. */
 	c.server.nusers = 0;
 	c.server.users = NULL;
-	assert_int_equal(auth_reload(f->auth, &c), 0);
+	assert_int_equal(users_reload(f->auth, &c), 0);
 	assert_int_equal(check(f, f->users[0].key, NOW, 506, NOW, NULL),
-	    AUTH_UNKNOWN_USER);
-	assert_string_equal(auth_user_name(f->auth, 0), "?");
+	    USERS_UNKNOWN);
+	assert_string_equal(users_name(f->auth, 0), "?");
 }
 
 static void
 test_auth_empty(void **state)
 {
 	struct conf		 c;
-	struct auth		*a;
+	struct users		*a;
 	uint8_t			 hdr[PROTO_REQ_MAX], key[PROTO_KEY_LEN];
 	struct proto_req	 p;
 	size_t			 n;
@@ -868,17 +869,17 @@ test_auth_empty(void **state)
 	(void)state;
 	memset(&c, 0, sizeof(c));
 	c.role = CONF_ROLE_SERVER;
-	a = auth_new(&c);
+	a = users_new(&c);
 	assert_non_null(a);
 	vec_key(key);
 	n = mkhdr(hdr, key, NOW, 1, &p);
-	assert_int_equal(auth_check(a, hdr, n, &p, NOW, NULL),
-	    AUTH_UNKNOWN_USER);
-	assert_int_equal(auth_check(NULL, hdr, n, &p, NOW, NULL),
-	    AUTH_UNKNOWN_USER);
-	auth_free(a);
-	auth_free(NULL);
-	assert_null(auth_new(NULL));
+	assert_int_equal(users_check(a, hdr, n, &p, NOW, NULL),
+	    USERS_UNKNOWN);
+	assert_int_equal(users_check(NULL, hdr, n, &p, NOW, NULL),
+	    USERS_UNKNOWN);
+	users_free(a);
+	users_free(NULL);
+	assert_null(users_new(NULL));
 }
 
 int

@@ -1,0 +1,39 @@
+/*
+ * The server's user table and replay cache: the only place on the server
+ * that holds users' keys (wiped with sodium_memzero on free).
+ */
+#ifndef TUNSPLIT_USERS_H
+#define TUNSPLIT_USERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wire/proto.h"
+
+struct conf;
+
+enum users_result {
+	USERS_OK = 0,
+	USERS_UNKNOWN = -1,
+	USERS_BAD_MAC = -2,
+	USERS_STALE = -3,
+	USERS_REPLAY = -4,
+};
+
+struct users;
+struct users *users_new(const struct conf *c);	/* server users */
+void users_free(struct users *a);
+/* Checks a complete header (hdr/len, already parsed into r).  On USERS_OK,
+ * *user is the index of the user in conf->server.users. */
+int  users_check(struct users *a, const uint8_t *hdr, size_t len,
+    const struct proto_req *r, uint64_t now_s, size_t *user);
+/* Replaces the user table (keys) and the time window with c's; the replay
+ * cache is kept.  Until the next reload, user indices (users_check's
+ * *user) refer to c->server.users.  0, or -1 (logged; nothing changed). */
+int  users_reload(struct users *a, const struct conf *c);
+/* Name of user index user of the current table ("?" if out of range). */
+const char *users_name(const struct users *a, size_t user);
+size_t users_count(const struct users *a);
+const char *users_result_str(int res);
+
+#endif
