@@ -18,7 +18,7 @@
 ts_init e2e_daemon
 getent passwd nobody >/dev/null && getent group nogroup >/dev/null ||
     ts_skip "no user nobody / group nogroup"
-export PATH="$TS_SRCDIR/scripts:$PATH"
+export PATH="$TS_SRCDIR/src/route:$PATH"
 command -v tunsplit-route >/dev/null || ts_fail "tunsplit-route not found"
 
 # A TUN name of our own: tunsplit-route keeps its state in /run/tunsplit.

@@ -36,7 +36,7 @@ ts_init e2e_router
 
 SAMPLE=$TS_SRCDIR/examples/openwrt/tunsplit/files/tunsplit.yaml
 [ -r "$SAMPLE" ] || ts_fail "$SAMPLE missing"
-export PATH="$TS_SRCDIR/scripts:$PATH"
+export PATH="$TS_SRCDIR/src/route:$PATH"
 command -v tunsplit-route >/dev/null || ts_fail "tunsplit-route not found"
 
 NS_L=tsl$$

@@ -19,7 +19,7 @@ set -u
 
 name=route_roundtrip
 srcdir=${TS_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-script=$srcdir/scripts/tunsplit-route
+script=$srcdir/src/route/tunsplit-route
 
 skip() { printf 'SKIP: %s: %s\n' "$name" "$*"; exit 77; }
 [ "$(id -u)" -eq 0 ] || skip "needs root (network namespaces)"

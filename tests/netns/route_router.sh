@@ -26,7 +26,7 @@ set -u
 
 name=route_router
 srcdir=${TS_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-script=$srcdir/scripts/tunsplit-route
+script=$srcdir/src/route/tunsplit-route
 PY=${PYTHON:-python3}
 
 skip() { printf 'SKIP: %s: %s\n' "$name" "$*"; exit 77; }
