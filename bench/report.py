@@ -786,7 +786,7 @@ def conditions(meta, rs=()):
             "; the whole plan ran %d times over, one round after another, "
             "each round with the loss seeds moved on by one" %
             meta["rounds"] if meta.get("rounds", 1) > 1 else "") +
-        lfl_seeds_text(meta))
+        lfl_seeds_text(meta, rs))
 
 
 def ts_mtus_text(meta):
@@ -802,11 +802,23 @@ def and_list(xs):
     return xs[0] if len(xs) == 1 else ", ".join(xs[:-1]) + " and " + xs[-1]
 
 
-def lfl_seeds_text(meta):
+def lfl_seeds_text(meta, rs=()):
     seeds = meta.get("lfl_seeds", "").split()
     hi = meta.get("lfl_seeds_hi", "").split()
     if len(seeds) < 2 and len(hi) < 2:
         return ""
+    # Only the seed rules of losses this run measured (all, for a file
+    # without results).
+    losses = {r["loss"] for r in rs if r.get("scenario") == "lfl"
+              and r.get("loss") is not None} or None
+
+    def ran(lo, top=None):
+        try:
+            lo, top = float(lo), None if top is None else float(top)
+        except (TypeError, ValueError):
+            return True
+        return losses is None or any(
+            x >= lo and (top is None or x < top) for x in losses)
     names = {"direct": "direct %s" % "/".join(
         c.upper() for c in meta.get("lfl_seed_ccs", "bbr").split())}
 
@@ -817,14 +829,22 @@ def lfl_seeds_text(meta):
     parts = []
     lo, top = meta.get("lfl_seed_min_loss", "?"), meta.get(
         "lfl_seed_hi_min_loss")
-    if len(seeds) > 1:
+    mtus = str(meta.get("tunsplit_mtus", "")).split()
+    if len(seeds) > 1 and ran(lo, top):
         parts.append("at %s %% loss%s, %s also %s" % (
             lo, " and more" if top is None else " and more, below %s %%" % top,
             who("lfl_seed_paths"), and_list(seeds[1:])))
-    if top is not None and len(hi) > 1:
-        parts.append("at %s %% and more, %s also %s (the other paths the "
+    if top is not None and len(hi) > 1 and ran(top):
+        parts.append("at %s %% and more, %s also %s (the other paths%s the "
                      "first only)" % (top, who("lfl_seed_hi_paths"),
-                                      and_list(hi[1:])))
+                                      and_list(hi[1:]),
+                                      ", and tunsplit at TUN MTU %s," %
+                                      and_list(mtus[1:])
+                                      if len(mtus) > 1 and
+                                      not meta.get("tunsplit_mtus_all_seeds")
+                                      else ""))
+    if not parts:
+        return ""
     return ("  Loss seeds: every cell %s; %s (median and min–max)." % (
         (seeds or hi)[0], "; ".join(parts)))
 
@@ -834,11 +854,13 @@ END = "<!-- bench:end -->"
 
 
 def run_title(meta):
-    """A heading for one run among several: its date and TUN MTUs."""
+    """A heading for one run among several: its TUN MTUs, plan and date."""
     mtus = str(meta.get("tunsplit_mtus", meta.get("tunsplit_mtu", "?")))
-    return "### %s: `%s`, tunsplit's TUN MTU %s" % (
-        meta["date"][:16].replace("T", " "), meta["command"].strip(),
-        and_list(mtus.split()))
+    cmd = meta["command"].strip()
+    return "### TUN MTU %s: %s, %s UTC" % (
+        and_list(mtus.split()),
+        "the default plan" if cmd == "bench/run.sh" else "`%s`" % cmd,
+        meta["date"][:16].replace("T", " "))
 
 
 def readme(docs):

@@ -83,7 +83,12 @@
 
 set -u
 
-ARGS="$*"
+# The command line for the results, an argument with spaces in quotes.
+ARGS=
+for a in "$@"; do
+	case $a in *[[:space:]]*|"") a="\"$a\"" ;; esac
+	ARGS="${ARGS:+$ARGS }$a"
+done
 HERE=$(cd "$(dirname "$0")" && pwd)
 TESTBED=$HERE/testbed.sh
 REPORT=$HERE/report.py
@@ -1186,6 +1191,7 @@ meta_write() {
  "multi_flow_losses": "$MULTI_LOSSES",
  "ceiling_cc": "$CEILING_CC", "tunnel_cc": "$TUNNEL_CC",
  "tunsplit_mtu": $TS_MTU, "tunsplit_mtus": "$TUN_MTUS",
+ "tunsplit_mtus_all_seeds": $MTU_SEEDS_ALL,
  "tunsplit_pool": ${TSB_POOL:-6}, "rounds": $ROUNDS, "kinds": "$KINDS",
  "ttfb_samples": $SAMPLES, "linkem_rtprio": $(json_str "$RTPRIO"),
  "duration_s": $(( $(date +%s) - RUN_START )),
