@@ -1,0 +1,515 @@
+/*
+ * sess, the server's session state machine, driven whole on one loop: the
+ * test is the client (TLS with the throwaway certificate over one end of
+ * a socketpair, the session owns the other), the target (a loopback
+ * listener) and the cover site (another one), all stepped between loop
+ * iterations, no threads, no root.
+ *
+ *   auth ok          a correct native header: status PROTO_OK, then bytes
+ *                    both ways, SHA-256 checked at each far end
+ *   half-close       the client's end first while the target still
+ *                    answers, and the target's end first while the client
+ *                    still sends; the session ends "done" either way
+ *   auth fail        a header with a wrong MAC: everything goes to the
+ *                    cover site verbatim, its answer comes back (no status
+ *                    byte), the target is never dialed
+ *   target refused   status PROTO_ERR_REFUSED, then a clean end of stream
+ *   resets           the target's RST reaches the client as a stream
+ *                    without close_notify, and the client's RST the
+ *                    target (over loopback TCP: a socketpair has no RST)
+ */
+#include "config.h"
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "core/addr.h"
+#include "conf/conf.h"
+#include "core/log.h"
+#include "core/loop.h"
+#include "core/sock.h"
+#include "core/stats.h"
+#include "server/cover.h"
+#include "server/sess/sess.h"
+#include "server/users.h"
+#include "tls/outer.h"
+#include "wire/auth.h"
+#include "wire/proto.h"
+#include "tests/unit/testcert.h"
+#include "tests/unit/testend.h"
+
+#define K1	"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
+#define UP_LEN		(384 * 1024)	/* client -> target */
+#define DOWN_LEN	(512 * 1024)	/* target -> client */
+#define DEADLINE_MS	8000
+#define COVER_ANSWER	"HTTP/1.1 404 Not Found\r\n\r\ncover site here"
+
+static struct testcert	 tc;
+
+static uint64_t
+now_ms(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* ---- the server side ------------------------------------------------------- */
+
+static struct fx {
+	struct conf	*conf;
+	struct loop	*loop;
+	struct users	*users;
+	struct cover	*cover;
+	struct sess_env	 env;
+	int		 target_lfd, cover_lfd;
+	uint16_t	 target_port, cover_port;
+	unsigned	 target_conns, cover_conns;
+	struct testend	 cli, tgt, cov;
+	bool		 up;
+} fx;
+
+/* A loopback port nothing listens on (bound, then closed). */
+static uint16_t
+closed_port(void)
+{
+	struct sockaddr_in	sin = { .sin_family = AF_INET };
+	socklen_t		len = sizeof(sin);
+	int			fd;
+
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_true((fd = socket(AF_INET, SOCK_STREAM, 0)) >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
+	close(fd);
+	return ntohs(sin.sin_port);
+}
+
+static void
+server_start(void)
+{
+	char	 y[1024], err[256];
+
+	memset(&fx, 0, sizeof(fx));
+	fx.target_lfd = testend_listener(&fx.target_port);
+	fx.cover_lfd = testend_listener(&fx.cover_port);
+	snprintf(y, sizeof(y), "server:\n  listen: 127.0.0.1:1\n"
+	    "  cert: %s\n  cert_key: %s\n"
+	    "  users:\n    - name: a\n      key: " K1 "\n"
+	    "  egress:\n    allow: [127.0.0.0/8]\n"
+	    "  fallback: 127.0.0.1:%u\n", tc.cert_pem, tc.key_pem,
+	    fx.cover_port);
+	fx.conf = conf_load_buf("t.yaml", y, strlen(y), err, sizeof(err));
+	if (fx.conf == NULL)
+		fail_msg("%s", err);
+	assert_non_null(fx.loop = loop_new());
+	assert_non_null(fx.users = users_new(fx.conf));
+	sess_env_init(&fx.env, fx.conf, fx.loop, tc.sctx, fx.users);
+	assert_non_null(fx.cover = cover_new(fx.loop));
+	assert_int_equal(cover_configure(fx.cover, fx.conf), 0);
+	fx.env.cover = fx.cover;
+	assert_int_equal(loop_on_iteration(fx.loop, sess_reap, &fx.env), 0);
+	fx.up = true;
+}
+
+/*
+ * One session on fds[0] of a socketpair (tcp: a loopback TCP pair
+ * instead), the client's TLS stream on the other end, sending pre first.
+ */
+static void
+client_connect(const uint8_t *pre, size_t pre_len, size_t up, size_t rx_cap,
+    bool tcp)
+{
+	struct addr	 peer;
+	int		 fds[2], l;
+	uint16_t	 port;
+
+	if (tcp) {
+		l = testend_listener(&port);
+		assert_int_equal(addr_from_ip(&peer, "127.0.0.1", port), 0);
+		fds[1] = sock_connect(&peer, NULL, 0);
+		assert_true(fds[1] >= 0);
+		do
+			fds[0] = accept4(l, NULL, NULL, SOCK_NONBLOCK);
+		while (fds[0] < 0 && errno == EAGAIN);
+		assert_true(fds[0] >= 0);
+		close(l);
+	} else {
+		assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM |
+		    SOCK_NONBLOCK, 0, fds), 0);
+	}
+	assert_int_equal(addr_from_ip(&peer, "192.0.2.1", 40000), 0);
+	sess_new(&fx.env, fds[0], &peer, NULL);
+	assert_int_equal(fx.env.nlive, 1);
+	testend_init(&fx.cli, 1, up, rx_cap);
+	fx.cli.pre = pre;
+	fx.cli.pre_len = pre_len;
+	assert_non_null(fx.cli.o = outer_new(tc.cctx, fds[1], true,
+	    "sess.test"));
+}
+
+/* One round: the session's loop, then each of the test's ends. */
+static void
+round_once(void)
+{
+	assert_int_equal(loop_run_once(fx.loop, 1), 0);
+	testend_step(&fx.cli);
+	testend_accept(&fx.tgt, fx.target_lfd, NULL, &fx.target_conns);
+	testend_step(&fx.tgt);
+	testend_accept(&fx.cov, fx.cover_lfd, NULL, &fx.cover_conns);
+	testend_step(&fx.cov);
+}
+
+/* Rounds until done() holds (or the deadline fails the test). */
+static void
+run_until(bool (*done)(void), const char *what)
+{
+	uint64_t deadline = now_ms() + DEADLINE_MS;
+
+	while (!done()) {
+		if (now_ms() > deadline)
+			fail_msg("timed out waiting for %s: client rx %zu eof %d "
+			    "err %d, target rx %zu eof %d, sessions %zu", what,
+			    fx.cli.rx_len, fx.cli.eof, fx.cli.err,
+			    fx.tgt.rx_len, fx.tgt.eof, fx.env.nlive);
+		round_once();
+	}
+}
+
+static int
+cleanup(void **state)
+{
+	(void)state;
+	if (!fx.up)
+		return 0;
+	fx.up = false;
+	sess_close_all(&fx.env, "shutdown");
+	sess_reap(&fx.env);
+	testend_free(&fx.cli);
+	testend_free(&fx.tgt);
+	testend_free(&fx.cov);
+	cover_free(fx.cover);
+	users_free(fx.users);
+	loop_free(fx.loop);
+	conf_free(fx.conf);
+	close(fx.target_lfd);
+	close(fx.cover_lfd);
+	return 0;
+}
+
+/* A TCP request for 127.0.0.1:port, MAC'd with key (base64). */
+static size_t
+header(uint8_t *out, size_t len, uint16_t port, const char *key_b64)
+{
+	struct proto_req	 req;
+	uint8_t			 key[PROTO_KEY_LEN], k1[PROTO_KEY_LEN];
+	size_t			 kl;
+	ssize_t			 n;
+
+	assert_int_equal(sodium_base642bin(k1, sizeof(k1), K1, strlen(K1),
+	    NULL, &kl, NULL, sodium_base64_VARIANT_ORIGINAL), 0);
+	assert_int_equal(sodium_base642bin(key, sizeof(key), key_b64,
+	    strlen(key_b64), NULL, &kl, NULL, sodium_base64_VARIANT_ORIGINAL), 0);
+	memset(&req, 0, sizeof(req));
+	req.kind = PROTO_KIND_TCP;
+	req.ts = (uint64_t)time(NULL);
+	randombytes_buf(req.nonce, sizeof(req.nonce));
+	auth_user_id(k1, req.user_id);		/* user a, whatever the key */
+	req.dest.atyp = PROTO_ATYP_IPV4;
+	req.dest.ip[0] = 127;
+	req.dest.ip[3] = 1;
+	req.dest.port = port;
+	assert_true((n = proto_req_encode(out, len, &req, key, 7)) > 0);
+	return (size_t)n;
+}
+
+/* ---- auth ok: relay both ways, half-close each way ------------------------ */
+
+static bool
+done_session(void)
+{
+	return fx.env.nlive == 0 && fx.cli.eof && fx.tgt.eof &&
+	    fx.cli.shut && fx.tgt.shut;
+}
+
+static bool
+target_half(void)
+{
+	return fx.tgt.o != NULL && fx.tgt.tx_off >= DOWN_LEN / 2 &&
+	    fx.tgt.rx_len > 0;
+}
+
+/* Both ends are finished and the session ended cleanly: every byte
+ * arrived, no failure counted. */
+static void
+expect_clean_end(void)
+{
+	assert_int_equal(fx.cli.err, 0);
+	assert_int_equal(fx.tgt.err, 0);
+	assert_int_equal(fx.cli.rx[0], PROTO_OK);
+	testend_expect(&fx.cli, 1, 2, DOWN_LEN);
+	testend_expect(&fx.tgt, 0, 1, UP_LEN);
+	assert_int_equal(fx.target_conns, 1);
+	assert_int_equal(fx.cover_conns, 0);
+	assert_int_equal(fx.env.stats.failed, 0);
+	assert_int_equal(fx.env.stats.fallback, 0);
+	assert_int_equal(fx.env.stats.bytes_up, UP_LEN);
+	assert_int_equal(fx.env.stats.bytes_down, DOWN_LEN + 1);
+}
+
+/*
+ * The client sends all it has and ends its side (close_notify); the
+ * target sees the end only after every byte, then answers the second half
+ * of its reply, which still reaches the client.
+ */
+static void
+test_auth_ok_client_ends_first(void **state)
+{
+	uint8_t	 hdr[PROTO_REQ_MAX];
+	size_t	 hl;
+
+	(void)state;
+	server_start();
+	hl = header(hdr, sizeof(hdr), fx.target_port, K1);
+	client_connect(hdr, hl, UP_LEN, 1 + DOWN_LEN, false);
+	fx.cli.shut_when_sent = true;
+	testend_init(&fx.tgt, 2, DOWN_LEN, UP_LEN);
+	fx.tgt.tx_hold = DOWN_LEN / 2;		/* the rest after the EOF */
+	fx.tgt.shut_when_sent = true;
+	run_until(target_half, "the target's first half");
+	/* The session is relaying now: not counted as anything yet. */
+	assert_int_equal(fx.env.nlive, 1);
+	while (!fx.tgt.eof) {
+		round_once();
+		if (fx.env.nlive == 0)
+			fail_msg("session ended before the client's EOF");
+	}
+	/* The client's end came through, after all of its bytes... */
+	testend_expect(&fx.tgt, 0, 1, UP_LEN);
+	assert_true(fx.cli.shut);
+	assert_false(fx.cli.eof);	/* ... and did not end the reply */
+	fx.tgt.tx_hold = 0;
+	run_until(done_session, "the end of the session");
+	assert_true(fx.cli.rx_after_shut > DOWN_LEN / 2);
+	expect_clean_end();
+}
+
+/*
+ * The target sends its whole reply and ends its side first; the client
+ * reads it and the end of stream, and only then sends the rest of its
+ * upload, which still reaches the target.
+ */
+static void
+test_auth_ok_target_ends_first(void **state)
+{
+	uint8_t	 hdr[PROTO_REQ_MAX];
+	size_t	 hl;
+
+	(void)state;
+	server_start();
+	hl = header(hdr, sizeof(hdr), fx.target_port, K1);
+	client_connect(hdr, hl, UP_LEN, 1 + DOWN_LEN, false);
+	fx.cli.tx_hold = 1000;			/* a little first */
+	fx.cli.shut_when_sent = true;
+	testend_init(&fx.tgt, 2, DOWN_LEN, UP_LEN);
+	fx.tgt.shut_when_sent = true;
+	while (!fx.cli.eof) {
+		assert_int_equal(fx.env.nlive, 1);
+		round_once();
+	}
+	testend_expect(&fx.cli, 1, 2, DOWN_LEN);
+	assert_true(fx.tgt.shut);
+	assert_int_equal(fx.tgt.rx_len, 1000);
+	fx.cli.tx_hold = 0;
+	run_until(done_session, "the end of the session");
+	assert_true(fx.cli.tx_after_eof >= UP_LEN - 1000);
+	expect_clean_end();
+}
+
+/* ---- auth fail: the cover site answers ------------------------------------ */
+
+static bool
+done_cover(void)
+{
+	return fx.env.nlive == 0 && fx.cli.eof && fx.cov.eof;
+}
+
+static void
+test_auth_fail_cover(void **state)
+{
+	static const char	 wrong[] =
+	    "ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8=";
+	uint8_t			 hdr[PROTO_REQ_MAX];
+	size_t			 hl;
+
+	(void)state;
+	server_start();
+	hl = header(hdr, sizeof(hdr), fx.target_port, wrong);
+	client_connect(hdr, hl, 3000, sizeof(COVER_ANSWER) - 1, false);
+	fx.cli.shut_when_sent = true;
+	testend_init(&fx.cov, 0, 0, hl + 3000);
+	fx.cov.pre = (const uint8_t *)COVER_ANSWER;
+	fx.cov.pre_len = sizeof(COVER_ANSWER) - 1;
+	fx.cov.shut_when_sent = true;
+	run_until(done_cover, "the cover site's answer");
+	/* The cover site got every byte as the client sent it... */
+	assert_int_equal(fx.cov.rx_len, hl + 3000);
+	assert_memory_equal(fx.cov.rx, hdr, hl);
+	testend_expect(&fx.cov, hl, 1, 3000);
+	/* ... and the client its answer, with no status byte before it. */
+	assert_int_equal(fx.cli.err, 0);
+	assert_int_equal(fx.cli.rx_len, sizeof(COVER_ANSWER) - 1);
+	assert_memory_equal(fx.cli.rx, COVER_ANSWER, fx.cli.rx_len);
+	assert_int_equal(fx.target_conns, 0);
+	assert_int_equal(fx.cover_conns, 1);
+	assert_int_equal(fx.env.stats.fallback, 1);
+	assert_int_equal(stats_reason_get(&fx.env.stats.rejects, "bad MAC"), 1);
+	assert_int_equal(fx.env.stats.failed, 0);
+}
+
+/* ---- target refused: the status byte, then the end ------------------------ */
+
+static bool
+done_refused(void)
+{
+	return fx.env.nlive == 0 && fx.cli.eof;
+}
+
+static void
+test_target_refused(void **state)
+{
+	uint8_t	 hdr[PROTO_REQ_MAX];
+	uint64_t t0;
+	size_t	 hl;
+
+	(void)state;
+	server_start();
+	hl = header(hdr, sizeof(hdr), closed_port(), K1);
+	/* Bytes behind the header too: dropped, never an RST. */
+	client_connect(hdr, hl, 5000, 16, false);
+	fx.cli.shut_when_sent = true;	/* else the answer lingers 5 s */
+	t0 = now_ms();
+	run_until(done_refused, "the refusal");
+	/* Ended by the client's close, not the 5 s linger timeout. */
+	assert_true(now_ms() - t0 < 2500);
+	assert_int_equal(fx.cli.err, 0);
+	assert_int_equal(fx.cli.rx_len, 1);
+	assert_int_equal(fx.cli.rx[0], PROTO_ERR_REFUSED);
+	assert_int_equal(fx.target_conns, 0);
+	assert_int_equal(fx.cover_conns, 0);
+	assert_int_equal(fx.env.stats.failed, 1);
+	assert_int_equal(stats_reason_get(&fx.env.stats.failures,
+	    "connect failed"), 1);
+	assert_int_equal(fx.env.stats.bytes_up, 0);
+}
+
+/* ---- resets ------------------------------------------------------------------ */
+
+static bool
+relaying(void)
+{
+	return fx.tgt.o != NULL && fx.tgt.rx_len >= 1000 &&
+	    fx.cli.rx_len >= 1001;
+}
+
+static bool
+done_reset(void)
+{
+	return fx.env.nlive == 0 && (fx.cli.err != 0 || fx.tgt.err != 0);
+}
+
+/* The target resets mid-stream: the client's stream ends without a
+ * close_notify (an error, not an end it could take as complete). */
+static void
+test_target_reset(void **state)
+{
+	uint8_t	 hdr[PROTO_REQ_MAX];
+	size_t	 hl;
+
+	(void)state;
+	server_start();
+	hl = header(hdr, sizeof(hdr), fx.target_port, K1);
+	client_connect(hdr, hl, UP_LEN, 1 + DOWN_LEN, true);
+	fx.cli.tx_hold = 1000;
+	testend_init(&fx.tgt, 2, DOWN_LEN, UP_LEN);
+	fx.tgt.tx_hold = 1000;
+	run_until(relaying, "the relay");
+	outer_abort(fx.tgt.o);
+	fx.tgt.o = NULL;
+	run_until(done_reset, "the reset");
+	assert_false(fx.cli.eof);
+	assert_true(fx.cli.err == ECONNRESET || fx.cli.err == EPROTO);
+	assert_int_equal(fx.env.stats.failed, 1);
+	assert_int_equal(stats_reason_get(&fx.env.stats.failures,
+	    "target error") + stats_reason_get(&fx.env.stats.failures,
+	    "target reset"), 1);
+}
+
+/* The client resets mid-stream: the target gets an RST, not a FIN. */
+static void
+test_client_reset(void **state)
+{
+	uint8_t	 hdr[PROTO_REQ_MAX];
+	size_t	 hl;
+
+	(void)state;
+	server_start();
+	hl = header(hdr, sizeof(hdr), fx.target_port, K1);
+	client_connect(hdr, hl, UP_LEN, 1 + DOWN_LEN, true);
+	fx.cli.tx_hold = 1000;
+	testend_init(&fx.tgt, 2, DOWN_LEN, UP_LEN);
+	fx.tgt.tx_hold = 1000;
+	run_until(relaying, "the relay");
+	outer_abort(fx.cli.o);
+	fx.cli.o = NULL;
+	run_until(done_reset, "the reset");
+	assert_false(fx.tgt.eof);
+	assert_int_equal(fx.tgt.err, ECONNRESET);
+	assert_int_equal(fx.env.stats.failed, 1);
+	assert_int_equal(stats_reason_get(&fx.env.stats.failures,
+	    "client error") + stats_reason_get(&fx.env.stats.failures,
+	    "client reset"), 1);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_auth_ok_client_ends_first,
+		    cleanup),
+		cmocka_unit_test_teardown(test_auth_ok_target_ends_first,
+		    cleanup),
+		cmocka_unit_test_teardown(test_auth_fail_cover, cleanup),
+		cmocka_unit_test_teardown(test_target_refused, cleanup),
+		cmocka_unit_test_teardown(test_target_reset, cleanup),
+		cmocka_unit_test_teardown(test_client_reset, cleanup),
+	};
+	int	 rc;
+
+	if (sodium_init() < 0)
+		return 1;
+	log_init(getenv("TEST_DEBUG") != NULL ? LOG_LVL_DEBUG : LOG_LVL_ERROR,
+	    false, "test_sess");
+	testcert_make(&tc, "test_sess", "sess.test");
+	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	testcert_remove(&tc);
+	return rc;
+}
