@@ -1,9 +1,9 @@
 /*
  * flow_tcp, the client's TCP relay, driven end to end without a network:
- * a fake app speaks TCP to lwIP through tsnetif_input() and reads what
- * lwIP writes to the TUN (one end of a socketpair); the flow's outbound
- * is SOCKS5 to a fake proxy on a thread of its own, on loopback, which
- * answers the CONNECT and then sends DOWN_LEN bytes and closes.
+ * a fake app (tcp_app.c) speaks TCP to lwIP through tsnetif_input() and
+ * reads what lwIP writes to the TUN (one end of a socketpair); the flow's
+ * outbound is SOCKS5 to a fake proxy on a thread of its own, on loopback,
+ * which answers the CONNECT and then sends DOWN_LEN bytes and closes.
  *
  * The app announces an MSS of 536, 1220, 1460 or 8960 and acknowledges
  * a whole window at a time, so lwIP's send queue fills up: with the
@@ -43,15 +43,9 @@
 #include "client/tcp/flow_tcp.h"
 #include "core/loop.h"
 #include "stack/tsnetif.h"
+#include "tests/unit/client/tcp/tcp_app.h"
 
 #define DOWN_LEN	(1536 * 1024)	/* 6x TCP_SND_BUF */
-#define APP_WND		65535		/* the app's window, no scaling */
-#define APP_PORT	40000
-#define DST_PORT	443
-
-static const uint8_t APP4[4] = { 198, 18, 0, 1 }, DST4[4] = { 192, 0, 2, 7 };
-static const uint8_t APP6[16] = { 0xfd, 0xfe, [15] = 1 };
-static const uint8_t DST6[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 7 };
 
 /* ---- tcp_write, failing on demand ------------------------------------ */
 
@@ -81,53 +75,6 @@ __wrap_tcp_write(struct tcp_pcb *pcb, const void *arg, u16_t len,
 }
 
 /* ---- bytes ------------------------------------------------------------ */
-
-static void
-put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-static void
-put32(uint8_t *p, uint32_t v)
-{
-	put16(p, (uint16_t)(v >> 16));
-	put16(p + 2, (uint16_t)v);
-}
-
-static uint16_t
-get16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static uint32_t
-get32(const uint8_t *p)
-{
-	return (uint32_t)get16(p) << 16 | get16(p + 2);
-}
-
-/* RFC 1071 sum, folded, not complemented. */
-static uint32_t
-sum_add(uint32_t sum, const uint8_t *p, size_t len)
-{
-	size_t i;
-
-	for (i = 0; i + 1 < len; i += 2)
-		sum += (uint32_t)(p[i] << 8 | p[i + 1]);
-	if (len & 1)
-		sum += (uint32_t)p[len - 1] << 8;
-	return sum;
-}
-
-static uint16_t
-sum_fold(uint32_t sum)
-{
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)sum;
-}
 
 /* The download: a fixed pseudo-random stream, the same on both ends. */
 static void
@@ -201,7 +148,7 @@ proxy_main(void *arg)
 		goto out;
 	alen = b[3] == 1 ? 4 : b[3] == 4 ? 16 : 0;
 	if (alen == 0 || read_full(fd, b, alen + 2) < 0 ||
-	    get16(b + alen) != DST_PORT ||
+	    (b[alen] << 8 | b[alen + 1]) != TCP_APP_DST_PORT ||
 	    write_full(fd, reply, sizeof(reply)) < 0)
 		goto out;
 	for (off = 0; off < DOWN_LEN; off += n) {
@@ -304,154 +251,6 @@ client_stop(void)
 	close(fx.tun[1]);
 }
 
-/* ---- the fake app ------------------------------------------------------ */
-
-struct app {
-	int		 v6;
-	unsigned	 mss;
-	uint32_t	 snd_nxt;	/* our next sequence number */
-	uint32_t	 rcv_nxt;	/* lwIP's next byte we expect */
-	bool		 synced, fin_in, fin_out, fin_acked;
-	size_t		 got;
-	uint8_t		*data;
-	unsigned	 segs, max_seg;
-};
-
-/* Sends one segment from the app: flags, optional MSS option, payload. */
-static void
-app_send(struct app *a, uint8_t flags, bool mss_opt, const uint8_t *pl,
-    size_t plen)
-{
-	uint8_t	 b[1600], ph[40];
-	size_t	 ihl = a->v6 ? 40 : 20, thl = mss_opt ? 24 : 20;
-	uint8_t	*t = b + ihl;
-	uint32_t sum;
-
-	memset(b, 0, ihl + thl);
-	if (a->v6) {
-		b[0] = 0x60;
-		put16(b + 4, (uint16_t)(thl + plen));
-		b[6] = 6;
-		b[7] = 64;
-		memcpy(b + 8, APP6, 16);
-		memcpy(b + 24, DST6, 16);
-		memcpy(ph, APP6, 16);
-		memcpy(ph + 16, DST6, 16);
-		put32(ph + 32, (uint32_t)(thl + plen));
-		ph[36] = ph[37] = ph[38] = 0;
-		ph[39] = 6;
-		sum = sum_add(0, ph, 40);
-	} else {
-		b[0] = 0x45;
-		put16(b + 2, (uint16_t)(ihl + thl + plen));
-		b[8] = 64;
-		b[9] = 6;
-		memcpy(b + 12, APP4, 4);
-		memcpy(b + 16, DST4, 4);
-		put16(b + 10, (uint16_t)~sum_fold(sum_add(0, b, 20)));
-		memcpy(ph, APP4, 4);
-		memcpy(ph + 4, DST4, 4);
-		ph[8] = 0;
-		ph[9] = 6;
-		put16(ph + 10, (uint16_t)(thl + plen));
-		sum = sum_add(0, ph, 12);
-	}
-	put16(t, APP_PORT);
-	put16(t + 2, DST_PORT);
-	put32(t + 4, a->snd_nxt);
-	put32(t + 8, a->rcv_nxt);
-	t[12] = (uint8_t)(thl / 4) << 4;
-	t[13] = flags;
-	put16(t + 14, APP_WND);
-	if (mss_opt) {
-		t[20] = 2;
-		t[21] = 4;
-		put16(t + 22, (uint16_t)a->mss);
-	}
-	assert_true(plen <= sizeof(b) - ihl - thl);
-	if (plen > 0)
-		memcpy(t + thl, pl, plen);
-	sum = sum_add(sum, t, thl + plen);
-	put16(t + 16, (uint16_t)~sum_fold(sum));
-	tsnetif_input(b, ihl + thl + plen);
-	if (flags & (0x02 | 0x01))	/* SYN, FIN */
-		a->snd_nxt++;
-	a->snd_nxt += (uint32_t)plen;
-}
-
-/* Checks one packet lwIP wrote to the TUN and takes in its payload.
- * Returns true when it carried something that wants an ACK. */
-static bool
-app_take(struct app *a, const uint8_t *p, size_t n)
-{
-	size_t ihl, tl, thl, plen;
-	uint32_t sum, seq;
-	uint8_t ph[40], flags;
-	const uint8_t *t;
-
-	assert_true(n <= fx.mtu);
-	if (a->v6) {
-		assert_int_equal(p[0] >> 4, 6);
-		assert_int_equal(p[6], 6);
-		ihl = 40;
-		tl = 40 + get16(p + 4);
-		assert_int_equal(tl, n);
-		memcpy(ph, p + 8, 32);
-		put32(ph + 32, (uint32_t)(tl - ihl));
-		ph[36] = ph[37] = ph[38] = 0;
-		ph[39] = 6;
-		sum = sum_add(0, ph, 40);
-	} else {
-		assert_int_equal(p[0], 0x45);
-		assert_int_equal(p[9], 6);
-		ihl = 20;
-		tl = get16(p + 2);
-		assert_int_equal(tl, n);
-		assert_int_equal(sum_fold(sum_add(0, p, 20)), 0xffff);
-		memcpy(ph, p + 12, 8);
-		ph[8] = 0;
-		ph[9] = 6;
-		put16(ph + 10, (uint16_t)(tl - ihl));
-		sum = sum_add(0, ph, 12);
-	}
-	t = p + ihl;
-	assert_int_equal(sum_fold(sum_add(sum, t, tl - ihl)), 0xffff);
-	thl = (size_t)(t[12] >> 4) * 4;
-	assert_true(thl >= 20 && ihl + thl <= tl);
-	plen = tl - ihl - thl;
-	flags = t[13];
-	seq = get32(t + 4);
-	if (flags & 0x04)
-		fail_msg("RST from lwIP after %zu of %u bytes (MSS %u)",
-		    a->got, DOWN_LEN, a->mss);
-	if (flags & 0x02) {			/* SYN-ACK */
-		assert_true(flags & 0x10);
-		a->rcv_nxt = seq + 1;
-		a->synced = true;
-		return true;
-	}
-	if (flags & 0x10 && get32(t + 8) == a->snd_nxt && a->fin_out)
-		a->fin_acked = true;
-	if (plen > 0) {
-		if (plen > a->mss)
-			fail_msg("segment of %zu bytes, MSS %u", plen, a->mss);
-		if (plen > a->max_seg)
-			a->max_seg = (unsigned)plen;
-		a->segs++;
-		if (seq == a->rcv_nxt) {	/* in order: take it */
-			assert_true(a->got + plen <= DOWN_LEN);
-			memcpy(a->data + a->got, t + thl, plen);
-			a->got += plen;
-			a->rcv_nxt += (uint32_t)plen;
-		}
-	}
-	if ((flags & 0x01) && seq + plen == a->rcv_nxt && !a->fin_in) {
-		a->fin_in = true;
-		a->rcv_nxt++;
-	}
-	return plen > 0 || (flags & 0x01);
-}
-
 static uint8_t *app_data;
 static size_t heap_base, heap_peak;
 
@@ -470,18 +269,12 @@ heap_sample(void)
 /* One round: the loop and lwIP's timers run, then the app reads all lwIP
  * wrote.  Returns whether anything new came that wants an ACK. */
 static bool
-app_round(struct app *a)
+app_round(struct tcp_app *a)
 {
-	uint8_t p[65536];
-	ssize_t n;
-	bool want = false;
-
 	loop_run_once(fx.loop, 1);
 	tsnetif_timers();
 	heap_sample();
-	while ((n = recv(fx.tun[1], p, sizeof(p), MSG_DONTWAIT)) > 0)
-		want |= app_take(a, p, (size_t)n);
-	return want;
+	return tcp_app_input(a);
 }
 
 /* After each test, passed or not: whatever is still up goes, so that a
@@ -517,25 +310,22 @@ static void
 run_download(int v6, unsigned mtu, unsigned mss)
 {
 	unsigned char want[crypto_hash_sha256_BYTES], got[crypto_hash_sha256_BYTES];
-	struct app a;
+	struct tcp_app a;
 	uint64_t deadline;
 	bool pending = false;
 
 	proxy_start();
 	client_start(mtu);
-	memset(&a, 0, sizeof(a));
-	a.v6 = v6;
-	a.mss = mss;
-	a.snd_nxt = 1000;
-	assert_non_null(a.data = app_data = malloc(DOWN_LEN));
+	tcp_app_init(&a, v6, mss, mtu, fx.tun[1], DOWN_LEN);
+	app_data = a.data;
 	max_queuelen = 0;
 
-	app_send(&a, 0x02, true, NULL, 0);		/* SYN */
+	tcp_app_send(&a, TCP_APP_SYN, true, NULL, 0);		/* SYN */
 	deadline = now_ms() + 20000;
 	while (!a.synced && now_ms() < deadline)
 		app_round(&a);
 	assert_true(a.synced);
-	app_send(&a, 0x10, false, NULL, 0);		/* ACK */
+	tcp_app_send(&a, TCP_APP_ACK, false, NULL, 0);
 	heap_base = heap_peak = mallinfo2().uordblks;
 
 	while (!a.fin_acked && now_ms() < deadline) {
@@ -544,11 +334,12 @@ run_download(int v6, unsigned mtu, unsigned mss)
 			continue;	/* more may come: ack the window later */
 		}
 		if (a.fin_in && !a.fin_out) {
-			app_send(&a, 0x11, false, NULL, 0);	/* FIN|ACK */
+			tcp_app_send(&a, TCP_APP_FIN | TCP_APP_ACK, false,
+			    NULL, 0);
 			a.fin_out = true;
 			pending = false;
 		} else if (pending) {
-			app_send(&a, 0x10, false, NULL, 0);
+			tcp_app_send(&a, TCP_APP_ACK, false, NULL, 0);
 			pending = false;
 		}
 	}
