@@ -73,6 +73,23 @@ client_on_lwip_timer(struct loop_timer *t)
 	loop_timer_set(cl->loop, t, next);
 }
 
+/*
+ * A new generation of the configuration (SIGHUP): new flows and the
+ * datagram associations use it; live TCP flows keep the one they started
+ * with until they end.
+ */
+static void
+client_adopt(void *arg, const struct conf *n)
+{
+	struct client *cl = arg;
+
+	cl->conf = n;
+	cl->env.conf = n;
+	auth_user_id(n->client.key, cl->env.user_id);
+	pool_reconfigure(cl->env.pool, n);
+	flow_udp_reconfigure(cl->udp, n);
+}
+
 static void
 client_on_signal(struct loop_fd *lfd, uint32_t revents)
 {
@@ -83,9 +100,7 @@ client_on_signal(struct loop_fd *lfd, uint32_t revents)
 	if (read(cl->sig_fd, &si, sizeof(si)) != sizeof(si))
 		return;
 	if (si.ssi_signo == SIGHUP) {
-		/* Live flows keep their streams; new ones use the new key. */
-		if (daemon_reload() == 0)
-			auth_user_id(cl->conf->client.key, cl->env.user_id);
+		(void)daemon_reload(client_adopt, cl);
 		return;
 	}
 	daemon_drain_signal(&cl->drain, (int)si.ssi_signo);

@@ -313,3 +313,10 @@ pool_free(struct pool *p)
 	pool_on_iteration(p);
 	free(p);
 }
+
+void
+pool_reconfigure(struct pool *p, const struct conf *c)
+{
+	if (p != NULL)
+		p->conf = c;
+}

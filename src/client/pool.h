@@ -40,6 +40,9 @@ struct pool;
 struct pool *pool_new(struct loop *l, const struct conf *c,
     struct ssl_ctx_st *ctx, const struct addr *server);
 void pool_free(struct pool *p);		/* accepts NULL */
+/* A reload's new generation: the pool's size and lifetimes follow it
+ * (a restart-only change was carried over by the daemon).  NULL ok. */
+void pool_reconfigure(struct pool *p, const struct conf *c);
 
 /* A ready outer stream (TLS done, fd no longer in the loop), or NULL.
  * The caller owns it from now on. */

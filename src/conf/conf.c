@@ -263,6 +263,8 @@ conf_new(void)
 
 	if ((c = calloc(1, sizeof(*c))) == NULL)
 		return NULL;
+	c->refs = 1;
+	c->generation = 1;
 	c->log_level = LOG_LVL_INFO;
 	snprintf(c->tun.name, sizeof(c->tun.name), "tun0");
 	c->tun.mtu = 9000;
@@ -308,9 +310,28 @@ conf_new(void)
 void
 conf_free(struct conf *c)
 {
-	size_t	i;
+	conf_unref(c);
+}
 
-	if (c == NULL)
+struct conf *
+conf_ref(const struct conf *c)
+{
+	/* The count is bookkeeping, not configuration: a holder with a
+	 * const view may still keep the generation alive. */
+	struct conf *m = (struct conf *)(uintptr_t)c;
+
+	if (m != NULL)
+		m->refs++;
+	return m;
+}
+
+void
+conf_unref(const struct conf *cc)
+{
+	struct conf	*c = (struct conf *)(uintptr_t)cc;
+	size_t		 i;
+
+	if (c == NULL || --c->refs > 0)
 		return;
 	free(c->path);
 	free(c->client.server_host);

@@ -69,7 +69,15 @@ struct conf_user {
 	unsigned max_udp;	/* 0: server.max_udp_per_user */
 };
 
+/*
+ * A loaded configuration: immutable once loaded, and reference counted
+ * (loop thread only).  A reload loads a new generation, validates it whole
+ * and swaps it in; the old one lives on, untouched, for as long as a flow,
+ * session or association that started under it still holds a reference.
+ */
 struct conf {
+	unsigned	 refs;		/* conf_ref / conf_unref */
+	uint64_t	 generation;	/* 1 at start, +1 per reload */
 	char		*path;		/* file it was loaded from, or NULL */
 	enum conf_role	 role;
 	int		 log_level;	/* enum log_level */
@@ -175,7 +183,11 @@ struct conf {
 struct conf *conf_load_file(const char *path, char *err, size_t errlen);
 struct conf *conf_load_buf(const char *name, const char *buf, size_t len,
     char *err, size_t errlen);
-void conf_free(struct conf *c);		/* wipes keys; accepts NULL */
+void conf_free(struct conf *c);		/* = conf_unref of the loader's */
+/* One more holder of c (returned); the last conf_unref frees it, keys
+ * wiped.  Both accept NULL. */
+struct conf *conf_ref(const struct conf *c);
+void conf_unref(const struct conf *c);
 /* Effective configuration as YAML, secrets redacted (check -c). */
 void conf_dump(const struct conf *c, FILE *fp);
 

@@ -65,7 +65,6 @@ struct control_listener {
 
 struct control {
 	struct loop		*loop;
-	const struct conf	*conf;
 	struct control_role	 role;
 	struct control_listener	 unix_l;
 	struct control_listener	 http_l;
@@ -90,6 +89,7 @@ control_snapshot(struct control *ctl, struct status *st, bool flows,
 	st->pid = (long)getpid();
 	st->uptime_ms = daemon_uptime_ms();
 	st->draining = daemon_draining();
+	st->generation = daemon_conf() != NULL ? daemon_conf()->generation : 0;
 	*list = NULL;
 	live = ctl->role.live(ctl->role.arg);
 	if (flows) {
@@ -531,7 +531,6 @@ control_new(struct loop *l, const struct conf *c,
 		return NULL;
 	}
 	ctl->loop = l;
-	ctl->conf = c;
 	ctl->role = *role;
 	ctl->unix_l.ctl = ctl->http_l.ctl = ctl;
 	ctl->unix_l.kind = CONTROL_UNIX;

@@ -62,7 +62,7 @@ static struct {
 void
 daemon_init(struct conf *live, bool debug)
 {
-	d.live = live;
+	d.live = conf_ref(live);
 	d.debug = debug;
 	d.start_us = stats_now_us();
 }
@@ -453,15 +453,28 @@ daemon_down(void)
 	}
 	free(d.pid_path);
 	d.pid_path = NULL;
+	conf_unref(d.live);
+	d.live = NULL;
 }
 
 /* ---- reload ------------------------------------------------------------- */
 
-static void
-daemon_restart_needed(const char *what, bool changed)
+/*
+ * A reload loads the file as a new generation of the configuration and
+ * validates it whole.  Settings that only a restart can apply (they were
+ * used to open something: the TUN, listeners, sockets' marks, the TLS
+ * contexts, routes, the pool) are compared with the running generation;
+ * where they changed, that is logged and the running value carried into
+ * the new generation, so that the live generation always says what runs.
+ * Nothing in the running generation is ever written.
+ */
+
+static bool
+daemon_keeps(const char *what, bool changed)
 {
 	if (changed)
 		log_warnx("reload: %s changed: restart to apply it", what);
+	return changed;
 }
 
 static bool
@@ -472,145 +485,181 @@ str_differ(const char *a, const char *b)
 	return strcmp(a, b) != 0;
 }
 
-static void
-daemon_reload_client(struct conf *live, struct conf *n)
+/* *dst becomes a copy of src.  0, or -1: out of memory. */
+static int
+carry_str(char **dst, const char *src)
 {
-	daemon_restart_needed("tun", strcmp(live->tun.name, n->tun.name) != 0 ||
+	char *p = NULL;
+
+	if (src != NULL && (p = strdup(src)) == NULL)
+		return -1;
+	free(*dst);
+	*dst = p;
+	return 0;
+}
+
+static int
+carry_cidrs(struct cidr **dst, size_t *ndst, const struct cidr *src,
+    size_t n)
+{
+	struct cidr *p = NULL;
+
+	if (n > 0 && (p = calloc(n, sizeof(*p))) == NULL)
+		return -1;
+	if (n > 0)
+		memcpy(p, src, n * sizeof(*p));
+	free(*dst);
+	*dst = p;
+	*ndst = n;
+	return 0;
+}
+
+static bool
+cidrs_differ(const struct cidr *a, size_t na, const struct cidr *b, size_t nb)
+{
+	return na != nb || (na > 0 && memcmp(a, b, na * sizeof(*a)) != 0);
+}
+
+static int
+daemon_carry_client(const struct conf *live, struct conf *n)
+{
+	int rc = 0;
+
+	if (daemon_keeps("tun", strcmp(live->tun.name, n->tun.name) != 0 ||
 	    live->tun.mtu != n->tun.mtu ||
+	    live->tun.has_addr4 != n->tun.has_addr4 ||
+	    live->tun.has_addr6 != n->tun.has_addr6 ||
 	    memcmp(&live->tun.addr4, &n->tun.addr4, sizeof(n->tun.addr4)) ||
-	    memcmp(&live->tun.addr6, &n->tun.addr6, sizeof(n->tun.addr6)));
-	daemon_restart_needed("client.server",
+	    memcmp(&live->tun.addr6, &n->tun.addr6, sizeof(n->tun.addr6))))
+		n->tun = live->tun;
+	if (daemon_keeps("client.server",
 	    str_differ(live->client.server_host, n->client.server_host) ||
-	    live->client.server_port != n->client.server_port);
-	daemon_restart_needed("client.sni, ca, insecure or pin_sha256",
+	    live->client.server_port != n->client.server_port)) {
+		rc |= carry_str(&n->client.server_host, live->client.server_host);
+		n->client.server_port = live->client.server_port;
+	}
+	if (daemon_keeps("client.sni, ca, insecure or pin_sha256",
 	    str_differ(live->client.sni, n->client.sni) ||
 	    str_differ(live->client.ca_file, n->client.ca_file) ||
 	    live->client.insecure != n->client.insecure ||
 	    live->client.has_pin != n->client.has_pin ||
 	    memcmp(live->client.pin_sha256, n->client.pin_sha256,
-	    sizeof(n->client.pin_sha256)) != 0);
-	daemon_restart_needed("client.mark, congestion or route",
+	    sizeof(n->client.pin_sha256)) != 0)) {
+		rc |= carry_str(&n->client.sni, live->client.sni);
+		rc |= carry_str(&n->client.ca_file, live->client.ca_file);
+		n->client.insecure = live->client.insecure;
+		n->client.has_pin = live->client.has_pin;
+		memcpy(n->client.pin_sha256, live->client.pin_sha256,
+		    sizeof(n->client.pin_sha256));
+	}
+	if (daemon_keeps("client.mark, congestion or route",
 	    live->client.mark != n->client.mark ||
 	    strcmp(live->client.congestion, n->client.congestion) != 0 ||
-	    live->client.route_auto != n->client.route_auto);
-	/* New flows use these; live flows read the timeouts as they go. */
-	live->client.max_flows = n->client.max_flows;
-	live->client.max_buffer_memory = n->client.max_buffer_memory;
-	live->client.connect_timeout_ms = n->client.connect_timeout_ms;
-	live->client.idle_timeout_ms = n->client.idle_timeout_ms;
-	memcpy(live->client.key, n->client.key, sizeof(live->client.key));
-	/* The protocol decides how connect_mode works: restart for it; a
-	 * new trojan password is for new flows, like the key. */
-	daemon_restart_needed("client.protocol",
-	    live->client.protocol != n->client.protocol);
-	if (live->client.protocol == n->client.protocol) {
-		memcpy(live->client.trojan_hex, n->client.trojan_hex,
-		    sizeof(live->client.trojan_hex));
-		/* socks5 credentials: new flows log in with these. */
-		memcpy(live->client.username, n->client.username,
-		    sizeof(live->client.username));
-		memcpy(live->client.password, n->client.password,
-		    sizeof(live->client.password));
+	    live->client.route_auto != n->client.route_auto ||
+	    cidrs_differ(live->client.route_exclude,
+	    live->client.nroute_exclude, n->client.route_exclude,
+	    n->client.nroute_exclude))) {
+		n->client.mark = live->client.mark;
+		memcpy(n->client.congestion, live->client.congestion,
+		    sizeof(n->client.congestion));
+		n->client.route_auto = live->client.route_auto;
+		rc |= carry_cidrs(&n->client.route_exclude,
+		    &n->client.nroute_exclude, live->client.route_exclude,
+		    live->client.nroute_exclude);
 	}
+	if (daemon_keeps("client.pool, pool_lifetime or padding",
+	    live->client.pool != n->client.pool ||
+	    live->client.pool_lifetime_ms != n->client.pool_lifetime_ms ||
+	    live->client.padding != n->client.padding)) {
+		n->client.pool = live->client.pool;
+		n->client.pool_lifetime_ms = live->client.pool_lifetime_ms;
+		n->client.padding = live->client.padding;
+	}
+	/* The protocol decides the outbound and connect_mode's meaning; its
+	 * credentials go with it.  With the same protocol, new flows use
+	 * the new key, trojan password and SOCKS5 login. */
+	if (daemon_keeps("client.protocol",
+	    live->client.protocol != n->client.protocol)) {
+		n->client.protocol = live->client.protocol;
+		n->client.faithful = live->client.faithful;
+		memcpy(n->client.trojan_hex, live->client.trojan_hex,
+		    sizeof(n->client.trojan_hex));
+		memcpy(n->client.username, live->client.username,
+		    sizeof(n->client.username));
+		memcpy(n->client.password, live->client.password,
+		    sizeof(n->client.password));
+	}
+	return rc;
 }
 
-/*
- * Key rotation, the cover site and the certificate files, applied by the
- * server after this (server_reload in server.c).  Swapped, not copied, so
- * that conf_free(n) frees (and wipes) the old ones; sessions keep copies
- * of what they need, never pointers into these.
- */
-static void
-daemon_reload_server_swaps(struct conf *live, struct conf *n)
+static int
+daemon_carry_server(const struct conf *live, struct conf *n)
 {
-	struct conf_user	*users = live->server.users;
-	size_t			 nusers = live->server.nusers;
-	char			*p;
-	char			(*th)[CONF_TROJAN_HEX_LEN + 1];
-	struct conf_egress	**te;
-	struct conf_limits	*tl;
-	size_t			 nt;
-
-	live->server.users = n->server.users;
-	live->server.nusers = n->server.nusers;
-	n->server.users = users;
-	n->server.nusers = nusers;
-	th = live->server.trojan_hex;
-	nt = live->server.ntrojan;
-	live->server.trojan_hex = n->server.trojan_hex;
-	live->server.ntrojan = n->server.ntrojan;
-	n->server.trojan_hex = th;
-	n->server.ntrojan = nt;
-	te = live->server.trojan_egress;
-	live->server.trojan_egress = n->server.trojan_egress;
-	n->server.trojan_egress = te;
-	tl = live->server.trojan_limits;
-	live->server.trojan_limits = n->server.trojan_limits;
-	n->server.trojan_limits = tl;
-	p = live->server.fallback_host;
-	live->server.fallback_host = n->server.fallback_host;
-	n->server.fallback_host = p;
-	live->server.fallback_port = n->server.fallback_port;
-	live->server.fallback_tls = n->server.fallback_tls;
-	p = live->server.cert_file;
-	live->server.cert_file = n->server.cert_file;
-	n->server.cert_file = p;
-	p = live->server.cert_key_file;
-	live->server.cert_key_file = n->server.cert_key_file;
-	n->server.cert_key_file = p;
-}
-
-static void
-daemon_reload_server(struct conf *live, struct conf *n)
-{
-	struct cidr	*v;
-	size_t		 nv;
-	size_t		 i;
-	bool		 listen = live->server.nlisten != n->server.nlisten;
+	bool	listen = live->server.nlisten != n->server.nlisten;
+	size_t	i;
 
 	for (i = 0; !listen && i < n->server.nlisten; i++)
 		listen = !addr_eq(&live->server.listen[i], &n->server.listen[i]);
-	daemon_restart_needed("server.listen", listen);
+	if (daemon_keeps("server.listen", listen)) {
+		memcpy(n->server.listen, live->server.listen,
+		    sizeof(n->server.listen));
+		n->server.nlisten = live->server.nlisten;
+	}
 	/* The resolver's threads and cache are sized at start. */
-	daemon_restart_needed("server.resolver",
+	if (daemon_keeps("server.resolver",
 	    live->server.resolve_workers != n->server.resolve_workers ||
 	    live->server.resolve_queue != n->server.resolve_queue ||
 	    live->server.resolve_timeout_ms != n->server.resolve_timeout_ms ||
 	    live->server.resolve_cache != n->server.resolve_cache ||
 	    live->server.resolve_ttl_ms != n->server.resolve_ttl_ms ||
 	    live->server.resolve_negative_ttl_ms !=
-	    n->server.resolve_negative_ttl_ms);
-	live->server.max_conns = n->server.max_conns;
-	/* Limits: new connections are judged by the new values; live ones
-	 * stay (the server applies max_buffer_memory in server_reload). */
-	live->server.max_conns_per_source = n->server.max_conns_per_source;
-	live->server.max_conns_per_user = n->server.max_conns_per_user;
-	live->server.max_udp = n->server.max_udp;
-	live->server.max_udp_per_user = n->server.max_udp_per_user;
-	live->server.max_buffer_memory = n->server.max_buffer_memory;
-	live->server.connect_timeout_ms = n->server.connect_timeout_ms;
-	live->server.idle_timeout_ms = n->server.idle_timeout_ms;
-	live->server.handshake_timeout_ms = n->server.handshake_timeout_ms;
-	live->server.time_window_s = n->server.time_window_s;
-	/* Swapped, so that conf_free(n) frees the old lists: nothing keeps
-	 * a pointer into them between two loop iterations. */
-	v = live->server.egress_allow;
-	nv = live->server.negress_allow;
-	live->server.egress_allow = n->server.egress_allow;
-	live->server.negress_allow = n->server.negress_allow;
-	n->server.egress_allow = v;
-	n->server.negress_allow = nv;
-	v = live->server.egress_deny;
-	nv = live->server.negress_deny;
-	live->server.egress_deny = n->server.egress_deny;
-	live->server.negress_deny = n->server.negress_deny;
-	n->server.egress_deny = v;
-	n->server.negress_deny = nv;
-	daemon_reload_server_swaps(live, n);
+	    n->server.resolve_negative_ttl_ms)) {
+		n->server.resolve_workers = live->server.resolve_workers;
+		n->server.resolve_queue = live->server.resolve_queue;
+		n->server.resolve_timeout_ms = live->server.resolve_timeout_ms;
+		n->server.resolve_cache = live->server.resolve_cache;
+		n->server.resolve_ttl_ms = live->server.resolve_ttl_ms;
+		n->server.resolve_negative_ttl_ms =
+		    live->server.resolve_negative_ttl_ms;
+	}
+	if (daemon_keeps("server.padding",
+	    live->server.padding != n->server.padding))
+		n->server.padding = live->server.padding;
+	return 0;
+}
+
+static int
+daemon_carry(const struct conf *live, struct conf *n)
+{
+	int rc = 0;
+
+	if (daemon_keeps("log.syslog", live->log_syslog != n->log_syslog))
+		n->log_syslog = live->log_syslog;
+	if (daemon_keeps("control or metrics",
+	    strcmp(live->control, n->control) != 0 ||
+	    live->has_metrics != n->has_metrics ||
+	    (n->has_metrics && !addr_eq(&live->metrics, &n->metrics)))) {
+		memcpy(n->control, live->control, sizeof(n->control));
+		n->has_metrics = live->has_metrics;
+		n->metrics = live->metrics;
+	}
+	if (daemon_keeps("pidfile, user or group",
+	    str_differ(live->pidfile, n->pidfile) ||
+	    strcmp(live->user, n->user) != 0 ||
+	    strcmp(live->group, n->group) != 0)) {
+		rc |= carry_str(&n->pidfile, live->pidfile);
+		memcpy(n->user, live->user, sizeof(n->user));
+		memcpy(n->group, live->group, sizeof(n->group));
+	}
+	if (live->role == CONF_ROLE_CLIENT)
+		rc |= daemon_carry_client(live, n);
+	else
+		rc |= daemon_carry_server(live, n);
+	return rc;
 }
 
 int
-daemon_reload(void)
+daemon_reload(void (*adopt)(void *arg, const struct conf *n), void *arg)
 {
 	struct conf	*live = d.live, *n;
 	char		 err[512];
@@ -626,29 +675,30 @@ daemon_reload(void)
 	if (n->role != live->role) {
 		log_warnx("reload: %s: the role changed; restart to apply it",
 		    live->path);
-		conf_free(n);
+		conf_unref(n);
 		return -1;
 	}
-	daemon_restart_needed("log.syslog", live->log_syslog != n->log_syslog);
-	daemon_restart_needed("control or metrics",
-	    strcmp(live->control, n->control) != 0 ||
-	    live->has_metrics != n->has_metrics ||
-	    (n->has_metrics && !addr_eq(&live->metrics, &n->metrics)));
-	daemon_restart_needed("pidfile, user or group",
-	    str_differ(live->pidfile, n->pidfile) ||
-	    strcmp(live->user, n->user) != 0 ||
-	    strcmp(live->group, n->group) != 0);
-	live->log_level = n->log_level;
+	if (daemon_carry(live, n) != 0) {
+		log_warnx("reload: out of memory; keeping the running "
+		    "configuration");
+		conf_unref(n);
+		return -1;
+	}
+	n->generation = live->generation + 1;
 	if (!d.debug)
 		log_set_level((enum log_level)n->log_level);
-	live->drain_timeout_ms = n->drain_timeout_ms;
-	if (live->role == CONF_ROLE_CLIENT)
-		daemon_reload_client(live, n);
-	else
-		daemon_reload_server(live, n);
-	conf_free(n);
-	log_info("reloaded %s", live->path);
+	adopt(arg, n);
+	d.live = n;		/* the loader's reference, now the daemon's */
+	conf_unref(live);	/* lives on in flows that still hold it */
+	log_info("reloaded %s (generation %llu)", n->path,
+	    (unsigned long long)n->generation);
 	return 0;
+}
+
+const struct conf *
+daemon_conf(void)
+{
+	return d.live;
 }
 
 /* ---- drain -------------------------------------------------------------- */

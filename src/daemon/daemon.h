@@ -43,11 +43,19 @@ int  daemon_up(const char *tun_dev, const struct addr *server);
 /* At exit: `tunsplit-route down` (if up ran), pid file removed. */
 void daemon_down(void);
 
-/* SIGHUP: reads the configuration file again and applies what can change
- * without dropping flows (log level, timeouts, limits, drain_timeout, the
- * client key, the server's egress lists); other changes are logged as
- * needing a restart.  0, or -1 when the file is bad (nothing changed). */
-int  daemon_reload(void);
+/*
+ * SIGHUP: loads the configuration file again as a new generation and
+ * validates it whole.  A setting only a restart can apply is logged and
+ * kept at its running value in the new generation.  adopt() is the role's
+ * reconfigure: it points its modules at the new generation (new flows use
+ * it; live flows keep the one they started with); then the new generation
+ * is the daemon's and the old one is let go.  0, or -1 when the file is
+ * bad: the running generation stays, untouched, and adopt is not called.
+ */
+struct conf;
+int  daemon_reload(void (*adopt)(void *arg, const struct conf *n), void *arg);
+/* The live generation. */
+const struct conf *daemon_conf(void);
 
 uint64_t daemon_uptime_ms(void);
 bool     daemon_draining(void);

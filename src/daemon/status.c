@@ -193,6 +193,9 @@ status_write_text(const struct status *st, FILE *fp)
 	fprintf(fp, "%s: tunsplit %s, pid %ld, up %s%s\n", st->role,
 	    st->version, st->pid, status_age(st->uptime_ms, a, sizeof(a)),
 	    st->draining ? ", DRAINING (not accepting)" : "");
+	if (st->generation > 0)
+		fprintf(fp, "configuration: generation %" PRIu64 "\n",
+		    st->generation);
 	if (st->server[0] != '\0')
 		fprintf(fp, "server: %s\n", st->server);
 	if (strcmp(st->role, "server") == 0)
@@ -370,8 +373,9 @@ status_write_json(const struct status *st, FILE *fp)
 	status_json_str(fp, st->role);
 	fprintf(fp, ",\"version\":");
 	status_json_str(fp, st->version);
-	fprintf(fp, ",\"pid\":%ld,\"uptime_ms\":%" PRIu64 ",\"draining\":%s",
-	    st->pid, st->uptime_ms, st->draining ? "true" : "false");
+	fprintf(fp, ",\"pid\":%ld,\"uptime_ms\":%" PRIu64 ",\"draining\":%s"
+	    ",\"generation\":%" PRIu64, st->pid, st->uptime_ms,
+	    st->draining ? "true" : "false", st->generation);
 	if (st->server[0] != '\0') {
 		fprintf(fp, ",\"server\":");
 		status_json_str(fp, st->server);
@@ -676,6 +680,9 @@ status_write_prometheus(const struct status *st, FILE *fp)
 	prom_head(fp, "uptime_seconds", "gauge", "Seconds since start.");
 	fprintf(fp, "tunsplit_uptime_seconds %.3f\n",
 	    (double)st->uptime_ms / 1000.0);
+	prom_one(fp, "config_generation", "gauge",
+	    "The configuration's generation: 1 at start, +1 per reload that "
+	    "took.", st->generation);
 	prom_one(fp, "draining", "gauge",
 	    "1 while draining after SIGTERM (new connections refused).",
 	    st->draining ? 1 : 0);

@@ -64,6 +64,7 @@ struct status {
 	long		 pid;
 	uint64_t	 uptime_ms;
 	bool		 draining;
+	uint64_t	 generation;		/* of the configuration */
 
 	/* Client flows or server sessions. */
 	uint64_t	 active, total, refused, failed;

@@ -505,6 +505,20 @@ server_reload(struct server *srv)
 	srv->env.ctx = ctx;
 }
 
+/*
+ * A new generation of the configuration (SIGHUP): new sessions use it,
+ * live ones keep the one they started with until they end.
+ */
+static void
+server_adopt(void *arg, const struct conf *n)
+{
+	struct server *srv = arg;
+
+	srv->conf = n;
+	srv->env.conf = n;
+	server_reload(srv);
+}
+
 static void
 server_on_signal(struct loop_fd *lfd, uint32_t revents)
 {
@@ -515,11 +529,7 @@ server_on_signal(struct loop_fd *lfd, uint32_t revents)
 	if (read(srv->sigfd, &si, sizeof(si)) != (ssize_t)sizeof(si))
 		return;
 	if (si.ssi_signo == SIGHUP) {
-		/* daemon_reload: timeouts, limits, egress lists, and the
-		 * users, cover site and certificate into the live conf;
-		 * server_reload puts those three to work. */
-		if (daemon_reload() == 0)
-			server_reload(srv);
+		(void)daemon_reload(server_adopt, srv);
 		return;
 	}
 	daemon_drain_signal(&srv->drain, (int)si.ssi_signo);

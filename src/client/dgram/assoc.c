@@ -588,6 +588,13 @@ assoc_env_set_ops(struct assoc_env *e, uint8_t kind,
  * only after the loop has stopped running.
  */
 void
+assoc_env_reconfigure(struct assoc_env *e, const struct conf *c)
+{
+	if (e != NULL)
+		e->conf = c;
+}
+
+void
 assoc_env_free(struct assoc_env *e)
 {
 	struct assoc	*a;

@@ -121,6 +121,10 @@ struct assoc_info {
 };
 
 struct assoc_env *assoc_env_new(const struct assoc_cfg *cfg);
+/* A reload's new generation: limits and timeouts of new and live
+ * associations follow it (the protocol, mark and TUN were carried over
+ * by the daemon).  NULL ok. */
+void assoc_env_reconfigure(struct assoc_env *e, const struct conf *c);
 void assoc_env_free(struct assoc_env *e);	/* closes all; accepts NULL */
 void assoc_env_set_ops(struct assoc_env *e, uint8_t kind,
     const struct assoc_ops *ops);

@@ -389,6 +389,15 @@ flow_udp_reass_stats(const struct flow_udp *u)
 	return reass_stats(u->reass);
 }
 
+void
+flow_udp_reconfigure(struct flow_udp *u, const struct conf *c)
+{
+	if (u == NULL)
+		return;
+	u->conf = c;
+	assoc_env_reconfigure(u->assoc, c);
+}
+
 struct assoc_env *
 flow_udp_assoc(struct flow_udp *u)
 {

@@ -43,6 +43,8 @@ const struct flow_udp_stats *flow_udp_stats(const struct flow_udp *u);
 /* Fragment reassembly counters (reass.h) and the associations. */
 const struct reass_stats *flow_udp_reass_stats(const struct flow_udp *u);
 struct assoc_env *flow_udp_assoc(struct flow_udp *u);
+/* A reload's new generation (see assoc_env_reconfigure).  NULL ok. */
+void flow_udp_reconfigure(struct flow_udp *u, const struct conf *c);
 
 /* For TCP flows to port 53: rewrites dst to client.dns when it is set.
  * Returns true when dst was rewritten. */

@@ -764,6 +764,7 @@ flow_on_iteration(void *arg)
 	flow_run_dirty(env);
 	while ((f = env->reap) != NULL) {
 		env->reap = f->next;
+		conf_unref(f->conf);
 		free(f);
 	}
 }
@@ -813,11 +814,21 @@ flow_alloc(struct flow_env *env, const struct addr *dst)
 	f->mw.fn = flow_on_memory;
 	f->fd = -1;
 	f->dst = *dst;
-	f->ob = flow_outbound(env->conf->client.protocol);
+	/* The flow's generation of the configuration, for its whole life
+	 * (a reload makes a new one for new flows). */
+	f->conf = conf_ref(env->conf);
+	f->ob = flow_outbound(f->conf->client.protocol);
 	f->dial_us = stats_now_us();
 	loop_timer_init(&f->early, flow_on_early);
 	loop_timer_init(&f->retry, flow_on_retry);
 	return f;
+}
+
+void
+flow_discard(struct flow *f)
+{
+	conf_unref(f->conf);
+	free(f);
 }
 
 void

@@ -66,6 +66,7 @@ struct flow {
 	bool		 closing;
 
 	enum flow_phase	 phase;
+	const struct conf *conf;		/* its generation (a ref) */
 	const struct flow_outbound *ob;		/* for the flow's whole life */
 	struct tcp_pcb	*pcb;			/* NULL once lwIP freed it */
 	struct outer	*out;
@@ -139,6 +140,8 @@ void flow_fail_internal(struct flow *f, const char *reason);
 void flow_mark_dirty(struct flow *f);
 void flow_update_events(struct flow *f);
 struct flow *flow_alloc(struct flow_env *env, const struct addr *dst);
+/* Frees a flow flow_alloc made that never was listed. */
+void flow_discard(struct flow *f);
 void flow_attach_pcb(struct flow *f, struct tcp_pcb *pcb);
 
 #endif

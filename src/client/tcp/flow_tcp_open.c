@@ -130,7 +130,7 @@ static void
 flow_on_timer(struct loop_timer *t)
 {
 	struct flow *f = container_of(t, struct flow, timer);
-	const struct conf *c = f->env->conf;
+	const struct conf *c = f->conf;
 	uint64_t now = loop_now(f->env->loop), idle_at;
 
 	if (!f->status_ok) {
@@ -260,7 +260,7 @@ flow_new(struct flow_env *env, const struct addr *dst)
 		else
 			flow_limit_log(env, "socket to %s: %s", f->ob->peer,
 			    strerror(e));
-		free(f);
+		flow_discard(f);
 		errno = e;
 		return NULL;
 	}
@@ -268,7 +268,7 @@ flow_new(struct flow_env *env, const struct addr *dst)
 	    f->pooled ? EPOLLIN : EPOLLOUT, flow_on_io) < 0) {
 		e = errno;
 		outer_abort(f->out);
-		free(f);
+		flow_discard(f);
 		errno = e;
 		return NULL;
 	}
@@ -283,7 +283,7 @@ flow_register(struct flow_env *env, struct flow *f)
 	f->phase = FLOW_CONNECT;
 	f->start_ms = f->last_ms = loop_now(env->loop);
 	loop_timer_init(&f->timer, flow_on_timer);
-	loop_timer_set(env->loop, &f->timer, env->conf->client.connect_timeout_ms);
+	loop_timer_set(env->loop, &f->timer, f->conf->client.connect_timeout_ms);
 	env->nflows++;
 	env->stats.accepted++;
 	flow_list_push(&env->all, f);
@@ -337,7 +337,7 @@ flow_tcp_syn(void *arg, const uint8_t *pkt, size_t len,
 	if ((f->syn = malloc(len)) == NULL) {
 		loop_fd_del(env->loop, &f->lfd);
 		outer_abort(f->out);
-		free(f);	/* not registered: no event can be pending */
+		flow_discard(f);	/* not registered: no event pending */
 		env->stats.refused++;
 		return TSNETIF_SYN_HOLD;
 	}

@@ -45,7 +45,7 @@ void
 flow_target(const struct flow *f, struct addr *dst)
 {
 	*dst = f->dst;
-	(void)flow_udp_dns_pin(f->env->conf, dst);
+	(void)flow_udp_dns_pin(f->conf, dst);
 }
 
 /* ---- dialling ---------------------------------------------------------- */
@@ -58,7 +58,7 @@ flow_target(const struct flow *f, struct addr *dst)
 static int
 out_connect(struct flow *f, const struct addr *to, bool tls)
 {
-	const struct conf *c = f->env->conf;
+	const struct conf *c = f->conf;
 
 	if ((f->fd = sock_connect(to, c->client.congestion,
 	    c->client.mark)) < 0)
@@ -159,7 +159,7 @@ out_socks(struct flow *f, const char **why)
 	if (f->socks == NULL) {
 		flow_target(f, &target);
 		frame_dest_from_addr(&pd, &target);
-		if ((f->socks = flow_socks5_new(f->env->conf, &pd)) == NULL) {
+		if ((f->socks = flow_socks5_new(f->conf, &pd)) == NULL) {
 			f->internal = true;
 			*why = "out of memory";
 			return -1;
@@ -202,7 +202,7 @@ out_hdr_tunsplit(struct flow *f, uint8_t *buf, size_t len)
 	memcpy(req.user_id, f->env->user_id, sizeof(req.user_id));
 	flow_target(f, &dst);
 	frame_dest_from_addr(&req.dest, &dst);
-	n = proto_req_encode(buf, len, &req, f->env->conf->client.key, 0);
+	n = proto_req_encode(buf, len, &req, f->conf->client.key, 0);
 	sodium_memzero(&req, sizeof(req));
 	return n;
 }
@@ -218,7 +218,7 @@ out_hdr_trojan(struct flow *f, uint8_t *buf, size_t len)
 	flow_target(f, &dst);
 	frame_dest_from_addr(&pd, &dst);
 	f->status_ok = true;
-	return proto_trojan_encode(buf, len, f->env->conf->client.trojan_hex,
+	return proto_trojan_encode(buf, len, f->conf->client.trojan_hex,
 	    PROTO_TROJAN_CMD_CONNECT, &pd);
 }
 

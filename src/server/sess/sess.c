@@ -294,7 +294,7 @@ sess_answer(struct sess *s, uint8_t status, const char *reason, int err)
 static void
 sess_connected(struct sess *s)
 {
-	const struct conf	*c = s->env->conf;
+	const struct conf	*c = s->conf;
 	uint8_t			 status = PROTO_OK;
 
 	/* to_outer is still empty: the status byte goes out first. */
@@ -394,7 +394,7 @@ sess_on_memory(struct limit_waiter *w)
 static void
 sess_fallback_connected(struct sess *s, int err)
 {
-	const struct conf	*c = s->env->conf;
+	const struct conf	*c = s->conf;
 
 	if (err != 0) {
 		s->env->stats.fallback_failed++;
@@ -446,7 +446,7 @@ sess_fallback(struct sess *s, const char *reason)
 		return;
 	}
 	s->state = SESS_CONNECT;
-	sess_timer_set(s, s->env->conf->server.connect_timeout_ms);
+	sess_timer_set(s, s->conf->server.connect_timeout_ms);
 }
 
 static void
@@ -556,7 +556,7 @@ static void
 sess_on_timer(struct loop_timer *t)
 {
 	struct sess	*s = container_of(t, struct sess, timer);
-	unsigned	 idle = s->env->conf->server.idle_timeout_ms;
+	unsigned	 idle = s->conf->server.idle_timeout_ms;
 	uint64_t	 quiet;
 
 	switch (s->state) {
@@ -620,6 +620,9 @@ sess_new(struct sess_env *env, int fd, const struct addr *peer,
 		(void)sock_set_cc(fd, c->server.congestion);
 	sock_set_nodelay(fd);
 	s->env = env;
+	/* The session's generation of the configuration, for its whole
+	 * life: its timeouts and egress lists stay those it started with. */
+	s->conf = conf_ref(c);
 	s->lim_src = src;
 	s->lim_idx = SIZE_MAX;
 	s->lim_wait.fn = sess_on_memory;
@@ -646,6 +649,7 @@ sess_new(struct sess_env *env, int fd, const struct addr *peer,
 fail:
 	outer_free(s->outer);
 	sess_limits_release(s);
+	conf_unref(s->conf);
 	free(s);
 }
 
@@ -675,6 +679,7 @@ sess_reap(void *arg)
 		LIST_REMOVE(s, entry);
 		sess_dgram_free(s->dg);
 		conf_egress_unref(s->egress);
+		conf_unref(s->conf);
 		free(s->name);
 		free(s);
 	}

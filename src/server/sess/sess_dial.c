@@ -58,7 +58,7 @@ sess_dial_timeout(struct sess *s)
 	uint64_t	now = loop_now(s->env->loop), left, ms;
 
 	if (s->ndial == 0)
-		return s->env->conf->server.connect_timeout_ms;
+		return s->conf->server.connect_timeout_ms;
 	left = s->dial_deadline_ms > now ? s->dial_deadline_ms - now : 0;
 	ms = left / (uint64_t)(s->ndial - s->idial + 1);
 	return ms < SESS_DIAL_MIN_MS ? SESS_DIAL_MIN_MS : (unsigned)ms;
@@ -75,7 +75,7 @@ sess_dial_next(struct sess *s)
 static void
 sess_dial(struct sess *s)
 {
-	const struct conf	*c = s->env->conf;
+	const struct conf	*c = s->conf;
 	struct loop		*l = s->env->loop;
 	int			 fd, err;
 
@@ -112,7 +112,7 @@ sess_dial(struct sess *s)
 static void
 sess_resolved(struct sess *s, const struct resolve_result *res)
 {
-	const struct conf	*c = s->env->conf;
+	const struct conf	*c = s->conf;
 	struct addr		 a;
 	char			 first[ADDR_STRLEN];
 	size_t			 i;
@@ -207,7 +207,7 @@ sess_dial_dest(struct sess *s, const struct proto_dest *dest)
 	s->has_target = true;
 	log_debug("sess %llu: user %s -> %s", s->id, s->user,
 	    addr_fmt(&s->target, target, sizeof(target)));
-	if (!server_egress_allowed_user(s->env->conf, s->egress,
+	if (!server_egress_allowed_user(s->conf, s->egress,
 	    &s->target)) {
 		sess_answer(s, PROTO_ERR_DENIED, "egress denied", 0);
 		return;

@@ -71,6 +71,7 @@ struct sess {
 	bool			 has_user;
 	/* A copy: a reload may replace the user table under us. */
 	char			 user[CONF_NAME_MAX];
+	const struct conf	*conf;		/* its generation, a ref */
 	struct conf_egress	*egress;	/* the user's own lists, a ref */
 
 	/* A domain-name target: the lookup, then its allowed addresses,

@@ -135,7 +135,7 @@ sess_start_dgram(struct sess *s, const struct proto_req *req)
 	}
 	memset(&dc, 0, sizeof(dc));
 	dc.loop = s->env->loop;
-	dc.conf = s->env->conf;
+	dc.conf = s->conf;
 	dc.outer = s->outer;
 	dc.outer_lfd = &s->outer_lfd;
 	dc.kind = req->kind;
@@ -155,7 +155,7 @@ sess_start_dgram(struct sess *s, const struct proto_req *req)
 	buf_free(&s->relay.to_fd);
 	s->state = SESS_DGRAM;
 	s->last_io_ms = loop_now(s->env->loop);
-	sess_timer_set(s, s->env->conf->server.idle_timeout_ms);
+	sess_timer_set(s, s->conf->server.idle_timeout_ms);
 	sess_dgram_on_outer(s->dg, 0);
 }
 
@@ -180,7 +180,7 @@ sess_route(struct sess *s, const struct proto_req *req)
 static void
 sess_request(struct sess *s, const struct proto_req *req, size_t hlen)
 {
-	const struct conf	*c = s->env->conf;
+	const struct conf	*c = s->conf;
 	const uint8_t	*hdr = buf_head(&s->hdr);
 	size_t		 early = buf_len(&s->hdr) - hlen, user;
 	int		 rc;
@@ -223,7 +223,7 @@ static void
 sess_trojan_request(struct sess *s, const struct proto_trojan_req *tr,
     size_t hlen)
 {
-	const struct conf	*c = s->env->conf;
+	const struct conf	*c = s->conf;
 	const uint8_t		*hdr = buf_head(&s->hdr);
 	size_t			 early = buf_len(&s->hdr) - hlen;
 	struct proto_req	 req;
@@ -262,7 +262,7 @@ sess_trojan_header(struct sess *s)
 	struct proto_trojan_req	 tr;
 	ssize_t			 hlen;
 
-	if (s->env->conf->server.ntrojan == 0 ||
+	if (s->conf->server.ntrojan == 0 ||
 	    proto_trojan_detect(buf_head(&s->hdr), buf_len(&s->hdr)) != 1)
 		return -1;
 	hlen = proto_trojan_parse(buf_head(&s->hdr), buf_len(&s->hdr), &tr);

@@ -98,6 +98,7 @@ sample(struct status *st, bool flows)
 	st->version = "9.9.9";
 	st->pid = 42;
 	st->uptime_ms = 61500;
+	st->generation = 3;
 	st->active = 2;
 	st->total = 7;
 	st->refused = 1;
@@ -204,7 +205,7 @@ test_text(void **state)
 	sample(&st, true);
 	expect(status_write_text, &st, STRS(
 	    "client: tunsplit 9.9.9, pid 42, up 1m01s\n",
-	    "server: 192.0.2.1:443\n",
+	    "server: 192.0.2.1:443\n", "configuration: generation 3\n",
 	    "flows: 2 active (max 10), 7 total, 1 refused, 3 failed "
 	    "(2 internal)\n",
 	    "bytes: up 117.7 MiB (123456789), down 42 B (42)\n",
@@ -225,7 +226,8 @@ test_json(void **state)
 	sample(&st, true);
 	s = render(status_write_json, &st);
 	assert_true(strncmp(s, "{\"role\":\"client\",\"version\":\"9.9.9\","
-	    "\"pid\":42,\"uptime_ms\":61500,\"draining\":false", 71) == 0);
+	    "\"pid\":42,\"uptime_ms\":61500,\"draining\":false,"
+	    "\"generation\":3,", 94) == 0);
 	assert_non_null(strstr(s, "\"flows\":{\"active\":2,\"total\":7,"
 	    "\"refused\":1,\"failed\":3,\"internal\":2,\"max\":10}"));
 	assert_non_null(strstr(s, "\"bytes\":{\"up\":123456789,\"down\":42}"));
@@ -258,6 +260,7 @@ test_prometheus(void **state)
 	sample(&st, true);
 	expect(status_write_prometheus, &st, STRS(
 	    "tunsplit_info{role=\"client\",version=\"9.9.9\"} 1\n",
+	    "tunsplit_config_generation 3\n",
 	    "# TYPE tunsplit_flows_total counter\ntunsplit_flows_total 7\n",
 	    "tunsplit_flows_active 2\n",
 	    "# TYPE tunsplit_flows_internal_failures_total counter\n"
