@@ -38,7 +38,7 @@ elif [ "${1:-}" = --tsan ]; then
 	# on a thread of their own.  Everything else is one loop on one
 	# thread, which TSan has nothing to say about.
 	tests=(tests/unit/server/test_resolve tests/unit/client/dgram/test_assoc
-	    tests/unit/client/dgram/test_flow_udp tests/netns/e2e_resolve.sh)
+	    tests/unit/client/dgram/test_flow_udp tests/netns/e2e/e2e_resolve.sh)
 	# A report makes a unit test exit with 66; tests/netns/lib.sh fails a
 	# test whose logs hold one (the server's stderr is its log).
 	export TSAN_OPTIONS=${TSAN_OPTIONS:-second_deadlock_stack=1}
