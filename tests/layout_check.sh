@@ -18,6 +18,8 @@
 #      *_int.h, by rule 1).
 #   5. tun/ and lwip-port/ are the mission's top-level folders: they
 #      include nothing from src/.
+#   6. Sessions do not call up into the server: nothing in src/server/sess/
+#      or src/server/dgram/ includes server/server.h.
 #
 # No root needed; part of make check.
 set -u
@@ -68,6 +70,10 @@ for f in $(find src tun lwip-port -name '*.[ch]' | sort); do
 		src/daemon/main.c/*|src/daemon/status.h/*) ;;
 		src/daemon/*/client|src/daemon/*/server)
 			violate "$where" "daemon machinery includes $inc (rule 4)" ;;
+		esac
+		case $f/$inc in
+		src/server/sess/*/server/server.h|src/server/dgram/*/server/server.h)
+			violate "$where" "a session includes the server role's $inc (rule 6)" ;;
 		esac
 		case $top_of_f in
 		tun|lwip-port)

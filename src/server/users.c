@@ -402,3 +402,21 @@ users_result_str(int res)
 		return "unknown result";
 	}
 }
+
+void
+users_limits(const struct conf *c, bool trojan, size_t idx,
+    const char *name, unsigned *max_conns, unsigned *max_udp)
+{
+	struct conf_limits	 l = { 0, 0 };
+
+	if (trojan && idx < c->server.ntrojan && c->server.trojan_limits != NULL)
+		l = c->server.trojan_limits[idx];
+	else if (!trojan && idx < c->server.nusers &&
+	    strcmp(c->server.users[idx].name, name) == 0) {
+		l.max_conns = c->server.users[idx].max_conns;
+		l.max_udp = c->server.users[idx].max_udp;
+	}
+	*max_conns = l.max_conns != 0 ? l.max_conns :
+	    c->server.max_conns_per_user;
+	*max_udp = l.max_udp != 0 ? l.max_udp : c->server.max_udp_per_user;
+}

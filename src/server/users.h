@@ -5,6 +5,7 @@
 #ifndef TUNSPLIT_USERS_H
 #define TUNSPLIT_USERS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -35,5 +36,12 @@ int  users_reload(struct users *a, const struct conf *c);
 const char *users_name(const struct users *a, size_t user);
 size_t users_count(const struct users *a);
 const char *users_result_str(int res);
+
+/* A user's limits (0: none): users[idx] when idx names that user in c
+ * (a reload may have changed the table), or with trojan the password's
+ * entry trojan_passwords[idx]; what they leave unset (or an idx out of
+ * range) comes from server.max_conns_per_user and max_udp_per_user. */
+void users_limits(const struct conf *c, bool trojan, size_t idx,
+    const char *name, unsigned *max_conns, unsigned *max_udp);
 
 #endif

@@ -39,7 +39,7 @@
 #include "wire/proto.h"
 #include "wire/proto_trojan.h"
 #include "server/resolve.h"
-#include "server/server.h"
+#include "server/egress.h"
 #include "server/dgram/sess_dgram_int.h"
 #include "core/stats.h"
 
@@ -296,7 +296,7 @@ sd_send_to(struct sess_dgram *d, struct sd_batch *b, struct addr *to,
 		to->u.sin.sin_port = 0;
 	else if (d->cfg.kind == PROTO_KIND_ICMP)
 		to->u.sin6.sin6_port = 0;
-	if (!server_egress_allowed_user(d->cfg.conf, d->cfg.egress, to)) {
+	if (!egress_allowed_user(d->cfg.conf, d->cfg.egress, to)) {
 		sd_denied(d, to);
 		return;
 	}

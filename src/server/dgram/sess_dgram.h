@@ -10,7 +10,7 @@
  * a raw socket when net.ipv4.ping_group_range does not include our group
  * (root has CAP_NET_RAW); echo replies go back framed with the responder
  * and the sequence number.  Every destination is checked against the
- * egress policy (server_egress_allowed_user); denied datagrams are dropped
+ * egress policy (egress_allowed_user); denied datagrams are dropped
  * and counted.  A destination that is a domain name is resolved
  * (resolve.h): from the cache at once, or held (bounded) while the name
  * is looked up; it goes to the first of its addresses the policy allows.

@@ -21,7 +21,7 @@
 #include "core/log.h"
 #include "wire/proto.h"
 #include "server/resolve.h"
-#include "server/server.h"
+#include "server/egress.h"
 #include "server/dgram/sess_dgram_int.h"
 
 #define SD_HELD_MAX	(16 * 1024)	/* datagrams held per such name */
@@ -61,7 +61,7 @@ sd_send_resolved(struct sess_dgram *d, struct sd_batch *b, const char *name,
 	}
 	for (i = 0; i < res->n; i++) {
 		resolve_ip_to_addr(&res->ip[i], port, &to);
-		if (server_egress_allowed_user(d->cfg.conf, d->cfg.egress, &to))
+		if (egress_allowed_user(d->cfg.conf, d->cfg.egress, &to))
 			break;
 	}
 	if (i == res->n) {

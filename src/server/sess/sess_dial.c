@@ -25,7 +25,7 @@
 #include "core/loop.h"
 #include "wire/proto.h"
 #include "server/resolve.h"
-#include "server/server.h"
+#include "server/egress.h"
 #include "server/sess/sess_int.h"
 #include "core/sock.h"
 
@@ -129,7 +129,7 @@ sess_resolved(struct sess *s, const struct resolve_result *res)
 		resolve_ip_to_addr(&res->ip[i], s->name_port, &a);
 		if (i == 0)
 			addr_fmt(&a, first, sizeof(first));
-		if (server_egress_allowed_user(c, s->egress, &a))
+		if (egress_allowed_user(c, s->egress, &a))
 			s->dial[s->ndial++] = res->ip[i];
 	}
 	log_debug("sess %llu: user %s -> %s:%u: %zu addresses, %u allowed%s",
@@ -207,7 +207,7 @@ sess_dial_dest(struct sess *s, const struct proto_dest *dest)
 	s->has_target = true;
 	log_debug("sess %llu: user %s -> %s", s->id, s->user,
 	    addr_fmt(&s->target, target, sizeof(target)));
-	if (!server_egress_allowed_user(s->conf, s->egress,
+	if (!egress_allowed_user(s->conf, s->egress,
 	    &s->target)) {
 		sess_answer(s, PROTO_ERR_DENIED, "egress denied", 0);
 		return;

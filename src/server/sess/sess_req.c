@@ -27,7 +27,6 @@
 #include "wire/proto.h"
 #include "wire/proto_trojan.h"
 #include "server/relay.h"
-#include "server/server.h"
 #include "server/dgram/sess_dgram.h"
 #include "server/sess/sess_int.h"
 
@@ -53,7 +52,7 @@ sess_admit(struct sess *s, uint8_t kind)
 	if (ls == NULL || !s->has_user)
 		return 0;
 	dgram = kind == PROTO_KIND_UDP || kind == PROTO_KIND_ICMP;
-	server_user_limits(c, s->trojan, s->lim_idx, s->user, &max_conns,
+	users_limits(c, s->trojan, s->lim_idx, s->user, &max_conns,
 	    &max_udp);
 	if ((u = limit_tab_get(&ls->users, s->user, strlen(s->user))) == NULL) {
 		sess_answer(s, PROTO_ERR_GENERAL, SESS_OOM, ENOMEM);

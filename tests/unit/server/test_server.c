@@ -20,7 +20,7 @@
 
 #include "core/addr.h"
 #include "conf/conf.h"
-#include "server/server.h"
+#include "server/egress.h"
 
 #define K1	"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
 
@@ -46,7 +46,7 @@ allowed(const struct conf *c, const char *hostport)
 
 	if (addr_parse(&a, hostport) == -1)
 		fail_msg("bad address %s", hostport);
-	return server_egress_allowed(c, &a);
+	return egress_allowed(c, &a);
 }
 
 static void
@@ -189,7 +189,7 @@ user_allowed(const struct conf *c, const struct conf_egress *u,
 
 	if (addr_parse(&a, hostport) == -1)
 		fail_msg("bad address %s", hostport);
-	return server_egress_allowed_user(c, u, &a);
+	return egress_allowed_user(c, u, &a);
 }
 
 static struct conf *
