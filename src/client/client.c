@@ -271,35 +271,30 @@ client_tls_setup(struct client *cl)
 	return 0;
 }
 
+/* Once up: where the flows go. */
 static void
 client_log_ready(struct client *cl)
 {
 	const struct conf *c = cl->conf;
 	char sbuf[ADDR_STRLEN];
 
-	switch (c->client.protocol) {
-	case CONF_PROTO_SOCKS5:
+	if (c->client.protocol == CONF_PROTO_BLOCK)
+		log_info("client ready: block (every TCP flow is refused)");
+	else if (!client_has_server(c))
+		log_info("client ready: direct (mark 0x%x), max %u flows",
+		    c->client.mark, c->client.max_flows);
+	else if (!client_tls(c))
 		log_info("client ready: socks5 proxy %s%s, max %u flows",
 		    addr_fmt(&cl->env.server, sbuf, sizeof(sbuf)),
 		    c->client.username[0] != '\0' ? " (username/password)" :
 		    "", c->client.max_flows);
-		break;
-	case CONF_PROTO_DIRECT:
-		log_info("client ready: direct (mark 0x%x), max %u flows",
-		    c->client.mark, c->client.max_flows);
-		break;
-	case CONF_PROTO_BLOCK:
-		log_info("client ready: block (every TCP flow is refused)");
-		break;
-	default:
+	else
 		log_info("client ready: server %s (sni %s%s), max %u flows",
 		    addr_fmt(&cl->env.server, sbuf, sizeof(sbuf)),
 		    c->client.sni != NULL ? c->client.sni :
 		    c->client.server_host,
 		    c->client.protocol == CONF_PROTO_TROJAN ? ", trojan" : "",
 		    c->client.max_flows);
-		break;
-	}
 }
 
 static int
