@@ -16,7 +16,7 @@
 #      only daemon/main.c, which picks a role, includes src/client/ or
 #      src/server/ -- and status.h the roles' public counter types (no
 #      *_int.h, by rule 1).
-#   5. tun/ and lwip-port/ are the mission's top-level folders: they
+#   5. tun/ and lwip-port/ stay at the top level, outside src/: they
 #      include nothing from src/.
 #   6. Sessions do not call up into the server: nothing in src/server/sess/
 #      or src/server/dgram/ includes server/server.h.

@@ -3,7 +3,8 @@
  * address and port, fed with whole IP packets read from the TUN and writing
  * lwIP's output back to it.  lwIP is unmodified; the input hooks
  * (tsnetif_hooks.h) rewrite the netif's address in place and create
- * listeners on demand (LWIP-NOTES.md).
+ * listeners on demand (doc/DESIGN.md, "lwIP: unmodified, steered by
+ * hooks"; tsnetif.c says what each works around).
  *
  * Non-TCP traffic never reaches lwIP: ICMP echo requests, UDP and anything
  * else are handed to the optional handler below or dropped and counted, so
