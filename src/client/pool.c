@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/queue.h>
 
 #include <sodium.h>
 
@@ -23,7 +24,7 @@
 
 struct pool_conn {
 	struct pool	*pool;
-	struct pool_conn *next, *prev;
+	LIST_ENTRY(pool_conn) entry;	/* the pool's conns, or dead */
 	struct outer	*out;
 	bool		 connected;	/* TCP connect finished */
 	bool		 ready;		/* TLS done, waiting for a flow */
@@ -34,13 +35,15 @@ struct pool_conn {
 	uint64_t	 dial_us;	/* connect started (stats) */
 };
 
+LIST_HEAD(pool_conn_list, pool_conn);
+
 struct pool {
 	struct loop		*loop;
 	const struct conf	*conf;
 	struct ssl_ctx_st	*ctx;
 	struct addr		 server;
-	struct pool_conn	*conns;		/* connecting and ready */
-	struct pool_conn	*dead;		/* freed at iteration end */
+	struct pool_conn_list	 conns;		/* connecting and ready */
+	struct pool_conn_list	 dead;		/* freed at iteration end */
 	struct loop_timer	 refill;	/* backoff after failures */
 	unsigned		 backoff_ms;
 	bool			 stopping;
@@ -52,20 +55,13 @@ static void pool_fill(struct pool *);
 static void
 pool_unlink(struct pool *p, struct pool_conn *pc)
 {
-	if (pc->prev != NULL)
-		pc->prev->next = pc->next;
-	else
-		p->conns = pc->next;
-	if (pc->next != NULL)
-		pc->next->prev = pc->prev;
 	if (pc->ready)
 		p->stats.ready--;
 	else
 		p->stats.connecting--;
 	/* Events for it may still be pending in this batch: free later. */
-	pc->prev = NULL;
-	pc->next = p->dead;
-	p->dead = pc;
+	LIST_REMOVE(pc, entry);
+	LIST_INSERT_HEAD(&p->dead, pc, entry);
 }
 
 /* Closes pc.  graceful: close_notify first (expiry); else a failure,
@@ -202,10 +198,7 @@ pool_open(struct pool *p)
 	}
 	loop_timer_init(&pc->timer, pool_on_timer);
 	loop_timer_set(p->loop, &pc->timer, c->client.connect_timeout_ms);
-	pc->next = p->conns;
-	if (p->conns != NULL)
-		p->conns->prev = pc;
-	p->conns = pc;
+	LIST_INSERT_HEAD(&p->conns, pc, entry);
 	p->stats.connecting++;
 	return 0;
 }
@@ -235,8 +228,8 @@ pool_on_iteration(void *arg)
 	struct pool *p = arg;
 	struct pool_conn *pc;
 
-	while ((pc = p->dead) != NULL) {
-		p->dead = pc->next;
+	while ((pc = LIST_FIRST(&p->dead)) != NULL) {
+		LIST_REMOVE(pc, entry);
 		free(pc);
 	}
 }
@@ -249,8 +242,9 @@ pool_take(struct pool *p)
 
 	if (p == NULL)
 		return NULL;
-	for (pc = p->conns; pc != NULL && !pc->ready; pc = pc->next)
-		;
+	LIST_FOREACH(pc, &p->conns, entry)
+		if (pc->ready)
+			break;
 	if (pc == NULL)
 		return NULL;
 	loop_fd_del(p->loop, &pc->lfd);
@@ -291,6 +285,8 @@ pool_new(struct loop *l, const struct conf *c, struct ssl_ctx_st *ctx,
 	p->conf = c;
 	p->ctx = ctx;
 	p->server = *server;
+	LIST_INIT(&p->conns);
+	LIST_INIT(&p->dead);
 	loop_timer_init(&p->refill, pool_on_refill);
 	if (loop_on_iteration(l, pool_on_iteration, p) < 0) {
 		free(p);
@@ -307,8 +303,8 @@ pool_free(struct pool *p)
 	if (p == NULL)
 		return;
 	p->stopping = true;
-	while (p->conns != NULL)
-		pool_close(p->conns, true);
+	while (!LIST_EMPTY(&p->conns))
+		pool_close(LIST_FIRST(&p->conns), true);
 	loop_timer_cancel(p->loop, &p->refill);
 	pool_on_iteration(p);
 	free(p);

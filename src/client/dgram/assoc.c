@@ -74,25 +74,10 @@ assoc_lookup(struct assoc_env *e, const struct assoc_key *k)
 {
 	struct assoc	*a;
 
-	for (a = e->buckets[assoc_bucket(e, k)]; a != NULL; a = a->hnext)
+	LIST_FOREACH(a, &e->buckets[assoc_bucket(e, k)], hash)
 		if (memcmp(&a->key, k, sizeof(*k)) == 0)
 			return a;
 	return NULL;
-}
-
-static void
-assoc_unhash(struct assoc *a)
-{
-	struct assoc	**pp;
-
-	pp = &a->env->buckets[assoc_bucket(a->env, &a->key)];
-	for (; *pp != NULL; pp = &(*pp)->hnext) {
-		if (*pp == a) {
-			*pp = a->hnext;
-			break;
-		}
-	}
-	a->hnext = NULL;
 }
 
 void
@@ -136,7 +121,7 @@ assoc_close(struct assoc *a, bool abort, const char *reason)
 	a->closing = true;
 	assoc_drop_way(a, abort);
 	loop_timer_cancel(e->loop, &a->timer);
-	assoc_unhash(a);
+	LIST_REMOVE(a, hash);
 	TAILQ_REMOVE(&e->lru, a, lru);
 	if (a->ext != NULL && e->ops[a->key.kind].ext_free != NULL)
 		e->ops[a->key.kind].ext_free(a->ext);
@@ -153,8 +138,7 @@ assoc_close(struct assoc *a, bool abort, const char *reason)
 	    (unsigned long long)a->down_d, (unsigned long long)a->down_b,
 	    (unsigned long long)a->drops,
 	    (unsigned long long)(loop_now(e->loop) - a->start_ms), e->n);
-	a->reap_next = e->reap;
-	e->reap = a;
+	SLIST_INSERT_HEAD(&e->reap, a, reap_entry);
 }
 
 /* A failure: the way out goes, the association holds its place (and
@@ -235,27 +219,29 @@ assoc_mark_dirty(struct assoc *a)
 	if (a->dirty || a->closing)
 		return;
 	a->dirty = true;
-	a->dirty_next = a->env->dirty;
-	a->env->dirty = a;
+	SLIST_INSERT_HEAD(&a->env->dirty, a, dirty_entry);
 }
 
 static void
 assoc_on_iteration(void *arg)
 {
 	struct assoc_env	*e = arg;
-	struct assoc		*a, *next;
+	struct assoc_work_list	 batch;
+	struct assoc		*a;
 
-	while ((a = e->dirty) != NULL) {
-		e->dirty = NULL;
-		for (; a != NULL; a = next) {
-			next = a->dirty_next;
+	/* Marked during a round: worked in the next one. */
+	while (!SLIST_EMPTY(&e->dirty)) {
+		batch = e->dirty;
+		SLIST_INIT(&e->dirty);
+		while ((a = SLIST_FIRST(&batch)) != NULL) {
+			SLIST_REMOVE_HEAD(&batch, dirty_entry);
 			a->dirty = false;
 			if (!a->closing && a->phase != ASSOC_HOLD)
 				e->tp->work(a);
 		}
 	}
-	while ((a = e->reap) != NULL) {
-		e->reap = a->reap_next;
+	while ((a = SLIST_FIRST(&e->reap)) != NULL) {
+		SLIST_REMOVE_HEAD(&e->reap, reap_entry);
 		free(a);
 	}
 }
@@ -330,8 +316,7 @@ assoc_new(struct assoc_env *e, const struct assoc_key *key,
 	dq_init(&a->q);
 	loop_timer_init(&a->timer, assoc_on_timer);
 	b = assoc_bucket(e, key);
-	a->hnext = e->buckets[b];
-	e->buckets[b] = a;
+	LIST_INSERT_HEAD(&e->buckets[b], a, hash);
 	TAILQ_INSERT_HEAD(&e->lru, a, lru);
 	e->n++;
 	e->st.active = e->n;
@@ -560,6 +545,8 @@ assoc_env_new(const struct assoc_cfg *cfg)
 	randombytes_buf(&e->ipid, sizeof(e->ipid));
 	randombytes_buf(&e->frag_id, sizeof(e->frag_id));
 	TAILQ_INIT(&e->lru);
+	SLIST_INIT(&e->dirty);
+	SLIST_INIT(&e->reap);
 	if ((e->buckets = calloc(nb, sizeof(*e->buckets))) == NULL ||
 	    (e->frag = malloc(e->conf->tun.mtu)) == NULL ||
 	    (e->tp != NULL && e->tp->sockets &&
@@ -603,9 +590,9 @@ assoc_env_free(struct assoc_env *e)
 		return;
 	while ((a = TAILQ_FIRST(&e->lru)) != NULL)
 		assoc_close(a, false, "shutdown");
-	e->dirty = NULL;
-	while ((a = e->reap) != NULL) {
-		e->reap = a->reap_next;
+	SLIST_INIT(&e->dirty);
+	while ((a = SLIST_FIRST(&e->reap)) != NULL) {
+		SLIST_REMOVE_HEAD(&e->reap, reap_entry);
 		free(a);
 	}
 	free(e->buckets);

@@ -80,10 +80,10 @@ struct assoc {
 	struct assoc_key	 key;
 	struct assoc_env	*env;
 	uint64_t		 id;
-	struct assoc		*hnext;		/* hash chain */
+	LIST_ENTRY(assoc)	 hash;		/* its bucket's chain */
 	TAILQ_ENTRY(assoc)	 lru;		/* most recently used first */
-	struct assoc		*dirty_next;
-	struct assoc		*reap_next;
+	SLIST_ENTRY(assoc)	 dirty_entry;	/* env->dirty while dirty */
+	SLIST_ENTRY(assoc)	 reap_entry;	/* env->reap once closed */
 	bool			 dirty;
 	bool			 closing;
 	bool			 ready;		/* the peer agreed: idle timer */
@@ -113,6 +113,8 @@ struct assoc {
 };
 
 TAILQ_HEAD(assoc_lru, assoc);
+LIST_HEAD(assoc_chain, assoc);
+SLIST_HEAD(assoc_work_list, assoc);
 
 struct assoc_env {
 	struct loop		*loop;
@@ -126,15 +128,15 @@ struct assoc_env {
 	struct limit_stats	*lst;
 	struct assoc_ops	 ops[ASSOC_KINDS];
 
-	struct assoc		**buckets;
+	struct assoc_chain	*buckets;
 	size_t			 nbuckets;	/* power of two */
 	uint8_t			 hkey[16];	/* crypto_shorthash_KEYBYTES */
 	struct assoc_lru	 lru;
 	unsigned		 n;
 	uint64_t		 next_id;
 	size_t			 qtotal;
-	struct assoc		*dirty;
-	struct assoc		*reap;
+	struct assoc_work_list	 dirty;		/* work for this iteration */
+	struct assoc_work_list	 reap;		/* closed, freed at its end */
 	struct assoc_stats	 st;
 
 	uint16_t		 ipid;

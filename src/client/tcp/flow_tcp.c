@@ -43,28 +43,6 @@ flow_dst(const struct flow *f, char *buf, size_t len)
 }
 
 static void
-flow_list_remove(struct flow **head, struct flow *f)
-{
-	if (f->prev != NULL)
-		f->prev->next = f->next;
-	else
-		*head = f->next;
-	if (f->next != NULL)
-		f->next->prev = f->prev;
-	f->next = f->prev = NULL;
-}
-
-void
-flow_list_push(struct flow **head, struct flow *f)
-{
-	f->prev = NULL;
-	f->next = *head;
-	if (*head != NULL)
-		(*head)->prev = f;
-	*head = f;
-}
-
-static void
 flow_detach_pcb(struct flow *f, bool abort_app)
 {
 	struct tcp_pcb *pcb = f->pcb;
@@ -134,8 +112,8 @@ flow_close(struct flow *f, bool abort, const char *reason)
 	    (unsigned long long)f->id, flow_dst(f, dst, sizeof(dst)), reason,
 	    (unsigned long long)f->up, (unsigned long long)f->down,
 	    (unsigned long long)(loop_now(env->loop) - f->start_ms));
-	flow_list_remove(&env->all, f);
-	flow_list_push(&env->reap, f);
+	LIST_REMOVE(f, entry);
+	LIST_INSERT_HEAD(&env->reap, f, entry);
 }
 
 void
@@ -685,8 +663,7 @@ flow_mark_dirty(struct flow *f)
 	if (f->dirty || f->closing)
 		return;
 	f->dirty = true;
-	f->dirty_next = f->env->dirty;
-	f->env->dirty = f;
+	SLIST_INSERT_HEAD(&f->env->dirty, f, dirty_entry);
 }
 
 static bool
@@ -734,15 +711,19 @@ flow_work(struct flow *f)
 	flow_update_events(f);
 }
 
+/* Works each dirty flow once per round; flows marked meanwhile (by
+ * lwIP callbacks, or a flow's own work) go in the next round. */
 static void
 flow_run_dirty(struct flow_env *env)
 {
-	struct flow *f, *next;
+	struct flow_work_list batch;
+	struct flow *f;
 
-	while ((f = env->dirty) != NULL) {
-		env->dirty = NULL;
-		for (; f != NULL; f = next) {
-			next = f->dirty_next;
+	while (!SLIST_EMPTY(&env->dirty)) {
+		batch = env->dirty;
+		SLIST_INIT(&env->dirty);
+		while ((f = SLIST_FIRST(&batch)) != NULL) {
+			SLIST_REMOVE_HEAD(&batch, dirty_entry);
 			f->dirty = false;
 			if (!f->closing)
 				flow_work(f);
@@ -762,8 +743,8 @@ flow_on_iteration(void *arg)
 	env->mem.max = env->conf->client.max_buffer_memory;	/* reload */
 	limit_mem_wake(&env->mem);
 	flow_run_dirty(env);
-	while ((f = env->reap) != NULL) {
-		env->reap = f->next;
+	while ((f = LIST_FIRST(&env->reap)) != NULL) {
+		LIST_REMOVE(f, entry);
 		conf_unref(f->conf);
 		free(f);
 	}
@@ -845,6 +826,9 @@ flow_attach_pcb(struct flow *f, struct tcp_pcb *pcb)
 int
 flow_env_init(struct flow_env *env)
 {
+	LIST_INIT(&env->all);
+	SLIST_INIT(&env->dirty);
+	LIST_INIT(&env->reap);
 	limit_mem_init(&env->mem, env->conf->client.max_buffer_memory,
 	    FLOW_STAGE);
 	return loop_on_iteration(env->loop, flow_on_iteration, env);
@@ -853,8 +837,8 @@ flow_env_init(struct flow_env *env)
 void
 flow_close_all(struct flow_env *env)
 {
-	while (env->all != NULL)
-		flow_close(env->all, true, "shutdown");
+	while (!LIST_EMPTY(&env->all))
+		flow_close(LIST_FIRST(&env->all), true, "shutdown");
 	flow_on_iteration(env);
 }
 
@@ -869,7 +853,7 @@ flow_tcp_foreach(struct flow_env *env,
 	struct flow_info	 fi;
 	struct flow		*f;
 
-	for (f = env->all; f != NULL; f = f->next) {
+	LIST_FOREACH(f, &env->all, entry) {
 		fi.id = f->id;
 		fi.dst = &f->dst;
 		fi.state = f->phase == FLOW_HANDSHAKE ?

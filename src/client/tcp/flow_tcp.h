@@ -20,6 +20,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/queue.h>
 
 #include "core/addr.h"
 #include "core/limit.h"
@@ -35,6 +36,9 @@ struct flow;
 struct pool;
 
 #define FLOW_STAGE	16384	/* one TLS record */
+
+LIST_HEAD(flow_list, flow);
+SLIST_HEAD(flow_work_list, flow);
 
 struct flow_stats {
 	uint64_t	 accepted;	/* flows created */
@@ -67,9 +71,9 @@ struct flow_env {
 	 * queued upload and the download lwIP holds until the app acks. */
 	struct limit_mem	 mem;
 	struct limit_stats	 lst;
-	struct flow		*all;	/* live flows */
-	struct flow		*dirty;	/* flows with work for this iteration */
-	struct flow		*reap;	/* closed, freed at iteration end */
+	struct flow_list	 all;	/* live flows */
+	struct flow_work_list	 dirty;	/* flows with work for this iteration */
+	struct flow_list	 reap;	/* closed, freed at iteration end */
 	uint8_t			 stage[FLOW_STAGE];
 };
 

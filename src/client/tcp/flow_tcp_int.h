@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/queue.h>
 #include <sys/types.h>
 
 #include "core/addr.h"
@@ -60,8 +61,8 @@ struct flow_outbound {
 struct flow {
 	uint64_t	 id;
 	struct flow_env	*env;
-	struct flow	*next, *prev;		/* env->all, or env->reap */
-	struct flow	*dirty_next;
+	LIST_ENTRY(flow) entry;			/* env->all, or env->reap */
+	SLIST_ENTRY(flow) dirty_entry;		/* env->dirty while f->dirty */
 	bool		 dirty;
 	bool		 closing;
 
@@ -129,7 +130,6 @@ void flow_target(const struct flow *f, struct addr *dst);
 
 /* flow_tcp.c */
 const char *flow_dst(const struct flow *f, char *buf, size_t len);
-void flow_list_push(struct flow **head, struct flow *f);
 /* The single teardown: abort resets both sides, else both close.
  * Idempotent; the struct is freed at the end of the loop iteration. */
 void flow_close(struct flow *f, bool abort, const char *reason);

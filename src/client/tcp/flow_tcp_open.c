@@ -286,7 +286,7 @@ flow_register(struct flow_env *env, struct flow *f)
 	loop_timer_set(env->loop, &f->timer, f->conf->client.connect_timeout_ms);
 	env->nflows++;
 	env->stats.accepted++;
-	flow_list_push(&env->all, f);
+	LIST_INSERT_HEAD(&env->all, f, entry);
 	if (f->pooled) {
 		env->stats.pooled++;
 		if (flow_start_relay(f) < 0) {
@@ -303,7 +303,7 @@ flow_held_find(struct flow_env *env, const struct addr *dst,
 {
 	struct flow *f;
 
-	for (f = env->all; f != NULL; f = f->next)
+	LIST_FOREACH(f, &env->all, entry)
 		if (f->held && addr_eq(&f->dst, dst) && addr_eq(&f->app, app))
 			return f;
 	return NULL;
