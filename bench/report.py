@@ -12,10 +12,11 @@ a run's result lines into the results file and its tables.
   report.py final   RESULTS-JSONL RUN-META-JSON OUT-JSON  -> tables (markdown)
                     (also OUT.<scenario>.json, one per scenario)
   report.py tables  OUT-JSON                              -> tables again
-  report.py readme  OUT-JSON [OUT-JSON...] [README.md]
-                    -> the README's generated part (printed, or replaced
-                    between the bench markers); several runs each get a
-                    heading, in the order given
+  report.py readme  OUT-JSON [OUT-JSON...] [doc/PERFORMANCE.md]
+                    -> the generated part of doc/PERFORMANCE.md (printed,
+                    or replaced between the bench markers in the .md file
+                    given); several runs each get a heading, in the order
+                    given
 
 A result line is a JSON object; "value" is what the progress line shows.
 Failures are recorded, never turned into numbers.
@@ -879,13 +880,13 @@ def readme(docs):
 
 
 def cmd_readme(*args):
-    """readme OUT-JSON [OUT-JSON...] [README.md]"""
+    """readme OUT-JSON [OUT-JSON...] [doc/PERFORMANCE.md]"""
     import os
     outs = [a for a in args if not a.endswith(".md")]
     mds = [a for a in args if a.endswith(".md")]
     if not outs or len(mds) > 1:
         sys.exit(__doc__)
-    readme_path = mds[0] if mds else None
+    doc_path = mds[0] if mds else None
     docs = []
     for out_path in outs:
         doc = load(out_path)
@@ -893,18 +894,19 @@ def cmd_readme(*args):
             sys.exit("%s: cannot read" % out_path)
         docs.append((doc, os.path.basename(out_path)))
     text = readme(docs)
-    if not readme_path:
+    if not doc_path:
         print(text)
         return
-    with open(readme_path) as f:
+    with open(doc_path) as f:
         old = f.read()
     b, e = old.find(BEGIN), old.find(END)
     if b < 0 or e < b:
-        sys.exit("%s: no bench markers" % readme_path)
+        sys.exit("%s: no bench markers (the tables live in "
+                 "doc/PERFORMANCE.md)" % doc_path)
     new = old[:b] + text + old[e + len(END):]
-    with open(readme_path + ".tmp", "w") as f:
+    with open(doc_path + ".tmp", "w") as f:
         f.write(new)
-    os.rename(readme_path + ".tmp", readme_path)
+    os.rename(doc_path + ".tmp", doc_path)
 
 
 def summary(results):

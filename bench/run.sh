@@ -33,7 +33,7 @@
 #              OpenVPN and tunsplit also with the others (--full: every
 #              path and loss >= 1 %), and the tables show the median
 #              (min-max).  One short run at 1-5 % is one draw of whether
-#              BBR meets an early loss burst in Startup; see README.md
+#              BBR meets an early loss burst in Startup; see bench/README.md
 #   lfl-seeds-hi  seeds of direct BBR and tunsplit at 5 % loss (default:
 #              as lfl-seeds); OpenVPN, far below either there, runs the
 #              first seed only
@@ -822,7 +822,7 @@ path_mtus() {
 }
 
 # The seeds of one lfl cell: more where one short run is a poor sample (see
-# README.md, "Seeds in lfl"): $LFL_SEEDS_HI for $LFL_SEED_HI_PATHS at
+# bench/README.md, "Seeds in lfl"): $LFL_SEEDS_HI for $LFL_SEED_HI_PATHS at
 # loss >= $LFL_SEED_HI_MIN, $LFL_SEEDS for $LFL_SEED_PATHS at loss >=
 # $LFL_SEED_MIN (below the higher threshold), the first seed otherwise.
 # tunsplit at a TUN MTU other than the first gets $LFL_SEEDS from
