@@ -14,7 +14,6 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/epoll.h>
-#include <sys/signalfd.h>
 
 #include "core/addr.h"
 #include "client/dgram/assoc.h"
@@ -38,13 +37,12 @@ struct client {
 	const struct conf	*conf;
 	struct loop		*loop;
 	int			 tun_fd;
-	int			 sig_fd;
 	bool			 lwip_up;
 	struct loop_fd		 tun_lfd;
-	struct loop_fd		 sig_lfd;
 	struct loop_timer	 lwip_timer;
 	struct control		*ctl;	/* status socket, metrics */
 	struct daemon_drain	 drain;	/* SIGTERM */
+	struct daemon_signals	 sig;	/* SIGHUP, SIGINT, SIGTERM */
 	struct flow_udp		*udp;	/* UDP, ICMP echo: tsnetif_ops.other */
 	struct client_status	 status;	/* what the control socket reads */
 	struct flow_env		 env;	/* last: holds the staging buffer */
@@ -88,22 +86,6 @@ client_adopt(void *arg, const struct conf *n)
 	auth_user_id(n->client.key, cl->env.user_id);
 	pool_reconfigure(cl->env.pool, n);
 	flow_udp_reconfigure(cl->udp, n);
-}
-
-static void
-client_on_signal(struct loop_fd *lfd, uint32_t revents)
-{
-	struct client *cl = container_of(lfd, struct client, sig_lfd);
-	struct signalfd_siginfo si;
-
-	(void)revents;
-	if (read(cl->sig_fd, &si, sizeof(si)) != sizeof(si))
-		return;
-	if (si.ssi_signo == SIGHUP) {
-		(void)daemon_reload(client_adopt, cl);
-		return;
-	}
-	daemon_drain_signal(&cl->drain, (int)si.ssi_signo);
 }
 
 /* Draining: new SYNs get an RST, live flows run on. */
@@ -198,24 +180,6 @@ client_resolve(const struct conf *c, struct addr *out)
 	return 0;
 }
 
-static int
-client_signals(struct client *cl)
-{
-	sigset_t set;
-
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGHUP);
-	sigprocmask(SIG_BLOCK, &set, NULL);
-	if ((cl->sig_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC)) < 0) {
-		log_warn("signalfd");
-		return -1;
-	}
-	return loop_fd_add(cl->loop, &cl->sig_lfd, cl->sig_fd, EPOLLIN,
-	    client_on_signal);
-}
-
 static void
 client_tun_prefix(struct tun_prefix *t, const struct cidr *c)
 {
@@ -306,7 +270,9 @@ client_setup(struct client *cl)
 		.live = client_live, .fill = client_status, .arg = cl,
 	};
 
-	if ((cl->loop = loop_new()) == NULL || client_signals(cl) < 0)
+	if ((cl->loop = loop_new()) == NULL ||
+	    daemon_signals_open(&cl->sig, cl->loop, &cl->drain, client_adopt,
+	    cl) < 0)
 		return -1;
 	loop_trim_memory(cl->loop, 10000);
 	cl->env.loop = cl->loop;
@@ -360,7 +326,7 @@ client_run(const struct conf *c)
 		return 1;
 	}
 	cl->conf = c;
-	cl->tun_fd = cl->sig_fd = -1;
+	cl->tun_fd = -1;
 	if (client_setup(cl) == 0 && loop_run(cl->loop) == 0)
 		rc = 0;
 	if (cl->loop != NULL) {
@@ -370,13 +336,11 @@ client_run(const struct conf *c)
 		if (cl->lwip_up)
 			tsnetif_shutdown();
 		loop_timer_cancel(cl->loop, &cl->lwip_timer);
-		loop_fd_del(cl->loop, &cl->sig_lfd);
 		flow_udp_free(cl->udp);
 	}
 	if (cl->tun_fd >= 0)
 		close(cl->tun_fd);
-	if (cl->sig_fd >= 0)
-		close(cl->sig_fd);
+	daemon_signals_close(&cl->sig);
 	outer_ctx_free(cl->env.ssl_ctx);
 	control_free(cl->ctl);
 	loop_free(cl->loop);

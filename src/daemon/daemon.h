@@ -12,6 +12,7 @@
 #ifndef TUNSPLIT_DAEMON_H
 #define TUNSPLIT_DAEMON_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -77,5 +78,29 @@ struct daemon_drain {
 int  daemon_drain_init(struct daemon_drain *d, struct loop *l,
     void (*stop)(void *), size_t (*live)(void *), void *arg);
 void daemon_drain_signal(struct daemon_drain *d, int signo);
+
+/*
+ * The role's signals (daemon_signals.c): SIGINT, SIGTERM and SIGHUP are
+ * blocked and arrive through a signalfd watched by l.  SIGHUP is
+ * daemon_reload(adopt, arg); SIGINT and SIGTERM go to drain, which need
+ * only be set up before the loop runs.  A zeroed struct holds nothing.
+ */
+struct daemon_signals {
+	struct loop		*loop;		/* set while fd is watched */
+	struct loop_fd		 lfd;
+	int			 fd;
+	bool			 masked;
+	sigset_t		 oldmask;	/* restored by close */
+	struct daemon_drain	*drain;
+	void			(*adopt)(void *arg, const struct conf *n);
+	void			*arg;
+};
+
+/* 0, or -1 (logged; what was done is undone by daemon_signals_close). */
+int  daemon_signals_open(struct daemon_signals *s, struct loop *l,
+    struct daemon_drain *drain,
+    void (*adopt)(void *arg, const struct conf *n), void *arg);
+/* Closes the signalfd and restores the signal mask; idempotent. */
+void daemon_signals_close(struct daemon_signals *s);
 
 #endif

@@ -14,7 +14,6 @@
 #include "server/server_int.h"
 
 #include <sys/epoll.h>
-#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <arpa/inet.h>
 
@@ -62,13 +61,10 @@ struct server {
 	struct loop_timer	 accept_timer;
 	uint64_t		 emfile_log_ms;
 	struct limit_server	 lim;		/* per source, per user, memory */
-	int			 sigfd;
-	struct loop_fd		 sig_lfd;
-	sigset_t		 oldmask;
-	bool			 sigmasked;
 	struct control		*ctl;		/* status socket, metrics */
 	struct cover		*cover;		/* cover site for probes */
 	struct daemon_drain	 drain;		/* SIGTERM */
+	struct daemon_signals	 sig;		/* SIGHUP, SIGINT, SIGTERM */
 };
 
 /* A source as counted: "192.0.2.1", "2001:db8::/64" (mapped: IPv4). */
@@ -300,22 +296,6 @@ server_adopt(void *arg, const struct conf *n)
 	server_reload(srv);
 }
 
-static void
-server_on_signal(struct loop_fd *lfd, uint32_t revents)
-{
-	struct server		*srv = container_of(lfd, struct server, sig_lfd);
-	struct signalfd_siginfo	 si;
-
-	(void)revents;
-	if (read(srv->sigfd, &si, sizeof(si)) != (ssize_t)sizeof(si))
-		return;
-	if (si.ssi_signo == SIGHUP) {
-		(void)daemon_reload(server_adopt, srv);
-		return;
-	}
-	daemon_drain_signal(&srv->drain, (int)si.ssi_signo);
-}
-
 /* Draining: listeners closed, live sessions run on. */
 static void
 server_stop_accepting(void *arg)
@@ -357,34 +337,6 @@ server_listen(struct server *srv)
 		}
 		srv->nlisteners++;
 		log_info("listening on %s", a);
-	}
-	return 0;
-}
-
-/* SIGINT/SIGTERM arrive through a signalfd, as loop events. */
-static int
-server_signals(struct server *srv)
-{
-	sigset_t	 set;
-
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGHUP);
-	if (sigprocmask(SIG_BLOCK, &set, &srv->oldmask) == -1) {
-		log_warn("sigprocmask");
-		return -1;
-	}
-	srv->sigmasked = true;
-	srv->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
-	if (srv->sigfd == -1) {
-		log_warn("signalfd");
-		return -1;
-	}
-	if (loop_fd_add(srv->loop, &srv->sig_lfd, srv->sigfd, EPOLLIN,
-	    server_on_signal) == -1) {
-		log_warn("epoll signalfd");
-		return -1;
 	}
 	return 0;
 }
@@ -479,7 +431,8 @@ server_open(struct server *srv)
 		return -1;
 	}
 	srv->env.cover = srv->cover;
-	if (server_signals(srv) == -1 || server_listen(srv) == -1)
+	if (daemon_signals_open(&srv->sig, srv->loop, &srv->drain,
+	    server_adopt, srv) == -1 || server_listen(srv) == -1)
 		return -1;
 	/* Everything privileged is open now. */
 	if (daemon_drain_init(&srv->drain, srv->loop, server_stop_accepting,
@@ -499,13 +452,8 @@ server_cleanup(struct server *srv)
 		sess_reap(&srv->env);
 		resolver_free(srv->env.resolver);
 		cover_free(srv->cover);
-		if (srv->sigfd != -1) {
-			loop_fd_del(srv->loop, &srv->sig_lfd);
-			close(srv->sigfd);
-		}
 	}
-	if (srv->sigmasked)
-		(void)sigprocmask(SIG_SETMASK, &srv->oldmask, NULL);
+	daemon_signals_close(&srv->sig);
 	users_free(srv->env.auth);
 	outer_ctx_free(srv->env.ctx);
 	control_free(srv->ctl);
@@ -517,7 +465,7 @@ server_cleanup(struct server *srv)
 int
 server_run(const struct conf *c)
 {
-	struct server	 srv = { .conf = c, .sigfd = -1 };
+	struct server	 srv = { .conf = c };
 	int		 rc = 1;
 
 	/* Writes to a peer that went away must fail with EPIPE. */
