@@ -33,6 +33,7 @@
 #include <sodium.h>
 
 #include "core/log.h"
+#include "core/sock.h"
 #include "tls/outer_int.h"
 
 static pthread_once_t	 outer_once = PTHREAD_ONCE_INIT;
@@ -557,7 +558,7 @@ outer_events(const struct outer *o)
 }
 
 static void
-outer_release(struct outer *o)
+outer_release(struct outer *o, bool rst)
 {
 	/* Marked as shut down so that SSL_free() does not flag the session
 	 * (and the tickets it came with) as unresumable: closing a flow is
@@ -566,7 +567,10 @@ outer_release(struct outer *o)
 		SSL_set_shutdown(o->ssl, SSL_SENT_SHUTDOWN |
 		    SSL_RECEIVED_SHUTDOWN);
 	SSL_free(o->ssl);
-	close(o->fd);
+	if (rst)
+		sock_close_rst(o->fd);	/* the peer sees an RST, not a FIN */
+	else
+		close(o->fd);
 	free(o->sni);
 	free(o);
 }
@@ -574,13 +578,9 @@ outer_release(struct outer *o)
 void
 outer_abort(struct outer *o)
 {
-	struct linger	l = { .l_onoff = 1, .l_linger = 0 };
-
 	if (o == NULL)
 		return;
-	/* Linger 0: close() sends RST instead of FIN. */
-	(void)setsockopt(o->fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
-	outer_release(o);
+	outer_release(o, true);
 }
 
 void
@@ -588,5 +588,5 @@ outer_free(struct outer *o)
 {
 	if (o == NULL)
 		return;
-	outer_release(o);
+	outer_release(o, false);
 }

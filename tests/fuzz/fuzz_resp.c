@@ -72,6 +72,7 @@
 #include "wire/pkt.h"
 #include "wire/proto.h"
 #include "wire/proto_trojan.h"
+#include "core/sock.h"
 #include "wire/socks5.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -1040,13 +1041,12 @@ static void
 fz_socks_end(struct fz_live *lv)
 {
 	const struct assoc_stats *st = assoc_stats(flow_udp_assoc(lv->u));
-	struct linger lg = { 1, 0 };
 	unsigned i;
 
 	if (fz.reset)
-		(void)setsockopt(fz.sfd, SOL_SOCKET, SO_LINGER, &lg,
-		    sizeof(lg));
-	close(fz.sfd);
+		sock_close_rst(fz.sfd);
+	else
+		close(fz.sfd);
 	fz.sfd = -1;
 	for (i = 0; st->active > 0; i++) {
 		FZ_CHECK(i < 100);
