@@ -258,6 +258,27 @@ sess_timer_set(struct sess *s, unsigned ms)
 		loop_timer_set(s->env->loop, &s->timer, ms);
 }
 
+/* ---- the relay --------------------------------------------------- */
+
+/*
+ * Every relay starts here: to the target (its status byte queued first),
+ * to the cover site, or to no one (an answer: s->answer_only, target_fd
+ * -1).  A relay with a far end is charged to the memory budget in place
+ * of its reservation; an answer's small buffers are not.  ms is the
+ * state's deadline: the idle timeout, or an answer's linger.
+ */
+static void
+sess_start_relay(struct sess *s, unsigned ms)
+{
+	relay_start(&s->relay, s->outer, s->answer_only ? -1 : s->target_fd);
+	if (!s->answer_only)
+		sess_budget(s);
+	s->state = SESS_RELAY;
+	s->last_io_ms = loop_now(s->env->loop);
+	sess_timer_set(s, ms);
+	sess_relay(s, 0, 0);
+}
+
 /* ---- answers ----------------------------------------------------- */
 
 /*
@@ -284,11 +305,8 @@ sess_answer(struct sess *s, uint8_t status, const char *reason, int err)
 		return;
 	}
 	s->answer_only = true;
-	relay_start(&s->relay, s->outer, -1);
-	s->state = SESS_RELAY;
-	sess_timer_set(s, SESS_LINGER_MS);
 	log_debug("sess %llu: answered %s", s->id, proto_status_str(status));
-	sess_relay(s, 0, 0);
+	sess_start_relay(s, SESS_LINGER_MS);
 }
 
 static void
@@ -302,12 +320,7 @@ sess_connected(struct sess *s)
 		sess_close(s, SESS_OOM, SESS_RST_TARGET);
 		return;
 	}
-	relay_start(&s->relay, s->outer, s->target_fd);
-	sess_budget(s);
-	s->state = SESS_RELAY;
-	s->last_io_ms = loop_now(s->env->loop);
-	sess_timer_set(s, c->server.idle_timeout_ms);
-	sess_relay(s, 0, 0);
+	sess_start_relay(s, c->server.idle_timeout_ms);
 }
 
 static void
@@ -404,12 +417,7 @@ sess_fallback_connected(struct sess *s, int err)
 		sess_close(s, "cover site unreachable", 0);
 		return;
 	}
-	relay_start(&s->relay, s->outer, s->target_fd);
-	sess_budget(s);
-	s->state = SESS_RELAY;
-	s->last_io_ms = loop_now(s->env->loop);
-	sess_timer_set(s, c->server.idle_timeout_ms);
-	sess_relay(s, 0, 0);
+	sess_start_relay(s, c->server.idle_timeout_ms);
 }
 
 static void
