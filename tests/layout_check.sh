@@ -20,6 +20,11 @@
 #      include nothing from src/.
 #   6. Sessions do not call up into the server: nothing in src/server/sess/
 #      or src/server/dgram/ includes server/server.h.
+#   7. Every .c in src/ and tun/ includes "config.h" first -- it defines
+#      _GNU_SOURCE and friends, which every system header must see, the
+#      same in every file -- and then its own header if it has one
+#      (src/core/log.c: "core/log.h"), so each header shows that it
+#      stands on its own.
 #
 # No root needed; part of make check.
 set -u
@@ -48,6 +53,18 @@ for f in $(find src tun lwip-port -name '*.[ch]' | sort); do
 	case $f in
 	src/*)	top_of_f=$(echo "$f" | cut -d/ -f2) ;;
 	*)	top_of_f=${f%%/*} ;;
+	esac
+	case $f in
+	src/*.c|tun/*.c)
+		incs=$(grep -n '^#include' "$f" | head -n 2)
+		first=$(echo "$incs" | sed -n 1p)
+		[ "${first#*:}" = '#include "config.h"' ] ||
+		    violate "$f:${first%%:*}" "the first #include is not \"config.h\" (rule 7)"
+		own=${f%.c}.h
+		second=$(echo "$incs" | sed -n 2p)
+		[ ! -f "$own" ] || [ "${second#*:}" = "#include \"${own#*/}\"" ] ||
+		    violate "$f:${second%%:*}" "its own header ${own#*/} is not the second #include (rule 7)"
+		;;
 	esac
 	grep -n '^#include "[a-z]*/[a-z0-9_/]*\.h"' "$f" | while IFS= read -r line; do
 		ln=${line%%:*}

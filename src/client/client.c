@@ -2,6 +2,8 @@
  * The client role: one loop owns the TUN fd, lwIP (NO_SYS, so only this
  * thread ever touches it) and every outer stream.
  */
+#include "config.h"
+
 #include "client/client.h"
 #include "client/client_int.h"
 

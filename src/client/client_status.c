@@ -3,6 +3,8 @@
  * counters, the warm pool, the TUN, UDP associations, and with a flow
  * list one entry per live TCP flow with its outer socket's TCP_INFO.
  */
+#include "config.h"
+
 #include "client/client_int.h"
 
 #include <stdio.h>

@@ -1,6 +1,8 @@
 /*
  * The warm pool of ready TLS connections (see pool.h).
  */
+#include "config.h"
+
 #include "client/pool.h"
 
 #include <errno.h>

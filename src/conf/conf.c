@@ -4,6 +4,8 @@
  * and the primitive keys are conf_walk.c's, the sections conf_client.c's
  * and conf_server.c's, the dump conf_dump.c's.
  */
+#include "config.h"
+
 #include "conf/conf.h"
 
 #include <sys/stat.h>

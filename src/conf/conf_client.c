@@ -4,6 +4,8 @@
  * routing; check_client decides what each protocol needs and rejects what
  * it cannot use.
  */
+#include "config.h"
+
 #include "conf/conf_int.h"
 
 #include <arpa/inet.h>

@@ -2,6 +2,8 @@
  * The effective configuration as YAML (check -c): every default filled in,
  * secrets redacted, names quoted so that they read back as they were.
  */
+#include "config.h"
+
 #include "conf/conf.h"
 
 #include <arpa/inet.h>

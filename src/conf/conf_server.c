@@ -3,6 +3,8 @@
  * passwords with their own egress lists and limits, the server-wide egress
  * lists, limits and timeouts, the resolver and the cover site (fallback).
  */
+#include "config.h"
+
 #include "conf/conf_int.h"
 
 #include <stdlib.h>

@@ -6,6 +6,8 @@
  * libyaml composes the whole document first (yaml_parser_load), so every
  * node still carries its line and column while we validate it.
  */
+#include "config.h"
+
 #include "conf/conf_int.h"
 
 #include <sys/stat.h>

@@ -1,6 +1,8 @@
 /*
  * Counters for status and metrics.  See stats.h.
  */
+#include "config.h"
+
 #include "core/stats.h"
 
 #include <string.h>

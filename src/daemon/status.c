@@ -6,6 +6,8 @@
  * received, without the request header and the server's status byte, so a
  * transfer of N bytes shows as N.
  */
+#include "config.h"
+
 #include "daemon/status.h"
 
 #include <inttypes.h>

@@ -3,6 +3,8 @@
  * users, rejections, the cover site, the limits and the resolver, and
  * with a flow list one entry per live session with its TCP_INFO.
  */
+#include "config.h"
+
 #include "server/server_int.h"
 
 #include <stdio.h>

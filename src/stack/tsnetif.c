@@ -8,6 +8,8 @@
  * netif_set_ipaddr, which would abort pcbs), and on a SYN for a port with
  * no listener they create one before lwIP processes that same SYN.
  */
+#include "config.h"
+
 #include "stack/tsnetif.h"
 #include "tsnetif_hooks.h"
 

@@ -3,6 +3,8 @@
  * and our server.  No I/O and no state, so the unit tests, the fuzzer and
  * both roles share one codec.
  */
+#include "config.h"
+
 #include "wire/proto_trojan.h"
 
 #include <string.h>

@@ -1,6 +1,8 @@
 /*
  * SOCKS5 client-side codec.  See socks5.h for the messages.
  */
+#include "config.h"
+
 #include "wire/socks5.h"
 
 #include <string.h>

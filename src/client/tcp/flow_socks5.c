@@ -1,6 +1,8 @@
 /*
  * SOCKS5 negotiation for one client TCP flow.  See flow_socks5.h.
  */
+#include "config.h"
+
 #include "client/tcp/flow_socks5.h"
 
 #include <errno.h>

@@ -5,6 +5,8 @@
  * FLOW_RELAY.  What this file does not know is the outbound: apart from
  * the native protocol's status byte, every outbound is an outer stream.
  */
+#include "config.h"
+
 #include "client/tcp/flow_tcp.h"
 
 #include <errno.h>

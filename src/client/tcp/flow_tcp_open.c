@@ -4,6 +4,8 @@
  * (flow_tcp_out.c: dial, connect, handshake, request header).  Once the
  * header is queued the flow relays (flow_tcp.c).
  */
+#include "config.h"
+
 #include "client/tcp/flow_tcp.h"
 
 #include <errno.h>

@@ -15,6 +15,8 @@
  *             (client.mark) so that it leaves outside the TUN.
  *   block     no flow at all: the SYN is answered with an RST.
  */
+#include "config.h"
+
 #include "client/tcp/flow_tcp.h"
 
 #include <errno.h>
