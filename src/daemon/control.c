@@ -229,9 +229,10 @@ control_http_reply(struct control_client *cc, int code, const char *reason,
 		return;
 	}
 	fprintf(fp, "HTTP/1.0 %d %s\r\nContent-Type: %s\r\n"
-	    "Content-Length: %zu\r\nConnection: close\r\n\r\n", code, reason,
-	    code == 200 ? "text/plain; version=0.0.4; charset=utf-8" :
-	    "text/plain; charset=utf-8", bodylen);
+	    "Content-Length: %zu\r\n%sConnection: close\r\n\r\n", code,
+	    reason, code == 200 ? "text/plain; version=0.0.4; charset=utf-8" :
+	    "text/plain; charset=utf-8", bodylen,
+	    code == 405 ? "Allow: GET, HEAD\r\n" : "");
 	if (!head)
 		fwrite(body, 1, bodylen, fp);
 	if (fclose(fp) != 0) {
@@ -240,6 +241,21 @@ control_http_reply(struct control_client *cc, int code, const char *reason,
 		return;
 	}
 	control_client_reply(cc, buf, len);
+}
+
+/*
+ * The one resource: /metrics, with any query string (a scraper's params:
+ * are ignored).  Everything else is 404, "/" too, so that a typo in a
+ * scrape config shows up as a failed target, not as an empty one.
+ */
+static bool
+control_http_is_metrics(const char *path)
+{
+	static const char	metrics[] = "/metrics";
+	size_t			n = sizeof(metrics) - 1;
+
+	return strncmp(path, metrics, n) == 0 &&
+	    (path[n] == '\0' || path[n] == '?');
 }
 
 static void
@@ -260,10 +276,10 @@ control_http_request(struct control_client *cc)
 	head = strcmp(cc->in, "HEAD") == 0;
 	if (!head && strcmp(cc->in, "GET") != 0) {
 		control_http_reply(cc, 405, "Method Not Allowed",
-		    "GET only\n", 9, false);
+		    "GET or HEAD only\n", 17, false);
 		return;
 	}
-	if (strcmp(path, "/metrics") != 0 && strcmp(path, "/") != 0) {
+	if (!control_http_is_metrics(path)) {
 		control_http_reply(cc, 404, "Not Found", "try /metrics\n", 13,
 		    head);
 		return;

@@ -10,6 +10,8 @@
 
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 
 #include <errno.h>
 #include <poll.h>
@@ -466,8 +468,9 @@ ctl_new(struct ctl_fixture *f)
 	return control_new(f->loop, f->conf, &role);
 }
 
+/* extra: more top-level YAML (metrics:), or "". */
 static int
-setup_ctl(void **state)
+setup_ctl_with(void **state, const char *extra)
 {
 	struct ctl_fixture	*f;
 	char			 yaml[512], err[256];
@@ -478,9 +481,9 @@ setup_ctl(void **state)
 	assert_non_null(mkdtemp(f->dir));
 	/* The socket's directory is created on demand. */
 	snprintf(f->sock, sizeof(f->sock), "%s/run/c.sock", f->dir);
-	n = snprintf(yaml, sizeof(yaml), "control: %s\nclient:\n  server: "
-	    "\"192.0.2.1:443\"\n  key: \"%s\"\n  max_flows: 5\n", f->sock,
-	    "UR8GBfXkCWILEa357of526YctXNYj5edwp3e59D7Z7I=");
+	n = snprintf(yaml, sizeof(yaml), "%scontrol: %s\nclient:\n  server: "
+	    "\"192.0.2.1:443\"\n  key: \"%s\"\n  max_flows: 5\n", extra,
+	    f->sock, "UR8GBfXkCWILEa357of526YctXNYj5edwp3e59D7Z7I=");
 	f->conf = conf_load_buf("t", yaml, (size_t)n, err, sizeof(err));
 	if (f->conf == NULL)
 		fail_msg("%s", err);
@@ -493,6 +496,36 @@ setup_ctl(void **state)
 	assert_non_null(f->ctl = ctl_new(f));
 	*state = f;
 	return 0;
+}
+
+static int
+setup_ctl(void **state)
+{
+	return setup_ctl_with(state, "");
+}
+
+static uint16_t http_port;
+
+/* The metrics endpoint on a loopback port that was free a moment ago. */
+static int
+setup_http(void **state)
+{
+	struct sockaddr_in	sin;
+	socklen_t		len = sizeof(sin);
+	char			extra[64];
+	int			fd;
+
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_true((fd = socket(AF_INET, SOCK_STREAM, 0)) >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
+	close(fd);
+	http_port = ntohs(sin.sin_port);
+	snprintf(extra, sizeof(extra), "metrics: \"127.0.0.1:%u\"\n",
+	    http_port);
+	return setup_ctl_with(state, extra);
 }
 
 static int
@@ -633,6 +666,66 @@ test_socket(void **state)
 		close(fds[i]);
 }
 
+/* One HTTP request to the metrics endpoint; the whole answer in buf. */
+static void
+http_get(struct ctl_fixture *f, const char *req, char *buf, size_t cap)
+{
+	struct sockaddr_in	sin;
+	int			fd;
+
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_port = htons(http_port);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_true((fd = socket(AF_INET, SOCK_STREAM, 0)) >= 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	assert_int_equal(write(fd, req, strlen(req)), (ssize_t)strlen(req));
+	assert_true(ctl_read_all(f->loop, fd, buf, cap) > 0);
+	close(fd);
+}
+
+/* /metrics (GET or HEAD, any query) and nothing else. */
+static void
+test_http(void **state)
+{
+	struct ctl_fixture	*f = *state;
+	char			 buf[8192];
+	size_t			 i;
+	static const char *const missing[] = {
+		"/", "/favicon.ico", "/metrics/", "/metricsx", "/Metrics",
+		"//metrics", "/status", "*",
+	};
+
+	http_get(f, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", buf,
+	    sizeof(buf));
+	assert_true(strncmp(buf, "HTTP/1.0 200 OK\r\n", 17) == 0);
+	assert_non_null(strstr(buf, "\r\n\r\n# HELP "));
+	assert_non_null(strstr(buf, "tunsplit_flows_max 5\n"));
+	for (i = 0; i < sizeof(missing) / sizeof(missing[0]); i++) {
+		char	req[128];
+
+		snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\n\r\n",
+		    missing[i]);
+		http_get(f, req, buf, sizeof(buf));
+		if (strncmp(buf, "HTTP/1.0 404 Not Found\r\n", 24) != 0)
+			fail_msg("GET %s: %.40s", missing[i], buf);
+		assert_null(strstr(buf, "tunsplit_"));
+	}
+	/* A scraper's params: come as a query string. */
+	http_get(f, "GET /metrics?name[]=x HTTP/1.0\r\n\r\n", buf,
+	    sizeof(buf));
+	assert_true(strncmp(buf, "HTTP/1.0 200 OK\r\n", 17) == 0);
+	/* HEAD: the headers of a GET, no body. */
+	http_get(f, "HEAD /metrics HTTP/1.0\r\n\r\n", buf, sizeof(buf));
+	assert_true(strncmp(buf, "HTTP/1.0 200 OK\r\n", 17) == 0);
+	assert_string_equal(strstr(buf, "\r\n\r\n"), "\r\n\r\n");
+	http_get(f, "POST /metrics HTTP/1.0\r\n\r\n", buf, sizeof(buf));
+	assert_true(strncmp(buf, "HTTP/1.0 405 ", 13) == 0);
+	assert_non_null(strstr(buf, "\r\nAllow: GET, HEAD\r\n"));
+	http_get(f, "GET /metrics\r\n\r\n", buf, sizeof(buf));
+	assert_true(strncmp(buf, "HTTP/1.0 400 ", 13) == 0);
+}
+
 /* A live socket is never stolen by a second daemon; a stale one is. */
 static void
 test_socket_in_use(void **state)
@@ -673,6 +766,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_socket, setup_ctl,
 		    teardown_ctl),
 		cmocka_unit_test_setup_teardown(test_socket_in_use, setup_ctl,
+		    teardown_ctl),
+		cmocka_unit_test_setup_teardown(test_http, setup_http,
 		    teardown_ctl),
 	};
 
