@@ -262,9 +262,11 @@ app_open(void)
 
 /* ---- open, data both ways, half-close ------------------------------------ */
 
+/* The server read the app's end, with the flow still up. */
 static bool
 srv_eof(void)
 {
+	assert_int_equal(fx.env.nflows, 1);
 	return fx.srv.eof;
 }
 
@@ -307,10 +309,7 @@ test_app_fin_first(void **state)
 	fx.srv.shut_when_sent = true;
 	fx.up_fin = true;
 	app_open();
-	while (!srv_eof()) {
-		round_once();
-		assert_int_equal(fx.env.nflows, 1);
-	}
+	run_until(srv_eof, "the app's end at the server");
 	testend_expect(&fx.srv, fx.hdr_len, 1, UP_LEN);
 	assert_true(fx.app.fin_out);
 	assert_false(fx.app.fin_in);	/* the reply is not over */
@@ -325,6 +324,7 @@ test_app_fin_first(void **state)
 static bool
 app_fin_in(void)
 {
+	assert_int_equal(fx.env.nflows, 1);
 	return fx.app.fin_in;
 }
 
@@ -371,10 +371,12 @@ open_relaying(void)
 	run_until(relaying, "the relay");
 }
 
+/* The flow is gone and the server's stream has ended, one way or
+ * another. */
 static bool
-srv_err(void)
+srv_ended(void)
 {
-	return fx.env.nflows == 0 && fx.srv.err != 0;
+	return fx.env.nflows == 0 && (fx.srv.err != 0 || fx.srv.eof);
 }
 
 /* The app resets: the outer stream is reset too (the server reads an
@@ -388,17 +390,18 @@ test_app_reset(void **state)
 	open_relaying();
 	tcp_app_send(&fx.app, TCP_APP_RST | TCP_APP_ACK, false, NULL, 0);
 	fx.app_gone = true;
-	run_until(srv_err, "the reset at the server");
+	run_until(srv_ended, "the reset at the server");
 	assert_false(fx.srv.eof);
 	assert_int_equal(fx.srv.err, ECONNRESET);
 	assert_int_equal(fx.env.stats.failed, 0);
 	assert_int_equal(fx.env.stats.bytes_up, 1000);
 }
 
+/* The app's connection has ended, by an RST or a FIN. */
 static bool
-app_rst(void)
+app_ended(void)
 {
-	return fx.env.nflows == 0 && fx.app.rst_in;
+	return fx.app.rst_in || fx.app.fin_in;
 }
 
 /* The server resets: the app gets an RST, counted as "server reset". */
@@ -411,8 +414,10 @@ test_server_reset(void **state)
 	fx.app.rst_ok = true;
 	outer_abort(fx.srv.o);
 	fx.srv.o = NULL;
-	run_until(app_rst, "the app's RST");
+	run_until(app_ended, "the end at the app");
+	assert_true(fx.app.rst_in);
 	assert_false(fx.app.fin_in);
+	assert_int_equal(fx.env.nflows, 0);
 	assert_int_equal(fx.app.got, 1000);
 	assert_int_equal(fx.env.stats.failed, 1);
 	assert_int_equal(stats_reason_get(&fx.env.stats.failures,
@@ -431,7 +436,10 @@ test_target_refused(void **state)
 	fx.app.rst_ok = true;
 	fx.up_hold = 1000;
 	app_open();
-	run_until(app_rst, "the app's RST");
+	run_until(app_ended, "the end at the app");
+	assert_true(fx.app.rst_in);
+	assert_false(fx.app.fin_in);
+	assert_int_equal(fx.env.nflows, 0);
 	assert_int_equal(fx.app.got, 0);
 	assert_true(fx.hdr_len > 0);
 	assert_int_equal(fx.env.stats.failed, 1);
@@ -461,6 +469,8 @@ test_pool_take(void **state)
 	assert_int_equal(fx.conns, 1);
 	assert_int_equal(fx.srv.rx_len, 0);	/* nothing sent while idle */
 	app_open();
+	assert_int_equal(fx.env.stats.pooled, 1);
+	assert_int_equal(pool_stats(fx.env.pool)->taken, 1);
 	run_until(all_closed, "the end of the flow");
 	expect_clean();
 	assert_int_equal(fx.env.stats.pooled, 1);

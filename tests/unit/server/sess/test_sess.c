@@ -257,6 +257,21 @@ target_half(void)
 	    fx.tgt.rx_len > 0;
 }
 
+/* The peer's end, with the session still up: one side has ended. */
+static bool
+target_eof(void)
+{
+	assert_int_equal(fx.env.nlive, 1);
+	return fx.tgt.eof;
+}
+
+static bool
+client_eof(void)
+{
+	assert_int_equal(fx.env.nlive, 1);
+	return fx.cli.eof;
+}
+
 /* Both ends are finished and the session ended cleanly: every byte
  * arrived, no failure counted. */
 static void
@@ -297,11 +312,7 @@ test_auth_ok_client_ends_first(void **state)
 	run_until(target_half, "the target's first half");
 	/* The session is relaying now: not counted as anything yet. */
 	assert_int_equal(fx.env.nlive, 1);
-	while (!fx.tgt.eof) {
-		round_once();
-		if (fx.env.nlive == 0)
-			fail_msg("session ended before the client's EOF");
-	}
+	run_until(target_eof, "the client's end at the target");
 	/* The client's end came through, after all of its bytes... */
 	testend_expect(&fx.tgt, 0, 1, UP_LEN);
 	assert_true(fx.cli.shut);
@@ -331,10 +342,7 @@ test_auth_ok_target_ends_first(void **state)
 	fx.cli.shut_when_sent = true;
 	testend_init(&fx.tgt, 2, DOWN_LEN, UP_LEN);
 	fx.tgt.shut_when_sent = true;
-	while (!fx.cli.eof) {
-		assert_int_equal(fx.env.nlive, 1);
-		round_once();
-	}
+	run_until(client_eof, "the target's end at the client");
 	testend_expect(&fx.cli, 1, 2, DOWN_LEN);
 	assert_true(fx.tgt.shut);
 	assert_int_equal(fx.tgt.rx_len, 1000);
@@ -430,14 +438,22 @@ relaying(void)
 	    fx.cli.rx_len >= 1001;
 }
 
+/* The session is gone and the client's (target's) stream has ended, one
+ * way or another. */
 static bool
-done_reset(void)
+client_ended(void)
 {
-	return fx.env.nlive == 0 && (fx.cli.err != 0 || fx.tgt.err != 0);
+	return fx.env.nlive == 0 && (fx.cli.err != 0 || fx.cli.eof);
 }
 
-/* The target resets mid-stream: the client's stream ends without a
- * close_notify (an error, not an end it could take as complete). */
+static bool
+target_ended(void)
+{
+	return fx.env.nlive == 0 && (fx.tgt.err != 0 || fx.tgt.eof);
+}
+
+/* The target resets mid-stream: so does the client's stream (an RST, not
+ * an end it could take as complete). */
 static void
 test_target_reset(void **state)
 {
@@ -454,9 +470,10 @@ test_target_reset(void **state)
 	run_until(relaying, "the relay");
 	outer_abort(fx.tgt.o);
 	fx.tgt.o = NULL;
-	run_until(done_reset, "the reset");
+	run_until(client_ended, "the reset at the client");
 	assert_false(fx.cli.eof);
-	assert_true(fx.cli.err == ECONNRESET || fx.cli.err == EPROTO);
+	/* An RST: a FIN, even without close_notify (EPROTO), is not it. */
+	assert_int_equal(fx.cli.err, ECONNRESET);
 	assert_int_equal(fx.env.stats.failed, 1);
 	assert_int_equal(stats_reason_get(&fx.env.stats.failures,
 	    "target error") + stats_reason_get(&fx.env.stats.failures,
@@ -480,7 +497,7 @@ test_client_reset(void **state)
 	run_until(relaying, "the relay");
 	outer_abort(fx.cli.o);
 	fx.cli.o = NULL;
-	run_until(done_reset, "the reset");
+	run_until(target_ended, "the reset at the target");
 	assert_false(fx.tgt.eof);
 	assert_int_equal(fx.tgt.err, ECONNRESET);
 	assert_int_equal(fx.env.stats.failed, 1);
