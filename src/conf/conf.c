@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,7 +80,8 @@ key_tun_addr(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
 
 /* ---- process: control, metrics, pid file, user ------------------------ */
 
-/* Paths the daemon uses after chdir("/"), so they must be absolute. */
+/* Paths the daemon uses after chdir("/"): relative ones are taken from
+ * the file's directory; a buffer has none, so there they are an error. */
 static int
 key_abspath(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
     void *base)
@@ -88,10 +90,10 @@ key_abspath(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
 
 	if (s == NULL)
 		return -1;
-	if (*s != '/')
+	if (*s != '/' && x->dir == NULL)
 		return conf_err(x, n, "'%s' is not an absolute path",
 		    conf_vis(x, s));
-	return conf_key_path(x, n, k, base);
+	return conf_key_filename(x, n, k, base);
 }
 
 static int
@@ -99,6 +101,7 @@ key_control(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
     void *base)
 {
 	const char	*s = conf_scalar(x, n);
+	char		 path[PATH_MAX];
 
 	if (s == NULL)
 		return -1;
@@ -106,9 +109,11 @@ key_control(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
 		CONF_FIELD(base, k, char)[0] = '\0';
 		return 0;
 	}
-	if (*s != '/')
+	if (*s != '/' && x->dir == NULL)
 		return conf_err(x, n, "'%s' is not an absolute path (or off)",
 		    conf_vis(x, s));
+	if ((s = conf_file_name(x, n, s, path, sizeof(path))) == NULL)
+		return -1;
 	if (strlen(s) >= (size_t)k->max)
 		return conf_err(x, n, "path too long for a socket (max %lld "
 		    "characters)", k->max - 1);
@@ -411,9 +416,10 @@ doc_wipe(yaml_document_t *d)
 			    n->data.scalar.length);
 }
 
+/* dir: where relative file names start (the file's), NULL for a buffer. */
 static struct conf *
-conf_load(const char *name, const char *buf, size_t len, char *err,
-    size_t errlen, bool shared)
+conf_load(const char *name, const char *dir, const char *buf, size_t len,
+    char *err, size_t errlen, bool shared)
 {
 	yaml_parser_t	 parser;
 	yaml_document_t	 doc, extra;
@@ -424,6 +430,7 @@ conf_load(const char *name, const char *buf, size_t len, char *err,
 
 	memset(&x, 0, sizeof(x));
 	x.name = name != NULL ? name : "<config>";
+	x.dir = dir;
 	x.err = err;
 	x.errlen = err != NULL ? errlen : 0;
 	if (x.errlen > 0)
@@ -494,7 +501,7 @@ struct conf *
 conf_load_buf(const char *name, const char *buf, size_t len, char *err,
     size_t errlen)
 {
-	return conf_load(name, buf, len, err, errlen, false);
+	return conf_load(name, NULL, buf, len, err, errlen, false);
 }
 
 const char *
@@ -533,7 +540,7 @@ conf_load_file(const char *path, char *err, size_t errlen)
 {
 	struct conf	*c = NULL;
 	const char	*why;
-	char		*buf;
+	char		*buf = NULL, *abs = NULL, *dir = NULL;
 	size_t		 len = 0;
 	bool		 shared = false;
 
@@ -541,9 +548,16 @@ conf_load_file(const char *path, char *err, size_t errlen)
 		errlen = 0;
 	else if (errlen > 0)
 		err[0] = '\0';
-	if ((buf = malloc(CONF_FILE_MAX + 1)) == NULL) {
-		snprintf(err, errlen, "%s: out of memory", path);
+	/* Messages name the file as the user did; the daemon keeps the
+	 * absolute path, which still means the same file after a chdir. */
+	if ((abs = conf_path_abs(path)) == NULL) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		return NULL;
+	}
+	if ((dir = conf_path_dir(abs)) == NULL ||
+	    (buf = malloc(CONF_FILE_MAX + 1)) == NULL) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		goto out;
 	}
 	if ((why = conf_read_file(path, buf, CONF_FILE_MAX + 1, &len,
 	    &shared)) != NULL) {
@@ -555,15 +569,17 @@ conf_load_file(const char *path, char *err, size_t errlen)
 		    CONF_FILE_MAX);
 		goto out;
 	}
-	c = conf_load(path, buf, len, err, errlen, shared);
-	/* Kept so that a server can read the same file again on SIGHUP. */
-	if (c != NULL && (c->path = strdup(path)) == NULL) {
-		snprintf(err, errlen, "%s: out of memory", path);
-		conf_free(c);
-		c = NULL;
+	c = conf_load(path, dir, buf, len, err, errlen, shared);
+	/* Kept so that SIGHUP reads the same file again. */
+	if (c != NULL) {
+		c->path = abs;
+		abs = NULL;
 	}
 out:
-	sodium_memzero(buf, len);
+	if (buf != NULL)
+		sodium_memzero(buf, len);
 	free(buf);
+	free(dir);
+	free(abs);
 	return c;
 }

@@ -301,7 +301,7 @@ key_route_exclude(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
 static const struct conf_key keys_client[] = {
 	{ "server", key_server_addr, 0, 0, 0, NULL },
 	{ "sni", key_sni, C(client.sni), 0, 0, NULL },
-	{ "ca", conf_key_path, C(client.ca_file), 0, 0, NULL },
+	{ "ca", conf_key_filename, C(client.ca_file), 0, 0, NULL },
 	{ "insecure", conf_key_bool, C(client.insecure), 0, 0, NULL },
 	{ "pin_sha256", key_pin, 0, 0, 0, NULL },
 	{ "key", conf_key_key, C(client.key), 0, 0, NULL },

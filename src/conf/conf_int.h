@@ -24,6 +24,7 @@
 
 struct ctx {
 	const char		*name;
+	const char		*dir;		/* of the file; NULL: a buffer */
 	yaml_document_t		*doc;
 	struct conf		*c;
 	char			*err;
@@ -139,6 +140,26 @@ int conf_key_map(struct ctx *, yaml_node_t *, const struct conf_key *,
 int conf_key_key(struct ctx *, yaml_node_t *, const struct conf_key *,
     void *);
 int conf_key_file(struct ctx *, yaml_node_t *, const struct conf_key *,
+    void *);
+
+/* ---- conf_path.c: file names ------------------------------------------- */
+
+/* path made absolute from dir (unless it is already) into out, "." and
+ * empty components dropped.  -1: it does not fit, or neither is
+ * absolute. */
+int conf_path_join(const char *dir, const char *path, char *out,
+    size_t size);
+/* path made absolute from the working directory (malloc'd); NULL with
+ * errno set. */
+char *conf_path_abs(const char *path);
+/* The directory of an absolute path (malloc'd), "/" for "/x". */
+char *conf_path_dir(const char *abs);
+/* s, a file name from the configuration, made absolute from x->dir into
+ * out (or kept as it is when loading a buffer); NULL once reported. */
+const char *conf_file_name(struct ctx *, yaml_node_t *, const char *s,
+    char *out, size_t size);
+/* A file name (conf_file_name), strdup'd into the char * at k->off. */
+int conf_key_filename(struct ctx *, yaml_node_t *, const struct conf_key *,
     void *);
 
 /* ---- conf.c ------------------------------------------------------------- */

@@ -337,8 +337,8 @@ static const struct conf_map map_resolver = { keys_resolver, NULL };
 
 static const struct conf_key keys_server[] = {
 	{ "listen", key_listen, 0, 0, 0, NULL },
-	{ "cert", conf_key_path, C(server.cert_file), 0, 0, NULL },
-	{ "cert_key", conf_key_path, C(server.cert_key_file), 0, 0, NULL },
+	{ "cert", conf_key_filename, C(server.cert_file), 0, 0, NULL },
+	{ "cert_key", conf_key_filename, C(server.cert_key_file), 0, 0, NULL },
 	{ "users", key_users, 0, 0, 0, NULL },
 	{ "trojan_passwords", key_trojan, 0, 0, 0, NULL },
 	{ "congestion", conf_key_word, C(server.congestion), 0, CONF_CC_MAX,

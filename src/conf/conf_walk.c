@@ -622,7 +622,7 @@ int
 conf_key_file(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
     void *base)
 {
-	char		 buf[CONF_KEYFILE_MAX + 1], *s, *e;
+	char		 buf[CONF_KEYFILE_MAX + 1], *s, *e, abs[PATH_MAX];
 	const char	*path = conf_scalar(x, n), *why;
 	size_t		 len = 0;
 	bool		 shared = false;
@@ -632,6 +632,8 @@ conf_key_file(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
 		return -1;
 	if (conf_seen(x, "key"))
 		return conf_err(x, n, "key and key_file are mutually exclusive");
+	if ((path = conf_file_name(x, n, path, abs, sizeof(abs))) == NULL)
+		return -1;
 	why = conf_read_file(path, buf, sizeof(buf), &len, &shared);
 	if (shared)
 		log_warnx("%s: key file is readable by group or others",

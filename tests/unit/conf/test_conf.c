@@ -772,6 +772,106 @@ test_key_not_echoed(void **state)
 	assert_null(strstr(errbuf, "AAECAwQF"));
 }
 
+/* Writes content to dir/name. */
+static void
+file_in(const char *dir, const char *name, const char *content)
+{
+	char	 path[256];
+	FILE	*fp;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	assert_non_null(fp = fopen(path, "w"));
+	assert_int_equal(fputs(content, fp) >= 0, 1);
+	assert_int_equal(fclose(fp), 0);
+}
+
+/*
+ * Relative file names in a file are taken from the file's directory, not
+ * from wherever the daemon runs (it runs in "/" in the background); the
+ * file's own path is kept absolute for the reload.
+ */
+static void
+test_relative_paths(void **state)
+{
+	char		 top[64], dir[96], sub[128], want[256], cwd[4096];
+	struct conf	*c;
+
+	(void)state;
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	snprintf(top, sizeof(top), "/tmp/test_conf.XXXXXX");
+	assert_non_null(mkdtemp(top));
+	snprintf(dir, sizeof(dir), "%s/etc", top);
+	snprintf(sub, sizeof(sub), "%s/keys", dir);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	assert_int_equal(mkdir(sub, 0700), 0);
+	file_in(sub, "a.key", K2 "\n");
+	file_in(sub, "b.key", K3 "\n");
+	file_in(dir, "s.yaml", "pidfile: run/s.pid\ncontrol: ./s.sock\n"
+	    "server:\n  listen: 0.0.0.0:443\n  cert: cert.pem\n"
+	    "  cert_key: ./keys//k.pem\n  users:\n    - name: a\n"
+	    "      key_file: keys/a.key\n    - name: b\n"
+	    "      key_file: ../etc/keys/./b.key\n");
+	file_in(dir, "c.yaml", "client:\n  server: a.example:1\n"
+	    "  key_file: keys/a.key\n  ca: ca.pem\n");
+	/* Loaded from elsewhere, by a relative name. */
+	assert_int_equal(chdir(top), 0);
+	c = conf_load_file("./etc//s.yaml", errbuf, sizeof(errbuf));
+	if (c == NULL)
+		fail_msg("%s", errbuf);
+	snprintf(want, sizeof(want), "%s/etc/s.yaml", top);
+	assert_string_equal(c->path, want);
+	snprintf(want, sizeof(want), "%s/etc/cert.pem", top);
+	assert_string_equal(c->server.cert_file, want);
+	snprintf(want, sizeof(want), "%s/etc/keys/k.pem", top);
+	assert_string_equal(c->server.cert_key_file, want);
+	snprintf(want, sizeof(want), "%s/etc/run/s.pid", top);
+	assert_string_equal(c->pidfile, want);
+	snprintf(want, sizeof(want), "%s/etc/s.sock", top);
+	assert_string_equal(c->control, want);
+	assert_int_equal(c->server.users[0].key[0], 0xff);
+	assert_int_equal(c->server.users[1].key[31], 63);
+	conf_free(c);
+	/* The same from the file's own directory, and from "/". */
+	assert_int_equal(chdir(dir), 0);
+	c = conf_load_file("c.yaml", errbuf, sizeof(errbuf));
+	if (c == NULL)
+		fail_msg("%s", errbuf);
+	snprintf(want, sizeof(want), "%s/etc/c.yaml", top);
+	assert_string_equal(c->path, want);
+	snprintf(want, sizeof(want), "%s/etc/ca.pem", top);
+	assert_string_equal(c->client.ca_file, want);
+	assert_int_equal(c->client.key[0], 0xff);
+	conf_free(c);
+	assert_int_equal(chdir("/"), 0);
+	snprintf(want, sizeof(want), "%s/etc/c.yaml", top);
+	c = conf_load_file(want, errbuf, sizeof(errbuf));
+	if (c == NULL)
+		fail_msg("%s", errbuf);
+	assert_int_equal(c->client.key[0], 0xff);
+	conf_free(c);
+	/* A key file that is not there is named in full. */
+	file_in(dir, "c.yaml", "client:\n  server: a.example:1\n"
+	    "  key_file: nokey\n");
+	assert_null(conf_load_file(want, errbuf, sizeof(errbuf)));
+	snprintf(want, sizeof(want), "client.key_file: %s/etc/nokey: No such "
+	    "file", top);
+	if (strstr(errbuf, want) == NULL)
+		fail_msg("%s", errbuf);
+	assert_int_equal(chdir(cwd), 0);
+	file_in(dir, "c.yaml", "");
+	snprintf(want, sizeof(want), "%s/a.key", sub);
+	unlink(want);
+	snprintf(want, sizeof(want), "%s/b.key", sub);
+	unlink(want);
+	snprintf(want, sizeof(want), "%s/c.yaml", dir);
+	unlink(want);
+	snprintf(want, sizeof(want), "%s/s.yaml", dir);
+	unlink(want);
+	rmdir(sub);
+	rmdir(dir);
+	rmdir(top);
+}
+
 static void
 test_load_file(void **state)
 {
@@ -1118,6 +1218,7 @@ main(void)
 		cmocka_unit_test(test_key_file),
 		cmocka_unit_test(test_key_not_echoed),
 		cmocka_unit_test(test_load_file),
+		cmocka_unit_test(test_relative_paths),
 		cmocka_unit_test(test_duration),
 		cmocka_unit_test(test_dump),
 		cmocka_unit_test(test_limits),

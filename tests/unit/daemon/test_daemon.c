@@ -3,7 +3,8 @@
  * becomes a new generation that the role adopts, while a holder of the
  * old one (a flow that started before) still reads the old values; a
  * setting only a restart can apply is carried over at its running value;
- * a broken file, or one of the other role, changes nothing at all.
+ * a broken file, or one of the other role, changes nothing at all; a
+ * file named by a relative path is found again from another directory.
  */
 #include "config.h"
 
@@ -115,11 +116,46 @@ test_generations(void **state)
 	rmdir(dir);
 }
 
+/*
+ * `run -d -c ./client.yaml`: the daemon is in "/" when SIGHUP comes, and
+ * still reads the file it was started with.
+ */
+static void
+test_reload_relative(void **state)
+{
+	struct conf	*c;
+	char		 err[256], cwd[4096];
+
+	(void)state;
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	snprintf(dir, sizeof(dir), "/tmp/test_daemon.XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/client.yaml", dir);
+	client_conf(1500, 5, "2s");
+	assert_int_equal(chdir(dir), 0);
+	if ((c = conf_load_file("./client.yaml", err, sizeof(err))) == NULL)
+		fail_msg("%s", err);
+	daemon_init(c, true);
+	assert_int_equal(chdir("/"), 0);	/* what run -d does */
+	client_conf(1500, 9, "2s");
+	nadopt = 0;
+	assert_int_equal(daemon_reload(adopt, &nadopt), 0);
+	assert_int_equal(nadopt, 1);
+	assert_int_equal(daemon_conf()->client.max_flows, 9);
+	assert_string_equal(daemon_conf()->path, path);
+	daemon_down();
+	conf_free(c);
+	assert_int_equal(chdir(cwd), 0);
+	unlink(path);
+	rmdir(dir);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_generations),
+		cmocka_unit_test(test_reload_relative),
 	};
 
 	umask(077);	/* the files hold a key */
