@@ -14,9 +14,10 @@
  *                    cover site verbatim, its answer comes back (no status
  *                    byte), the target is never dialed
  *   target refused   status PROTO_ERR_REFUSED, then a clean end of stream
- *   resets           the target's RST reaches the client as a stream
- *                    without close_notify, and the client's RST the
- *                    target (over loopback TCP: a socketpair has no RST)
+ *   resets           the target's RST reaches the client as an RST
+ *                    (not a FIN, with or without close_notify), and the
+ *                    client's RST the target (over loopback TCP: a
+ *                    socketpair has no RST)
  */
 #include "config.h"
 
