@@ -102,6 +102,7 @@ flow_close(struct flow *f, bool abort, const char *reason)
 		sodium_memzero(f->hdr, f->hdr_len);
 	free(f->hdr);
 	f->hdr = NULL;
+	flow_held_del(f);
 	free(f->syn);
 	f->syn = NULL;
 	flow_socks5_free(f->socks);
@@ -842,6 +843,7 @@ flow_close_all(struct flow_env *env)
 	while (!LIST_EMPTY(&env->all))
 		flow_close(LIST_FIRST(&env->all), true, "shutdown");
 	flow_on_iteration(env);
+	flow_held_free(env);
 }
 
 void

@@ -33,6 +33,7 @@ struct loop;
 struct ssl_ctx_st;
 struct tcp_pcb;
 struct flow;
+struct flow_held;
 struct pool;
 
 #define FLOW_STAGE	16384	/* one TLS record */
@@ -74,6 +75,7 @@ struct flow_env {
 	struct flow_list	 all;	/* live flows */
 	struct flow_work_list	 dirty;	/* flows with work for this iteration */
 	struct flow_list	 reap;	/* closed, freed at iteration end */
+	struct flow_held	*held;	/* faithful: held flows by 4-tuple */
 	uint8_t			 stage[FLOW_STAGE];
 };
 
@@ -87,7 +89,7 @@ struct ip_addr;
 int  flow_tcp_syn(void *arg, const uint8_t *pkt, size_t len,
     const struct ip_addr *local, const struct ip_addr *remote,
     uint16_t lport, uint16_t rport);
-/* Resets every flow (shutdown). */
+/* Resets every flow (shutdown) and frees what env holds for them. */
 void flow_close_all(struct flow_env *env);
 
 /* One live flow as the control socket shows it. */

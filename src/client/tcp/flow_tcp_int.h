@@ -63,6 +63,7 @@ struct flow {
 	struct flow_env	*env;
 	LIST_ENTRY(flow) entry;			/* env->all, or env->reap */
 	SLIST_ENTRY(flow) dirty_entry;		/* env->dirty while f->dirty */
+	LIST_ENTRY(flow) held_entry;		/* env->held while f->held */
 	bool		 dirty;
 	bool		 closing;
 
@@ -78,7 +79,8 @@ struct flow {
 	struct flow_socks5 *socks;		/* socks5, FLOW_HANDSHAKE only */
 	bool		 pooled;		/* outer came from the warm pool */
 	/* connect_mode faithful: the app's SYN is held (no pcb yet) until the
-	 * server reports the target connected; then it is fed to lwIP again. */
+	 * server reports the target connected; then it is fed to lwIP again.
+	 * Set and cleared only by flow_held_add/flow_held_del. */
 	bool		 held;
 	uint8_t		*syn;
 	size_t		 syn_len;
@@ -127,6 +129,16 @@ struct flow {
 /* flow_tcp_out.c */
 const struct flow_outbound *flow_outbound(int protocol);
 void flow_target(const struct flow *f, struct addr *dst);
+
+/* flow_held.c: held flows by their 4-tuple (dst, app). */
+struct flow *flow_held_find(const struct flow_env *env,
+    const struct addr *dst, const struct addr *app);
+/* Lists f (f->dst, f->app set) and sets f->held.  0, or -1: no memory. */
+int  flow_held_add(struct flow *f);
+/* Unlists f and clears f->held; nothing if it is not held. */
+void flow_held_del(struct flow *f);
+/* The table, once no flow is held (flow_close_all). */
+void flow_held_free(struct flow_env *env);
 
 /* flow_tcp.c */
 const char *flow_dst(const struct flow *f, char *buf, size_t len);

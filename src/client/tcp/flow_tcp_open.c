@@ -299,18 +299,6 @@ flow_register(struct flow_env *env, struct flow *f)
 	return 0;
 }
 
-static struct flow *
-flow_held_find(struct flow_env *env, const struct addr *dst,
-    const struct addr *app)
-{
-	struct flow *f;
-
-	LIST_FOREACH(f, &env->all, entry)
-		if (f->held && addr_eq(&f->dst, dst) && addr_eq(&f->app, app))
-			return f;
-	return NULL;
-}
-
 int
 flow_tcp_syn(void *arg, const uint8_t *pkt, size_t len,
     const struct ip_addr *local, const struct ip_addr *remote,
@@ -336,7 +324,9 @@ flow_tcp_syn(void *arg, const uint8_t *pkt, size_t len,
 		return flow_errno_final(errno) ? TSNETIF_SYN_REFUSE :
 		    TSNETIF_SYN_HOLD;
 	}
-	if ((f->syn = malloc(len)) == NULL) {
+	f->app = app;
+	if ((f->syn = malloc(len)) == NULL || flow_held_add(f) < 0) {
+		free(f->syn);
 		loop_fd_del(env->loop, &f->lfd);
 		outer_abort(f->out);
 		flow_discard(f);	/* not registered: no event pending */
@@ -345,8 +335,6 @@ flow_tcp_syn(void *arg, const uint8_t *pkt, size_t len,
 	}
 	memcpy(f->syn, pkt, len);
 	f->syn_len = len;
-	f->held = true;
-	f->app = app;
 	(void)flow_register(env, f);
 	return TSNETIF_SYN_HOLD;
 }
@@ -364,7 +352,7 @@ flow_tcp_accept(void *arg, struct tcp_pcb *pcb, err_t err)
 	flow_addr(&app, &pcb->remote_ip, pcb->remote_port);
 	if ((f = flow_held_find(env, &dst, &app)) != NULL) {
 		/* Faithful: the target is connected, the app now too. */
-		f->held = false;
+		flow_held_del(f);
 		free(f->syn);
 		f->syn = NULL;
 		flow_attach_pcb(f, pcb);
