@@ -298,6 +298,10 @@ daemon_route_up(const char *dev, const struct addr *server)
 	}
 	if (!c->tun.has_addr6)
 		ARG("--no-ipv6");
+	/* A pinned resolver: port 53 to a local network's address would
+	 * otherwise take the connected route, around the TUN. */
+	if (c->client.has_dns)
+		ARG("--dns");
 	for (i = 0; i < c->client.nroute_exclude; i++) {
 		cidr_fmt(&c->client.route_exclude[i], ex[i], sizeof(ex[i]));
 		ARG("--exclude");
@@ -312,8 +316,8 @@ daemon_route_up(const char *dev, const struct addr *server)
 		rc = -1;
 		goto out;
 	}
-	log_info("default routes through %s (mark %s, server %s)", dev, mark,
-	    ip);
+	log_info("default routes through %s (mark %s, server %s%s)", dev, mark,
+	    ip, c->client.has_dns ? ", port 53 to any address" : "");
 	if (pipe2(p, O_CLOEXEC) == -1 || (pid = fork()) == -1) {
 		log_warn("route helper");
 		daemon_route_down_now(dev);
@@ -566,6 +570,14 @@ daemon_carry_client(const struct conf *live, struct conf *n)
 		rc |= carry_cidrs(&n->client.route_exclude,
 		    &n->client.nroute_exclude, live->client.route_exclude,
 		    live->client.nroute_exclude);
+	}
+	/* The routes catch port 53 only with a pinned resolver: setting
+	 * or removing it means new routes (a new address does not). */
+	if (live->client.route_auto && daemon_keeps("client.dns set or "
+	    "removed with route: auto", live->client.has_dns !=
+	    n->client.has_dns)) {
+		n->client.has_dns = live->client.has_dns;
+		n->client.dns = live->client.dns;
 	}
 	if (daemon_keeps("client.pool, pool_lifetime or padding",
 	    live->client.pool != n->client.pool ||

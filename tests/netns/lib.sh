@@ -418,6 +418,29 @@ ts_start_client() {
 	ts_log "client up (pid $TS_CLIENT_PID), $TS_T_NET4 and $TS_T_NET6 routed via $TS_TUN"
 }
 
+# ts_start_client_routed: start the client whose config has route: auto
+# and wait (10 s) until the daemon says its routes are up.  TS_TUN must be
+# the test's own name (tunsplit-route keeps its state per device name in
+# /run/tunsplit) and tunsplit-route must be in PATH.
+ts_start_client_routed() {
+	local i
+	ts_bg "$NS_C" client "$TUNSPLIT" run -c "$TS_TMP/client.yaml"
+	TS_CLIENT_PID=$TS_LAST_PID
+	for i in $(seq 100); do
+		ts_alive "$TS_CLIENT_PID" || ts_fail "client exited during start-up"
+		grep -q "default routes through $TS_TUN " "$TS_TMP/client.log" &&
+		    break
+		sleep 0.1
+	done
+	grep -q "default routes through $TS_TUN " "$TS_TMP/client.log" ||
+	    ts_fail "route: auto did not route into $TS_TUN within 10 s"
+	for i in $(seq 30); do
+		[ -z "$(ip -n "$NS_C" -6 addr show dev "$TS_TUN" tentative 2>/dev/null)" ] && break
+		sleep 0.1
+	done
+	ts_log "client up (pid $TS_CLIENT_PID), routed by tunsplit-route"
+}
+
 # ts_start_target [tools.py serve options...]: the target server on port
 # $TS_TARGET_PORT (default 9000), IPv4 and IPv6.
 ts_start_target() {

@@ -9,12 +9,14 @@
 #
 # Checked: rules and table contents after up; lookups go to ts0, excluded
 # CIDRs, server addresses and marked lookups go to the main table, LAN
-# addresses stay on the LAN; a second up changes nothing; with ts0 deleted
-# lookups fail (fail-closed); up after the TUN is recreated restores it; up
-# with other exclusions removes the old ones; down restores `ip rule` and
-# `ip route show table all` (both families) byte for byte, and leaves alone
-# a rule that was there before and identical to one of ours; bad options and
-# a missing device change nothing; a failure half-way through up is undone.
+# addresses stay on the LAN; with --dns, port 53 (UDP, TCP) to a LAN
+# address goes to ts0 unless excluded or marked; a second up changes
+# nothing; with ts0 deleted lookups fail (fail-closed); up after the TUN is
+# recreated restores it; up with other exclusions removes the old ones;
+# down restores `ip rule` and `ip route show table all` (both families)
+# byte for byte, and leaves alone a rule that was there before and
+# identical to one of ours; bad options and a missing device change
+# nothing; a failure half-way through up is undone.
 set -u
 
 name=route_roundtrip
@@ -137,7 +139,7 @@ setup() {
 	ip -n "$ns" -6 route add default via fd00:77::fe || fail "default6"
 	# Somebody else's: a rule at our priority, and one identical to ours.
 	ip -n "$ns" rule add from 192.0.2.99 lookup main pref 7350
-	ip -n "$ns" -6 rule add lookup main suppress_prefixlength 0 pref 7351
+	ip -n "$ns" -6 rule add lookup main suppress_prefixlength 0 pref 7353
 	rm -rf "$tmp/state"
 }
 
@@ -148,7 +150,8 @@ exclude_file() {
 }
 
 OPTS="--dev ts0 --exclude 10.99.0.0/16 --exclude 2001:db8:1::/48
-    --exclude-file $tmp/excl --server 10.77.1.2 --server fd77:1::2"
+    --exclude-file $tmp/excl --server 10.77.1.2 --server fd77:1::2 --dns
+    --exclude 192.168.77.53"
 
 run_one() {
 	shell=$1
@@ -171,7 +174,7 @@ run_one() {
 	tr_ up --dev ts0 --exclude-file "$tmp/nonexistent"; expect_rc 1 "missing exclude file"
 	tr_ up --dev ts0 --table 254; expect_rc 2 "--table main"
 	tr_ up --dev ts0 --mark 0; expect_rc 2 "--mark 0"
-	tr_ up --dev ts0 --pref 32765; expect_rc 2 "--pref too high"
+	tr_ up --dev ts0 --pref 32762; expect_rc 2 "--pref too high"
 	tr_ up --dev 'a/b'; expect_rc 2 "device name with a slash"
 	tr_ up --dev ts0 --bogus; expect_rc 2 "unknown option"
 	tr_ sideways; expect_rc 2 "unknown command"
@@ -214,12 +217,15 @@ EOF
 	# ---- up ---------------------------------------------------------------
 	# shellcheck disable=SC2086
 	tr_ up $OPTS; expect_rc 0 "up"
-	expect_out 'already present, left alone: ip -6 rule add lookup main suppress_prefixlength 0 pref 7351' \
+	expect_out 'already present, left alone: ip -6 rule add lookup main suppress_prefixlength 0 pref 7353' \
 	    "up next to an identical foreign rule"
 	[ -f "$tmp/state/ts0.state" ] || fail "no state file after up"
 	for f in 4 6; do
-		has_rule "$f" "7351:	from all lookup main suppress_prefixlength 0"
-		has_rule "$f" "7352:	not from all fwmark 0x7353 lookup 7353"
+		has_rule "$f" "7350:	from all fwmark 0x7353 goto 7353"
+		has_rule "$f" "7351:	from all ipproto udp dport 53 lookup 7353"
+		has_rule "$f" "7352:	from all ipproto tcp dport 53 lookup 7353"
+		has_rule "$f" "7353:	from all lookup main suppress_prefixlength 0"
+		has_rule "$f" "7354:	not from all fwmark 0x7353 lookup 7353"
 	done
 	has_rule 4 "7350:	from all to 10.77.1.2 lookup main"
 	has_rule 6 "7350:	from all to fd77:1::2 lookup main"
@@ -242,10 +248,19 @@ EOF
 	route_via "via fd00:77::fe dev lan0" 2001:db8:2::1 mark 0x7353
 	route_lan 192.168.77.9		# the LAN
 	route_lan fd00:77::9
+	for p in udp tcp; do		# --dns: port 53, LAN or not
+		route_via "dev ts0" 192.168.77.9 ipproto $p dport 53
+		route_via "dev ts0" fd00:77::9 ipproto $p dport 53
+		route_via "dev ts0" 10.98.0.1 ipproto $p dport 53
+		route_via "via 192.168.77.254 dev lan0" 10.99.0.1 ipproto $p dport 53
+		route_lan 192.168.77.9 ipproto $p dport 53 mark 0x7353
+		route_lan 192.168.77.53 ipproto $p dport 53	# excluded
+	done
+	route_lan 192.168.77.9 ipproto udp dport 54
 	tr_ status --dev ts0; expect_rc 0 "status"
 	expect_out '^    default dev ts0' "status"
 	expect_out 'not from all fwmark 0x7353 lookup 7353' "status"
-	expect_out '(and 2 throw routes' "status"
+	expect_out '(and 3 throw routes' "status"
 
 	# ---- idempotent ---------------------------------------------------------
 	snap "$tmp/s1"
@@ -288,6 +303,9 @@ EOF
 	route_via "dev ts0" 2001:db8:1::5
 	no_rule 4 "to 10.77.1.2 lookup"
 	no_rule 6 "to fd77:1::2 lookup"
+	no_rule 4 "dport 53"
+	no_rule 6 "goto"
+	route_lan 192.168.77.9 ipproto udp dport 53
 	ip -n "$ns" -6 route show table 7353 | grep -q throw &&
 	    fail "stale IPv6 throw routes left"
 
@@ -304,7 +322,7 @@ EOF
 	tr_ up --dev=ts0 --no-ipv6 --no-fail-closed --table=100 --mark=77 \
 	    --pref=1000
 	expect_rc 0 "up --no-ipv6 --no-fail-closed"
-	has_rule 4 "1002:	not from all fwmark 0x4d lookup 100"
+	has_rule 4 "1004:	not from all fwmark 0x4d lookup 100"
 	no_rule 6 "lookup 100"
 	ip -n "$ns" -4 route show table 100 | grep -q unreachable &&
 	    fail "--no-fail-closed added an unreachable route"
