@@ -18,6 +18,7 @@
 #include "lwip/priv/tcp_priv.h"
 
 #include "stack/tsnetif.h"
+#include "tests/unit/netbytes.h"
 
 static int tun_sock[2];
 static struct tcp_pcb *accepted;
@@ -73,42 +74,7 @@ t_other(void *arg, const uint8_t *pkt, size_t len)
 static uint16_t
 ref_sum(const uint8_t *p, size_t len)
 {
-	uint32_t sum = 0;
-	size_t i;
-
-	for (i = 0; i + 1 < len; i += 2)
-		sum += (uint32_t)(p[i] << 8 | p[i + 1]);
-	if (len & 1)
-		sum += (uint32_t)p[len - 1] << 8;
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)sum;
-}
-
-static void
-put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-static void
-put32(uint8_t *p, uint32_t v)
-{
-	put16(p, (uint16_t)(v >> 16));
-	put16(p + 2, (uint16_t)v);
-}
-
-static uint16_t
-get16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static uint32_t
-get32(const uint8_t *p)
-{
-	return (uint32_t)get16(p) << 16 | get16(p + 2);
+	return sum_fold(sum_add(0, p, len));
 }
 
 /* IPv4 + TCP (no options, no payload). */

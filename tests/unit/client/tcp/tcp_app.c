@@ -16,59 +16,13 @@
 #include <sys/socket.h>
 
 #include "stack/tsnetif.h"
+#include "tests/unit/netbytes.h"
 
 const uint8_t TCP_APP4[4] = { 198, 18, 0, 1 }, TCP_DST4[4] = { 192, 0, 2, 7 };
 const uint8_t TCP_APP6[16] = { 0xfd, 0xfe, [15] = 1 };
 const uint8_t TCP_DST6[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 7 };
 
 /* ---- bytes ------------------------------------------------------------ */
-
-static void
-put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-static void
-put32(uint8_t *p, uint32_t v)
-{
-	put16(p, (uint16_t)(v >> 16));
-	put16(p + 2, (uint16_t)v);
-}
-
-static uint16_t
-get16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static uint32_t
-get32(const uint8_t *p)
-{
-	return (uint32_t)get16(p) << 16 | get16(p + 2);
-}
-
-/* RFC 1071 sum, folded, not complemented. */
-static uint32_t
-sum_add(uint32_t sum, const uint8_t *p, size_t len)
-{
-	size_t i;
-
-	for (i = 0; i + 1 < len; i += 2)
-		sum += (uint32_t)(p[i] << 8 | p[i + 1]);
-	if (len & 1)
-		sum += (uint32_t)p[len - 1] << 8;
-	return sum;
-}
-
-static uint16_t
-sum_fold(uint32_t sum)
-{
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)sum;
-}
 
 /* a after b, in sequence space */
 static bool
