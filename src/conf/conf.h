@@ -133,6 +133,8 @@ struct conf {
 		bool		 has_dns;
 		struct addr	 dns;			/* pin port-53 queries here */
 		bool		 route_auto;		/* run tunsplit-route up/down */
+		bool		 ipv6_bypass;		/* ipv6: bypass (default block),
+							 * for a TUN without IPv6 */
 		struct cidr	*route_exclude;		/* --exclude for it */
 		size_t		 nroute_exclude;
 	} client;

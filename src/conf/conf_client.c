@@ -278,6 +278,16 @@ key_route(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
 }
 
 static int
+key_ipv6(struct ctx *x, yaml_node_t *n, const struct conf_key *k, void *base)
+{
+	static const struct conf_word	w[] = {
+		{ "block", 0 }, { "bypass", 1 }, { NULL, 0 }
+	};
+
+	return conf_flag(x, n, k, base, w);
+}
+
+static int
 key_connect_mode(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
     void *base)
 {
@@ -332,6 +342,7 @@ static const struct conf_key keys_client[] = {
 	{ "dns", key_dns, 0, 0, 0, NULL },
 	{ "route", key_route, C(client.route_auto), 0, 0, NULL },
 	{ "route_exclude", key_route_exclude, 0, 0, 0, NULL },
+	{ "ipv6", key_ipv6, C(client.ipv6_bypass), 0, 0, NULL },
 	{ NULL, NULL, 0, 0, 0, NULL }
 };
 const struct conf_map conf_map_client = { keys_client, check_client };

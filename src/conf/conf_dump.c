@@ -170,6 +170,7 @@ dump_client(const struct conf *c, FILE *fp)
 	if (c->client.nroute_exclude > 0)
 		dump_cidr_list(fp, "  ", "route_exclude",
 		    c->client.route_exclude, c->client.nroute_exclude);
+	fprintf(fp, "  ipv6: %s\n", c->client.ipv6_bypass ? "bypass" : "block");
 }
 
 static void

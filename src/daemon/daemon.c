@@ -296,8 +296,10 @@ daemon_route_up(const char *dev, const struct addr *server)
 		ARG("--server");
 		ARG(ip);
 	}
+	/* A TUN without IPv6 cannot carry it: IPv6 is refused unless the
+	 * configuration lets it go around the tunnel. */
 	if (!c->tun.has_addr6)
-		ARG("--no-ipv6");
+		ARG(c->client.ipv6_bypass ? "--ipv6=bypass" : "--ipv6=block");
 	/* A pinned resolver: port 53 to a local network's address would
 	 * otherwise take the connected route, around the TUN. */
 	if (c->client.has_dns)
@@ -318,6 +320,14 @@ daemon_route_up(const char *dev, const struct addr *server)
 	}
 	log_info("default routes through %s (mark %s, server %s%s)", dev, mark,
 	    ip, c->client.has_dns ? ", port 53 to any address" : "");
+	if (c->tun.has_addr6)
+		log_info("IPv6 goes through the tunnel");
+	else if (c->client.ipv6_bypass)
+		log_warnx("IPv6 bypasses the tunnel (the TUN has no IPv6 "
+		    "address; client.ipv6: bypass)");
+	else
+		log_info("IPv6 is blocked: the TUN has no IPv6 address "
+		    "(client.ipv6: bypass would let it around the tunnel)");
 	if (pipe2(p, O_CLOEXEC) == -1 || (pid = fork()) == -1) {
 		log_warn("route helper");
 		daemon_route_down_now(dev);
@@ -556,10 +566,11 @@ daemon_carry_client(const struct conf *live, struct conf *n)
 		memcpy(n->client.pin_sha256, live->client.pin_sha256,
 		    sizeof(n->client.pin_sha256));
 	}
-	if (daemon_keeps("client.mark, congestion or route",
+	if (daemon_keeps("client.mark, congestion, route or ipv6",
 	    live->client.mark != n->client.mark ||
 	    strcmp(live->client.congestion, n->client.congestion) != 0 ||
 	    live->client.route_auto != n->client.route_auto ||
+	    live->client.ipv6_bypass != n->client.ipv6_bypass ||
 	    cidrs_differ(live->client.route_exclude,
 	    live->client.nroute_exclude, n->client.route_exclude,
 	    n->client.nroute_exclude))) {
@@ -567,6 +578,7 @@ daemon_carry_client(const struct conf *live, struct conf *n)
 		memcpy(n->client.congestion, live->client.congestion,
 		    sizeof(n->client.congestion));
 		n->client.route_auto = live->client.route_auto;
+		n->client.ipv6_bypass = live->client.ipv6_bypass;
 		rc |= carry_cidrs(&n->client.route_exclude,
 		    &n->client.nroute_exclude, live->client.route_exclude,
 		    live->client.nroute_exclude);

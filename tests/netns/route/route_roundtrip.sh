@@ -11,7 +11,8 @@
 # CIDRs, server addresses and marked lookups go to the main table, LAN
 # addresses stay on the LAN; with --dns, port 53 (UDP, TCP) to a LAN
 # address goes to ts0 unless excluded or marked; a second up changes
-# nothing; with ts0 deleted lookups fail (fail-closed); up after the TUN is
+# nothing; with ts0 deleted lookups fail (fail-closed); --ipv6 block
+# refuses IPv6 that would leave by the default route; up after the TUN is
 # recreated restores it; up with other exclusions removes the old ones;
 # down restores `ip rule` and `ip route show table all` (both families)
 # byte for byte, and leaves alone a rule that was there before and
@@ -177,6 +178,7 @@ run_one() {
 	tr_ up --dev ts0 --pref 32762; expect_rc 2 "--pref too high"
 	tr_ up --dev 'a/b'; expect_rc 2 "device name with a slash"
 	tr_ up --dev ts0 --bogus; expect_rc 2 "unknown option"
+	tr_ up --dev ts0 --ipv6 off; expect_rc 2 "bad --ipv6"
 	tr_ sideways; expect_rc 2 "unknown command"
 	tr_; expect_rc 2 "no command"
 	if command -v setpriv >/dev/null 2>&1; then
@@ -334,6 +336,24 @@ EOF
 	tr_ down --dev ts0; expect_rc 0 "down after --no-ipv6"
 	snap "$tmp/s"
 	same "$tmp/s0" "$tmp/s" "down after --no-ipv6"
+
+	# ---- --ipv6 block: a TUN without IPv6; refused even without
+	# fail-closed, local networks and marked sockets still reach IPv6 ----
+	tr_ up --dev ts0 --ipv6=block --no-fail-closed --exclude 2001:db8:1::/48
+	expect_rc 0 "up --ipv6 block"
+	ip -n "$ns" -6 route show table 7353 | grep -q 'dev ts0' &&
+	    fail "--ipv6 block: an IPv6 route into ts0"
+	route_via "dev ts0" 10.98.0.1
+	route_blocked 2001:db8:2::1
+	route_lan fd00:77::9
+	route_via "via fd00:77::fe dev lan0" 2001:db8:2::1 mark 0x7353
+	route_via "via fd00:77::fe dev lan0" 2001:db8:1::5	# --exclude
+	ip -n "$ns" link del ts0
+	route_blocked 2001:db8:2::1
+	tun_add
+	tr_ down --dev ts0; expect_rc 0 "down after --ipv6 block"
+	snap "$tmp/s"
+	same "$tmp/s0" "$tmp/s" "down after --ipv6 block"
 
 	ip netns del "$ns"
 	log "ok"

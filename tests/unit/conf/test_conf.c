@@ -653,6 +653,10 @@ static const struct bad bad_daemon[] = {
 	    "t.yaml:4:18: client.route_exclude: ", "expected a value or a list" },
 	{ SERVER "  route: auto\n", "t.yaml:8:3: server.route: ",
 	    "unknown key" },
+	{ CLIENT "  ipv6: tunnel\n", "t.yaml:4:9: client.ipv6: ",
+	    "'tunnel' is not block or bypass" },
+	{ SERVER "  ipv6: bypass\n", "t.yaml:8:3: server.ipv6: ",
+	    "unknown key" },
 };
 
 /* Syntax errors come from libyaml; we own the position and the prefix. */
@@ -1140,14 +1144,20 @@ test_daemon_values(void **state)
 	assert_string_equal(c->user, "");
 	assert_int_equal(c->drain_timeout_ms, 5000);
 	assert_false(c->client.route_auto);
+	assert_false(c->client.ipv6_bypass);
 	assert_false(c->log_syslog_set);
+	d = dump(c);
+	assert_non_null(strstr(d, "  ipv6: block\n"));
+	free(d);
 	conf_free(c);
 
 	c = load_ok("log: {syslog: false}\ncontrol: /tmp/x/c.sock\n"
 	    "metrics: 9353\npidfile: /run/t.pid\nuser: root\ngroup: root\n"
 	    "drain_timeout: 0\n" CLIENT "  mark: 0x7353\n  route: auto\n"
-	    "  route_exclude: [192.0.2.0/24, \"2001:db8::/32\"]\n");
+	    "  route_exclude: [192.0.2.0/24, \"2001:db8::/32\"]\n"
+	    "  ipv6: bypass\n");
 	assert_true(c->log_syslog_set);
+	assert_true(c->client.ipv6_bypass);
 	assert_string_equal(c->control, "/tmp/x/c.sock");
 	assert_true(c->has_metrics);
 	assert_string_equal(addr_fmt(&c->metrics, buf, sizeof(buf)),
@@ -1163,7 +1173,7 @@ test_daemon_values(void **state)
 	assert_non_null(strstr(d, "metrics: \"127.0.0.1:9353\"\n"));
 	assert_non_null(strstr(d, "drain_timeout: 0s\n"));
 	assert_non_null(strstr(d, "  route: auto\n  route_exclude:\n"
-	    "    - 192.0.2.0/24\n    - 2001:db8::/32\n"));
+	    "    - 192.0.2.0/24\n    - 2001:db8::/32\n  ipv6: bypass\n"));
 	free(d);
 	conf_free(c);
 
