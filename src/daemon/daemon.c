@@ -271,8 +271,9 @@ daemon_route_up(const char *dev, const struct addr *server)
 	int			 p[2], rc = -1;
 	pid_t			 pid;
 
-	/* No server for protocol direct or block: its marked sockets are
-	 * all that has to bypass the TUN. */
+	/* The server is reached by the marked sockets alone: no --server,
+	 * whose rule would let every app's packet to that address bypass
+	 * the TUN.  The address is only logged ("none": direct, block). */
 	if (server == NULL)
 		snprintf(ip, sizeof(ip), "none");
 	else if (inet_ntop(addr_family(server), addr_ip(server, &i), ip,
@@ -292,10 +293,6 @@ daemon_route_up(const char *dev, const struct addr *server)
 	ARG(dev);
 	ARG("--mark");
 	ARG(mark);
-	if (server != NULL) {
-		ARG("--server");
-		ARG(ip);
-	}
 	/* A TUN without IPv6 cannot carry it: IPv6 is refused unless the
 	 * configuration lets it go around the tunnel. */
 	if (!c->tun.has_addr6)
