@@ -5,6 +5,7 @@
 set -u
 TUNSPLIT=${TUNSPLIT:-./tunsplit}
 [ -x "$TUNSPLIT" ] || { echo "SKIP: no tunsplit binary ($TUNSPLIT)"; exit 77; }
+case $TUNSPLIT in /*) ;; */*) TUNSPLIT=$(pwd)/$TUNSPLIT ;; esac	# cd below
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tunsplit-cli.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
 fails=0
@@ -75,6 +76,81 @@ expect 0 --version
 "$TUNSPLIT" check -c "$tmp/unknown.yaml" 2>"$tmp/err"
 grep -q "unknown.yaml:4:3: client.bogus: unknown key" "$tmp/err" ||
     { echo "FAIL: error text: $(cat "$tmp/err")"; fails=$((fails + 1)); }
+
+# check opens the files the configuration names (what run would trip on
+# next), one line each on stderr; relative names are the file's own.
+want_err() {	# want_err TEXT: the last command's stderr has TEXT
+	grep -qF -- "$1" "$tmp/err" ||
+	    { echo "FAIL: stderr lacks '$1':"; sed 's/^/    /' "$tmp/err"; fails=$((fails + 1)); }
+}
+if command -v openssl >/dev/null; then
+	pki=$tmp/pki
+	mkdir "$pki"
+	mkcert() {	# mkcert NAME DAYS
+		openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 \
+		    -nodes -keyout "$pki/$1.key" -out "$pki/$1.pem" -days "$2" \
+		    -subj "/CN=$1.example" >/dev/null 2>&1 ||
+		    { echo "FAIL: openssl req"; exit 1; }
+	}
+	mkcert a 365
+	mkcert b 365
+	mkcert short 2
+	server() {	# server FILE CERT KEY
+		printf 'server:\n  listen: "127.0.0.1:1"\n  cert: %s\n  cert_key: %s\n  users:\n    - name: a\n      key: "%s"\n' \
+		    "$2" "$3" "$key" >"$pki/$1"
+	}
+	server good.yaml a.pem a.key
+	server missing.yaml nope.pem a.key
+	server nokey.yaml a.pem nope.key
+	server mismatch.yaml a.pem b.key
+	server notpem.yaml good.yaml a.key
+	server keynotpem.yaml a.pem a.pem
+	server short.yaml short.pem short.key
+	printf 'client:\n  server: "127.0.0.1:1"\n  key: "%s"\n  ca: b.pem\n' "$key" >"$pki/ca.yaml"
+	printf 'client:\n  server: "127.0.0.1:1"\n  key: "%s"\n  ca: none.pem\n' "$key" >"$pki/noca.yaml"
+	printf 'client:\n  server: "127.0.0.1:1"\n  key: "%s"\n  ca: a.key\n' "$key" >"$pki/badca.yaml"
+	expect 0 check -q -c "$pki/good.yaml"
+	expect 0 check -q -c "$pki/ca.yaml"
+	expect 0 check -q -c "$pki/short.yaml"
+	expect 3 check -q -c "$pki/missing.yaml"
+	expect 3 check -q -c "$pki/nokey.yaml"
+	expect 3 check -q -c "$pki/mismatch.yaml"
+	expect 3 check -q -c "$pki/notpem.yaml"
+	expect 3 check -q -c "$pki/keynotpem.yaml"
+	expect 3 check -q -c "$pki/noca.yaml"
+	expect 3 check -q -c "$pki/badca.yaml"
+	# From another directory, by a relative name: the same files.
+	(cd "$tmp" && "$TUNSPLIT" check -c pki/good.yaml >"$tmp/out" 2>"$tmp/err")
+	[ $? = 0 ] || { echo "FAIL: check -c pki/good.yaml from $tmp"; fails=$((fails + 1)); }
+	want_err "tunsplit check: cert $pki/a.pem: ok, /CN=a.example, 1 certificate, valid until"
+	want_err "tunsplit check: cert_key $pki/a.key: ok, matches the certificate"
+	grep -qx "  cert: \"$pki/a.pem\"" "$tmp/out" ||
+	    { echo "FAIL: check prints cert as: $(grep cert: "$tmp/out")"; fails=$((fails + 1)); }
+	"$TUNSPLIT" check -q -c "$pki/good.yaml" >"$tmp/out" 2>"$tmp/err"
+	[ -s "$tmp/out" ] || [ -s "$tmp/err" ] &&
+	    { echo "FAIL: check -q printed: $(cat "$tmp/out" "$tmp/err")"; fails=$((fails + 1)); }
+	"$TUNSPLIT" check -q -c "$pki/missing.yaml" 2>"$tmp/err"
+	want_err "tunsplit check: cert $pki/nope.pem: No such file or directory"
+	"$TUNSPLIT" check -q -c "$pki/mismatch.yaml" 2>"$tmp/err"
+	want_err "tunsplit check: cert_key $pki/b.key: does not match the certificate in $pki/a.pem"
+	"$TUNSPLIT" check -q -c "$pki/short.yaml" 2>"$tmp/err"
+	want_err "tunsplit check: cert $pki/short.pem: warning: expires on "
+	"$TUNSPLIT" check -q -c "$pki/noca.yaml" 2>"$tmp/err"
+	want_err "tunsplit check: ca $pki/none.pem: No such file or directory"
+	"$TUNSPLIT" check -q -c "$pki/badca.yaml" 2>"$tmp/err"
+	want_err "tunsplit check: ca $pki/a.key: no PEM certificate in it"
+	# The printed configuration loads as it is with --secrets; without,
+	# it says why not.
+	"$TUNSPLIT" check --secrets -c "$pki/good.yaml" >"$tmp/eff.yaml" 2>/dev/null
+	expect 0 check -q -c "$tmp/eff.yaml"
+	"$TUNSPLIT" check -c "$tmp/eff.yaml" 2>/dev/null | grep -q "key: (redacted)" ||
+	    { echo "FAIL: check prints a key"; fails=$((fails + 1)); }
+	"$TUNSPLIT" check -c "$pki/good.yaml" >"$tmp/red.yaml" 2>/dev/null
+	"$TUNSPLIT" check -q -c "$tmp/red.yaml" 2>"$tmp/err"
+	want_err "key: the secret was redacted by tunsplit check"
+else
+	echo "SKIP: no openssl: check's certificate cases"
+fi
 
 [ "$fails" = 0 ] || { echo "FAIL: $fails cases"; exit 1; }
 echo "PASS: cli_exit"

@@ -9,6 +9,7 @@
 #include "conf/conf.h"
 
 #include <sys/stat.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -344,12 +345,15 @@ conf_unref(const struct conf *cc)
 	free(c->client.server_host);
 	free(c->client.sni);
 	free(c->client.ca_file);
+	free(c->client.key_file);
 	free(c->client.route_exclude);
 	free(c->pidfile);
 	free(c->server.cert_file);
 	free(c->server.cert_key_file);
-	for (i = 0; c->server.users != NULL && i < c->server.nusers; i++)
+	for (i = 0; c->server.users != NULL && i < c->server.nusers; i++) {
 		conf_egress_unref(c->server.users[i].egress);
+		free(c->server.users[i].key_file);
+	}
 	for (i = 0; c->server.trojan_egress != NULL && i < c->server.ntrojan;
 	    i++)
 		conf_egress_unref(c->server.trojan_egress[i]);
@@ -370,12 +374,65 @@ conf_unref(const struct conf *cc)
 	free(c);
 }
 
+/* An unquoted "[" that opens what looks like an IPv6 address: YAML
+ * reads it as the start of a list. */
+static bool
+line_has_bare_ipv6(const char *s, const char *e)
+{
+	const char	*p, *q, *b;
+	bool		 colon;
+
+	for (p = s; p < e; p++) {
+		if (*p == '#' || *p == '"' || *p == '\'')
+			return false;	/* comment or quoted: not ours */
+		if (*p != '[')
+			continue;
+		colon = false;
+		for (q = p + 1; q < e && (isxdigit((unsigned char)*q) ||
+		    *q == ':' || *q == '.'); q++)
+			colon |= *q == ':';
+		if (!colon || q >= e || *q != ']')
+			continue;
+		/* It starts a value: after "key:", "- " or a flow "[" ",". */
+		for (b = p; b > s && b[-1] == ' '; b--)
+			;
+		if (b == s || b[-1] == ':' || b[-1] == '-' || b[-1] == '[' ||
+		    b[-1] == ',')
+			return true;
+	}
+	return false;
+}
+
+/* A hint for the two mistakes libyaml words least helpfully. */
+static const char *
+syntax_hint(const yaml_parser_t *p, const char *buf, size_t len,
+    size_t line)
+{
+	const char	*s = buf, *e, *end = buf + len, *w;
+	size_t		 l;
+
+	for (l = 0; l < line && s < end; s++)
+		if (*s == '\n')
+			l++;
+	if ((e = memchr(s, '\n', (size_t)(end - s))) == NULL)
+		e = end;
+	for (w = s; w < e && (*w == ' ' || *w == '\t'); w++)
+		if (*w == '\t')
+			return "use spaces, not tabs, to indent";
+	if (p->problem != NULL && strstr(p->problem, "tab") != NULL)
+		return "use spaces, not tabs";
+	if (line_has_bare_ipv6(s, e))
+		return "quote IPv6 addresses: \"[::]:443\"";
+	return NULL;
+}
+
 /* Reader errors carry a byte offset instead of a mark. */
 static void
 syntax_err(struct ctx *x, const yaml_parser_t *p, const char *buf, size_t len)
 {
 	yaml_mark_t	m = p->problem_mark;
-	size_t		i;
+	const char	*hint;
+	size_t		i, n;
 
 	if (p->error == YAML_MEMORY_ERROR) {
 		snprintf(x->err, x->errlen, "%s: out of memory", x->name);
@@ -402,6 +459,13 @@ syntax_err(struct ctx *x, const yaml_parser_t *p, const char *buf, size_t len)
 		snprintf(x->err, x->errlen, "%s:%zu:%zu: syntax error: %s",
 		    x->name, m.line + 1, m.column + 1,
 		    p->problem != NULL ? p->problem : "unknown");
+	hint = syntax_hint(p, buf, len, m.line);
+	if (hint == NULL && p->context != NULL)
+		hint = syntax_hint(p, buf, len, p->context_mark.line);
+	if (hint != NULL && x->errlen > 0) {
+		n = strlen(x->err);
+		snprintf(x->err + n, x->errlen - n, " (%s)", hint);
+	}
 }
 
 /* Secrets may sit in scalars and in the parser's buffers. */

@@ -65,6 +65,7 @@ struct conf_user {
 	struct conf_egress *egress;	/* NULL: the server-wide lists only */
 	char	 name[CONF_NAME_MAX];
 	uint8_t	 key[CONF_KEY_LEN];
+	char	*key_file;	/* where key came from, or NULL */
 	unsigned max_conns;	/* 0: server.max_conns_per_user */
 	unsigned max_udp;	/* 0: server.max_udp_per_user */
 };
@@ -110,6 +111,7 @@ struct conf {
 		bool		 has_pin;
 		uint8_t		 pin_sha256[32];	/* SHA-256 of the server's SPKI */
 		uint8_t		 key[CONF_KEY_LEN];
+		char		*key_file;		/* where key came from */
 		enum conf_proto	 protocol;
 		char		 trojan_hex[CONF_TROJAN_HEX_LEN + 1]; /* hex(SHA224(password)) */
 		/* socks5: RFC 1929 credentials, "" = none.  The password is
@@ -190,8 +192,17 @@ void conf_free(struct conf *c);		/* = conf_unref of the loader's */
  * wiped.  Both accept NULL. */
 struct conf *conf_ref(const struct conf *c);
 void conf_unref(const struct conf *c);
-/* Effective configuration as YAML, secrets redacted (check -c). */
+/*
+ * Effective configuration as YAML (check), every key and default, file
+ * names absolute.  A key read from a key_file is shown as that key_file;
+ * other secrets (key, trojan and SOCKS5 passwords) as CONF_REDACTED,
+ * which the loader refuses with a message saying so.  conf_dump_secrets
+ * shows them instead (trojan passwords as their SHA-224), so that what
+ * it prints loads back as the same configuration.
+ */
+#define CONF_REDACTED	"(redacted)"
 void conf_dump(const struct conf *c, FILE *fp);
+void conf_dump_secrets(const struct conf *c, FILE *fp);
 
 /* "tunsplit", "trojan", "socks5", "direct", "block". */
 const char *conf_proto_name(enum conf_proto p);

@@ -134,13 +134,34 @@ key_password(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
 	struct conf	*c = base;
 
 	(void)k;
-	if (s == NULL)
+	if (s == NULL || conf_redacted(x, n, s))
 		return -1;
+	if (conf_seen(x, "password_sha224"))
+		return conf_err(x, n, "password and password_sha224 are "
+		    "mutually exclusive");
 	if (proto_trojan_hash(s, strlen(s), c->client.trojan_hex) == -1)
 		return conf_err(x, n, "cannot hash the password (SHA-224)");
 	if (strlen(s) <= CONF_SOCKS_MAX)
 		memcpy(c->client.password, s, strlen(s) + 1);
 	return 0;
+}
+
+/* protocol: trojan sends only the password's hash: it may be given as
+ * that (what check --secrets prints). */
+static int
+key_password_sha224(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
+    void *base)
+{
+	const char	*s = conf_scalar(x, n);
+	struct conf	*c = base;
+
+	(void)k;
+	if (s == NULL)
+		return -1;
+	if (conf_seen(x, "password"))
+		return conf_err(x, n, "password and password_sha224 are "
+		    "mutually exclusive");
+	return conf_sha224(x, n, s, c->client.trojan_hex);
 }
 
 static int
@@ -197,6 +218,10 @@ check_client_proto(struct ctx *x, yaml_node_t *map, struct conf *c)
 	if (c->client.protocol != CONF_PROTO_SOCKS5 &&
 	    unused_key(x, map, "username", "needs protocol: socks5") == -1)
 		return -1;
+	if (c->client.protocol != CONF_PROTO_TROJAN &&
+	    unused_key(x, map, "password_sha224", "needs protocol: trojan") ==
+	    -1)
+		return -1;
 	if (!tls && (unused_key(x, map, "key", why) == -1 ||
 	    unused_key(x, map, "key_file", why) == -1))
 		return -1;
@@ -210,7 +235,8 @@ check_client_proto(struct ctx *x, yaml_node_t *map, struct conf *c)
 		/* trojan flows and UDP associations authenticate with the
 		 * password; a key is not used (ICMP echo, which only the
 		 * native protocol carries, is dropped). */
-		if (conf_require(x, map, "password") == -1)
+		if (!conf_seen(x, "password_sha224") &&
+		    conf_require(x, map, "password") == -1)
 			return -1;
 		if (c->client.faithful) {
 			conf_path_push(x, "connect_mode");
@@ -315,10 +341,12 @@ static const struct conf_key keys_client[] = {
 	{ "insecure", conf_key_bool, C(client.insecure), 0, 0, NULL },
 	{ "pin_sha256", key_pin, 0, 0, 0, NULL },
 	{ "key", conf_key_key, C(client.key), 0, 0, NULL },
-	{ "key_file", conf_key_file, C(client.key), 0, 0, NULL },
+	{ "key_file", conf_key_file, C(client.key), C(client.key_file), 0,
+	    NULL },
 	{ "protocol", key_protocol, C(client.protocol), 0, 0, NULL },
 	{ "username", key_username, C(client.username), 0, 0, NULL },
 	{ "password", key_password, 0, 0, 0, NULL },
+	{ "password_sha224", key_password_sha224, 0, 0, 0, NULL },
 	{ "congestion", conf_key_word, C(client.congestion), 0, CONF_CC_MAX,
 	    NULL },
 	{ "mark", conf_key_u32, C(client.mark), 0, UINT32_MAX, NULL },

@@ -1,13 +1,17 @@
 /*
  * The effective configuration as YAML (check -c): every default filled in,
- * secrets redacted, names quoted so that they read back as they were.
+ * names quoted so that they read back as they were, file names absolute.
+ * Secrets are shown as the key_file they came from, else as CONF_REDACTED
+ * (which the loader refuses, saying why) unless asked for.
  */
 #include "config.h"
 
 #include "conf/conf.h"
 
 #include <arpa/inet.h>
+#include <grp.h>
 #include <inttypes.h>
+#include <pwd.h>
 #include <string.h>
 
 #include <sodium.h>
@@ -104,8 +108,51 @@ dump_hostport(FILE *fp, const char *key, const char *host, uint16_t port)
 	    v6 ? "]" : "", port);
 }
 
+/* A key: its file, else the key itself (secrets) or CONF_REDACTED. */
 static void
-dump_client(const struct conf *c, FILE *fp)
+dump_key(FILE *fp, const char *indent, const uint8_t key[CONF_KEY_LEN],
+    const char *file, bool secrets)
+{
+	char	b64[sodium_base64_ENCODED_LEN(CONF_KEY_LEN,
+	    sodium_base64_VARIANT_ORIGINAL)];
+
+	if (file != NULL)
+		dump_kv(fp, indent, "key_file", file);
+	else if (!secrets)
+		fprintf(fp, "%skey: %s\n", indent, CONF_REDACTED);
+	else {
+		sodium_bin2base64(b64, sizeof(b64), key, CONF_KEY_LEN,
+		    sodium_base64_VARIANT_ORIGINAL);
+		dump_kv(fp, indent, "key", b64);
+		sodium_memzero(b64, sizeof(b64));
+	}
+}
+
+static void
+dump_client_auth(const struct conf *c, FILE *fp, bool secrets)
+{
+	/* trojan uses a key only for what it never sends; none given is
+	 * none printed. */
+	if (c->client.protocol == CONF_PROTO_TUNSPLIT ||
+	    (c->client.protocol == CONF_PROTO_TROJAN &&
+	    !sodium_is_zero(c->client.key, sizeof(c->client.key))))
+		dump_key(fp, "  ", c->client.key, c->client.key_file, secrets);
+	fprintf(fp, "  protocol: %s\n", conf_proto_name(c->client.protocol));
+	if (c->client.username[0] != '\0')
+		dump_kv(fp, "  ", "username", c->client.username);
+	if (c->client.protocol != CONF_PROTO_TROJAN &&
+	    c->client.password[0] == '\0')
+		return;
+	if (!secrets)
+		fprintf(fp, "  password: %s\n", CONF_REDACTED);
+	else if (c->client.protocol == CONF_PROTO_TROJAN)
+		dump_kv(fp, "  ", "password_sha224", c->client.trojan_hex);
+	else
+		dump_kv(fp, "  ", "password", c->client.password);
+}
+
+static void
+dump_client(const struct conf *c, FILE *fp, bool secrets)
 {
 	char	buf[INET6_ADDRSTRLEN + 8];
 	char	pin[sodium_base64_ENCODED_LEN(32,
@@ -137,16 +184,7 @@ dump_client(const struct conf *c, FILE *fp)
 		    sodium_base64_VARIANT_ORIGINAL);
 		fprintf(fp, "  pin_sha256: \"%s\"\n", pin);
 	}
-	if (c->client.protocol <= CONF_PROTO_TROJAN)
-		fprintf(fp, "  key: (redacted)\n");
-	if (c->client.protocol != CONF_PROTO_TUNSPLIT)
-		fprintf(fp, "  protocol: %s\n",
-		    conf_proto_name(c->client.protocol));
-	if (c->client.username[0] != '\0')
-		dump_kv(fp, "  ", "username", c->client.username);
-	if (c->client.protocol == CONF_PROTO_TROJAN ||
-	    c->client.password[0] != '\0')
-		fprintf(fp, "  password: (redacted)\n");
+	dump_client_auth(c, fp, secrets);
 	dump_kv(fp, "  ", "congestion", c->client.congestion);
 	dump_mark(fp, c->client.mark);
 	fprintf(fp, "  max_flows: %u\n", c->client.max_flows);
@@ -173,8 +211,33 @@ dump_client(const struct conf *c, FILE *fp)
 	fprintf(fp, "  ipv6: %s\n", c->client.ipv6_bypass ? "bypass" : "block");
 }
 
+/* Each password as its SHA-224 (all the server keeps), with its own
+ * limits and lists. */
 static void
-dump_server(const struct conf *c, FILE *fp)
+dump_trojan(const struct conf *c, FILE *fp, bool secrets)
+{
+	const struct conf_limits	*l;
+	size_t				 i;
+
+	if (c->server.ntrojan == 0)
+		return;
+	fprintf(fp, "  trojan_passwords:\n");
+	for (i = 0; i < c->server.ntrojan; i++) {
+		l = &c->server.trojan_limits[i];
+		if (secrets)
+			dump_kv(fp, "    - ", "sha224", c->server.trojan_hex[i]);
+		else
+			fprintf(fp, "    - sha224: %s\n", CONF_REDACTED);
+		if (l->max_conns != 0)
+			fprintf(fp, "      max_conns: %u\n", l->max_conns);
+		if (l->max_udp != 0)
+			fprintf(fp, "      max_udp: %u\n", l->max_udp);
+		dump_user_egress(fp, "      ", c->server.trojan_egress[i]);
+	}
+}
+
+static void
+dump_server(const struct conf *c, FILE *fp, bool secrets)
 {
 	char	buf[ADDR_STRLEN];
 	size_t	i;
@@ -188,7 +251,8 @@ dump_server(const struct conf *c, FILE *fp)
 	fprintf(fp, "  users:\n");
 	for (i = 0; i < c->server.nusers; i++) {
 		dump_kv(fp, "    - ", "name", c->server.users[i].name);
-		fprintf(fp, "      key: (redacted)\n");
+		dump_key(fp, "      ", c->server.users[i].key,
+		    c->server.users[i].key_file, secrets);
 		if (c->server.users[i].max_conns != 0)
 			fprintf(fp, "      max_conns: %u\n",
 			    c->server.users[i].max_conns);
@@ -197,22 +261,7 @@ dump_server(const struct conf *c, FILE *fp)
 			    c->server.users[i].max_udp);
 		dump_user_egress(fp, "      ", c->server.users[i].egress);
 	}
-	if (c->server.ntrojan > 0)
-		fprintf(fp, "  # trojan_passwords: %zu (redacted)\n",
-		    c->server.ntrojan);
-	for (i = 0; i < c->server.ntrojan; i++) {
-		const struct conf_limits *l = &c->server.trojan_limits[i];
-
-		if (c->server.trojan_egress[i] == NULL && l->max_conns == 0 &&
-		    l->max_udp == 0)
-			continue;
-		fprintf(fp, "  # trojan_passwords[%zu]:\n", i);
-		if (l->max_conns != 0)
-			fprintf(fp, "  #   max_conns: %u\n", l->max_conns);
-		if (l->max_udp != 0)
-			fprintf(fp, "  #   max_udp: %u\n", l->max_udp);
-		dump_user_egress(fp, "  #   ", c->server.trojan_egress[i]);
-	}
+	dump_trojan(c, fp, secrets);
 	dump_kv(fp, "  ", "congestion", c->server.congestion);
 	dump_mark(fp, c->server.mark);
 	fprintf(fp, "  max_conns: %u\n", c->server.max_conns);
@@ -248,8 +297,26 @@ dump_server(const struct conf *c, FILE *fp)
 		    "are closed)\n");
 }
 
-void
-conf_dump(const struct conf *c, FILE *fp)
+/* group: as given, else the user's own (what the daemon then uses). */
+static void
+dump_group(const struct conf *c, FILE *fp)
+{
+	struct passwd	*pw;
+	struct group	*gr;
+
+	if (c->group[0] != '\0')
+		dump_kv(fp, "", "group", c->group);
+	else if (c->user[0] == '\0')
+		return;
+	else if ((pw = getpwnam(c->user)) != NULL &&
+	    (gr = getgrgid(pw->pw_gid)) != NULL)
+		dump_kv(fp, "", "group", gr->gr_name);
+	else
+		fprintf(fp, "# group: the user's own\n");
+}
+
+static void
+dump(const struct conf *c, FILE *fp, bool secrets)
 {
 	static const char *const levels[] = {
 		[LOG_LVL_ERROR] = "error", [LOG_LVL_WARN] = "warn",
@@ -258,9 +325,15 @@ conf_dump(const struct conf *c, FILE *fp)
 
 	char		 buf[ADDR_STRLEN], ms[32];
 
-	fprintf(fp, "log:\n  level: %s\n  syslog: %s\n",
+	fprintf(fp, "log:\n  level: %s\n",
 	    c->log_level >= 0 && c->log_level <= LOG_LVL_DEBUG ?
-	    levels[c->log_level] : "info", c->log_syslog ? "true" : "false");
+	    levels[c->log_level] : "info");
+	/* Not given is not false: run -d then logs to syslog. */
+	if (c->log_syslog_set)
+		fprintf(fp, "  syslog: %s\n", c->log_syslog ? "true" : "false");
+	else
+		fprintf(fp, "  # syslog: not set (run -d: syslog; in the "
+		    "foreground: stderr)\n");
 	if (c->control[0] != '\0')
 		dump_kv(fp, "", "control", c->control);
 	else
@@ -276,12 +349,23 @@ conf_dump(const struct conf *c, FILE *fp)
 		fprintf(fp, "# pidfile: none\n");
 	if (c->user[0] != '\0')
 		dump_kv(fp, "", "user", c->user);
-	if (c->group[0] != '\0')
-		dump_kv(fp, "", "group", c->group);
+	dump_group(c, fp);
 	fprintf(fp, "drain_timeout: %s\n",
 	    conf_duration_fmt(c->drain_timeout_ms, ms, sizeof(ms)));
 	if (c->role == CONF_ROLE_CLIENT)
-		dump_client(c, fp);
+		dump_client(c, fp, secrets);
 	else
-		dump_server(c, fp);
+		dump_server(c, fp, secrets);
+}
+
+void
+conf_dump(const struct conf *c, FILE *fp)
+{
+	dump(c, fp, false);
+}
+
+void
+conf_dump_secrets(const struct conf *c, FILE *fp)
+{
+	dump(c, fp, true);
 }

@@ -139,8 +139,14 @@ int conf_key_map(struct ctx *, yaml_node_t *, const struct conf_key *,
     void *);
 int conf_key_key(struct ctx *, yaml_node_t *, const struct conf_key *,
     void *);
+/* k->off: the key; k->min: the char * that keeps the file's name. */
 int conf_key_file(struct ctx *, yaml_node_t *, const struct conf_key *,
     void *);
+/* A trojan password's SHA-224 in hex (56 digits), stored lower case. */
+int conf_sha224(struct ctx *, yaml_node_t *, const char *s,
+    char hex[CONF_TROJAN_HEX_LEN + 1]);
+/* Whether s is a secret conf_dump redacted (then reported). */
+bool conf_redacted(struct ctx *, yaml_node_t *, const char *s);
 
 /* ---- conf_path.c: file names ------------------------------------------- */
 

@@ -95,8 +95,8 @@ static const struct conf_key keys_user[] = {
 	{ "name", conf_key_word, offsetof(struct conf_user, name), 0,
 	    CONF_NAME_MAX, NULL },
 	{ "key", conf_key_key, offsetof(struct conf_user, key), 0, 0, NULL },
-	{ "key_file", conf_key_file, offsetof(struct conf_user, key), 0, 0,
-	    NULL },
+	{ "key_file", conf_key_file, offsetof(struct conf_user, key),
+	    offsetof(struct conf_user, key_file), 0, NULL },
 	{ "max_conns", conf_key_uint, offsetof(struct conf_user, max_conns), 1,
 	    1000000, NULL },
 	{ "max_udp", conf_key_uint, offsetof(struct conf_user, max_udp), 1,
@@ -171,15 +171,21 @@ struct trojan_entry {
 	size_t		 i;
 };
 
+/* hashed: s is the password's SHA-224 already (sha224:). */
 static int
-trojan_password(struct ctx *x, yaml_node_t *n, struct conf *c, size_t i)
+trojan_password(struct ctx *x, yaml_node_t *n, struct conf *c, size_t i,
+    bool hashed)
 {
 	const char	*s = conf_scalar(x, n);
 	size_t		 j;
 
-	if (s == NULL)
+	if (s == NULL || conf_redacted(x, n, s))
 		return -1;
-	if (proto_trojan_hash(s, strlen(s), c->server.trojan_hex[i]) == -1)
+	if (hashed) {
+		if (conf_sha224(x, n, s, c->server.trojan_hex[i]) == -1)
+			return -1;
+	} else if (proto_trojan_hash(s, strlen(s),
+	    c->server.trojan_hex[i]) == -1)
 		return conf_err(x, n, "cannot hash the password (SHA-224)");
 	for (j = 0; j < i; j++)
 		if (strcmp(c->server.trojan_hex[j], c->server.trojan_hex[i]) == 0)
@@ -193,8 +199,10 @@ key_trojan_password(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
 {
 	struct trojan_entry	*t = base;
 
-	(void)k;
-	return trojan_password(x, n, t->c, t->i);
+	if (conf_seen(x, k->min ? "password" : "sha224"))
+		return conf_err(x, n, "password and sha224 are mutually "
+		    "exclusive");
+	return trojan_password(x, n, t->c, t->i, k->min != 0);
 }
 
 static int
@@ -225,11 +233,15 @@ static int
 check_trojan(struct ctx *x, yaml_node_t *map, void *base)
 {
 	(void)base;
+	if (conf_seen(x, "sha224"))
+		return 0;
 	return conf_require(x, map, "password");
 }
 
+/* min 1: the password's SHA-224 in hex rather than the password. */
 static const struct conf_key keys_trojan[] = {
 	{ "password", key_trojan_password, 0, 0, 0, NULL },
+	{ "sha224", key_trojan_password, 0, 1, 0, NULL },
 	{ "egress_allow", key_trojan_egress, 0, 1, 0, NULL },
 	{ "egress_deny", key_trojan_egress, 0, 0, 0, NULL },
 	{ "max_conns", key_trojan_limit, 0, 1, 1000000, NULL },
@@ -247,7 +259,7 @@ trojan_item(struct ctx *x, yaml_node_t *n, size_t i, void *arg)
 	t.c->server.ntrojan = i + 1;
 	if (n->type == YAML_MAPPING_NODE)
 		return conf_map_walk(x, n, &map_trojan, &t);
-	return trojan_password(x, n, t.c, i);
+	return trojan_password(x, n, t.c, i, false);
 }
 
 static int

@@ -12,6 +12,7 @@
 
 #include <sys/stat.h>
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -601,6 +602,36 @@ conf_key_map(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
 
 /* ---- keys ------------------------------------------------------------- */
 
+bool
+conf_redacted(struct ctx *x, yaml_node_t *n, const char *s)
+{
+	if (strcmp(s, CONF_REDACTED) != 0)
+		return false;
+	conf_err(x, n, "the secret was redacted by tunsplit check: "
+	    "`tunsplit check --secrets` prints it, or use a key_file");
+	return true;
+}
+
+int
+conf_sha224(struct ctx *x, yaml_node_t *n, const char *s,
+    char hex[CONF_TROJAN_HEX_LEN + 1])
+{
+	size_t	i;
+
+	if (conf_redacted(x, n, s))
+		return -1;
+	for (i = 0; i < CONF_TROJAN_HEX_LEN; i++)
+		if (!isxdigit((unsigned char)s[i]))
+			break;
+	if (i != CONF_TROJAN_HEX_LEN || s[i] != '\0')
+		return conf_err(x, n, "not a SHA-224 (%d hex digits)",
+		    CONF_TROJAN_HEX_LEN);
+	for (i = 0; i < CONF_TROJAN_HEX_LEN; i++)
+		hex[i] = (char)tolower((unsigned char)s[i]);
+	hex[i] = '\0';
+	return 0;
+}
+
 int
 conf_key_key(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
     void *base)
@@ -611,6 +642,8 @@ conf_key_key(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
 		return -1;
 	if (conf_seen(x, "key_file"))
 		return conf_err(x, n, "key and key_file are mutually exclusive");
+	if (conf_redacted(x, n, s))
+		return -1;
 	if (auth_key_parse(s, CONF_FIELD(base, k, uint8_t)) == -1)
 		return conf_err(x, n, "not a valid key (base64 of %d bytes, "
 		    "see tunsplit genkey)", CONF_KEY_LEN);
@@ -657,6 +690,12 @@ conf_key_file(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
 	if (auth_key_parse(s, CONF_FIELD(base, k, uint8_t)) == -1) {
 		conf_err(x, n, "%s: not a valid key (base64 of %d bytes, see "
 		    "tunsplit genkey)", conf_vis(x, path), CONF_KEY_LEN);
+		goto out;
+	}
+	/* Kept for the dump, which shows the file rather than the key. */
+	if ((*(char **)(void *)((char *)base + k->min) = strdup(path)) ==
+	    NULL) {
+		conf_err(x, n, "out of memory");
 		goto out;
 	}
 	rc = 0;

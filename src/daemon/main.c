@@ -28,6 +28,7 @@
 #include "wire/auth.h"
 #include "client/client.h"
 #include "conf/conf.h"
+#include "daemon/check.h"
 #include "daemon/control.h"
 #include "daemon/daemon.h"
 #include "core/log.h"
@@ -64,10 +65,13 @@ static const struct cmd cmds[] = {
 	    "  -v          log at debug level (to stderr in the foreground)\n"
 	    "\nSIGHUP reloads the configuration, SIGTERM drains and stops "
 	    "(twice: at once).\n" },
-	{ "check", cmd_check, "[-q] [-c file]",
-	    "check a configuration and print it with all defaults filled in",
-	    "  -c file  configuration file (default " DEFAULT_CONF ")\n"
-	    "  -q       print nothing; the exit status tells (0 or 3)\n" },
+	{ "check", cmd_check, "[-q] [--secrets] [-c file]",
+	    "check a configuration and its files; print it in full",
+	    "  -c file    configuration file (default " DEFAULT_CONF ")\n"
+	    "  -q         print only warnings and errors; the exit status "
+	    "tells (0 or 3)\n"
+	    "  --secrets  print keys and passwords too (else a key_file, or\n"
+	    "             (redacted)), so that the output loads as it is\n" },
 	{ "status", cmd_status, "[--json] [--flows] [-s socket | -c file]",
 	    "show a running daemon's flows, counters and uptime",
 	    "  -c file    take the control socket from this configuration\n"
@@ -96,6 +100,12 @@ cmd_find(const char *name)
 
 static const struct option long_help[] = {
 	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 }
+};
+
+static const struct option long_check[] = {
+	{ "help", no_argument, NULL, 'h' },
+	{ "secrets", no_argument, NULL, 'S' },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -257,16 +267,20 @@ cmd_check(const struct cmd *cmd, int argc, char **argv)
 {
 	const char	*path = DEFAULT_CONF;
 	struct conf	*c;
-	bool		 quiet = false;
+	bool		 quiet = false, secrets = false;
 	int		 ch, rc = 0;
 
-	while ((ch = cmd_getopt(cmd, argc, argv, "c:q", &rc)) != -1) {
+	while ((ch = cmd_getopt_long(cmd, argc, argv, "c:q", long_check,
+	    &rc)) != -1) {
 		switch (ch) {
 		case 'c':
 			path = optarg;
 			break;
 		case 'q':
 			quiet = true;
+			break;
+		case 'S':
+			secrets = true;
 			break;
 		default:
 			return rc;
@@ -276,7 +290,14 @@ cmd_check(const struct cmd *cmd, int argc, char **argv)
 		return EXIT_USAGE;
 	if ((c = load(path)) == NULL)
 		return EXIT_CONFIG;
-	if (!quiet)
+	/* What run would trip on next: the certificate, key and CA. */
+	if (check_files(c, "tunsplit check", quiet) == -1) {
+		conf_free(c);
+		return EXIT_CONFIG;
+	}
+	if (!quiet && secrets)
+		conf_dump_secrets(c, stdout);
+	else if (!quiet)
 		conf_dump(c, stdout);
 	conf_free(c);
 	if (fflush(stdout) == EOF || ferror(stdout))

@@ -33,6 +33,10 @@
 #define SERVER	"server:\n  listen: 0.0.0.0:443\n  cert: /c.pem\n" \
 		"  cert_key: /k.pem\n  users:\n    - name: a\n      key: " K1 "\n"
 
+/* SHA-224 of "s3cret" (what trojan sends); any 56 hex digits. */
+#define TROJAN_S3CRET	"b4180f1273bf27a305b527fb86024440c2e6e85af5b0f3cf404417a0"
+#define TROJAN_HEX	"0123456789ABCDEF0123456789abcdef0123456789abcdef01234567"
+
 static char	errbuf[512];
 
 static struct conf *
@@ -675,6 +679,28 @@ static const struct bad bad_syntax[] = {
 	{ "log:\n  level: x\xff\n", "t.yaml:2:11: syntax error: ",
 	    "invalid" },
 	{ "log: *nope\n", "t.yaml:1:6: syntax error: ", "undefined alias" },
+	/* The two mistakes libyaml words least helpfully get a hint. */
+	{ "client:\n\tserver: a.example:1\n", "t.yaml:2:1: syntax error: ",
+	    "(use spaces, not tabs, to indent)" },
+	{ CLIENT "\n\tmark: 1\n", "t.yaml:5:1: syntax error: ",
+	    "violates indentation while scanning a plain scalar at 3:8 (use "
+	    "spaces, not tabs, to indent)" },
+	{ "server:\n  listen: [::]:443\n", "t.yaml:2:12: syntax error: ",
+	    "(quote IPv6 addresses: \"[::]:443\")" },
+	{ "server:\n  listen:\n    - [2001:db8::1]:443\n",
+	    "t.yaml:3:20: syntax error: ", "(quote IPv6 addresses" },
+	{ "client:\n  server: [fd00::1]:443\n  key: " K1 "\n",
+	    "t.yaml:2:20: syntax error: ", "(quote IPv6 addresses" },
+	{ "metrics: [::1]:9353\n" CLIENT, "t.yaml:1:11: syntax error: ",
+	    "(quote IPv6 addresses" },
+};
+
+/* Quoted, or not an address: no IPv6 hint. */
+static const struct bad bad_no_hint[] = {
+	{ "client:\n  server: \"[::1]:1\"\n  key: [\n",
+	    "t.yaml:4:1: syntax error: ", "parsing a flow node at 4:1" },
+	{ "client:\n  server: a:1\n  mark: [1,\n",
+	    "t.yaml:4:1: syntax error: ", "parsing a flow node at 4:1" },
 };
 
 static void
@@ -694,7 +720,19 @@ static void test_bad_client(void **s) { (void)s; RUN_BAD(bad_client); }
 static void test_bad_server(void **s) { (void)s; RUN_BAD(bad_server); }
 static void test_bad_daemon(void **s) { (void)s; RUN_BAD(bad_daemon); }
 static void test_bad_top(void **s) { (void)s; RUN_BAD(bad_top); }
-static void test_bad_syntax(void **s) { (void)s; RUN_BAD(bad_syntax); }
+static void
+test_bad_syntax(void **state)
+{
+	size_t	i;
+
+	(void)state;
+	RUN_BAD(bad_syntax);
+	for (i = 0; i < sizeof(bad_no_hint) / sizeof(bad_no_hint[0]); i++) {
+		expect_err(bad_no_hint[i].yaml, bad_no_hint[i].where,
+		    bad_no_hint[i].msg);
+		assert_null(strchr(errbuf, '('));
+	}
+}
 
 /* Writes content to a fresh file with the given mode; returns its path. */
 static char *
@@ -947,25 +985,6 @@ test_duration(void **state)
 	assert_int_equal(conf_parse_duration_ms(NULL), -1);
 }
 
-/* Replaces each "(redacted)" in turn by the next of keys. */
-static char *
-unredact(const char *dump, const char *const *keys)
-{
-	char		*out = malloc(strlen(dump) * 2 + 1), *o = out;
-	const char	*p = dump, *q;
-
-	assert_non_null(out);
-	while ((q = strstr(p, "(redacted)")) != NULL) {
-		assert_non_null(*keys);
-		memcpy(o, p, (size_t)(q - p));
-		o += q - p;
-		o += sprintf(o, "\"%s\"", *keys++);
-		p = q + strlen("(redacted)");
-	}
-	strcpy(o, p);
-	return out;
-}
-
 static char *
 dump(const struct conf *c)
 {
@@ -979,40 +998,81 @@ dump(const struct conf *c)
 	return s;
 }
 
-/* conf_dump hides keys and otherwise reads back as the same config. */
+static char *
+dump_secrets(const struct conf *c)
+{
+	char	*s = NULL;
+	size_t	 n = 0;
+	FILE	*fp = open_memstream(&s, &n);
+
+	assert_non_null(fp);
+	conf_dump_secrets(c, fp);
+	fclose(fp);
+	return s;
+}
+
+/*
+ * conf_dump shows no secret; conf_dump_secrets reads back as the same
+ * configuration (dump -> load -> dump equal, keys equal), and a plain
+ * dump reads back too unless it had to redact something, which the
+ * loader then says.
+ */
 static void
-roundtrip(const char *yaml, const char *const *keys)
+roundtrip(const char *yaml)
 {
 	struct conf	*a, *b;
-	char		*d1, *d2, *full;
+	char		*d1, *d2, *s1, *s2;
 
 	if ((a = load(yaml)) == NULL)
 		fail_msg("%s", errbuf);
 	d1 = dump(a);
 	assert_null(strstr(d1, K1));
 	assert_null(strstr(d1, K2));
-	full = unredact(d1, keys);
-	if ((b = load(full)) == NULL)
-		fail_msg("%s\n--\n%s", errbuf, full);
+	assert_null(strstr(d1, "s3cret"));
+	s1 = dump_secrets(a);
+	if ((b = load(s1)) == NULL)
+		fail_msg("%s\n--\n%s", errbuf, s1);
+	s2 = dump_secrets(b);
+	assert_string_equal(s1, s2);
 	d2 = dump(b);
 	assert_string_equal(d1, d2);
-	if (b->role == CONF_ROLE_CLIENT)
+	if (b->role == CONF_ROLE_CLIENT) {
 		assert_memory_equal(a->client.key, b->client.key, CONF_KEY_LEN);
-	else
-		assert_memory_equal(a->server.users, b->server.users,
-		    a->server.nusers * sizeof(*a->server.users));
+		assert_string_equal(a->client.trojan_hex, b->client.trojan_hex);
+		assert_string_equal(a->client.password, b->client.password);
+	} else {
+		size_t	i;
+
+		assert_int_equal(a->server.nusers, b->server.nusers);
+		for (i = 0; i < a->server.nusers; i++)
+			assert_memory_equal(a->server.users[i].key,
+			    b->server.users[i].key, CONF_KEY_LEN);
+		assert_int_equal(a->server.ntrojan, b->server.ntrojan);
+		if (a->server.ntrojan > 0)
+			assert_memory_equal(a->server.trojan_hex,
+			    b->server.trojan_hex, a->server.ntrojan *
+			    sizeof(*a->server.trojan_hex));
+	}
+	conf_free(b);
+	b = load(d1);
+	if (strstr(d1, CONF_REDACTED) != NULL) {
+		assert_null(b);
+		assert_non_null(strstr(errbuf, "redacted by tunsplit check: "
+		    "`tunsplit check --secrets` prints it"));
+	} else if (b == NULL)
+		fail_msg("%s\n--\n%s", errbuf, d1);
 	conf_free(a);
 	conf_free(b);
 	free(d1);
 	free(d2);
-	free(full);
+	free(s1);
+	free(s2);
 }
 
 /* Resource limits: values, defaults, sizes, errors, the dump. */
 static void
 test_limits(void **state)
 {
-	static const char *const k2[] = { K1, K2, NULL };
 	static const struct {
 		const char	*yaml, *where, *msg;
 	} bad[] = {
@@ -1088,45 +1148,140 @@ test_limits(void **state)
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		expect_err(bad[i].yaml, bad[i].where, bad[i].msg);
 	/* The dump reads back the same. */
-	roundtrip(CLIENT "  max_buffer_memory: 1536K\n", k2);
-	roundtrip(CLIENT "  max_buffer_memory: 0\n", k2);
+	roundtrip(CLIENT "  max_buffer_memory: 1536K\n");
+	roundtrip(CLIENT "  max_buffer_memory: 0\n");
 	roundtrip("server:\n  listen: 0.0.0.0:443\n  cert: /c\n"
 	    "  cert_key: /k\n  users:\n"
 	    "    - {name: a, key: \"" K1 "\", max_conns: 5, max_udp: 2}\n"
 	    "    - {name: b, key: \"" K2 "\"}\n"
 	    "  max_conns_per_source: 9\n  max_conns_per_user: 8\n"
 	    "  max_udp: 7\n  max_udp_per_user: 6\n"
-	    "  max_buffer_memory: 1048577\n", k2);
+	    "  max_buffer_memory: 1048577\n");
 }
 
 static void
 test_dump(void **state)
 {
-	static const char *const k1[] = { K1, NULL };
-	static const char *const k3[] = { K1, K2, K3, NULL };
 
 	(void)state;
-	roundtrip(CLIENT, k1);
+	roundtrip(CLIENT);
 	roundtrip("log: {level: debug, syslog: true}\n"
 	    "tun: {name: \"t-1\", mtu: 1280, address: fd00::1/64}\n"
 	    "client:\n  server: \"[::1]:1\"\n  ca: \"/a \\\"b\\\"\\\\c\"\n"
 	    "  insecure: yes\n  key: " K1 "\n  connect_timeout: 1500ms\n"
-	    "  idle_timeout: 90s\n  mark: 0xffffffff\n", k1);
+	    "  idle_timeout: 90s\n  mark: 0xffffffff\n");
 	roundtrip("client:\n  server: a.example:1\n  key: " K1 "\n"
-	    "  pin_sha256: " K3 "\n", k1);
+	    "  pin_sha256: " K3 "\n");
 	roundtrip(CLIENT "  max_udp: 7\n  udp_timeout: 5m\n"
-	    "  dns_timeout: 2500ms\n  dns: \"[fd00::53]:53\"\n", k1);
-	roundtrip(SERVER, k1);
+	    "  dns_timeout: 2500ms\n  dns: \"[fd00::53]:53\"\n");
+	roundtrip(SERVER);
 	roundtrip("server:\n  listen: [\"[::1]:5\", 127.0.0.1:6]\n"
 	    "  cert: /c\n  cert_key: /k\n  users:\n"
 	    "    - {name: a, key: \"" K1 "\"}\n"
 	    "    - {name: b@c, key: \"" K2 "\"}\n"
 	    "    - {name: d, key: \"" K3 "\"}\n"
 	    "  time_window: 1h\n"
-	    "  egress: {allow: [10.0.0.0/8, \"::1\"], deny: [1.2.3.4/32]}\n", k3);
-	roundtrip(SERVER "  fallback: \"[fd00::80]:8080\"\n", k1);
+	    "  egress: {allow: [10.0.0.0/8, \"::1\"], deny: [1.2.3.4/32]}\n");
+	/* Protocols and their credentials; trojan's as the SHA-224. */
+	roundtrip("client:\n  server: a.example:1\n  protocol: trojan\n"
+	    "  password: s3cret\n");
+	roundtrip("client:\n  server: a.example:1\n  protocol: trojan\n"
+	    "  password: s3cret\n  key: " K2 "\n");
+	roundtrip("client:\n  server: a.example:1\n  protocol: socks5\n"
+	    "  username: u\n  password: s3cret\n");
+	roundtrip("client:\n  server: a.example:1\n  protocol: socks5\n");
+	roundtrip("client:\n  protocol: direct\n  mark: 0x10\n");
+	roundtrip(SERVER "  trojan_passwords:\n    - s3cret\n"
+	    "    - {password: other, max_conns: 3, egress_allow: [10.0.0.0/8]}"
+	    "\n    - sha224: " TROJAN_HEX "\n      max_udp: 2\n");
+	/* Process keys: a group given, or the user's own. */
+	roundtrip("user: root\ngroup: root\nlog: {syslog: false}\n" CLIENT);
+	roundtrip("user: root\n" CLIENT);
+	roundtrip(SERVER "  fallback: \"[fd00::80]:8080\"\n");
 	roundtrip(SERVER "  fallback: cover.example:443\n"
-	    "  fallback_tls: true\n", k1);
+	    "  fallback_tls: true\n");
+}
+
+/*
+ * What check prints: every key (protocol and group too), nothing secret,
+ * a key_file as itself, so that such a dump loads back as it is; the
+ * secrets only with --secrets.
+ */
+static void
+test_dump_complete(void **state)
+{
+	struct conf	*c, *b;
+	char		*kf, *yaml, *d, *d2;
+
+	(void)state;
+	c = load_ok("user: root\n" CLIENT);
+	d = dump(c);
+	assert_non_null(strstr(d, "\nuser: \"root\"\ngroup: \"root\"\n"));
+	assert_non_null(strstr(d, "  key: (redacted)\n  protocol: tunsplit\n"));
+	assert_non_null(strstr(d, "  # syslog: not set"));
+	free(d);
+	d = dump_secrets(c);
+	assert_non_null(strstr(d, "  key: \"" K1 "\"\n"));
+	free(d);
+	conf_free(c);
+	c = load_ok("client:\n  server: a.example:1\n  protocol: trojan\n"
+	    "  password: s3cret\n");
+	d = dump_secrets(c);
+	assert_non_null(strstr(d, "  password_sha224: \"" TROJAN_S3CRET "\"\n"));
+	assert_null(strstr(d, "key"));
+	free(d);
+	conf_free(c);
+
+	/* key_file: shown as itself; that dump loads as it is. */
+	kf = tmpfile_with(K2 "\n", 0600);
+	assert_true(asprintf(&yaml, "server:\n  listen: 0.0.0.0:1\n"
+	    "  cert: /c\n  cert_key: /k\n  users:\n    - name: a\n"
+	    "      key_file: %s\n    - name: b\n      key: " K1 "\n", kf) > 0);
+	c = load_ok(yaml);
+	d = dump(c);
+	assert_non_null(strstr(d, "      key_file: \""));
+	assert_non_null(strstr(d, kf));
+	assert_null(strstr(d, K2));
+	free(d);
+	free(yaml);
+	conf_free(c);
+	assert_true(asprintf(&yaml, "client:\n  server: a.example:1\n"
+	    "  key_file: %s\n", kf) > 0);
+	c = load_ok(yaml);
+	d = dump(c);
+	assert_null(strstr(d, CONF_REDACTED));
+	b = load_ok(d);
+	d2 = dump(b);
+	assert_string_equal(d, d2);
+	assert_memory_equal(c->client.key, b->client.key, CONF_KEY_LEN);
+	free(d);
+	free(d2);
+	free(yaml);
+	conf_free(b);
+	conf_free(c);
+	unlink(kf);
+	free(kf);
+
+	/* The hashed forms: what they accept. */
+	expect_err("client:\n  server: a.example:1\n  protocol: trojan\n"
+	    "  password_sha224: abc\n", "t.yaml:4:20: client.password_sha224: ",
+	    "not a SHA-224 (56 hex digits)");
+	expect_err("client:\n  server: a.example:1\n  protocol: trojan\n"
+	    "  password: x\n  password_sha224: " TROJAN_HEX "\n",
+	    "t.yaml:5:20: client.password_sha224: ", "mutually exclusive");
+	expect_err(CLIENT "  password_sha224: " TROJAN_HEX "\n",
+	    "t.yaml:2:3: client.password_sha224: ", "needs protocol: trojan");
+	expect_err(SERVER "  trojan_passwords:\n    - {sha224: " TROJAN_HEX
+	    ", password: x}\n", "t.yaml:9:84: server.trojan_passwords[0]."
+	    "password: ", "mutually exclusive");
+	expect_err(SERVER "  trojan_passwords:\n    - sha224: " TROJAN_S3CRET
+	    "\n    - s3cret\n", "t.yaml:10:7: server.trojan_passwords[1]: ",
+	    "duplicate password");
+	expect_err(SERVER "  trojan_passwords:\n    - sha224: (redacted)\n",
+	    "t.yaml:9:15: server.trojan_passwords[0].sha224: ",
+	    "redacted by tunsplit check");
+	expect_err("client:\n  server: a.example:1\n  key: (redacted)\n",
+	    "t.yaml:3:8: client.key: ", "redacted by tunsplit check");
 }
 
 /* The process keys, their defaults and the dump that reads back. */
@@ -1231,6 +1386,7 @@ main(void)
 		cmocka_unit_test(test_relative_paths),
 		cmocka_unit_test(test_duration),
 		cmocka_unit_test(test_dump),
+		cmocka_unit_test(test_dump_complete),
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_examples),
 	};
