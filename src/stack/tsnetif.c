@@ -549,6 +549,28 @@ tsnetif_output_raw(const uint8_t *pkt, size_t len)
 	return 0;
 }
 
+static size_t
+ts_seg_size(const struct tcp_pcb *pcb)
+{
+	size_t mss = pcb->mss, half = pcb->snd_wnd_max / 2;
+
+	if (half > 0 && half < mss)
+		mss = half;
+	return mss > 0 ? mss : 1;
+}
+
+size_t
+tsnetif_tcp_room(const struct tcp_pcb *pcb)
+{
+	size_t room = tcp_sndbuf(pcb), queued = tcp_sndqueuelen(pcb), most;
+
+	if (queued + TSNETIF_QUEUE_SPARE + 2 > TCP_SND_QUEUELEN)
+		return 0;
+	most = (TCP_SND_QUEUELEN - TSNETIF_QUEUE_SPARE - queued - 1) *
+	    ts_seg_size(pcb);
+	return room < most ? room : most;
+}
+
 uint32_t
 tsnetif_timers(void)
 {

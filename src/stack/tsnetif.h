@@ -72,6 +72,19 @@ void tsnetif_input(const uint8_t *pkt, size_t len);
 int  tsnetif_reset_syn(const uint8_t *pkt, size_t len);
 /* Writes a raw IP packet to the TUN (UDP/ICMP replies).  0 or -1. */
 int  tsnetif_output_raw(const uint8_t *pkt, size_t len);
+/*
+ * Bytes tcp_write() takes on pcb now without failing for want of send
+ * buffer or send-queue slots.  lwIP cuts a write into segments of the
+ * pcb's send MSS (the app's, 536 up to TUN MTU - 40) or half the largest
+ * window the app announced if that is smaller, one pbuf each, plus at
+ * most one appended to the last unsent segment; TSNETIF_QUEUE_SPARE
+ * slots stay free for lwIP's own splits and the FIN.  Sized from the
+ * compile-time TCP_MSS instead (64 KiB), a 16 KiB write at MSS 1460 took
+ * 12 slots where 1 was counted, the queue filled and writes failed.
+ */
+#define TSNETIF_QUEUE_SPARE	8
+size_t tsnetif_tcp_room(const struct tcp_pcb *pcb);
+
 /* Runs lwIP's timers when due; returns ms until the next one. */
 uint32_t tsnetif_timers(void);
 

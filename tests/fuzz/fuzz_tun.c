@@ -84,7 +84,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define FZ_CHUNK	16384		/* one write, as a flow's (FLOW_STAGE) */
 #define FZ_PUSH_SMALL	(16 * 1024)
 #define FZ_PUSH_BIG	(1024 * 1024)
-#define FZ_QUEUE_SPARE	8		/* queue slots writes leave to lwIP */
 #define FZ_MSS_MIN	536		/* the smallest MSS a host must take */
 #define FZ_RUN_MAX	64		/* loop passes after each packet */
 #define FZ_MEM_LIMIT	(256 * 1024)
@@ -263,32 +262,6 @@ fz_syn_allowed(void *arg)
 	return !fz_limit || fz_live() < fz_keep;
 }
 
-/* The payload of the segments tcp_write cuts: the pcb's MSS, or half the
- * largest window the app announced when that is smaller. */
-static size_t
-fz_seg_size(const struct tcp_pcb *pcb)
-{
-	size_t mss = pcb->mss, half = pcb->snd_wnd_max / 2;
-
-	if (half > 0 && half < mss)
-		mss = half;
-	return mss > 0 ? mss : 1;
-}
-
-/* Bytes lwIP takes now, by send buffer and send-queue slots: a write of n
- * bytes takes ceil(n / segment) slots, plus one for the last segment. */
-static size_t
-fz_room(const struct tcp_pcb *pcb)
-{
-	size_t room = tcp_sndbuf(pcb), queued = tcp_sndqueuelen(pcb), most;
-
-	if (queued + FZ_QUEUE_SPARE + 2 > TCP_SND_QUEUELEN)
-		return 0;
-	most = (TCP_SND_QUEUELEN - FZ_QUEUE_SPARE - queued - 1) *
-	    fz_seg_size(pcb);
-	return room < most ? room : most;
-}
-
 /*
  * lwIP's send queue is sized for the smallest MSS, not the largest: at
  * any MSS from 536 up a full send buffer fits it in whole segments.
@@ -323,7 +296,7 @@ fz_push(struct fz_conn *c)
 		return;
 	fz_queue_check(c);
 	while (!c->blocked && c->sent < c->want) {
-		if ((n = fz_room(pcb)) == 0)
+		if ((n = tsnetif_tcp_room(pcb)) == 0)
 			break;
 		if (n > sizeof(fz_buf))
 			n = sizeof(fz_buf);

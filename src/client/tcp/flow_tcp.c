@@ -33,9 +33,6 @@
 #define FLOW_MEM_MIN	1024	/* smallest download read under a budget */
 #define FLOW_ROOM_MIN	1024	/* smaller lwIP room: wait for the app's acks */
 #define FLOW_RETRY_MS	20	/* lwIP out of memory: try again after */
-/* Send-queue slots (pbufs) never filled by writes: lwIP may need one to
- * split a segment for a small window (tcp_output) or for the FIN. */
-#define FLOW_QUEUE_SPARE 8
 
 
 const char *
@@ -400,42 +397,13 @@ flow_pump_up(struct flow *f)
 
 /* ---- server -> app ---------------------------------------------------- */
 
-/*
- * The payload of the segments tcp_write cuts: the pcb's send MSS -- what
- * the app announced, 536 to TUN MTU - 40 -- or half the largest window
- * the app announced if that is smaller (tcp_write's mss_local).
- */
-static size_t
-flow_seg_size(const struct tcp_pcb *pcb)
-{
-	size_t mss = pcb->mss, half = pcb->snd_wnd_max / 2;
-
-	if (half > 0 && half < mss)
-		mss = half;
-	return mss > 0 ? mss : 1;
-}
-
-/*
- * Bytes lwIP takes now without tcp_write failing for want of send buffer
- * or send-queue slots.  A write of n bytes takes ceil(n / segment) pbufs,
- * plus at most one appended to the last unsent segment, each one slot of
- * TCP_SND_QUEUELEN; FLOW_QUEUE_SPARE slots stay free for lwIP's own
- * splits and the FIN.  Sized from the pcb's real MSS: from the compile-
- * time TCP_MSS (64 KiB) a 16 KiB write at MSS 1460 took 12 slots where 1
- * was expected, filled the queue and failed.
- */
+/* Room lwIP has for the app's download now (tsnetif_tcp_room), at most
+ * one staging buffer's worth. */
 static size_t
 flow_app_room(const struct flow *f)
 {
-	size_t room = tcp_sndbuf(f->pcb), queued = tcp_sndqueuelen(f->pcb);
-	size_t slots, most;
+	size_t room = tsnetif_tcp_room(f->pcb);
 
-	if (queued + FLOW_QUEUE_SPARE + 2 > TCP_SND_QUEUELEN)
-		return 0;
-	slots = TCP_SND_QUEUELEN - FLOW_QUEUE_SPARE - queued - 1;
-	most = slots * flow_seg_size(f->pcb);
-	if (room > most)
-		room = most;
 	return room > FLOW_STAGE ? FLOW_STAGE : room;
 }
 
