@@ -867,7 +867,7 @@ def run_title(meta):
 def readme(docs):
     """docs: [(doc, file name)]; with more than one, each run gets its own
     heading and its tables one level below."""
-    parts = [BEGIN, "```\nsudo make -C build bench        # = bench/run.sh, "
+    parts = [BEGIN, "```\nmake -C build bench             # as root; = bench/run.sh, "
              "see bench/README.md\n```"]
     for doc, name in docs:
         if len(docs) > 1:

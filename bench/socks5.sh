@@ -3,7 +3,7 @@
 # flow, compared in the same run with the same transfer through the same
 # proxy without the TUN, and with plain TCP.
 #
-#   sudo TUNSPLIT=build/tunsplit bench/socks5.sh [SIZE_MIB [RUNS]]
+#   (as root) TUNSPLIT=build/tunsplit bench/socks5.sh [SIZE_MIB [RUNS]]
 #
 #   tsc$$ 10.77.1.1 ------------ 10.77.1.2 tss$$ 10.77.2.1 ---- 10.77.2.2 tst$$
 #   curl                           danted :1080 (no auth)         nginx :8080

@@ -6,7 +6,7 @@
 # seconds per GiB of the client and server daemons, and RSS with N idle
 # flows open.
 #
-# usage: sudo TUNSPLIT=build/tunsplit bench/tunnel.sh [seconds] [idle-flows]
+# usage (as root): TUNSPLIT=build/tunsplit bench/tunnel.sh [seconds] [idle-flows]
 # env:   TS_MTU (TUN MTU, default 9000)
 . "$(dirname "$0")/../tests/netns/lib.sh"
 ts_init tunnel
