@@ -1,7 +1,9 @@
 /*
  * Logging to stderr (with a local timestamp) or to syslog.  One line per
  * event; every public function checks the level before formatting so that
- * disabled debug logging costs a comparison.
+ * disabled debug logging costs a comparison.  When stderr is the journal
+ * (systemd's JOURNAL_STREAM names its device and inode), lines carry an
+ * sd-daemon "<N>" priority instead of a timestamp: journald keeps both.
  */
 #include "config.h"
 
@@ -14,6 +16,8 @@
 #include <string.h>
 #include <syslog.h>
 #include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
 
 #include <openssl/err.h>
 
@@ -21,6 +25,8 @@
 
 static enum log_level	 log_level = LOG_LVL_INFO;
 static bool		 log_to_syslog;
+static bool		 log_journal;	/* stderr is journald's stream */
+static bool		 log_flows;	/* per-flow lines at info, not debug */
 /* openlog() keeps the pointer, so the ident lives here. */
 static char		 log_ident[64] = "tunsplit";
 
@@ -38,6 +44,26 @@ static const int log_syslog_prio[] = {
 	[LOG_LVL_DEBUG] = LOG_DEBUG,
 };
 
+/*
+ * systemd sets JOURNAL_STREAM=DEV:INO for a service whose stderr is the
+ * journal; a process that inherits the variable but whose stderr went
+ * elsewhere (a redirect, a terminal) must not match, hence the fstat.
+ */
+bool
+log_stderr_is_journal(void)
+{
+	const char		*v = getenv("JOURNAL_STREAM");
+	unsigned long long	 dev, ino;
+	struct stat		 st;
+	int			 n = 0;
+
+	if (v == NULL || sscanf(v, "%llu:%llu%n", &dev, &ino, &n) != 2 ||
+	    v[n] != '\0' || fstat(STDERR_FILENO, &st) == -1)
+		return false;
+	return (unsigned long long)st.st_dev == dev &&
+	    (unsigned long long)st.st_ino == ino;
+}
+
 void
 log_init(enum log_level level, bool use_syslog, const char *ident)
 {
@@ -47,6 +73,7 @@ log_init(enum log_level level, bool use_syslog, const char *ident)
 	if (ident != NULL && *ident != '\0')
 		snprintf(log_ident, sizeof(log_ident), "%s", ident);
 	log_to_syslog = use_syslog;
+	log_journal = !use_syslog && log_stderr_is_journal();
 	if (use_syslog)
 		openlog(log_ident, LOG_PID | LOG_NDELAY, LOG_DAEMON);
 }
@@ -63,6 +90,18 @@ enum log_level
 log_get_level(void)
 {
 	return log_level;
+}
+
+void
+log_set_flows(bool on)
+{
+	log_flows = on;
+}
+
+enum log_level
+log_flow_level(void)
+{
+	return log_flows ? LOG_LVL_INFO : LOG_LVL_DEBUG;
 }
 
 int
@@ -87,6 +126,12 @@ log_emit(enum log_level level, const char *msg)
 
 	if (log_to_syslog) {
 		syslog(log_syslog_prio[level], "%s", msg);
+		return;
+	}
+	if (log_journal) {
+		/* sd-daemon(3): "<N>" is the priority; journald stamps it. */
+		fprintf(stderr, "<%d>%s: %s\n", log_syslog_prio[level],
+		    log_level_names[level], msg);
 		return;
 	}
 	clock_gettime(CLOCK_REALTIME, &ts);

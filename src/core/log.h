@@ -1,4 +1,5 @@
-/* Logging: stderr or syslog, one line per event.  Never log secrets. */
+/* Logging: stderr (journald's priority prefixes when stderr is the
+ * journal) or syslog, one line per event.  Never log secrets. */
 #ifndef TUNSPLIT_LOG_H
 #define TUNSPLIT_LOG_H
 
@@ -9,6 +10,14 @@ enum log_level { LOG_LVL_ERROR, LOG_LVL_WARN, LOG_LVL_INFO, LOG_LVL_DEBUG };
 void log_init(enum log_level level, bool use_syslog, const char *ident);
 void log_set_level(enum log_level level);
 enum log_level log_get_level(void);
+/* The level of the one-line summary a flow, session or association
+ * logs when it ends: info with log.flows, else debug (a router's log
+ * should not get a line per connection).  Internal failures log at warn
+ * regardless. */
+void log_set_flows(bool on);
+enum log_level log_flow_level(void);
+/* JOURNAL_STREAM names stderr's device and inode (log_init checks it). */
+bool log_stderr_is_journal(void);
 /* "error" "warn" "info" "debug" -> level; -1 when unknown. */
 int log_level_parse(const char *name);
 

@@ -1,4 +1,5 @@
-/* log: line format, levels, errno, OpenSSL error queue, fatal exit. */
+/* log: line format, levels, errno, OpenSSL error queue, fatal exit,
+ * journald's priority prefixes, the per-flow level. */
 #include "config.h"
 
 #include <stdarg.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <openssl/err.h>
@@ -229,6 +231,85 @@ test_syslog_mode(void **state)
 	assert_matches(capture_end(), STAMP "info: back\n$");
 }
 
+/* JOURNAL_STREAM=DEV:INO of fd (what systemd sets for the journal). */
+static void
+set_journal_stream(int fd, long long ino_delta)
+{
+	struct stat	st;
+	char		v[64];
+
+	assert_int_equal(fstat(fd, &st), 0);
+	snprintf(v, sizeof(v), "%llu:%llu", (unsigned long long)st.st_dev,
+	    (unsigned long long)st.st_ino + (unsigned long long)ino_delta);
+	assert_int_equal(setenv("JOURNAL_STREAM", v, 1), 0);
+}
+
+/* stderr is the journal: "<N>" priorities, no timestamp of our own. */
+static void
+test_journal_prefix(void **state)
+{
+	(void)state;
+	capture_begin();
+	set_journal_stream(2, 0);
+	assert_true(log_stderr_is_journal());
+	log_init(LOG_LVL_DEBUG, false, "test");
+	log_at(LOG_LVL_ERROR, "e %d", 1);
+	log_warnx("w");
+	errno = ENOENT;
+	log_warn("f");
+	log_info("i");
+	log_debug("d");
+	log_init(LOG_LVL_INFO, false, NULL);
+	unsetenv("JOURNAL_STREAM");
+	assert_string_equal(capture_end(), "<3>error: e 1\n<4>warn: w\n"
+	    "<4>warn: f: No such file or directory\n<6>info: i\n"
+	    "<7>debug: d\n");
+}
+
+/* Inherited but stale (stderr went elsewhere), or malformed: no prefix. */
+static void
+test_journal_mismatch(void **state)
+{
+	static const char *const bad[] = {
+		"", "1", "1:", ":1", "x:y", "1:2:3", "1:2 ",
+	};
+	size_t	i;
+
+	(void)state;
+	capture_begin();
+	set_journal_stream(2, 1);
+	assert_false(log_stderr_is_journal());
+	log_init(LOG_LVL_INFO, false, NULL);
+	log_info("stale");
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(setenv("JOURNAL_STREAM", bad[i], 1), 0);
+		assert_false(log_stderr_is_journal());
+	}
+	unsetenv("JOURNAL_STREAM");
+	assert_false(log_stderr_is_journal());
+	log_init(LOG_LVL_INFO, false, NULL);
+	log_info("unset");
+	assert_matches(capture_end(), STAMP "info: stale\n" "[-0-9: .]+info: "
+	    "unset\n$");
+}
+
+/* Per-flow summaries: debug unless log.flows; shown at info with it. */
+static void
+test_flow_level(void **state)
+{
+	(void)state;
+	log_init(LOG_LVL_INFO, false, NULL);
+	assert_int_equal(log_flow_level(), LOG_LVL_DEBUG);
+	capture_begin();
+	log_at(log_flow_level(), "flow 1: closed");
+	log_set_flows(true);
+	assert_int_equal(log_flow_level(), LOG_LVL_INFO);
+	log_at(log_flow_level(), "flow 2: closed");
+	log_set_flows(false);
+	log_at(log_flow_level(), "flow 3: closed");
+	assert_matches(capture_end(), STAMP "info: flow 2: closed\n$");
+}
+
 int
 main(void)
 {
@@ -240,6 +321,9 @@ main(void)
 		cmocka_unit_test(test_ssl_errors),
 		cmocka_unit_test(test_fatal),
 		cmocka_unit_test(test_syslog_mode),
+		cmocka_unit_test(test_journal_prefix),
+		cmocka_unit_test(test_journal_mismatch),
+		cmocka_unit_test(test_flow_level),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
