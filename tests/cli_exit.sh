@@ -139,6 +139,17 @@ if command -v openssl >/dev/null; then
 	want_err "tunsplit check: ca $pki/none.pem: No such file or directory"
 	"$TUNSPLIT" check -q -c "$pki/badca.yaml" 2>"$tmp/err"
 	want_err "tunsplit check: ca $pki/a.key: no PEM certificate in it"
+	# run checks the same files before it starts: in the foreground and
+	# with -d, the reason is on stderr (not in a syslog) and the status
+	# is 3, before anything is opened or forked.  Server files only: a
+	# client that got past the check would open a TUN device here.
+	expect 3 run -d -c "$pki/missing.yaml"
+	"$TUNSPLIT" run -d -c "$pki/missing.yaml" 2>"$tmp/err"
+	want_err "tunsplit run: cert $pki/nope.pem: No such file or directory"
+	expect 3 run -c "$pki/mismatch.yaml"
+	expect 3 run -d -c "$pki/mismatch.yaml"
+	"$TUNSPLIT" run -d -c "$pki/mismatch.yaml" 2>"$tmp/err"
+	want_err "tunsplit run: cert_key $pki/b.key: does not match the certificate in $pki/a.pem"
 	# The printed configuration loads as it is with --secrets; without,
 	# it says why not.
 	"$TUNSPLIT" check --secrets -c "$pki/good.yaml" >"$tmp/eff.yaml" 2>/dev/null

@@ -27,6 +27,7 @@ static enum log_level	 log_level = LOG_LVL_INFO;
 static bool		 log_to_syslog;
 static bool		 log_journal;	/* stderr is journald's stream */
 static bool		 log_flows;	/* per-flow lines at info, not debug */
+static bool		 log_copy_stderr;	/* warnings also to stderr */
 /* openlog() keeps the pointer, so the ident lives here. */
 static char		 log_ident[64] = "tunsplit";
 
@@ -86,6 +87,12 @@ log_set_level(enum log_level level)
 	log_level = level;
 }
 
+void
+log_stderr_copy(bool on)
+{
+	log_copy_stderr = on;
+}
+
 enum log_level
 log_get_level(void)
 {
@@ -126,6 +133,10 @@ log_emit(enum log_level level, const char *msg)
 
 	if (log_to_syslog) {
 		syslog(log_syslog_prio[level], "%s", msg);
+		/* No timestamp: a person reads this, now. */
+		if (log_copy_stderr && level <= LOG_LVL_WARN)
+			fprintf(stderr, "%s: %s: %s\n", log_ident,
+			    log_level_names[level], msg);
 		return;
 	}
 	if (log_journal) {

@@ -9,6 +9,9 @@ enum log_level { LOG_LVL_ERROR, LOG_LVL_WARN, LOG_LVL_INFO, LOG_LVL_DEBUG };
 
 void log_init(enum log_level level, bool use_syslog, const char *ident);
 void log_set_level(enum log_level level);
+/* While on, and logging to syslog, warnings and errors are written to
+ * stderr too: `run -d` says why it failed until it has detached. */
+void log_stderr_copy(bool on);
 enum log_level log_get_level(void);
 /* The level of the one-line summary a flow, session or association
  * logs when it ends: info with log.flows, else debug (a router's log

@@ -98,7 +98,7 @@ daemon_null_stdio(void)
 int
 daemon_background(void)
 {
-	int	p[2], status;
+	int	p[2], status, fd;
 	char	c;
 	pid_t	pid;
 	ssize_t	r;
@@ -115,14 +115,15 @@ daemon_background(void)
 		return -1;
 	}
 	if (pid > 0) {
-		/* The foreground process: its exit status says whether the
-		 * daemon came up, so scripts can trust `run -d`. */
+		/* The foreground process: its exit status is the daemon's
+		 * (daemon_report), so scripts can trust `run -d`; 1 if it
+		 * died without a word. */
 		close(p[1]);
 		(void)waitpid(pid, &status, 0);
 		do
 			r = read(p[0], &c, 1);
 		while (r == -1 && errno == EINTR);
-		_exit(r == 1 && c == 0 ? 0 : 1);
+		_exit(r == 1 ? (unsigned char)c : 1);
 	}
 	close(p[0]);
 	if (setsid() == -1)
@@ -135,8 +136,33 @@ daemon_background(void)
 	d.ready_fd = p[1];
 	if (chdir("/") == -1)
 		log_warn("chdir /");
-	daemon_null_stdio();
+	/* stdio stays until daemon_report: what goes wrong until then is
+	 * said on the terminal (the parent is still there, waiting). */
+	if ((fd = open("/dev/null", O_RDONLY)) != -1) {
+		(void)dup2(fd, STDIN_FILENO);
+		if (fd > STDERR_FILENO)
+			close(fd);
+	}
+	log_stderr_copy(true);
 	return 0;
+}
+
+void
+daemon_report(int status)
+{
+	char	c = (char)status;
+
+	if (d.ready_fd == -1)
+		return;
+	/* Let go of the caller's terminal (or pipe) before it returns. */
+	if (status == 0) {
+		log_stderr_copy(false);
+		daemon_null_stdio();
+	}
+	if (write(d.ready_fd, &c, 1) != 1)
+		log_warn("telling the parent");
+	close(d.ready_fd);
+	d.ready_fd = -1;
 }
 
 int
@@ -244,6 +270,11 @@ daemon_route_helper(int fd, const char *dev)
 	for (i = STDERR_FILENO + 1; i < (max > 0 ? max : 1024); i++)
 		if (i != fd)
 			(void)close(i);
+	/* It outlives `run -d`'s parent, which must not wait for it. */
+	if (d.ready_fd != -1) {
+		log_stderr_copy(false);
+		daemon_null_stdio();
+	}
 	signal(SIGTERM, SIG_IGN);
 	signal(SIGINT, SIG_IGN);
 	signal(SIGHUP, SIG_IGN);
@@ -308,8 +339,12 @@ daemon_route_up(const char *dev, const struct addr *server)
 	}
 #undef ARG
 	if ((rc = daemon_route_run(argv)) != 0) {
-		log_warnx("%s up --dev %s: exit status %d", DAEMON_ROUTE, dev,
-		    rc);
+		if (rc == 127)
+			log_warnx("route: auto needs %s, found neither in "
+			    SBINDIR " nor in PATH", DAEMON_ROUTE);
+		else
+			log_warnx("%s up --dev %s: exit status %d",
+			    DAEMON_ROUTE, dev, rc);
 		/* Whatever it managed to add before failing. */
 		daemon_route_down_now(dev);
 		rc = -1;
@@ -423,19 +458,13 @@ int
 daemon_up(const char *tun_dev, const struct addr *server)
 {
 	const struct conf	*c = d.live;
-	char			 ok = 0;
 
 	if (c->role == CONF_ROLE_CLIENT && c->client.route_auto &&
 	    tun_dev != NULL && daemon_route_up(tun_dev, server) == -1)
 		return -1;
 	if (c->user[0] != '\0' && daemon_drop_privileges() == -1)
 		return -1;
-	if (d.ready_fd != -1) {
-		if (write(d.ready_fd, &ok, 1) != 1)
-			log_warn("telling the parent");
-		close(d.ready_fd);
-		d.ready_fd = -1;
-	}
+	daemon_report(0);
 	return 0;
 }
 

@@ -7,7 +7,8 @@
  * Order at start-up (main.c, then the role):
  *   daemon_init -> [daemon_background] -> daemon_pidfile -> role opens the
  *   TUN, listeners, control socket -> daemon_up (routes, privileges, tells
- *   the waiting parent) -> loop -> daemon_down (routes, pid file).
+ *   the waiting parent) -> loop -> daemon_down (routes, pid file).  A
+ *   failure before daemon_up: daemon_report(status), then exit.
  */
 #ifndef TUNSPLIT_DAEMON_H
 #define TUNSPLIT_DAEMON_H
@@ -26,11 +27,16 @@ struct conf;
  * debug: -v was given (reloads keep the debug level). */
 void daemon_init(struct conf *live, bool debug);
 
-/* Detaches (double fork, setsid, chdir /, stdio to /dev/null).  The
- * foreground process stays until daemon_up() reports success (exit 0) or
- * the daemon dies first (exit 1).  Returns 0 in the daemon, -1 on failure
- * (logged, nothing forked). */
+/* Detaches (double fork, setsid, chdir /).  The foreground process
+ * stays until the daemon reports (daemon_report: its status becomes the
+ * foreground's exit status) or dies first (exit 1).  Until it reports,
+ * the daemon keeps the caller's stdout and stderr, and warnings and
+ * errors go there as well as to syslog, so that a failed `run -d` says
+ * why.  Returns 0 in the daemon, -1 on failure (logged, nothing forked). */
 int  daemon_background(void);
+/* Start-up is over: 0 (up: stdio goes to /dev/null) or the exit status
+ * it failed with.  Once only; nothing when not in the background. */
+void daemon_report(int status);
 
 /* Creates and locks path and writes our pid; -1 (logged) when another
  * process holds the lock.  The lock lives as long as the process. */
@@ -39,7 +45,8 @@ int  daemon_pidfile(const char *path);
 /* After the role has set up: runs `tunsplit-route up` (client with
  * route: auto and a tun_dev; server NULL for protocol direct or block,
  * which have none), drops to user:/group: keeping
- * CAP_NET_ADMIN, then releases a waiting `run -d` parent.  0 or -1. */
+ * CAP_NET_ADMIN, then releases a waiting `run -d` parent
+ * (daemon_report(0)).  0 or -1. */
 int  daemon_up(const char *tun_dev, const struct addr *server);
 /* At exit: `tunsplit-route down` (if up ran), pid file removed. */
 void daemon_down(void);

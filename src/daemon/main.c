@@ -234,8 +234,15 @@ cmd_run(const struct cmd *cmd, int argc, char **argv)
 	}
 	if ((c = load(path)) == NULL)
 		return EXIT_CONFIG;
-	/* In the background stderr goes nowhere: syslog, unless log.syslog
-	 * was given.  -v in the foreground means debug on the terminal. */
+	/* The certificate, key and CA, on the terminal and before anything
+	 * is opened (as check does), not as an OpenSSL error stack later. */
+	if (check_files(c, "tunsplit run", true) == -1) {
+		conf_free(c);
+		return EXIT_CONFIG;
+	}
+	/* In the background stderr goes nowhere once detached: syslog,
+	 * unless log.syslog was given (until then, warnings reach stderr
+	 * too).  -v in the foreground means debug on the terminal. */
 	use_syslog = c->log_syslog;
 	if (background && !c->log_syslog_set)
 		use_syslog = true;
@@ -246,8 +253,13 @@ cmd_run(const struct cmd *cmd, int argc, char **argv)
 	daemon_init(c, verbose);
 	if (pidfile == NULL)
 		pidfile = c->pidfile;
-	if ((background && daemon_background() == -1) ||
-	    (pidfile != NULL && daemon_pidfile(pidfile) == -1)) {
+	if (background && daemon_background() == -1) {
+		conf_free(c);
+		return EXIT_RUNTIME;
+	}
+	if (pidfile != NULL && daemon_pidfile(pidfile) == -1) {
+		daemon_report(EXIT_RUNTIME);
+		daemon_down();
 		conf_free(c);
 		return EXIT_RUNTIME;
 	}
@@ -257,6 +269,8 @@ cmd_run(const struct cmd *cmd, int argc, char **argv)
 		rc = client_run(c);
 	else
 		rc = server_run(c);
+	/* Failed before it was up: the waiting parent exits with rc. */
+	daemon_report(rc);
 	daemon_down();
 	conf_free(c);
 	return rc;

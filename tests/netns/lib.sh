@@ -144,6 +144,10 @@ ts_init() {
 ts_cleanup() {
 	local rc=$? pid ns i f
 	trap - EXIT INT TERM HUP
+	# A trap that runs a command of its own first ('rm ...; ts_cleanup')
+	# hands us that command's status, not the test's: ts_fail's word
+	# counts.
+	[ "$TS_FAILED" = 1 ] && [ "$rc" -eq 0 ] && rc=1
 	[ "$TS_DONE" = 1 ] || { [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ] && {
 		printf 'FAIL: %s: exited with status %d\n' "$TS_NAME" "$rc"
 		ts_dump_logs; TS_FAILED=1; }; }

@@ -2,15 +2,20 @@
 # The client as a service runs it (topology: lib.sh), with no routes added
 # by hand: `route: auto` makes the daemon run tunsplit-route itself.
 #
-#  1. `run -d -p PIDFILE` returns 0 once the tunnel is up; the pid file
-#     names the daemon and is locked (a second instance exits 1);
+#  1. `run -d -p PIDFILE -c ./client.yaml` (a relative name) returns 0
+#     once the tunnel is up; the pid file names the daemon and is locked:
+#     a second instance exits 1 and says so on stderr, although the
+#     daemon logs to syslog once detached;
 #  2. the daemon runs as nobody:nogroup with CAP_NET_ADMIN alone
 #     (effective and bounding set);
 #  3. tunsplit-route's rules and table are in place; IPv4 and IPv6
 #     transfers go through the TUN with no other route to the target;
-#  4. SIGHUP as the unprivileged user re-reads the file;
+#  4. SIGHUP as the unprivileged user re-reads the file (from "/", where
+#     the daemon runs: the relative name was made absolute);
 #  5. SIGTERM: the daemon exits and its route helper removes exactly what
 #     up added (ip rule / ip route show table all as before);
+#  5b. without tunsplit-route in reach, `run -d` exits 1 and says that
+#     route: auto needs it, leaving no rule behind;
 #  6. kill -9 instead: the routes stay (fail-closed: the target is
 #     unreachable, nothing leaks around the dead tunnel) until
 #     `tunsplit-route down` is run by hand.
@@ -42,10 +47,14 @@ ts_start_server
 trap 'rm -f "$STATE"; ts_cleanup' EXIT
 
 # ---- 1. background start, pid file -------------------------------------------
-ip netns exec "$NS_C" "$TUNSPLIT" run -d -c "$TS_TMP/client.yaml" -p "$PIDF" \
-    >"$TS_TMP/client-d.log" 2>&1
+(cd "$TS_TMP" && ip netns exec "$NS_C" "$TUNSPLIT" run -d -c ./client.yaml \
+    -p "$PIDF" >"$TS_TMP/client-d.log" 2>&1)
 rc=$?
 [ $rc = 0 ] || ts_fail "run -d exited $rc: $(cat "$TS_TMP/client-d.log")"
+# Before it detached, only warnings reached the terminal (the group may
+# read this file: the loader says so); info lines went to syslog alone.
+grep -q ' info: ' "$TS_TMP/client-d.log" &&
+    ts_fail "run -d printed info lines: $(cat "$TS_TMP/client-d.log")"
 pid=$(cat "$PIDF" 2>/dev/null)
 [ -n "$pid" ] && ts_alive "$pid" || ts_fail "pid file '$pid' names no live process"
 TS_CLIENT_PID=$pid
@@ -56,7 +65,10 @@ ip netns exec "$NS_C" "$TUNSPLIT" run -d -c "$TS_TMP/client.yaml" -p "$PIDF" \
 rc=$?
 [ $rc = 1 ] || ts_fail "second run -d with the same pid file exited $rc, want 1"
 [ "$(cat "$PIDF")" = "$pid" ] || ts_fail "the second instance rewrote the pid file"
-ts_log "a second instance on the same pid file exits 1"
+grep -qF "pid file $PIDF is locked: tunsplit is already running (pid $pid)" \
+    "$TS_TMP/client-d2.log" ||
+    ts_fail "second run -d said: '$(cat "$TS_TMP/client-d2.log")'"
+ts_log "a second instance on the same pid file exits 1 and says why"
 
 # ---- 2. privileges -------------------------------------------------------------
 uids=$(awk '/^Uid:/ { print $2, $3, $4, $5 }' "/proc/$pid/status")
@@ -120,6 +132,23 @@ for f in rules rules6 routes; do
 	    ts_fail "$f not restored after SIGTERM: $(cat "$TS_TMP/$f.diff")"
 done
 ts_log "SIGTERM: daemon gone, rules and routes exactly as before"
+
+# ---- 5b. no tunsplit-route: said on stderr, exit 1 ---------------------------------
+# The daemon looks in its sbindir first (/usr/local/sbin or /usr/sbin).
+if [ -x /usr/local/sbin/tunsplit-route ] || [ -x /usr/sbin/tunsplit-route ]; then
+	ts_log "tunsplit-route is installed: the missing-helper case is skipped"
+else
+	ip netns exec "$NS_C" env PATH=/usr/sbin:/usr/bin:/sbin:/bin "$TUNSPLIT" \
+	    run -d -c "$TS_TMP/client.yaml" >"$TS_TMP/client-d3.log" 2>&1
+	rc=$?
+	[ $rc = 1 ] || ts_fail "run -d without tunsplit-route exited $rc, want 1"
+	grep -q "route: auto needs tunsplit-route" "$TS_TMP/client-d3.log" ||
+	    ts_fail "run -d without tunsplit-route said: '$(cat "$TS_TMP/client-d3.log")'"
+	ip netns exec "$NS_C" ip rule show >"$TS_TMP/rules.after3"
+	diff -u "$TS_TMP/rules.before" "$TS_TMP/rules.after3" >/dev/null ||
+	    ts_fail "rules left by the failed start"
+	ts_log "without tunsplit-route: exit 1, '$(grep -m1 'route: auto needs' "$TS_TMP/client-d3.log")'"
+fi
 
 # ---- 6. kill -9: fail-closed ------------------------------------------------------
 ts_bg "$NS_C" client "$TUNSPLIT" run -c "$TS_TMP/client.yaml"
