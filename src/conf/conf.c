@@ -189,6 +189,7 @@ check_log(struct ctx *x, yaml_node_t *map, void *base)
 static const struct conf_key keys_log[] = {
 	{ "level", key_level, C(log_level), 0, 0, NULL },
 	{ "syslog", conf_key_bool, C(log_syslog), 0, 0, NULL },
+	{ "flows", conf_key_bool, C(log_flows), 0, 0, NULL },
 	{ NULL, NULL, 0, 0, 0, NULL }
 };
 

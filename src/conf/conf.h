@@ -84,6 +84,7 @@ struct conf {
 	int		 log_level;	/* enum log_level */
 	bool		 log_syslog;
 	bool		 log_syslog_set;	/* log.syslog given: run -d keeps it */
+	bool		 log_flows;	/* per-flow summaries at info */
 
 	/* Process: control socket, metrics, pid file, privileges, drain. */
 	char		 control[CONF_SOCK_MAX];	/* "" = off */

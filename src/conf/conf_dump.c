@@ -334,6 +334,7 @@ dump(const struct conf *c, FILE *fp, bool secrets)
 	else
 		fprintf(fp, "  # syslog: not set (run -d: syslog; in the "
 		    "foreground: stderr)\n");
+	fprintf(fp, "  flows: %s\n", c->log_flows ? "true" : "false");
 	if (c->control[0] != '\0')
 		dump_kv(fp, "", "control", c->control);
 	else

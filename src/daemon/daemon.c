@@ -737,6 +737,7 @@ daemon_reload(void (*adopt)(void *arg, const struct conf *n), void *arg)
 	n->generation = live->generation + 1;
 	if (!d.debug)
 		log_set_level((enum log_level)n->log_level);
+	log_set_flows(n->log_flows);
 	adopt(arg, n);
 	d.live = n;		/* the loader's reference, now the daemon's */
 	conf_unref(live);	/* lives on in flows that still hold it */

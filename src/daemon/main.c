@@ -250,6 +250,7 @@ cmd_run(const struct cmd *cmd, int argc, char **argv)
 		use_syslog = false;
 	log_init(verbose ? LOG_LVL_DEBUG : (enum log_level)c->log_level,
 	    use_syslog, "tunsplit");
+	log_set_flows(c->log_flows);
 	daemon_init(c, verbose);
 	if (pidfile == NULL)
 		pidfile = c->pidfile;

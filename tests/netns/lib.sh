@@ -298,6 +298,7 @@ ts_make_pki() {
 
 # ts_write_configs [client-extra-yaml [server-extra-yaml]]
 # Extra lines are appended inside the client:/server: sections (indent 2).
+# log.flows is on: tests read the per-flow summaries (off by default).
 ts_write_configs() {
 	local key lvl=${TS_LOG_LEVEL:-info}
 	key=$("$TUNSPLIT" genkey 2>"$TS_TMP/genkey.log") ||
@@ -306,7 +307,7 @@ ts_write_configs() {
 	TS_KEY=$key
 	umask 077
 	cat >"$TS_TMP/client.yaml" <<EOF
-log: {level: $lvl}
+log: {level: $lvl, flows: true}
 control: $TS_TMP/client.sock
 tun: {name: $TS_TUN, mtu: ${TS_MTU:-9000}, address: [198.18.0.1/15, "fdfe:dcba:9876::1/64"]}
 client:
@@ -321,7 +322,7 @@ client:
 ${1:-}
 EOF
 	cat >"$TS_TMP/server.yaml" <<EOF
-log: {level: $lvl}
+log: {level: $lvl, flows: true}
 control: $TS_TMP/server.sock
 server:
   listen: ["$TS_S_ADDR4:$TS_SERVER_PORT", "[$TS_S_ADDR6]:$TS_SERVER_PORT"]

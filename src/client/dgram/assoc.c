@@ -130,8 +130,9 @@ assoc_close(struct assoc *a, bool abort, const char *reason)
 	a->first = NULL;
 	e->n--;
 	e->st.active = e->n;
-	log_info("%s %llu %s: %s, up %llu dgrams %llu bytes, down %llu "
-	    "dgrams %llu bytes, %llu dropped, %llu ms, %u left",
+	log_at(log_flow_level(), "%s %llu %s: %s, up %llu dgrams %llu "
+	    "bytes, down %llu dgrams %llu bytes, %llu dropped, %llu ms, "
+	    "%u left",
 	    assoc_kstr(a), (unsigned long long)a->id,
 	    assoc_app(a, app, sizeof(app)), reason,
 	    (unsigned long long)a->up_d, (unsigned long long)a->up_b,
@@ -153,8 +154,8 @@ assoc_fail(struct assoc *a, const char *reason)
 	a->env->st.failed++;
 	if (strcmp(reason, ASSOC_OOM) == 0)
 		a->env->st.internal++;
-	log_at(strcmp(reason, ASSOC_OOM) == 0 ? LOG_LVL_WARN : LOG_LVL_INFO,
-	    "%s %llu %s: %s", assoc_kstr(a), (unsigned long long)a->id,
+	log_at(strcmp(reason, ASSOC_OOM) == 0 ? LOG_LVL_WARN :
+	    log_flow_level(), "%s %llu %s: %s", assoc_kstr(a), (unsigned long long)a->id,
 	    assoc_app(a, app, sizeof(app)), reason);
 	a->reason = reason;
 	assoc_drop_way(a, true);

@@ -107,7 +107,7 @@ flow_close(struct flow *f, bool abort, const char *reason)
 	env->nflows--;
 	env->stats.bytes_up += f->up;
 	env->stats.bytes_down += f->down;
-	log_at(f->internal ? LOG_LVL_WARN : LOG_LVL_INFO,
+	log_at(f->internal ? LOG_LVL_WARN : log_flow_level(),
 	    "flow %llu %s: %s, up %llu down %llu bytes, %llu ms",
 	    (unsigned long long)f->id, flow_dst(f, dst, sizeof(dst)), reason,
 	    (unsigned long long)f->up, (unsigned long long)f->down,

@@ -740,9 +740,9 @@ sess_dgram_stop(struct sess_dgram *d)
 		limit_mem_give(d->cfg.mem, d->charged);
 		d->charged = 0;
 	}
-	log_info("sess %llu: %s: up %llu dgrams %llu bytes, down %llu dgrams "
-	    "%llu bytes, %llu denied, %llu dropped (%llu for memory); %llu to "
-	    "names, %llu of them unresolved%s",
+	log_at(log_flow_level(), "sess %llu: %s: up %llu dgrams %llu bytes, "
+	    "down %llu dgrams %llu bytes, %llu denied, %llu dropped (%llu for "
+	    "memory); %llu to names, %llu of them unresolved%s",
 	    d->cfg.id, sd_kind(d),
 	    (unsigned long long)d->st.dgrams_up,
 	    (unsigned long long)d->st.bytes_up,

@@ -26,7 +26,7 @@ closed=9999
 
 client_conf() {	# PROTOCOL [EXTRA-YAML]
 	cat >"$TS_TMP/client.yaml" <<EOF
-log: {level: info}
+log: {level: info, flows: true}
 control: $TS_TMP/client.sock
 tun: {name: $TS_TUN, mtu: 9000, address: [198.18.0.1/15, "fdfe:dcba:9876::1/64"]}
 client:

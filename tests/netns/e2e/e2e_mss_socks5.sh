@@ -19,7 +19,7 @@ ts_start_target
 ts_prove_no_forward "$TS_TARGET_PORT"
 ts_start_danted "$DANTE_PORT"
 cat >"$TS_TMP/client.yaml" <<EOF
-log: {level: ${TS_LOG_LEVEL:-info}}
+log: {level: ${TS_LOG_LEVEL:-info}, flows: true}
 control: $TS_TMP/client.sock
 tun: {name: $TS_TUN, mtu: 1500, address: [198.18.0.1/15, "fdfe:dcba:9876::1/64"]}
 client:

@@ -54,7 +54,7 @@ ts_wait_port "$NS_S" "$DANTE_PORT" 10 "$TS_LAST_PID" ||
 client_conf() {
 	umask 077
 	cat >"$TS_TMP/client.yaml" <<EOF
-log: {level: ${TS_LOG_LEVEL:-info}}
+log: {level: ${TS_LOG_LEVEL:-info}, flows: true}
 control: $TS_TMP/client.sock
 tun: {name: $TS_TUN, mtu: $TS_MTU, address: [198.18.0.1/15, "fdfe:dcba:9876::1/64"]}
 client:

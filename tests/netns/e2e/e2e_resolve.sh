@@ -58,7 +58,7 @@ printf 'hosts: files\n' >"$ETC/nsswitch.conf"
 
 umask 077
 cat >"$TS_TMP/server.yaml" <<EOF
-log: {level: debug}
+log: {level: debug, flows: true}
 control: $TS_TMP/server.sock
 server:
   listen: ["$TS_S_ADDR4:$TS_SERVER_PORT", "[$TS_S_ADDR6]:$TS_SERVER_PORT"]

@@ -51,7 +51,7 @@ done
 # write_client PROTOCOL: a client config without a server.
 write_client() {
 	cat >"$TS_TMP/client.yaml" <<EOF
-log: {level: info}
+log: {level: info, flows: true}
 control: $TS_TMP/client.sock
 tun: {name: $TS_TUN, mtu: 9000, address: [198.18.0.1/15, "fdfe:dcba:9876::1/64"]}
 client:

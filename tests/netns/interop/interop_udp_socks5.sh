@@ -72,7 +72,7 @@ ts_wait_port "$NS_S" "$V2RAY_PORT" 15 "$V2RAY_PID" ||
 # write_client PORT [EXTRA-YAML]
 write_client() {
 	cat >"$TS_TMP/client.yaml" <<EOF
-log: {level: info}
+log: {level: info, flows: true}
 control: $TS_TMP/client.sock
 tun: {name: $TS_TUN, mtu: 9000, address: [198.18.0.1/15, "fdfe:dcba:9876::1/64"]}
 client:

@@ -84,6 +84,7 @@ test_client_values(void **state)
 	    "log:\n"
 	    "  level: debug\n"
 	    "  syslog: yes\n"
+	    "  flows: true\n"
 	    "tun:\n"
 	    "  name: ts1\n"
 	    "  mtu: 1500\n"
@@ -112,6 +113,7 @@ test_client_values(void **state)
 	assert_int_equal(c->role, CONF_ROLE_CLIENT);
 	assert_int_equal(c->log_level, LOG_LVL_DEBUG);
 	assert_true(c->log_syslog);
+	assert_true(c->log_flows);
 	assert_string_equal(c->tun.name, "ts1");
 	assert_int_equal(c->tun.mtu, 1500);
 	assert_true(c->tun.has_addr4 && c->tun.has_addr6);
@@ -157,6 +159,7 @@ test_client_defaults(void **state)
 	(void)state;
 	c = load_ok(CLIENT);
 	assert_int_equal(c->log_level, LOG_LVL_INFO);
+	assert_false(c->log_flows);
 	assert_false(c->log_syslog);
 	assert_string_equal(c->tun.name, "tun0");
 	assert_int_equal(c->tun.mtu, 9000);
@@ -307,6 +310,10 @@ static const struct bad bad_log[] = {
 	    "'maybe' is not true, false, yes or no" },
 	{ "log:\n  syslog: 1\n" CLIENT, "t.yaml:2:11: log.syslog: ",
 	    "is not true" },
+	{ "log:\n  flows: all\n" CLIENT, "t.yaml:2:10: log.flows: ",
+	    "'all' is not true, false, yes or no" },
+	{ "log:\n  flows: [tcp]\n" CLIENT, "t.yaml:2:10: log.flows: ",
+	    "expected a value, found a list" },
 	{ "log:\n  colour: red\n" CLIENT, "t.yaml:2:3: log.colour: ",
 	    "unknown key" },
 	{ "log: info\n" CLIENT, "t.yaml:1:6: log: ",
@@ -1165,7 +1172,7 @@ test_dump(void **state)
 
 	(void)state;
 	roundtrip(CLIENT);
-	roundtrip("log: {level: debug, syslog: true}\n"
+	roundtrip("log: {level: debug, syslog: true, flows: true}\n"
 	    "tun: {name: \"t-1\", mtu: 1280, address: fd00::1/64}\n"
 	    "client:\n  server: \"[::1]:1\"\n  ca: \"/a \\\"b\\\"\\\\c\"\n"
 	    "  insecure: yes\n  key: " K1 "\n  connect_timeout: 1500ms\n"
@@ -1219,6 +1226,7 @@ test_dump_complete(void **state)
 	assert_non_null(strstr(d, "\nuser: \"root\"\ngroup: \"root\"\n"));
 	assert_non_null(strstr(d, "  key: (redacted)\n  protocol: tunsplit\n"));
 	assert_non_null(strstr(d, "  # syslog: not set"));
+	assert_non_null(strstr(d, "  flows: false\n"));
 	free(d);
 	d = dump_secrets(c);
 	assert_non_null(strstr(d, "  key: \"" K1 "\"\n"));
