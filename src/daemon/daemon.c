@@ -41,6 +41,7 @@
 #include "conf/conf.h"
 #include "core/log.h"
 #include "core/stats.h"
+#include "daemon/notify.h"
 
 #ifndef SBINDIR
 #define SBINDIR	"/usr/sbin"
@@ -465,6 +466,7 @@ daemon_up(const char *tun_dev, const struct addr *server)
 	if (c->user[0] != '\0' && daemon_drop_privileges() == -1)
 		return -1;
 	daemon_report(0);
+	notify_ready();		/* systemctl start returns now */
 	return 0;
 }
 
@@ -474,6 +476,7 @@ daemon_down(void)
 	int	status;
 	char	c = 'd';
 
+	notify_stopping();	/* once: SIGTERM may have said so already */
 	if (d.route_fd != -1) {
 		if (write(d.route_fd, &c, 1) != 1)
 			log_warn("route helper");

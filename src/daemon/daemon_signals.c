@@ -19,6 +19,7 @@
 
 #include "core/log.h"
 #include "core/loop.h"
+#include "daemon/notify.h"
 
 static void
 daemon_on_signal(struct loop_fd *lfd, uint32_t revents)
@@ -31,9 +32,13 @@ daemon_on_signal(struct loop_fd *lfd, uint32_t revents)
 	if (read(s->fd, &si, sizeof(si)) != (ssize_t)sizeof(si))
 		return;
 	if (si.ssi_signo == SIGHUP) {
+		/* READY=1 after a failed reload too: the old one still runs. */
+		notify_reloading();
 		(void)daemon_reload(s->adopt, s->arg);
+		notify_ready();
 		return;
 	}
+	notify_stopping();
 	daemon_drain_signal(s->drain, (int)si.ssi_signo);
 }
 
