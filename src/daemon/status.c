@@ -203,8 +203,12 @@ status_write_text(const struct status *st, FILE *fp)
 	if (strcmp(st->role, "server") == 0)
 		fprintf(fp, "users: %zu\n", st->users);
 	fprintf(fp, "%s: %" PRIu64 " active (max %u), %" PRIu64 " total, %"
-	    PRIu64 " refused, %" PRIu64 " failed (%" PRIu64 " internal)\n",
-	    what, st->active, st->max, st->total, st->refused, st->failed,
+	    PRIu64 " refused, ", what, st->active, st->max, st->total,
+	    st->refused);
+	/* A warm pool connection retired unused is neither ok nor failed. */
+	if (strcmp(st->role, "server") == 0)
+		fprintf(fp, "%" PRIu64 " unused, ", st->unused);
+	fprintf(fp, "%" PRIu64 " failed (%" PRIu64 " internal)\n", st->failed,
 	    st->internal);
 	fprintf(fp, "bytes: up %s (%" PRIu64 "), down %s (%" PRIu64 ")\n",
 	    status_bytes(st->bytes_up, a, sizeof(a)), st->bytes_up,
@@ -385,9 +389,11 @@ status_write_json(const struct status *st, FILE *fp)
 	if (strcmp(st->role, "server") == 0)
 		fprintf(fp, ",\"users\":%zu", st->users);
 	fprintf(fp, ",\"%s\":{\"active\":%" PRIu64 ",\"total\":%" PRIu64
-	    ",\"refused\":%" PRIu64 ",\"failed\":%" PRIu64 ",\"internal\":%"
-	    PRIu64 ",\"max\":%u}", what, st->active, st->total, st->refused,
-	    st->failed, st->internal, st->max);
+	    ",\"refused\":%" PRIu64, what, st->active, st->total, st->refused);
+	if (strcmp(st->role, "server") == 0)
+		fprintf(fp, ",\"unused\":%" PRIu64, st->unused);
+	fprintf(fp, ",\"failed\":%" PRIu64 ",\"internal\":%" PRIu64
+	    ",\"max\":%u}", st->failed, st->internal, st->max);
 	fprintf(fp, ",\"bytes\":{\"up\":%" PRIu64 ",\"down\":%" PRIu64 "}",
 	    st->bytes_up, st->bytes_down);
 	json_reasons(fp, "failures", st->failures);
@@ -702,6 +708,11 @@ status_write_prometheus(const struct status *st, FILE *fp)
 	    srv ? "Connections closed at accept: max_conns or "
 	    "max_conns_per_source reached." :
 	    "Flows refused: flow limit or out of resources.", st->refused);
+	if (srv)
+		prom_one(fp, "sessions_unused_total", "counter",
+		    "Sessions the client closed before its request: warm pool "
+		    "connections retired unused, not counted as failed.",
+		    st->unused);
 	prom_one(fp, PROM_NAME("failed_total"), "counter",
 	    srv ? "Sessions that ended in an error." :
 	    "Flows reset after a server, target or outer failure.", st->failed);

@@ -70,6 +70,9 @@ struct status {
 	uint64_t	 active, total, refused, failed;
 	uint64_t	 internal;		/* of failed: our own failure
 						 * (memory, lwIP), not a peer's */
+	uint64_t	 unused;		/* server: closed by the client
+						 * before a request (a warm pool
+						 * connection), not failed */
 	unsigned	 max;			/* max_flows / max_conns */
 	uint64_t	 bytes_up, bytes_down;	/* toward the target / back */
 	const struct stats_reasons *failures;	/* NULL: none kept */

@@ -75,7 +75,12 @@ sess_log_summary(const struct sess *s, const char *reason)
 {
 	char			 peer[ADDR_STRLEN], target[RESOLVE_NAME_MAX + 16 +
 				    ADDR_STRLEN] = "-", a[ADDR_STRLEN];
+	enum log_level		 lvl = LOG_LVL_INFO;
 
+	if (strcmp(reason, SESS_OOM) == 0)
+		lvl = LOG_LVL_WARN;
+	else if (strcmp(reason, SESS_UNUSED) == 0)
+		lvl = LOG_LVL_DEBUG;	/* one per warm connection retired */
 	addr_fmt(&s->peer, peer, sizeof(peer));
 	if (s->fallback)
 		snprintf(target, sizeof(target), "cover site");
@@ -85,8 +90,7 @@ sess_log_summary(const struct sess *s, const char *reason)
 		    s->has_target ? addr_fmt(&s->target, a, sizeof(a)) : "");
 	else if (s->has_target)
 		addr_fmt(&s->target, target, sizeof(target));
-	log_at(strcmp(reason, SESS_OOM) == 0 ? LOG_LVL_WARN : LOG_LVL_INFO,
-	    "sess %llu: closed: %s -> %s user %s: up %llu down %llu "
+	log_at(lvl, "sess %llu: closed: %s -> %s user %s: up %llu down %llu "
 	    "bytes, %llu ms: %s%s%s%s", s->id, peer, target,
 	    s->has_user ? s->user : "-",
 	    (unsigned long long)s->relay.bytes_to_fd,
@@ -166,7 +170,9 @@ sess_close(struct sess *s, const char *reason, int rst)
 	sess_log_summary(s, reason);
 	env->stats.bytes_up += s->relay.bytes_to_fd;
 	env->stats.bytes_down += s->relay.bytes_to_outer;
-	if (!s->rejected && strcmp(reason, "done") != 0) {
+	if (strcmp(reason, SESS_UNUSED) == 0)
+		env->stats.unused++;
+	else if (!s->rejected && strcmp(reason, "done") != 0) {
 		env->stats.failed++;
 		if (strcmp(reason, SESS_OOM) == 0)
 			env->stats.internal++;

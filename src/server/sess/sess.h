@@ -32,6 +32,9 @@ struct sess_stats {
 	uint64_t		 refused;	/* closed at accept: max_conns,
 						 * max_conns_per_source */
 	uint64_t		 failed;	/* ended in an error */
+	uint64_t		 unused;	/* closed by the client before
+						 * a request: a warm pool
+						 * connection, not failed */
 	uint64_t		 internal;	/* of failed: out of memory */
 	uint64_t		 bytes_up;	/* to targets, closed sessions */
 	uint64_t		 bytes_down;	/* to clients (status byte too) */

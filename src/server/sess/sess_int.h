@@ -12,6 +12,11 @@
 /* The reason a session ends for the server's own failure (a malloc), not
  * the client's or the target's: counted apart, logged at warn. */
 #define SESS_OOM	"out of memory"
+/* The reason a session ends when the client closes it before a single
+ * byte of request: a warm pool connection retired unused (ours, or a
+ * browser's preconnect).  Neither a failure nor worth an info line:
+ * counted apart (sess_stats.unused), logged at debug. */
+#define SESS_UNUSED	"closed unused"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -303,7 +303,7 @@ sess_read_header(struct sess *s)
 			/* close_notify before a single byte: an unused warm
 			 * connection (ours, or a browser's preconnect).  A web
 			 * server just closes too; not a probe. */
-			sess_close(s, "closed unused", 0);
+			sess_close(s, SESS_UNUSED, 0);
 			return;
 		}
 		if (n == 0) {

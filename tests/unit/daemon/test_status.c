@@ -215,7 +215,14 @@ test_text(void **state)
 	    ", TIME_WAIT reused 4\n"), NULL);
 	st.draining = true;
 	st.flows = NULL;
-	expect(status_write_text, &st, STRS("DRAINING"), STRS("DESTINATION"));
+	expect(status_write_text, &st, STRS("DRAINING"), STRS("DESTINATION",
+	    "unused"));
+	/* The server: warm pool connections closed unused are neither
+	 * failed nor a failure reason. */
+	sample_server(&st);
+	st.unused = 37;
+	expect(status_write_text, &st, STRS("sessions: 2 active (max 10), "
+	    "7 total, 1 refused, 37 unused, 3 failed (2 internal)\n"), NULL);
 }
 
 static void
@@ -248,8 +255,10 @@ test_json(void **state)
 	st.server[0] = '\0';
 	st.users = 3;
 	st.rejects = &t_fail;
+	st.unused = 37;
 	expect(status_write_json, &st,
-	    STRS("\"users\":3,\"sessions\":{\"active\":2", "\"rejected\":{"),
+	    STRS("\"users\":3,\"sessions\":{\"active\":2", "\"rejected\":{",
+	    "\"refused\":1,\"unused\":37,\"failed\":3,"),
 	    STRS("\"udp\"", "\"tun\"", "flow_list"));
 }
 
@@ -280,11 +289,15 @@ test_prometheus(void **state)
 	    "# TYPE tunsplit_tun_timewait_reused_total counter\n"
 	    "tunsplit_tun_timewait_reused_total 4\n"),
 	    /* Per-flow data never goes to metrics (unbounded label sets). */
-	    STRS("udp", "198.51.100.7"));
+	    STRS("udp", "198.51.100.7", "unused"));
 	st.role = "server";
+	st.unused = 37;
 	expect(status_write_prometheus, &st,
 	    STRS("tunsplit_sessions_total 7\n", "tunsplit_users 0\n",
-	    "tunsplit_sessions_internal_failures_total 2\n"), NULL);
+	    "tunsplit_sessions_internal_failures_total 2\n",
+	    "# TYPE tunsplit_sessions_unused_total counter\n"
+	    "tunsplit_sessions_unused_total 37\n",
+	    "tunsplit_sessions_failed_total 3\n"), NULL);
 }
 
 /* The limits: refusals by kind, the buffer budget, server extras. */

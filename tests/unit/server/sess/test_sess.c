@@ -18,6 +18,9 @@
  *                    (not a FIN, with or without close_notify), and the
  *                    client's RST the target (over loopback TCP: a
  *                    socketpair has no RST)
+ *   closed unused    the client ends its stream right after the TLS
+ *                    handshake, as a warm pool connection does: counted
+ *                    as unused, not as a failure, and no line at info
  */
 #include "config.h"
 
@@ -430,6 +433,92 @@ test_target_refused(void **state)
 	assert_int_equal(fx.env.stats.bytes_up, 0);
 }
 
+/* ---- closed unused: a warm pool connection retired ------------------------ */
+
+/*
+ * What the code under test logs goes to stderr; while a capture runs it
+ * goes to a temporary file instead, at level info (the default), so a
+ * test can see which lines an operator would get.
+ */
+static struct {
+	FILE		*fp;
+	int		 saved_fd;
+	enum log_level	 saved_level;
+} cap;
+
+static void
+capture_start(void)
+{
+	fflush(stderr);
+	assert_non_null(cap.fp = tmpfile());
+	assert_true((cap.saved_fd = dup(STDERR_FILENO)) >= 0);
+	assert_true(dup2(fileno(cap.fp), STDERR_FILENO) >= 0);
+	cap.saved_level = log_get_level();
+	log_set_level(LOG_LVL_INFO);
+}
+
+/* The lines logged since capture_start(), NUL-terminated; free it. */
+static char *
+capture_end(void)
+{
+	char	*buf;
+	long	 len;
+
+	fflush(stderr);
+	log_set_level(cap.saved_level);
+	assert_true(dup2(cap.saved_fd, STDERR_FILENO) >= 0);
+	close(cap.saved_fd);
+	assert_int_equal(fseek(cap.fp, 0, SEEK_END), 0);
+	assert_true((len = ftell(cap.fp)) >= 0);
+	rewind(cap.fp);
+	assert_non_null(buf = calloc(1, (size_t)len + 1));
+	assert_int_equal(fread(buf, 1, (size_t)len, cap.fp), (size_t)len);
+	fclose(cap.fp);
+	cap.fp = NULL;
+	return buf;
+}
+
+static bool
+done_unused(void)
+{
+	return fx.env.nlive == 0 && (fx.cli.eof || fx.cli.err != 0);
+}
+
+/*
+ * The client completes the TLS handshake and closes without a byte of
+ * request, as its warm pool does when a connection's lifetime is over (and
+ * a browser with a preconnect).  Nothing failed: the session counts as
+ * unused, not in failed or under any failure reason, is not a rejection
+ * (no cover site), and an idle client does not fill the log at info.
+ */
+static void
+test_closed_unused(void **state)
+{
+	char	*log;
+
+	(void)state;
+	server_start();
+	client_connect(NULL, 0, 0, 16, false);
+	fx.cli.shut_when_sent = true;	/* close_notify after the handshake */
+	capture_start();
+	run_until(done_unused, "the unused connection's end");
+	log_info("test_sess: capture works");
+	log = capture_end();
+	assert_int_equal(fx.cli.hs, 1);
+	assert_int_equal(fx.cli.rx_len, 0);
+	assert_int_equal(fx.env.stats.unused, 1);
+	assert_int_equal(fx.env.stats.failed, 0);
+	assert_int_equal(stats_reason_total(&fx.env.stats.failures), 0);
+	assert_int_equal(stats_reason_total(&fx.env.stats.rejects), 0);
+	assert_int_equal(fx.env.stats.fallback, 0);
+	assert_int_equal(fx.cover_conns, 0);
+	assert_int_equal(fx.target_conns, 0);
+	if (strstr(log, "test_sess: capture works") == NULL ||
+	    strstr(log, "sess ") != NULL)
+		fail_msg("want no session line at info; logged:\n%s", log);
+	free(log);
+}
+
 /* ---- resets ------------------------------------------------------------------ */
 
 static bool
@@ -519,6 +608,7 @@ main(void)
 		cmocka_unit_test_teardown(test_target_refused, cleanup),
 		cmocka_unit_test_teardown(test_target_reset, cleanup),
 		cmocka_unit_test_teardown(test_client_reset, cleanup),
+		cmocka_unit_test_teardown(test_closed_unused, cleanup),
 	};
 	int	 rc;
 
