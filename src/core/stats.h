@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STATS_REASONS_MAX	24
+#define STATS_REASONS_MAX	32
 
 /*
  * Reasons are the static strings the flow and session code already log

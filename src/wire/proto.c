@@ -231,6 +231,35 @@ proto_status_str(uint8_t status)
 	}
 }
 
+const char *
+proto_status_reason(uint8_t status)
+{
+	switch (status) {
+	case PROTO_OK:
+		return "ok";
+	case PROTO_ERR_GENERAL:
+		return "server failure";
+	case PROTO_ERR_DENIED:
+		return "egress denied";
+	case PROTO_ERR_NET_UNREACH:
+		return "network unreachable";
+	case PROTO_ERR_HOST_UNREACH:
+		return "host unreachable";
+	case PROTO_ERR_REFUSED:
+		return "target refused";
+	case PROTO_ERR_TIMEOUT:
+		return "target timeout";
+	case PROTO_ERR_UNSUPPORTED:
+		return "unsupported request";
+	case PROTO_ERR_RESOLVE:
+		return "name not resolved";
+	case PROTO_ERR_LIMIT:
+		return "server limit";
+	default:
+		return "unknown status";
+	}
+}
+
 uint8_t
 proto_status_from_errno(int err)
 {

@@ -83,6 +83,9 @@ int proto_req_verify_mac(const uint8_t *in, size_t len,
     const uint8_t key[PROTO_KEY_LEN]);
 
 const char *proto_status_str(uint8_t status);
+/* A refusal's short name as a counter's reason ("egress denied", "target
+ * refused"): one per status, stable, for status and metrics labels. */
+const char *proto_status_reason(uint8_t status);
 /* errno from connect() -> status */
 uint8_t proto_status_from_errno(int err);
 

@@ -482,8 +482,11 @@ flow_app_flush(struct flow *f)
 	return 1;
 }
 
+/* The status byte.  A refusal is counted by its own reason (the status's
+ * short name: "egress denied", "target refused"), not lumped together. */
 static int
-flow_take_status(struct flow *f, uint8_t **data, ssize_t *n)
+flow_take_status(struct flow *f, uint8_t **data, ssize_t *n,
+    const char **why)
 {
 	char dst[ADDR_STRLEN];
 	uint8_t st = (*data)[0];
@@ -491,6 +494,7 @@ flow_take_status(struct flow *f, uint8_t **data, ssize_t *n)
 	if (st != PROTO_OK) {
 		log_info("flow %llu %s: server: %s", (unsigned long long)f->id,
 		    flow_dst(f, dst, sizeof(dst)), proto_status_str(st));
+		*why = proto_status_reason(st);
 		return -1;
 	}
 	f->status_ok = true;
@@ -525,7 +529,7 @@ flow_held_status(struct flow *f, const char **why)
 	if (st != PROTO_OK) {
 		if (st == PROTO_ERR_REFUSED)
 			tsnetif_reset_syn(f->syn, f->syn_len);
-		*why = proto_status_str(st);
+		*why = proto_status_reason(st);
 		return -1;
 	}
 	f->status_ok = true;
@@ -604,9 +608,8 @@ flow_pump_down(struct flow *f, const char **why)
 		}
 		f->last_ms = loop_now(f->env->loop);
 		room = (size_t)r;
-		if (!f->status_ok && flow_take_status(f, &data, &r) < 0) {
+		if (!f->status_ok && flow_take_status(f, &data, &r, why) < 0) {
 			limit_mem_give(m, room);
-			*why = "target connect failed";
 			return -1;
 		}
 		limit_mem_give(m, room - (size_t)r);	/* the status byte */

@@ -503,6 +503,19 @@ test_status(void **state)
 	for (s = 0; s < 256; s++)
 		assert_non_null(proto_status_str((uint8_t)s));
 	assert_string_equal(proto_status_str(200), "unknown status");
+	/* Each refusal has a reason of its own for the client's counters. */
+	assert_string_equal(proto_status_reason(PROTO_ERR_DENIED),
+	    "egress denied");
+	assert_string_equal(proto_status_reason(200), "unknown status");
+	for (s = PROTO_ERR_GENERAL; s <= PROTO_ERR_LIMIT; s++) {
+		int	t;
+
+		assert_string_not_equal(proto_status_reason((uint8_t)s),
+		    "unknown status");
+		for (t = PROTO_ERR_GENERAL; t < s; t++)
+			assert_string_not_equal(proto_status_reason((uint8_t)s),
+			    proto_status_reason((uint8_t)t));
+	}
 }
 
 static void

@@ -15,7 +15,9 @@
  *   resets                 the app's RST resets the outer stream (the
  *                          server reads ECONNRESET, not an end); the
  *                          server's RST reaches the app as an RST and is
- *                          counted as a failure; a refusal status too
+ *                          counted as a failure; a refusal status too,
+ *                          under the refusal's own reason ("egress
+ *                          denied", "target refused", ...)
  *   pool take              a warm connection (client.pool, the real pool)
  *                          carries the flow: no new dial, counted pooled
  */
@@ -424,13 +426,16 @@ test_server_reset(void **state)
 	    "server reset"), 1);
 }
 
-/* The server cannot reach the target: its status resets the app. */
+/*
+ * The server answers the header with a refusal status: the app gets an
+ * RST, and the failure is counted under that refusal's own reason, the
+ * only one counted (an egress denial is not "target connect failed").
+ */
 static void
-test_target_refused(void **state)
+refusal(uint8_t status, const char *reason)
 {
-	(void)state;
 	client_start(0);
-	fx.status = PROTO_ERR_REFUSED;
+	fx.status = status;
 	fx.srv.tx_len = 0;
 	fx.srv.shut_when_sent = true;
 	fx.app.rst_ok = true;
@@ -443,8 +448,44 @@ test_target_refused(void **state)
 	assert_int_equal(fx.app.got, 0);
 	assert_true(fx.hdr_len > 0);
 	assert_int_equal(fx.env.stats.failed, 1);
-	assert_int_equal(stats_reason_get(&fx.env.stats.failures,
-	    "target connect failed"), 1);
+	if (stats_reason_get(&fx.env.stats.failures, reason) != 1 ||
+	    stats_reason_total(&fx.env.stats.failures) != 1)
+		fail_msg("status %u: want one failure \"%s\", got %zu "
+		    "reasons, first \"%s\"", status, reason,
+		    fx.env.stats.failures.nv, fx.env.stats.failures.nv > 0 ?
+		    fx.env.stats.failures.v[0].reason : "");
+}
+
+/* The server cannot reach the target: its status resets the app. */
+static void
+test_target_refused(void **state)
+{
+	(void)state;
+	refusal(PROTO_ERR_REFUSED, "target refused");
+}
+
+/* Each refusal the server sends (doc/PROTOCOL.md) has its own reason. */
+static void
+test_refusal_reasons(void **state)
+{
+	static const struct {
+		uint8_t		 status;
+		const char	*reason;
+	} t[] = {
+		{ PROTO_ERR_DENIED, "egress denied" },
+		{ PROTO_ERR_NET_UNREACH, "network unreachable" },
+		{ PROTO_ERR_HOST_UNREACH, "host unreachable" },
+		{ PROTO_ERR_TIMEOUT, "target timeout" },
+		{ PROTO_ERR_RESOLVE, "name not resolved" },
+		{ PROTO_ERR_LIMIT, "server limit" },
+		{ PROTO_ERR_GENERAL, "server failure" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		refusal(t[i].status, t[i].reason);
+		cleanup(state);
+	}
 }
 
 /* ---- the warm pool --------------------------------------------------------- */
@@ -488,6 +529,7 @@ main(void)
 		cmocka_unit_test_teardown(test_app_reset, cleanup),
 		cmocka_unit_test_teardown(test_server_reset, cleanup),
 		cmocka_unit_test_teardown(test_target_refused, cleanup),
+		cmocka_unit_test_teardown(test_refusal_reasons, cleanup),
 		cmocka_unit_test_teardown(test_pool_take, cleanup),
 	};
 	int rc;
