@@ -75,7 +75,7 @@ sess_log_summary(const struct sess *s, const char *reason)
 {
 	char			 peer[ADDR_STRLEN], target[RESOLVE_NAME_MAX + 16 +
 				    ADDR_STRLEN] = "-", a[ADDR_STRLEN];
-	enum log_level		 lvl = LOG_LVL_INFO;
+	enum log_level		 lvl = log_flow_level();	/* log.flows */
 
 	if (strcmp(reason, SESS_OOM) == 0)
 		lvl = LOG_LVL_WARN;
