@@ -437,13 +437,15 @@ test_target_refused(void **state)
 
 /*
  * What the code under test logs goes to stderr; while a capture runs it
- * goes to a temporary file instead, at level info (the default), so a
- * test can see which lines an operator would get.
+ * goes to a temporary file instead, at level info (the default) with
+ * log.flows on, so a test can see which lines an operator would get who
+ * asked for a line per flow.
  */
 static struct {
 	FILE		*fp;
 	int		 saved_fd;
 	enum log_level	 saved_level;
+	bool		 saved_flows;
 } cap;
 
 static void
@@ -454,7 +456,9 @@ capture_start(void)
 	assert_true((cap.saved_fd = dup(STDERR_FILENO)) >= 0);
 	assert_true(dup2(fileno(cap.fp), STDERR_FILENO) >= 0);
 	cap.saved_level = log_get_level();
+	cap.saved_flows = log_flow_level() == LOG_LVL_INFO;
 	log_set_level(LOG_LVL_INFO);
+	log_set_flows(true);
 }
 
 /* The lines logged since capture_start(), NUL-terminated; free it. */
@@ -466,6 +470,7 @@ capture_end(void)
 
 	fflush(stderr);
 	log_set_level(cap.saved_level);
+	log_set_flows(cap.saved_flows);
 	assert_true(dup2(cap.saved_fd, STDERR_FILENO) >= 0);
 	close(cap.saved_fd);
 	assert_int_equal(fseek(cap.fp, 0, SEEK_END), 0);
@@ -489,7 +494,8 @@ done_unused(void)
  * request, as its warm pool does when a connection's lifetime is over (and
  * a browser with a preconnect).  Nothing failed: the session counts as
  * unused, not in failed or under any failure reason, is not a rejection
- * (no cover site), and an idle client does not fill the log at info.
+ * (no cover site), and an idle client does not fill the log at info,
+ * not even with log.flows on.
  */
 static void
 test_closed_unused(void **state)
