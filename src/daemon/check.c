@@ -16,6 +16,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <syslog.h>
 #include <time.h>
 
 #include <openssl/err.h>
@@ -23,6 +24,7 @@
 #include <openssl/x509.h>
 
 #include "conf/conf.h"
+#include "core/log.h"
 
 struct check {
 	const char	*who;	/* "tunsplit check" */
@@ -30,12 +32,16 @@ struct check {
 	int		 rc;
 };
 
-static void __attribute__((format(printf, 4, 5)))
-check_say(struct check *ck, const char *what, const char *path,
+/* prio: syslog's, for the journal when it reads our stderr (under a
+ * unit's ExecStartPre= or ExecStart=). */
+static void __attribute__((format(printf, 5, 6)))
+check_say(struct check *ck, int prio, const char *what, const char *path,
     const char *fmt, ...)
 {
 	va_list	ap;
 
+	if (log_stderr_is_journal())
+		fprintf(stderr, "<%d>", prio);
 	fprintf(stderr, "%s: %s %s: ", ck->who, what, path);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
@@ -44,12 +50,12 @@ check_say(struct check *ck, const char *what, const char *path,
 }
 
 #define CHECK_ERR(ck, what, path, ...) do {				\
-	check_say((ck), (what), (path), __VA_ARGS__);			\
+	check_say((ck), LOG_ERR, (what), (path), __VA_ARGS__);		\
 	(ck)->rc = -1;							\
 } while (0)
 #define CHECK_OK(ck, what, path, ...) do {				\
 	if (!(ck)->quiet)						\
-		check_say((ck), (what), (path), __VA_ARGS__);		\
+		check_say((ck), LOG_INFO, (what), (path), __VA_ARGS__);	\
 } while (0)
 
 static FILE *
@@ -98,18 +104,21 @@ check_dates(struct check *ck, const char *what, const char *path, X509 *x)
 	int	days;
 
 	if (check_days(X509_get0_notBefore(x)) > 0)
-		check_say(ck, what, path, "warning: not valid before %s",
+		check_say(ck, LOG_WARNING, what, path,
+		    "warning: not valid before %s",
 		    check_date(X509_get0_notBefore(x), date, sizeof(date)));
 	days = check_days(X509_get0_notAfter(x));
 	check_date(X509_get0_notAfter(x), date, sizeof(date));
 	if (X509_cmp_current_time(X509_get0_notAfter(x)) < 0) {
-		check_say(ck, what, path, "warning: expired on %s; clients "
-		    "that verify it (all but pin_sha256 ones) refuse it", date);
+		check_say(ck, LOG_WARNING, what, path,
+		    "warning: expired on %s; clients that verify it (all "
+		    "but pin_sha256 ones) refuse it", date);
 		return false;
 	}
 	if (days < CHECK_WARN_DAYS)
-		check_say(ck, what, path, "warning: expires on %s, in %d "
-		    "day%s", date, days, days == 1 ? "" : "s");
+		check_say(ck, LOG_WARNING, what, path,
+		    "warning: expires on %s, in %d day%s", date, days,
+		    days == 1 ? "" : "s");
 	return true;
 }
 
@@ -203,7 +212,7 @@ check_ca(struct check *ck, const char *path)
 		return;
 	}
 	if (expired > 0)
-		check_say(ck, "ca", path, "warning: %d of its %d "
+		check_say(ck, LOG_WARNING, "ca", path, "warning: %d of its %d "
 		    "certificate%s expired", expired, n, n == 1 ? " has" :
 		    "s have");
 	else
