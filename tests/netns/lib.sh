@@ -282,13 +282,13 @@ ts_make_pki() {
 	    "$TS_SNI" >"$d/server.ext"
 	{
 		openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
-		    -nodes -keyout "$d/ca.key" -out "$d/ca.pem" -days 2 \
+		    -nodes -keyout "$d/ca.key" -out "$d/ca.pem" -days 90 \
 		    -subj "/CN=tunsplit throwaway test CA" &&
 		openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
 		    -nodes -keyout "$d/server.key" -out "$d/server.csr" \
 		    -subj "/CN=$TS_SNI" &&
 		openssl x509 -req -in "$d/server.csr" -CA "$d/ca.pem" \
-		    -CAkey "$d/ca.key" -CAcreateserial -days 2 \
+		    -CAkey "$d/ca.key" -CAcreateserial -days 90 \
 		    -extfile "$d/server.ext" -out "$d/server.pem" &&
 		openssl verify -CAfile "$d/ca.pem" "$d/server.pem"
 	} >"$o" 2>&1 || { cat "$o"; ts_fail "openssl: could not make the test PKI"; }
