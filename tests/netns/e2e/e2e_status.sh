@@ -66,11 +66,16 @@ py "'pool' not in j or (j['pool']['opened'] >= j['pool']['taken'] and j['pool'][
 # The server also counts the client's warm pool connections, live and
 # waiting for a header (and expired ones): at least the two flows closed.
 py "j['role'] == 'server' and j['sessions']['total'] - j['sessions']['active'] >= 2 and j['users'] == 1" "$TS_TMP/s1.json"
+# Pool connections that expired unused are counted apart, not as failed.
+py "j['sessions']['unused'] >= 0 and j['sessions']['failed'] == 0" "$TS_TMP/s1.json"
 py "$UP <= j['bytes']['up'] <= $UP + $SLACK and $DOWN <= j['bytes']['down'] <= $DOWN + $SLACK" "$TS_TMP/s1.json"
 ts_log "status --json: client and server byte counters match $UP up / $DOWN down"
 st "$NS_C" "$CSOCK" >"$TS_TMP/c1.txt" || ts_fail "client status (text)"
 grep -q '^flows: 0 active (max 4096), 2 total' "$TS_TMP/c1.txt" ||
     ts_fail "text status: $(cat "$TS_TMP/c1.txt")"
+st "$NS_S" "$SSOCK" >"$TS_TMP/s1.txt" || ts_fail "server status (text)"
+grep -q '^sessions: .* refused, [0-9]* unused, 0 failed' "$TS_TMP/s1.txt" ||
+    ts_fail "server text status: $(cat "$TS_TMP/s1.txt")"
 
 # A live flow shows up in --flows with the outer connection's TCP_INFO.
 ts_bg "$NS_C" app-live timeout 60 "$TS_PY" -u "$TS_TOOLS" recv --host "$T4" \
@@ -105,6 +110,7 @@ hs=$(metric "$TS_TMP/c.prom" tunsplit_handshake_seconds_count)
     [ "$(metric "$TS_TMP/c.prom" 'tunsplit_handshake_seconds_bucket{le="+Inf"}')" = "$hs" ] ||
     ts_fail "handshake histogram: $(grep handshake "$TS_TMP/c.prom")"
 grep -q '^tunsplit_info{role="server",version="' "$TS_TMP/s.prom" &&
+    grep -q '^tunsplit_sessions_unused_total [0-9]' "$TS_TMP/s.prom" &&
     [ $(($(metric "$TS_TMP/s.prom" tunsplit_sessions_total) -
     $(metric "$TS_TMP/s.prom" tunsplit_sessions_active))) -ge 3 ] ||
     ts_fail "server metrics: $(head -c 2000 "$TS_TMP/s.prom")"
