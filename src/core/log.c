@@ -25,7 +25,9 @@
 
 static enum log_level	 log_level = LOG_LVL_INFO;
 static bool		 log_to_syslog;
-static bool		 log_journal;	/* stderr is journald's stream */
+/* stderr is journald's stream: -1 until log_init or the first line (the
+ * loader may warn before log_init). */
+static int		 log_journal = -1;
 static bool		 log_flows;	/* per-flow lines at info, not debug */
 static bool		 log_copy_stderr;	/* warnings also to stderr */
 /* openlog() keeps the pointer, so the ident lives here. */
@@ -74,7 +76,7 @@ log_init(enum log_level level, bool use_syslog, const char *ident)
 	if (ident != NULL && *ident != '\0')
 		snprintf(log_ident, sizeof(log_ident), "%s", ident);
 	log_to_syslog = use_syslog;
-	log_journal = !use_syslog && log_stderr_is_journal();
+	log_journal = !use_syslog && log_stderr_is_journal() ? 1 : 0;
 	if (use_syslog)
 		openlog(log_ident, LOG_PID | LOG_NDELAY, LOG_DAEMON);
 }
@@ -139,7 +141,9 @@ log_emit(enum log_level level, const char *msg)
 			    log_level_names[level], msg);
 		return;
 	}
-	if (log_journal) {
+	if (log_journal == -1)
+		log_journal = log_stderr_is_journal() ? 1 : 0;
+	if (log_journal == 1) {
 		/* sd-daemon(3): "<N>" is the priority; journald stamps it. */
 		fprintf(stderr, "<%d>%s: %s\n", log_syslog_prio[level],
 		    log_level_names[level], msg);

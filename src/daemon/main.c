@@ -195,7 +195,8 @@ load(const char *path)
 	char		 err[512];
 
 	if ((c = conf_load_file(path, err, sizeof(err))) == NULL)
-		fprintf(stderr, "%s\n", err);
+		fprintf(stderr, "%s%s\n", log_stderr_is_journal() ? "<3>" : "",
+		    err);
 	return c;
 }
 

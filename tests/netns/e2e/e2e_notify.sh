@@ -16,7 +16,8 @@
 #  4. logs for journald and routers: the server's stderr is "the
 #     journal" (JOURNAL_STREAM names its log file's device and inode):
 #     every line has a <N> priority (warnings <4>, run's certificate
-#     check's too) and no timestamp; with log.flows off
+#     check's too, <3> for a configuration error) and no timestamp;
+#     with log.flows off
 #     it logs no line per session, while the client (log.flows on) logs
 #     one per flow.
 . "$(dirname "$0")/../lib.sh"
@@ -177,6 +178,15 @@ grep -q '^<6>info: reloaded ' "$TS_TMP/server.log" ||
     ts_fail "server: no '<6>info: reloaded' line: $(head -n 5 "$TS_TMP/server.log")"
 grep -qE '^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:.]+ info: ' "$TS_TMP/client.log" ||
     ts_fail "client (no journal): lines lost their timestamp"
+# A configuration error, before any logging is set up: <3> as well.
+printf 'client:\n  server: [}\n' >"$TS_TMP/bad.yaml"
+: >"$TS_TMP/bad.log"
+JOURNAL_STREAM=$(stat -c '%d:%i' "$TS_TMP/bad.log") "$TUNSPLIT" run \
+    -c "$TS_TMP/bad.yaml" 2>>"$TS_TMP/bad.log"
+rc=$?
+[ $rc = 3 ] || ts_fail "run with a broken file exited $rc, want 3"
+grep -q "^<3>$TS_TMP/bad.yaml:2:" "$TS_TMP/bad.log" ||
+    ts_fail "config error not at <3>: $(cat "$TS_TMP/bad.log")"
 grep -q ': closed: ' "$TS_TMP/server.log" &&
     ts_fail "server logged sessions with log.flows off: $(grep -m 2 ': closed: ' "$TS_TMP/server.log")"
 n=$(grep -cE 'info: flow [0-9]+ [^ ]+: [^,]+, up [0-9]+ down [0-9]+ bytes' \
