@@ -12,6 +12,10 @@
 #   - the packaged binary runs (tunsplit version) and its check command,
 #     run as the unit's ExecStartPre= runs it, rejects a missing file
 #     with exit status 3;
+#   - the units' command lines, started as systemd starts them against a
+#     scratch /etc/tunsplit: both ExecStartPre= accept a configuration;
+#     the server's ExecStart= listens on 127.0.0.1 and sends READY=1,
+#     survives ExecReload= and stops with status 0 on SIGTERM;
 #   - postinst creates the user the units run as, and carries
 #     debhelper's unit snippet, which neither enables nor starts them;
 #   - lintian reports no error (when lintian is installed).
@@ -121,6 +125,114 @@ fi
 rc=$?
 [ "$rc" -eq 3 ] && echo "ok: tunsplit check -q on a missing file: 3" ||
     bad "tunsplit check -q on a missing file: exit $rc, not 3"
+# The units' command lines, as systemd would run them, with the packaged
+# binary: /etc/tunsplit is a scratch directory.  The server's ExecStartPre=
+# and ExecStart= start on 127.0.0.1 (no root needed, no traffic sent),
+# report READY=1 on $NOTIFY_SOCKET (Type=notify), take ExecReload= and
+# stop on SIGTERM with status 0; the client's ExecStartPre= accepts a
+# client configuration (its ExecStart= needs a TUN: the netns tests').
+etc=$work/etc/tunsplit
+mkdir -p "$etc"
+unitcmd() {	# unitcmd UNIT KEY: that Exec line, pointed at the scratch tree
+	sed -n "s/^$2=[-@:+!]*//p" "$root/lib/systemd/system/$1" | head -n 1 |
+	    sed -e "s|/usr/sbin/|$root/usr/sbin/|g" -e "s|/etc/tunsplit|$etc|g"
+}
+if command -v openssl >/dev/null 2>&1 && command -v python3 >/dev/null 2>&1; then
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
+	    -nodes -keyout "$etc/key.pem" -out "$etc/cert.pem" -days 2 \
+	    -subj /CN=tunsplit.test -addext subjectAltName=DNS:tunsplit.test \
+	    >"$work/openssl.log" 2>&1 || { cat "$work/openssl.log"; bad "openssl"; }
+	key=$("$root/usr/sbin/tunsplit" genkey)
+	port=$(( 20000 + $$ % 20000 ))
+	cat >"$etc/server.yaml" <<YAML
+log: {level: info, syslog: false}
+control: $work/server.sock
+server:
+  listen: ["127.0.0.1:$port"]
+  cert: $etc/cert.pem
+  cert_key: $etc/key.pem
+  users: [{name: pkg, key: "$key"}]
+YAML
+	cat >"$etc/client.yaml" <<YAML
+log: {level: info, syslog: false}
+control: $work/client.sock
+client:
+  server: "127.0.0.1:$port"
+  sni: tunsplit.test
+  ca: $etc/cert.pem
+  key: "$key"
+YAML
+	pre=$(unitcmd tunsplit-client.service ExecStartPre)
+	# shellcheck disable=SC2086
+	$pre >"$work/pre-client.log" 2>&1 &&
+	    echo "ok: client unit's ExecStartPre= accepts a client configuration" ||
+	    bad "client ExecStartPre= ($pre): $(cat "$work/pre-client.log")"
+	pre=$(unitcmd tunsplit-server.service ExecStartPre)
+	# shellcheck disable=SC2086
+	$pre >"$work/pre-server.log" 2>&1 &&
+	    echo "ok: server unit's ExecStartPre= accepts a server configuration" ||
+	    bad "server ExecStartPre= ($pre): $(cat "$work/pre-server.log")"
+	# A datagram socket in place of systemd's notify socket.
+	python3 -c '
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1]); s.settimeout(0.2)
+end = time.time() + 20
+with open(sys.argv[2], "w") as out:
+    while time.time() < end:
+        try:
+            m = s.recv(4096)
+        except socket.timeout:
+            continue
+        out.write(m.decode(errors="replace").replace("\n", " ") + "\n"); out.flush()
+        if b"STOPPING=1" in m:
+            break
+' "$work/notify" "$work/notify.log" &
+	npid=$!
+	i=0
+	while [ ! -S "$work/notify" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+	start=$(unitcmd tunsplit-server.service ExecStart)
+	# shellcheck disable=SC2086
+	NOTIFY_SOCKET=$work/notify $start >"$work/run-server.log" 2>&1 &
+	spid=$!
+	i=0
+	while ! grep -q 'READY=1' "$work/notify.log" 2>/dev/null && [ $i -lt 100 ] &&
+	    kill -0 $spid 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
+	if grep -q 'READY=1' "$work/notify.log" 2>/dev/null; then
+		echo "ok: server unit's ExecStart= sent READY=1 ($(( i * 100 )) ms)"
+	else
+		bad "server ExecStart= ($start) sent no READY=1: $(tail -n 5 "$work/run-server.log")"
+	fi
+	# ExecReload= is kill -HUP $MAINPID; the daemon must still answer.
+	reload=$(unitcmd tunsplit-server.service ExecReload | sed "s/\$MAINPID/$spid/")
+	# shellcheck disable=SC2086
+	$reload
+	i=0
+	while ! grep -q 'RELOADING=1' "$work/notify.log" && [ $i -lt 50 ]; do
+		sleep 0.1; i=$((i + 1)); done
+	sleep 0.3
+	if kill -0 $spid 2>/dev/null &&
+	    "$root/usr/sbin/tunsplit" status -s "$work/server.sock" >"$work/status" 2>&1; then
+		echo "ok: after ExecReload= the server runs and answers status"
+	else
+		bad "after ExecReload= ($reload): $(tail -n 5 "$work/run-server.log") $(cat "$work/status")"
+	fi
+	kill -TERM $spid 2>/dev/null
+	i=0
+	while kill -0 $spid 2>/dev/null && [ $i -lt 150 ]; do sleep 0.1; i=$((i + 1)); done
+	if kill -0 $spid 2>/dev/null; then
+		kill -KILL $spid 2>/dev/null
+		bad "the server did not stop within TimeoutStopSec (15 s) of SIGTERM"
+	else
+		wait $spid; rc=$?
+		[ $rc -eq 0 ] && echo "ok: SIGTERM stops the server, status 0" ||
+		    bad "the server exited $rc on SIGTERM: $(tail -n 5 "$work/run-server.log")"
+	fi
+	kill $npid 2>/dev/null; wait $npid 2>/dev/null
+	echo "notify messages: $(tr '\n' '|' <"$work/notify.log")"
+else
+	echo "note: no openssl or python3; the units' command lines not started"
+fi
 # Maintainer scripts.
 if [ -f "$work/ctl/postinst" ] && sh -n "$work/ctl/postinst"; then
 	grep -q 'adduser --system' "$work/ctl/postinst" &&
