@@ -83,6 +83,13 @@ if [ -f "$dest/src/include/lwip/init.h" ]; then
 	exit 0
 fi
 
+# Versions before this one wrote a deb.debian.org entry here and left it.
+old=$SRCPARTS/tunsplit-debsrc.sources
+if [ -f "$old" ]; then
+	echo "get-lwip: note: $old was left by an earlier get-lwip.sh;" \
+	    "remove it if this machine should not have it"
+fi
+
 work=$(mktemp -d)
 added=
 cleanup() {
