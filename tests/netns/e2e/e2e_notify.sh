@@ -150,6 +150,15 @@ done
 ts_updown "after the reloads" "$TS_T_ADDR6" "$TS_TARGET_PORT" 42 $((1 << 20))
 
 # ---- 3. SIGTERM: STOPPING=1 once -----------------------------------------------
+# sentinel NS SOCKET: our own "END" datagram after the daemon's last;
+# once the listener printed it, it has printed everything the daemon sent.
+sentinel() {
+	ip netns exec "$1" "$TS_PY" -c '
+import socket, sys
+p = sys.argv[1]
+socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).sendto(b"END",
+    "\0" + p[1:] if p[0] == "@" else p)' "$2" || ts_fail "sentinel to $2"
+}
 for who in client server; do
 	if [ $who = client ]; then pid=$TS_CLIENT_PID; else pid=$TS_SERVER_PID; fi
 	kill -TERM "$pid"
@@ -159,9 +168,15 @@ for who in client server; do
 	rc=$?
 	[ $rc = 0 ] || ts_fail "$who exited $rc after SIGTERM"
 	l=${who:0:1}notify
+	if [ $who = client ]; then
+		sentinel "$NS_C" "$CNOTIFY"
+	else
+		sentinel "$NS_S" "$SNOTIFY"
+	fi
+	await $l '^T=[0-9]+ END' 1 "$who: sentinel"
 	[ "$(count $l '^T=[0-9]+ STOPPING=1')" = 1 ] ||
 	    ts_fail "$who: want one STOPPING=1: $(cat "$TS_TMP/$l.log")"
-	tail -n 1 "$TS_TMP/$l.log" | grep -qE '^T=[0-9]+ STOPPING=1' ||
+	tail -n 2 "$TS_TMP/$l.log" | head -n 1 | grep -qE '^T=[0-9]+ STOPPING=1' ||
 	    ts_fail "$who: something after STOPPING=1: $(cat "$TS_TMP/$l.log")"
 done
 ts_log "SIGTERM: STOPPING=1 once, the last word of each; both exited 0"
