@@ -30,7 +30,6 @@ ts_init e2e_loss
 
 ts_find_linkem
 ts_need danted dante-server
-DANTED=$(command -v danted || echo /usr/sbin/danted)
 DANTE_PORT=1080
 MARK=0x7353
 PW=loss-$$-secret
@@ -82,21 +81,7 @@ ts_start_target
 ts_prove_no_forward "$TS_TARGET_PORT"
 ts_start_server
 
-cat >"$TS_TMP/danted.conf" <<EOF
-logoutput: stderr
-internal: $TS_S_ADDR4 port = $DANTE_PORT
-external: eth1
-clientmethod: none
-socksmethod: none
-user.privileged: root
-user.unprivileged: nobody
-client pass { from: 0/0 to: 0/0 }
-socks pass { from: 0/0 to: 0/0 command: connect }
-EOF
-ts_bg "$NS_S" danted "$DANTED" -f "$TS_TMP/danted.conf" \
-    -p "$TS_TMP/danted.pid" -N 1
-ts_wait_port "$NS_S" "$DANTE_PORT" 10 "$TS_LAST_PID" ||
-    ts_fail "danted did not listen on $DANTE_PORT"
+ts_start_danted "$DANTE_PORT"
 
 # client_conf PROTOCOL CLIENT-LINES: a client config (TUN MTU 1500).
 client_conf() {

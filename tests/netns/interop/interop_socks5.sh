@@ -31,7 +31,6 @@ need_pkg() {	# BINARY PACKAGE
 }
 need_pkg danted dante-server
 need_pkg microsocks microsocks
-DANTED=$(command -v danted || echo /usr/sbin/danted)
 MICROSOCKS=$(command -v microsocks)
 DANTE_PORT=1080
 MICRO_PORT=1081
@@ -94,30 +93,7 @@ closed=9999
 ip netns exec "$NS_T" ss -Hltn "sport = :$closed" | grep -q . &&
     ts_fail "port $closed is open on the target"
 
-cat >"$TS_TMP/danted.conf" <<EOF
-logoutput: stderr
-internal: $TS_S_ADDR4 port = $DANTE_PORT
-external: eth1
-clientmethod: none
-socksmethod: none
-user.privileged: root
-user.unprivileged: nobody
-client pass {
-	from: 0/0 to: 0/0
-	log: error
-}
-socks pass {
-	from: 0/0 to: 0/0
-	command: connect
-	log: connect disconnect error
-}
-EOF
-ts_bg "$NS_S" danted "$DANTED" -f "$TS_TMP/danted.conf" \
-    -p "$TS_TMP/danted.pid" -N 1
-DANTE_PID=$TS_LAST_PID
-ts_wait_port "$NS_S" "$DANTE_PORT" 10 "$DANTE_PID" ||
-    ts_fail "danted did not listen on $DANTE_PORT"
-ts_log "danted up on $TS_S_ADDR4:$DANTE_PORT"
+ts_start_danted "$DANTE_PORT"
 
 # ---- (a) danted, no authentication -------------------------------------------
 client_conf "$DANTE_PORT" "  connect_mode: fast"
