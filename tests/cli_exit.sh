@@ -49,6 +49,12 @@ expect 2 check -z
 expect 2 status --bogus
 expect 2 status -s a.sock -c "$tmp/good.yaml"
 expect 2 status extra
+expect 2 status --watch 0
+expect 2 status --watch=0
+expect 2 status -w 3601
+expect 2 status --watch=2x
+expect 2 status --watch=-1
+expect 2 status --watch 2 extra
 expect 2 help frobnicate
 expect 2 genkey extra
 # configuration errors: 3
@@ -63,6 +69,9 @@ expect 3 status -c "$tmp/missing.yaml"
 expect 1 status -s "$tmp/none.sock"
 expect 1 status -c "$tmp/good.yaml"
 expect 1 status --json -s "$tmp/none.sock"
+# --watch ends with the daemon's absence (not a loop of errors).
+expect 1 status --watch -s "$tmp/none.sock"
+expect 1 status -w 1 -s "$tmp/none.sock"
 # success: 0
 expect 0 check -q -c "$tmp/good.yaml"
 expect 0 help

@@ -18,7 +18,7 @@ offered() {	# offered WORD...: what completing after these words offers
 }
 
 bad=0 n=0
-cmds=$("$TUNSPLIT" help | sed -n '/^commands:/,/^$/s/^  \([a-z][a-z0-9-]*\) .*/\1/p')
+cmds=$("$TUNSPLIT" help | sed -n '/^commands:/,/^$/s/^  \([a-z][a-z0-9-]*\)\( .*\)*$/\1/p')
 [ -n "$cmds" ] || { echo "FAIL: no commands in 'tunsplit help'"; exit 1; }
 top=$(offered)
 for c in $cmds; do

@@ -9,6 +9,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "client/dgram/assoc.h"
 #include "client/dgram/flow_udp.h"
@@ -60,6 +61,36 @@ client_status_pool(struct client_status *cs, struct status *st)
 	st->pooled = cs->env->stats.pooled;
 }
 
+/* The last contact with the server, by flows or the pool, as ages and
+ * wall-clock times. */
+static void
+client_status_contact(struct client_status *cs, struct status_fill *sf)
+{
+	struct stats_contact	 c = cs->env->stats.contact;
+	struct status		*st = sf->st;
+	struct timespec		 ts;
+	uint64_t		 wall;
+
+	if (cs->env->pool != NULL)
+		stats_contact_merge(&c, &pool_stats(cs->env->pool)->contact);
+	st->contact_kept = true;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	wall = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	if (c.has_ok) {
+		st->has_contact = true;
+		st->contact_age_ms = sf->now_ms > c.ok_ms ?
+		    sf->now_ms - c.ok_ms : 0;
+		st->contact_unix_ms = wall - st->contact_age_ms;
+	}
+	if (c.has_fail) {
+		st->has_contact_fail = true;
+		st->contact_fail_age_ms = sf->now_ms > c.fail_ms ?
+		    sf->now_ms - c.fail_ms : 0;
+		st->contact_fail_unix_ms = wall - st->contact_fail_age_ms;
+		st->contact_fail_reason = c.fail_reason;
+	}
+}
+
 void
 client_status_fill(struct client_status *cs, struct status_fill *sf)
 {
@@ -78,9 +109,10 @@ client_status_fill(struct client_status *cs, struct status_fill *sf)
 	st->failures = &env->stats.failures;
 	status_fill_limits(st, &env->lst, &env->mem);
 	client_status_pool(cs, st);
-	if (cs->conf->client.server_host != NULL)
+	if (cs->conf->client.server_host != NULL) {
 		addr_fmt(&env->server, st->server, sizeof(st->server));
-	else	/* protocol direct or block */
+		client_status_contact(cs, sf);
+	} else	/* protocol direct or block */
 		snprintf(st->server, sizeof(st->server), "none (%s)",
 		    conf_proto_name(cs->conf->client.protocol));
 	st->has_tun = true;

@@ -106,6 +106,7 @@ pool_set_ready(struct pool_conn *pc)
 	p->stats.ready++;
 	p->stats.opened++;
 	stats_hist_add(&p->stats.handshake, stats_now_us() - pc->dial_us);
+	stats_contact_ok(&p->stats.contact, loop_now(p->loop));
 	p->backoff_ms = 0;
 	life = life / 2 + randombytes_uniform((uint32_t)life / 2 + 1);
 	loop_timer_set(p->loop, &pc->timer, life > age ? life - age : 0);
@@ -148,12 +149,17 @@ pool_on_io(struct loop_fd *lfd, uint32_t revents)
 		if ((err = sock_connect_error(outer_fd(pc->out))) != 0) {
 			errno = err;
 			log_debug("pool: connect to server: %s", strerror(err));
+			stats_contact_fail(&pc->pool->stats.contact,
+			    loop_now(pc->pool->loop), "server unreachable");
 			pool_close(pc, false);
 			return;
 		}
 		pc->connected = true;
 	}
 	if ((rc = outer_handshake(pc->out)) < 0) {
+		stats_contact_fail(&pc->pool->stats.contact,
+		    loop_now(pc->pool->loop),
+		    "TLS handshake with server failed");
 		pool_close(pc, false);
 		return;
 	}
@@ -173,6 +179,8 @@ pool_on_timer(struct loop_timer *t)
 		pool_close(pc, true);
 	} else {
 		log_debug("pool: handshake with the server timed out");
+		stats_contact_fail(&pc->pool->stats.contact,
+		    loop_now(pc->pool->loop), "connect timeout");
 		pool_close(pc, false);
 	}
 }

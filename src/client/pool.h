@@ -32,6 +32,7 @@ struct pool_stats {
 	unsigned	 ready;		/* ready now */
 	unsigned	 connecting;	/* connect or handshake in progress */
 	struct stats_hist handshake;	/* connect start to TLS done */
+	struct stats_contact contact;	/* with the server */
 };
 
 struct pool;

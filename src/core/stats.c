@@ -11,6 +11,31 @@
 static const uint64_t stats_bounds[STATS_HIST_NBOUNDS] = STATS_HIST_BOUNDS;
 
 void
+stats_contact_ok(struct stats_contact *c, uint64_t now_ms)
+{
+	c->ok_ms = now_ms;
+	c->has_ok = 1;
+}
+
+void
+stats_contact_fail(struct stats_contact *c, uint64_t now_ms,
+    const char *reason)
+{
+	c->fail_ms = now_ms;
+	c->fail_reason = reason;
+	c->has_fail = 1;
+}
+
+void
+stats_contact_merge(struct stats_contact *a, const struct stats_contact *b)
+{
+	if (b->has_ok && (!a->has_ok || b->ok_ms > a->ok_ms))
+		stats_contact_ok(a, b->ok_ms);
+	if (b->has_fail && (!a->has_fail || b->fail_ms > a->fail_ms))
+		stats_contact_fail(a, b->fail_ms, b->fail_reason);
+}
+
+void
 stats_reason_add(struct stats_reasons *r, const char *reason)
 {
 	size_t	i;

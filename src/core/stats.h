@@ -37,6 +37,25 @@ struct stats_hist {
 	uint64_t	 sum_us;
 };
 
+/*
+ * Contact with the peer (the client's server): when an outer connection
+ * last got through to it -- a completed handshake or a reply -- and when
+ * one last failed to, with why (a static string).  Loop milliseconds;
+ * has_ok / has_fail say whether it ever happened.
+ */
+struct stats_contact {
+	uint64_t	 ok_ms, fail_ms;
+	const char	*fail_reason;
+	unsigned	 has_ok : 1, has_fail : 1;
+};
+
+void     stats_contact_ok(struct stats_contact *c, uint64_t now_ms);
+void     stats_contact_fail(struct stats_contact *c, uint64_t now_ms,
+    const char *reason);
+/* Merge: the later contact and the later failure of a and b into a. */
+void     stats_contact_merge(struct stats_contact *a,
+    const struct stats_contact *b);
+
 void     stats_reason_add(struct stats_reasons *r, const char *reason);
 uint64_t stats_reason_get(const struct stats_reasons *r, const char *reason);
 uint64_t stats_reason_total(const struct stats_reasons *r);

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <openssl/crypto.h>
@@ -72,12 +73,18 @@ static const struct cmd cmds[] = {
 	    "tells (0 or 3)\n"
 	    "  --secrets  print keys and passwords too (else a key_file, or\n"
 	    "             (redacted)), so that the output loads as it is\n" },
-	{ "status", cmd_status, "[--json] [--flows] [-s socket | -c file]",
-	    "show a running daemon's flows, counters and uptime",
-	    "  -c file    take the control socket from this configuration\n"
-	    "  -f, --flows  list every live flow (outer RTT, retransmits)\n"
-	    "  -j, --json   JSON instead of text\n"
-	    "  -s socket  control socket (default " CONF_CONTROL_DEFAULT ")\n" },
+	{ "status", cmd_status,
+	    "[-fj] [-w [secs]] [-s socket | -c file]",
+	    "show a running daemon's flows, counters and server contact",
+	    "  -c file            take the control socket from this "
+	    "configuration\n"
+	    "  -f, --flows        list every live flow (outer RTT, "
+	    "retransmits)\n"
+	    "  -j, --json         JSON instead of text\n"
+	    "  -s socket          control socket (default "
+	    CONF_CONTROL_DEFAULT ")\n"
+	    "  -w, --watch [secs] redraw every secs (default 2, 1 to 3600)\n"
+	    "                     until interrupted or the daemon stops\n" },
 	{ "genkey", cmd_genkey, "",
 	    "print a new random key, base64, for key: or a key_file", NULL },
 	{ "version", cmd_version, "",
@@ -113,6 +120,7 @@ static const struct option long_status[] = {
 	{ "help", no_argument, NULL, 'h' },
 	{ "json", no_argument, NULL, 'j' },
 	{ "flows", no_argument, NULL, 'f' },
+	{ "watch", optional_argument, NULL, 'w' },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -382,6 +390,75 @@ status_query(const char *sock, const char *line)
 	return err ? EXIT_RUNTIME : 0;
 }
 
+static volatile sig_atomic_t status_stop;
+
+static void
+status_on_signal(int sig)
+{
+	(void)sig;
+	status_stop = 1;
+}
+
+/* --watch: the interval in seconds, from --watch=N or the next argument
+ * when it is a number (-w 5, --watch 5); 0: not valid. */
+static unsigned
+status_watch_secs(int argc, char **argv)
+{
+	const char	*arg = optarg;
+	char		*end;
+	unsigned long	 v;
+
+	if (arg == NULL) {
+		if (optind >= argc || argv[optind][0] < '0' ||
+		    argv[optind][0] > '9')
+			return 2;
+		arg = argv[optind++];
+	}
+	errno = 0;
+	v = strtoul(arg, &end, 10);
+	if (errno != 0 || end == arg || *end != '\0' || *arg == '-' ||
+	    v < 1 || v > 3600) {
+		fprintf(stderr, "tunsplit status: --watch %s: seconds from 1 "
+		    "to 3600\n", arg);
+		return 0;
+	}
+	return (unsigned)v;
+}
+
+/*
+ * Redraws the status every secs until SIGINT or SIGTERM (exit 0) or until
+ * the daemon stops answering (its exit status).  The screen is cleared
+ * only on a terminal; elsewhere the snapshots follow one another.
+ */
+static int
+status_watch(const char *sock, const char *line, unsigned secs)
+{
+	struct sigaction	 sa;
+	struct timespec		 ts;
+	bool			 tty = isatty(STDOUT_FILENO);
+	int			 rc;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = status_on_signal;	/* no SA_RESTART: wake up */
+	sigemptyset(&sa.sa_mask);
+	(void)sigaction(SIGINT, &sa, NULL);
+	(void)sigaction(SIGTERM, &sa, NULL);
+	while (!status_stop) {
+		if (tty)
+			printf("\033[H\033[2J");
+		if ((rc = status_query(sock, line)) != 0)
+			return rc;
+		if (!tty && fflush(stdout) == EOF)
+			return EXIT_RUNTIME;
+		ts.tv_sec = secs;
+		ts.tv_nsec = 0;
+		while (!status_stop && nanosleep(&ts, &ts) == -1 &&
+		    errno == EINTR)
+			;
+	}
+	return 0;
+}
+
 static int
 cmd_status(const struct cmd *cmd, int argc, char **argv)
 {
@@ -389,11 +466,18 @@ cmd_status(const struct cmd *cmd, int argc, char **argv)
 	struct conf	*c = NULL;
 	char		 line[32];
 	bool		 json = false, flows = false;
+	unsigned	 watch = 0;
 	int		 ch, rc = 0;
 
-	while ((ch = cmd_getopt_long(cmd, argc, argv, "c:fjs:", long_status,
+	while ((ch = cmd_getopt_long(cmd, argc, argv, "c:fjs:w", long_status,
 	    &rc)) != -1) {
 		switch (ch) {
+		case 'w':
+			if ((watch = status_watch_secs(argc, argv)) == 0) {
+				cmd_usage(cmd, stderr);
+				return EXIT_USAGE;
+			}
+			break;
 		case 'c':
 			path = optarg;
 			break;
@@ -430,7 +514,12 @@ cmd_status(const struct cmd *cmd, int argc, char **argv)
 	}
 	snprintf(line, sizeof(line), "status%s%s\n", json ? " json" : "",
 	    flows ? " flows" : "");
-	rc = status_query(sock != NULL ? sock : CONF_CONTROL_DEFAULT, line);
+	if (watch > 0)
+		rc = status_watch(sock != NULL ? sock : CONF_CONTROL_DEFAULT,
+		    line, watch);
+	else
+		rc = status_query(sock != NULL ? sock : CONF_CONTROL_DEFAULT,
+		    line);
 	conf_free(c);
 	return rc;
 }
@@ -476,9 +565,11 @@ usage(FILE *fp)
 	const struct cmd	*cmd;
 
 	fprintf(fp, "usage: tunsplit command [options]\n\ncommands:\n");
+	/* Each command's line, its summary on the next one: the options of
+	 * `status` are too long for a column. */
 	for (cmd = cmds; cmd->name != NULL; cmd++)
-		fprintf(fp, "  %-8s %-18s %s\n", cmd->name, cmd->args,
-		    cmd->summary);
+		fprintf(fp, "  %s%s%s\n      %s\n", cmd->name,
+		    *cmd->args != '\0' ? " " : "", cmd->args, cmd->summary);
 	fprintf(fp, "\n'tunsplit help command' or 'tunsplit command --help' "
 	    "describes one command.\n"
 	    "Default configuration file: %s\n"

@@ -185,6 +185,29 @@ text_limits(const struct status *st, FILE *fp)
 	fputc('\n', fp);
 }
 
+/* "server: ADDR, last contact 3.1s ago (last failure 1m05s ago: why)",
+ * like the latest handshake of `wg show`. */
+static void
+text_server(FILE *fp, const struct status *st)
+{
+	char	a[32];
+
+	fprintf(fp, "server: %s", st->server);
+	if (st->contact_kept) {
+		if (st->has_contact)
+			fprintf(fp, ", last contact %s ago", status_age(
+			    st->contact_age_ms, a, sizeof(a)));
+		else
+			fprintf(fp, ", no contact yet");
+		if (st->has_contact_fail)
+			fprintf(fp, " (last failure %s ago: %s)", status_age(
+			    st->contact_fail_age_ms, a, sizeof(a)),
+			    st->contact_fail_reason != NULL ?
+			    st->contact_fail_reason : "unknown");
+	}
+	fputc('\n', fp);
+}
+
 void
 status_write_text(const struct status *st, FILE *fp)
 {
@@ -199,7 +222,7 @@ status_write_text(const struct status *st, FILE *fp)
 		fprintf(fp, "configuration: generation %" PRIu64 "\n",
 		    st->generation);
 	if (st->server[0] != '\0')
-		fprintf(fp, "server: %s\n", st->server);
+		text_server(fp, st);
 	if (strcmp(st->role, "server") == 0)
 		fprintf(fp, "users: %zu\n", st->users);
 	fprintf(fp, "%s: %" PRIu64 " active (max %u), %" PRIu64 " total, %"
@@ -368,6 +391,29 @@ json_limits(const struct status *st, FILE *fp)
 	fputc('}', fp);
 }
 
+/* "contact": the last one and the last failure, ages and Unix times in
+ * ms; null: never. */
+static void
+json_contact(FILE *fp, const struct status *st)
+{
+	fprintf(fp, ",\"contact\":{");
+	if (st->has_contact)
+		fprintf(fp, "\"last_ms\":%" PRIu64 ",\"last_unix_ms\":%"
+		    PRIu64, st->contact_age_ms, st->contact_unix_ms);
+	else
+		fprintf(fp, "\"last_ms\":null,\"last_unix_ms\":null");
+	if (st->has_contact_fail) {
+		fprintf(fp, ",\"failure_ms\":%" PRIu64 ",\"failure_unix_ms\":%"
+		    PRIu64 ",\"failure_reason\":", st->contact_fail_age_ms,
+		    st->contact_fail_unix_ms);
+		status_json_str(fp, st->contact_fail_reason != NULL ?
+		    st->contact_fail_reason : "unknown");
+	} else
+		fprintf(fp, ",\"failure_ms\":null,\"failure_unix_ms\":null,"
+		    "\"failure_reason\":null");
+	fputc('}', fp);
+}
+
 void
 status_write_json(const struct status *st, FILE *fp)
 {
@@ -386,6 +432,8 @@ status_write_json(const struct status *st, FILE *fp)
 		fprintf(fp, ",\"server\":");
 		status_json_str(fp, st->server);
 	}
+	if (st->contact_kept)
+		json_contact(fp, st);
 	if (strcmp(st->role, "server") == 0)
 		fprintf(fp, ",\"users\":%zu", st->users);
 	fprintf(fp, ",\"%s\":{\"active\":%" PRIu64 ",\"total\":%" PRIu64
@@ -613,6 +661,24 @@ prom_pool(FILE *fp, const struct status *st)
 	    "Flows started on a warm pool connection.", st->pooled);
 }
 
+/* Unix times, 0: never (so `time() - x > 60` also alerts on a client
+ * that never got through). */
+static void
+prom_contact(FILE *fp, const struct status *st)
+{
+	prom_head(fp, "server_last_contact_timestamp_seconds", "gauge",
+	    "Unix time of the last contact with the server (an outer "
+	    "handshake completed or a reply), 0: none yet.");
+	fprintf(fp, "tunsplit_server_last_contact_timestamp_seconds %.3f\n",
+	    st->has_contact ? (double)st->contact_unix_ms / 1000.0 : 0.0);
+	prom_head(fp, "server_last_failure_timestamp_seconds", "gauge",
+	    "Unix time of the last failure to reach the server (connect, "
+	    "handshake), 0: none.");
+	fprintf(fp, "tunsplit_server_last_failure_timestamp_seconds %.3f\n",
+	    st->has_contact_fail ?
+	    (double)st->contact_fail_unix_ms / 1000.0 : 0.0);
+}
+
 static void
 prom_resolver(FILE *fp, const struct resolve_stats *r)
 {
@@ -736,6 +802,8 @@ status_write_prometheus(const struct status *st, FILE *fp)
 		    "by reason.", st->rejects);
 	if (st->handshake != NULL)
 		prom_hist(fp, st->handshake);
+	if (st->contact_kept)
+		prom_contact(fp, st);
 	if (srv)
 		prom_one(fp, "users", "gauge", "Configured users.", st->users);
 	if (srv) {

@@ -80,6 +80,14 @@ struct status {
 
 	/* Client. */
 	char		 server[ADDR_STRLEN];
+	/* The last contact with the server (a completed outer handshake or
+	 * a reply, by a flow or the warm pool) and the last failure to
+	 * reach it: ages in ms and wall-clock times (Unix ms). */
+	bool		 contact_kept;		/* a server to contact */
+	bool		 has_contact, has_contact_fail;
+	uint64_t	 contact_age_ms, contact_unix_ms;
+	uint64_t	 contact_fail_age_ms, contact_fail_unix_ms;
+	const char	*contact_fail_reason;
 	bool		 has_tun;
 	struct tsnetif_stats tun;
 	/* Warm pool of outer connections (client.pool > 0). */

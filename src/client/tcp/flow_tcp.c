@@ -125,6 +125,11 @@ flow_fail(struct flow *f, const char *reason)
 	if (f->internal)
 		f->env->stats.internal++;
 	stats_reason_add(&f->env->stats.failures, reason);
+	/* The server (or proxy) could not be reached or did not finish
+	 * its handshake: what status shows next to the last contact. */
+	if (!f->internal && f->phase != FLOW_RELAY && f->ob->handshake != NULL)
+		stats_contact_fail(&f->env->stats.contact,
+		    loop_now(f->env->loop), reason);
 	flow_close(f, true, reason);
 }
 
@@ -491,6 +496,8 @@ flow_take_status(struct flow *f, uint8_t **data, ssize_t *n,
 	char dst[ADDR_STRLEN];
 	uint8_t st = (*data)[0];
 
+	stats_contact_ok(&f->env->stats.contact, loop_now(f->env->loop));
+
 	if (st != PROTO_OK) {
 		log_info("flow %llu %s: server: %s", (unsigned long long)f->id,
 		    flow_dst(f, dst, sizeof(dst)), proto_status_str(st));
@@ -526,6 +533,7 @@ flow_held_status(struct flow *f, const char **why)
 		*why = "server closed before connect status";
 		return -1;
 	}
+	stats_contact_ok(&f->env->stats.contact, loop_now(f->env->loop));
 	if (st != PROTO_OK) {
 		if (st == PROTO_ERR_REFUSED)
 			tsnetif_reset_syn(f->syn, f->syn_len);

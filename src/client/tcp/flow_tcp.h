@@ -52,6 +52,7 @@ struct flow_stats {
 	uint64_t	 bytes_up, bytes_down;	/* of closed flows */
 	struct stats_reasons failures;	/* the failed ones, by reason */
 	struct stats_hist handshake;	/* outer connect start to TLS done */
+	struct stats_contact contact;	/* with the server or proxy */
 };
 
 struct flow_env {

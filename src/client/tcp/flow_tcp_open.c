@@ -83,6 +83,9 @@ static void
 flow_handshake_done(struct flow *f)
 {
 	stats_hist_add(&f->env->stats.handshake, stats_now_us() - f->dial_us);
+	if (f->ob->handshake != NULL)	/* a server or proxy answered */
+		stats_contact_ok(&f->env->stats.contact,
+		    loop_now(f->env->loop));
 	if (flow_start_relay(f) < 0)
 		flow_fail_internal(f, "out of memory");
 }

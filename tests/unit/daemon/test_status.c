@@ -441,6 +441,59 @@ test_pool(void **state)
 	expect(status_write_json, &st, NULL, STRS("pool"));
 }
 
+/* The last contact with the server, like `wg show`'s latest handshake. */
+static void
+test_contact(void **state)
+{
+	struct status	 st;
+
+	(void)state;
+	sample(&st, false);
+	/* Not kept (server role, protocol direct): the plain line. */
+	expect(status_write_text, &st, STRS("server: 192.0.2.1:443\n"),
+	    STRS("contact"));
+	expect(status_write_json, &st, NULL, STRS("\"contact\""));
+	expect(status_write_prometheus, &st, NULL, STRS("last_contact"));
+	/* Kept, never reached: said so; Prometheus 0. */
+	st.contact_kept = true;
+	expect(status_write_text, &st,
+	    STRS("server: 192.0.2.1:443, no contact yet\n"),
+	    STRS("last failure"));
+	expect(status_write_json, &st, STRS("\"contact\":{\"last_ms\":null,"
+	    "\"last_unix_ms\":null,\"failure_ms\":null,\"failure_unix_ms\":"
+	    "null,\"failure_reason\":null}"), NULL);
+	expect(status_write_prometheus, &st, STRS(
+	    "# TYPE tunsplit_server_last_contact_timestamp_seconds gauge\n",
+	    "tunsplit_server_last_contact_timestamp_seconds 0.000\n",
+	    "tunsplit_server_last_failure_timestamp_seconds 0.000\n"), NULL);
+	/* Failed only. */
+	st.has_contact_fail = true;
+	st.contact_fail_age_ms = 65000;
+	st.contact_fail_unix_ms = 1700000000123ULL;
+	st.contact_fail_reason = "server unreachable";
+	expect(status_write_text, &st, STRS("server: 192.0.2.1:443, no contact "
+	    "yet (last failure 1m05s ago: server unreachable)\n"), NULL);
+	/* Both. */
+	st.has_contact = true;
+	st.contact_age_ms = 3200;
+	st.contact_unix_ms = 1700000061923ULL;
+	expect(status_write_text, &st, STRS("server: 192.0.2.1:443, last "
+	    "contact 3.2s ago (last failure 1m05s ago: server unreachable)\n"),
+	    NULL);
+	expect(status_write_json, &st, STRS("\"server\":\"192.0.2.1:443\","
+	    "\"contact\":{\"last_ms\":3200,\"last_unix_ms\":1700000061923,"
+	    "\"failure_ms\":65000,\"failure_unix_ms\":1700000000123,"
+	    "\"failure_reason\":\"server unreachable\"}"), NULL);
+	expect(status_write_prometheus, &st, STRS(
+	    "tunsplit_server_last_contact_timestamp_seconds 1700000061.923\n",
+	    "tunsplit_server_last_failure_timestamp_seconds 1700000000.123\n"),
+	    NULL);
+	/* Contact only. */
+	st.has_contact_fail = false;
+	expect(status_write_text, &st, STRS("server: 192.0.2.1:443, last "
+	    "contact 3.2s ago\n"), STRS("last failure"));
+}
+
 /* ---- control socket ---- */
 
 struct ctl_fixture {
@@ -576,6 +629,22 @@ test_answer(void **state)
 	free(out);
 	assert_int_equal(control_answer(f->ctl, "metrics", &out, &len), 0);
 	assert_non_null(strstr(out, "tunsplit_flows_max 5\n"));
+	free(out);
+	/* The client's fill: the later of the flows' and the pool's
+	 * contacts, as an age from the loop's now. */
+	assert_int_equal(control_answer(f->ctl, "status", &out, &len), 0);
+	assert_non_null(strstr(out, "server: 192.0.2.1:443, no contact yet\n"));
+	free(out);
+	uint64_t now = loop_now(f->loop);
+	stats_contact_ok(&f->env.stats.contact, now - 5000);
+	stats_contact_fail(&f->env.stats.contact, now - 1000,
+	    "TLS handshake with server failed");
+	stats_contact_ok(&f->env.stats.contact, now - 3000);
+	assert_int_equal(control_answer(f->ctl, "status", &out, &len), 0);
+	assert_non_null(strstr(out, "server: 192.0.2.1:443, last contact 3."));
+	assert_non_null(strstr(out, "s ago (last failure 1."));
+	assert_non_null(strstr(out, "s ago: TLS handshake with server "
+	    "failed)\n"));
 	free(out);
 	/* Unknown commands and words, options of the wrong command, empty
 	 * lines and overlong words are all errors, answered as such. */
@@ -772,6 +841,7 @@ main(void)
 		cmocka_unit_test(test_json),
 		cmocka_unit_test(test_prometheus),
 		cmocka_unit_test(test_pool),
+		cmocka_unit_test(test_contact),
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_resolver),
 		cmocka_unit_test_setup_teardown(test_answer, setup_ctl,

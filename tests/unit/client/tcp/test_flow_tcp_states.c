@@ -18,6 +18,9 @@
  *                          counted as a failure; a refusal status too,
  *                          under the refusal's own reason ("egress
  *                          denied", "target refused", ...)
+ *   contact                an answer (data or a refusal) is the last
+ *                          contact with the server that status shows; a
+ *                          dead server address its last failure
  *   pool take              a warm connection (client.pool, the real pool)
  *                          carries the flow: no new dial, counted pooled
  */
@@ -36,6 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/socket.h>
+#include <netinet/in.h>
 
 #include <sodium.h>
 
@@ -295,6 +299,10 @@ expect_clean(void)
 	assert_int_equal(fx.env.stats.failed, 0);
 	assert_int_equal(fx.env.stats.bytes_up, UP_LEN);
 	assert_int_equal(fx.env.stats.bytes_down, DOWN_LEN);
+	/* The server answered: status shows the contact, no failure. */
+	assert_true(fx.env.stats.contact.has_ok);
+	assert_true(fx.env.stats.contact.ok_ms <= loop_now(fx.loop));
+	assert_false(fx.env.stats.contact.has_fail);
 }
 
 /*
@@ -454,6 +462,45 @@ refusal(uint8_t status, const char *reason)
 		    "reasons, first \"%s\"", status, reason,
 		    fx.env.stats.failures.nv, fx.env.stats.failures.nv > 0 ?
 		    fx.env.stats.failures.v[0].reason : "");
+	/* A refusal is the server's answer: contact, not a failure to
+	 * reach it. */
+	assert_true(fx.env.stats.contact.has_ok);
+	assert_false(fx.env.stats.contact.has_fail);
+}
+
+/*
+ * Nothing listens at the server's address: the app gets an RST, and the
+ * failure is what status shows next to the last contact (none yet).
+ */
+static void
+test_server_unreachable(void **state)
+{
+	struct sockaddr_in sin;
+	socklen_t len = sizeof(sin);
+	int fd;
+
+	(void)state;
+	client_start(0);
+	/* A loopback port that was free a moment ago, now closed. */
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_true((fd = socket(AF_INET, SOCK_STREAM, 0)) >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
+	close(fd);
+	assert_int_equal(addr_from_ip(&fx.env.server, "127.0.0.1",
+	    ntohs(sin.sin_port)), 0);
+	fx.app.rst_ok = true;
+	app_open();
+	run_until(app_ended, "the end at the app");
+	assert_true(fx.app.rst_in);
+	assert_int_equal(fx.env.stats.failed, 1);
+	assert_false(fx.env.stats.contact.has_ok);
+	assert_true(fx.env.stats.contact.has_fail);
+	assert_string_equal(fx.env.stats.contact.fail_reason,
+	    "server unreachable");
+	assert_int_equal(fx.conns, 0);
 }
 
 /* The server cannot reach the target: its status resets the app. */
@@ -508,6 +555,9 @@ test_pool_take(void **state)
 	fx.up_fin = true;
 	run_until(pool_ready, "a warm connection");
 	assert_int_equal(fx.conns, 1);
+	/* The pool's handshake alone is a contact; no flow yet. */
+	assert_true(pool_stats(fx.env.pool)->contact.has_ok);
+	assert_false(fx.env.stats.contact.has_ok);
 	assert_int_equal(fx.srv.rx_len, 0);	/* nothing sent while idle */
 	app_open();
 	assert_int_equal(fx.env.stats.pooled, 1);
@@ -530,6 +580,7 @@ main(void)
 		cmocka_unit_test_teardown(test_server_reset, cleanup),
 		cmocka_unit_test_teardown(test_target_refused, cleanup),
 		cmocka_unit_test_teardown(test_refusal_reasons, cleanup),
+		cmocka_unit_test_teardown(test_server_unreachable, cleanup),
 		cmocka_unit_test_teardown(test_pool_take, cleanup),
 	};
 	int rc;
