@@ -13,7 +13,7 @@ shift
 
 DEPS=(build-essential autoconf automake libtool pkg-config libssl-dev
 	libsodium-dev libyaml-dev libcmocka-dev nginx-light curl iproute2
-	openssl python3 dnsmasq-base dnsutils iputils-ping trojan v2ray)
+	openssl python3 dnsmasq-base dnsutils iputils-ping trojan v2ray nftables)
 
 say() { printf '==> %s\n' "$*"; }
 

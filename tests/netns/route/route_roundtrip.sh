@@ -57,6 +57,7 @@ fail() {
 }
 log() { printf '%s [%s]: %s\n' "$name" "$shell" "$*"; }
 
+NFT=$(command -v nft 2>/dev/null)
 TO=
 command -v timeout >/dev/null 2>&1 && TO="timeout 60"
 
@@ -81,6 +82,9 @@ snap() {	# snap FILE: everything up and down may touch
 		ip -n "$ns" -6 rule show
 		ip -n "$ns" -4 route show table all
 		ip -n "$ns" -6 route show table all
+		printf 'src_valid_mark=%s\n' "$(ip netns exec "$ns" \
+		    cat /proc/sys/net/ipv4/conf/all/src_valid_mark)"
+		[ -z "$NFT" ] || ip netns exec "$ns" nft list ruleset
 	} >"$1" 2>&1
 }
 same() {	# same A B WHAT
@@ -193,6 +197,24 @@ run_one() {
 	snap "$tmp/s"
 	same "$tmp/s0" "$tmp/s" "failed commands changed the routing"
 
+	# Strict rp_filter without nft: up refuses, nothing changes.  The
+	# tools the script uses, nft left out.
+	mkdir -p "$tmp/nonft"
+	for t in ip awk sed grep cat mktemp rm mv tr id printf head sort \
+	    mkdir getent dash bash busybox; do
+		tp=$(command -v "$t" 2>/dev/null) && ln -sf "$tp" "$tmp/nonft/$t"
+	done
+	ip netns exec "$ns" sysctl -qw net.ipv4.conf.lan0.rp_filter=1
+	# shellcheck disable=SC2086
+	ip netns exec "$ns" env PATH="$tmp/nonft" $shell "$script" up \
+	    --dev ts0 --state-dir "$tmp/state" >"$tmp/out" 2>&1
+	rc=$?
+	expect_rc 1 "up, strict rp_filter, no nft"
+	expect_out 'install nftables' "up, strict rp_filter, no nft"
+	ip netns exec "$ns" sysctl -qw net.ipv4.conf.lan0.rp_filter=0
+	snap "$tmp/s"
+	same "$tmp/s0" "$tmp/s" "up without nft under strict rp_filter changed something"
+
 	# A failure half-way (the last IPv6 rule) is undone: a fake ip that
 	# refuses that one command.
 	mkdir -p "$tmp/bin"
@@ -231,6 +253,17 @@ EOF
 	done
 	has_rule 4 "7350:	from all to 10.77.1.2 lookup main"
 	has_rule 6 "7350:	from all to fd77:1::2 lookup main"
+	if [ -n "$NFT" ]; then
+		# Replies to the marked sockets get their mark back, and
+		# the reverse-path lookup uses it.
+		ip netns exec "$ns" nft list table inet tunsplit_ts0 >"$tmp/nft" 2>&1 ||
+		    fail "no nftables table tunsplit_ts0 after up: $(cat "$tmp/nft")"
+		grep -q 'meta mark 0x00007353 ct mark set meta mark' "$tmp/nft" &&
+		    grep -q 'ct mark 0x00007353 meta mark set ct mark' "$tmp/nft" ||
+		    fail "nftables table tunsplit_ts0: $(cat "$tmp/nft")"
+		[ "$(ip netns exec "$ns" cat /proc/sys/net/ipv4/conf/all/src_valid_mark)" = 1 ] ||
+		    fail "src_valid_mark not 1 after up"
+	fi
 	ip -n "$ns" -4 route show table 7353 >"$tmp/t4"
 	ip -n "$ns" -6 route show table 7353 >"$tmp/t6"
 	for f in 4 6; do
