@@ -4,6 +4,9 @@
 #  1. transfers of known size, then `tunsplit status --json` on both ends:
 #     it parses, and its byte and flow counters match the traffic (within
 #     the tools' request/reply lines); the text form and --flows work too;
+#     the client shows its last contact with the server (seconds ago, in
+#     JSON as an age and a Unix time near now) and no failure to reach it;
+#     --watch redraws until SIGINT, then exits 0;
 #  2. the Prometheus endpoint (curl, loopback inside the namespaces) shows
 #     the same counters, the handshake histogram, and 404s other paths;
 #  3. SIGHUP (a changed config, then a broken one) to both daemons in the
@@ -73,6 +76,21 @@ ts_log "status --json: client and server byte counters match $UP up / $DOWN down
 st "$NS_C" "$CSOCK" >"$TS_TMP/c1.txt" || ts_fail "client status (text)"
 grep -q '^flows: 0 active (max 4096), 2 total' "$TS_TMP/c1.txt" ||
     ts_fail "text status: $(cat "$TS_TMP/c1.txt")"
+# The last contact with the server: within the last minute, no failure.
+now_ms=$(($(date +%s%N) / 1000000))
+py "j['contact']['last_ms'] is not None and 0 <= j['contact']['last_ms'] < 60000 and abs(j['contact']['last_unix_ms'] - $now_ms) < 60000 and j['contact']['failure_ms'] is None" "$TS_TMP/c1.json"
+py "'contact' not in j" "$TS_TMP/s1.json"
+grep -Eq "^server: $TS_S_ADDR4:$TS_SERVER_PORT, last contact [0-9.]+s ago\$" "$TS_TMP/c1.txt" ||
+    ts_fail "text status, last contact: $(cat "$TS_TMP/c1.txt")"
+# --watch: a snapshot per second, not a tty so no screen clearing, until
+# SIGINT, which ends it with status 0.
+ip netns exec "$NS_C" timeout --preserve-status -s INT 2.5 "$TUNSPLIT" status \
+    -s "$CSOCK" --watch 1 >"$TS_TMP/watch.txt" 2>&1 ||
+    ts_fail "status --watch: exit $? $(tail -n 3 "$TS_TMP/watch.txt")"
+n=$(grep -c '^server: .*, last contact ' "$TS_TMP/watch.txt")
+[ "$n" -ge 2 ] && [ "$n" -le 4 ] && ! grep -q $'\033' "$TS_TMP/watch.txt" ||
+    ts_fail "status --watch 1 for 2.5 s: $n snapshots: $(head -c 600 "$TS_TMP/watch.txt")"
+ts_log "status shows the last contact with the server; --watch redrew $n times"
 st "$NS_S" "$SSOCK" >"$TS_TMP/s1.txt" || ts_fail "server status (text)"
 grep -q '^sessions: .* refused, [0-9]* unused, 0 failed' "$TS_TMP/s1.txt" ||
     ts_fail "server text status: $(cat "$TS_TMP/s1.txt")"
@@ -109,6 +127,11 @@ hs=$(metric "$TS_TMP/c.prom" tunsplit_handshake_seconds_count)
 [ "${hs:-0}" -ge 3 ] &&
     [ "$(metric "$TS_TMP/c.prom" 'tunsplit_handshake_seconds_bucket{le="+Inf"}')" = "$hs" ] ||
     ts_fail "handshake histogram: $(grep handshake "$TS_TMP/c.prom")"
+lc=$(metric "$TS_TMP/c.prom" tunsplit_server_last_contact_timestamp_seconds)
+awk -v t="${lc:-0}" -v now="$(date +%s)" 'BEGIN { exit !(t > now - 60 && t <= now + 1) }' ||
+    ts_fail "last contact metric ${lc:-none}, now $(date +%s)"
+grep -q '^tunsplit_server_last_contact' "$TS_TMP/s.prom" &&
+    ts_fail "the server has no last contact metric"
 grep -q '^tunsplit_info{role="server",version="' "$TS_TMP/s.prom" &&
     grep -q '^tunsplit_sessions_unused_total [0-9]' "$TS_TMP/s.prom" &&
     [ $(($(metric "$TS_TMP/s.prom" tunsplit_sessions_total) -
