@@ -311,6 +311,14 @@ sess_read_header(struct sess *s)
 			sess_reject(s, "end of stream in header");
 			return;
 		}
+		/* The request is judged by the generation of the
+		 * configuration live when it arrives, not the one of the
+		 * accept: a warm pool connection may wait across a reload
+		 * (one that tightened the egress policy, say). */
+		if (buf_len(&s->hdr) == 0 && s->conf != s->env->conf) {
+			conf_unref(s->conf);
+			s->conf = conf_ref(s->env->conf);
+		}
 		buf_commit(&s->hdr, (size_t)n);
 		switch (sess_trojan_header(s)) {
 		case 1:

@@ -433,6 +433,63 @@ test_target_refused(void **state)
 	assert_int_equal(fx.env.stats.bytes_up, 0);
 }
 
+/* ---- a reload while a warm connection waits for its request -------------- */
+
+static const char *sess_state;
+
+static void
+on_sess_state(void *arg, const struct sess_info *si)
+{
+	(void)arg;
+	sess_state = si->state;
+}
+
+static bool
+done_header_wait(void)
+{
+	sess_state = NULL;
+	sess_foreach(&fx.env, on_sess_state, NULL);
+	return sess_state != NULL && strcmp(sess_state, "header") == 0;
+}
+
+/*
+ * A session accepted under one generation whose request comes after a
+ * reload (a warm pool connection does this) is judged by the generation
+ * live when the request arrives: here the reload took the loopback
+ * allow entry out of the egress policy, so the target is denied.
+ */
+static void
+test_request_takes_live_generation(void **state)
+{
+	uint8_t		 hdr[PROTO_REQ_MAX];
+	struct conf	*gen2;
+	char		 y[1024], err[256];
+	size_t		 hl;
+
+	(void)state;
+	server_start();
+	client_connect(NULL, 0, 0, 16, false);
+	run_until(done_header_wait, "the TLS handshake");
+	snprintf(y, sizeof(y), "server:\n  listen: 127.0.0.1:1\n"
+	    "  cert: %s\n  cert_key: %s\n"
+	    "  users:\n    - name: a\n      key: " K1 "\n",
+	    tc.cert_pem, tc.key_pem);
+	if ((gen2 = conf_load_buf("t.yaml", y, strlen(y), err,
+	    sizeof(err))) == NULL)
+		fail_msg("%s", err);
+	fx.env.conf = gen2;		/* as server_adopt() does */
+	hl = header(hdr, sizeof(hdr), fx.target_port, K1);
+	fx.cli.pre = hdr;
+	fx.cli.pre_len = hl;
+	fx.cli.shut_when_sent = true;
+	run_until(done_refused, "the refusal");
+	assert_int_equal(fx.cli.rx_len, 1);
+	assert_int_equal(fx.cli.rx[0], PROTO_ERR_DENIED);
+	assert_int_equal(fx.target_conns, 0);
+	fx.env.conf = fx.conf;
+	conf_free(gen2);	/* the session that held it is gone */
+}
+
 /* ---- closed unused: a warm pool connection retired ------------------------ */
 
 /*
@@ -612,6 +669,8 @@ main(void)
 		    cleanup),
 		cmocka_unit_test_teardown(test_auth_fail_cover, cleanup),
 		cmocka_unit_test_teardown(test_target_refused, cleanup),
+		cmocka_unit_test_teardown(test_request_takes_live_generation,
+		    cleanup),
 		cmocka_unit_test_teardown(test_target_reset, cleanup),
 		cmocka_unit_test_teardown(test_client_reset, cleanup),
 		cmocka_unit_test_teardown(test_closed_unused, cleanup),
