@@ -379,7 +379,8 @@ load_fails(const char *y, const char *msg)
 		fail_msg("\"%s\" lacks \"%s\"", errbuf, msg);
 }
 
-static char *
+/* Not inlined: see dump() in tests/unit/conf/test_conf.c. */
+__attribute__((noinline)) static char *
 dump(const struct conf *c)
 {
 	char	*s = NULL;
