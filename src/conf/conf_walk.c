@@ -543,17 +543,19 @@ conf_key_size(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
     void *base)
 {
 	const char		*s = conf_scalar(x, n);
-	unsigned long long	 v;
+	unsigned long long	 v, max = (unsigned long long)k->max;
 
 	if (s == NULL)
 		return -1;
+	/* A 32-bit system holds less than the key's maximum. */
+	if (max > SIZE_MAX)
+		max = SIZE_MAX;
 	if (limit_parse_size(s, &v) == -1)
 		return conf_err(x, n, "'%s' is not a size (4096, 512K, 64M, 1G)",
 		    conf_vis(x, s));
-	if (v != 0 && (v < (unsigned long long)k->min ||
-	    v > (unsigned long long)k->max))
+	if (v != 0 && (v < (unsigned long long)k->min || v > max))
 		return conf_err(x, n, "%s out of range (0 for no limit, or "
-		    "%lldM..%lldG)", conf_vis(x, s), k->min >> 20, k->max >> 30);
+		    "%lldM..%lluG)", conf_vis(x, s), k->min >> 20, max >> 30);
 	*CONF_FIELD(base, k, size_t) = (size_t)v;
 	return 0;
 }

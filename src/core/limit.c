@@ -7,6 +7,7 @@
 
 #include <sys/socket.h>
 
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -281,14 +282,14 @@ limit_parse_size(const char *s, unsigned long long *bytes)
 	if (s == NULL || *s < '0' || *s > '9')
 		return -1;
 	for (; *s >= '0' && *s <= '9'; s++) {
-		if (v > (SIZE_MAX - (unsigned)(*s - '0')) / 10)
+		if (v > (ULLONG_MAX - (unsigned)(*s - '0')) / 10)
 			return -1;
 		v = v * 10 + (unsigned)(*s - '0');
 	}
 	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
 		if (strcmp(s, units[i].suffix) != 0)
 			continue;
-		if (v > (unsigned long long)SIZE_MAX >> units[i].shift)
+		if (v > ULLONG_MAX >> units[i].shift)
 			return -1;
 		*bytes = v << units[i].shift;
 		return 0;

@@ -129,7 +129,9 @@ void limit_mem_wake(void *m);
 
 /*
  * Parses "64M", "512K", "1G", "4096" (bytes; K, M, G are powers of 1024,
- * also written KB/KiB) into *bytes; -1 when invalid or past SIZE_MAX.
+ * also written KB/KiB) into *bytes; -1 when invalid or past 64 bits.
+ * Whether the size fits size_t is the caller's range check: on a 32-bit
+ * system "8G" is a size too large, not a malformed one.
  */
 int limit_parse_size(const char *s, unsigned long long *bytes);
 

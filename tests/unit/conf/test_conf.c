@@ -1081,6 +1081,13 @@ roundtrip(const char *yaml)
 	free(s2);
 }
 
+/* The range of max_buffer_memory: 1024G, or what a 32-bit size_t holds. */
+#if SIZE_MAX > 0xffffffffu
+#define SIZE_RANGE	"1M..1024G"
+#else
+#define SIZE_RANGE	"1M..3G"
+#endif
+
 /* Resource limits: values, defaults, sizes, errors, the dump. */
 static void
 test_limits(void **state)
@@ -1092,7 +1099,7 @@ test_limits(void **state)
 		    "server.max_buffer_memory: ", "'64m' is not a size" },
 		{ SERVER "  max_buffer_memory: 512K\n", "t.yaml:8:22: "
 		    "server.max_buffer_memory: ", "out of range (0 for no limit, "
-		    "or 1M..1024G)" },
+		    "or " SIZE_RANGE ")" },
 		{ SERVER "  max_buffer_memory: 2048G\n", "t.yaml:8:22: ",
 		    "out of range" },
 		{ SERVER "  max_buffer_memory: -1\n", "t.yaml:8:22: ",

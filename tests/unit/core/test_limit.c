@@ -289,6 +289,9 @@ test_parse_size(void **state)
 	assert_int_equal(v, 64ULL << 20);
 	assert_int_equal(limit_parse_size("2GB", &v), 0);
 	assert_int_equal(v, 2ULL << 30);
+	/* Past a 32-bit size_t, still a size (the range check is conf's). */
+	assert_int_equal(limit_parse_size("8G", &v), 0);
+	assert_int_equal(v, 8ULL << 30);
 	assert_int_equal(limit_parse_size("", &v), -1);
 	assert_int_equal(limit_parse_size("M", &v), -1);
 	assert_int_equal(limit_parse_size("-1", &v), -1);
