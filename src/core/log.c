@@ -175,74 +175,66 @@ log_vlog(enum log_level level, int err, const char *fmt, va_list ap)
 	log_emit(level, msg);
 }
 
+/* A line at level if the level is on; errno is left as it was. */
+static void LOG_PRINTF(3, 0)
+log_vat(enum log_level level, int err, const char *fmt, va_list ap)
+{
+	int	saved = errno;
+
+	if (log_level < level)
+		return;
+	log_vlog(level, err, fmt, ap);
+	errno = saved;
+}
+
 void
 log_warn(const char *fmt, ...)
 {
 	va_list	ap;
-	int	saved = errno;
 
-	if (log_level < LOG_LVL_WARN)
-		return;
 	va_start(ap, fmt);
-	log_vlog(LOG_LVL_WARN, saved, fmt, ap);
+	log_vat(LOG_LVL_WARN, errno, fmt, ap);
 	va_end(ap);
-	errno = saved;
 }
 
 void
 log_warnx(const char *fmt, ...)
 {
 	va_list	ap;
-	int	saved = errno;
 
-	if (log_level < LOG_LVL_WARN)
-		return;
 	va_start(ap, fmt);
-	log_vlog(LOG_LVL_WARN, -1, fmt, ap);
+	log_vat(LOG_LVL_WARN, -1, fmt, ap);
 	va_end(ap);
-	errno = saved;
 }
 
 void
 log_info(const char *fmt, ...)
 {
 	va_list	ap;
-	int	saved = errno;
 
-	if (log_level < LOG_LVL_INFO)
-		return;
 	va_start(ap, fmt);
-	log_vlog(LOG_LVL_INFO, -1, fmt, ap);
+	log_vat(LOG_LVL_INFO, -1, fmt, ap);
 	va_end(ap);
-	errno = saved;
 }
 
 void
 log_at(enum log_level level, const char *fmt, ...)
 {
 	va_list	ap;
-	int	saved = errno;
 
-	if (log_level < level)
-		return;
 	va_start(ap, fmt);
-	log_vlog(level, -1, fmt, ap);
+	log_vat(level, -1, fmt, ap);
 	va_end(ap);
-	errno = saved;
 }
 
 void
 log_debug(const char *fmt, ...)
 {
 	va_list	ap;
-	int	saved = errno;
 
-	if (log_level < LOG_LVL_DEBUG)
-		return;
 	va_start(ap, fmt);
-	log_vlog(LOG_LVL_DEBUG, -1, fmt, ap);
+	log_vat(LOG_LVL_DEBUG, -1, fmt, ap);
 	va_end(ap);
-	errno = saved;
 }
 
 void
