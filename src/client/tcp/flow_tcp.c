@@ -429,6 +429,15 @@ flow_on_retry(struct loop_timer *t)
 	flow_mark_dirty(container_of(t, struct flow, retry));
 }
 
+/* lwIP is out of memory for the download: try again after FLOW_RETRY_MS
+ * (or sooner, when the app acks something). */
+static void
+flow_retry_later(struct flow *f)
+{
+	if (!loop_timer_armed(&f->retry))
+		loop_timer_set(f->env->loop, &f->retry, FLOW_RETRY_MS);
+}
+
 /*
  * tcp_write for the app.  1: lwIP took the n bytes (charged to mem_down
  * until acked).  0: lwIP is out of memory, which is backpressure, not a
@@ -448,8 +457,7 @@ flow_app_write(struct flow *f, const uint8_t *data, size_t n)
 	}
 	if (err != ERR_MEM)
 		return -1;
-	if (!loop_timer_armed(&f->retry))
-		loop_timer_set(f->env->loop, &f->retry, FLOW_RETRY_MS);
+	flow_retry_later(f);
 	return 0;
 }
 
@@ -560,8 +568,7 @@ flow_app_fin(struct flow *f, const char **why)
 	}
 	if (err == ERR_MEM) {
 		f->down_blocked = true;
-		if (!loop_timer_armed(&f->retry))
-			loop_timer_set(f->env->loop, &f->retry, FLOW_RETRY_MS);
+		flow_retry_later(f);
 		return 0;
 	}
 	f->internal = true;
