@@ -34,7 +34,7 @@ struct ctx {
 	size_t			 nnodes;
 	char			 path[256];	/* "server.users[1].key" */
 	const struct conf_map	*map;		/* mapping being walked */
-	uint32_t		 seen;		/* its keys seen so far (<= 32) */
+	uint64_t		 seen;		/* its keys seen so far (<= 64) */
 	yaml_node_t		*knode;		/* key of the value handled */
 	yaml_node_t		*tun_knode;
 	bool			 inline_key;

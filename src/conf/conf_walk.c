@@ -235,7 +235,7 @@ conf_seen(const struct ctx *x, const char *name)
 {
 	int	i = key_index(x->map, name);
 
-	return i >= 0 && (x->seen & (1u << i));
+	return i >= 0 && (x->seen & (1ull << i));
 }
 
 int
@@ -245,7 +245,7 @@ conf_map_walk(struct ctx *x, yaml_node_t *n, const struct conf_map *m,
 	const struct conf_map	*omap = x->map;
 	yaml_node_pair_t	*p;
 	yaml_node_t		*k, *v;
-	uint32_t		 oseen = x->seen;
+	uint64_t		 oseen = x->seen;
 	size_t			 old;
 	int			 i, rc = -1;
 
@@ -268,11 +268,15 @@ conf_map_walk(struct ctx *x, yaml_node_t *n, const struct conf_map *m,
 			conf_err(x, k, "unknown key");
 			goto out;
 		}
-		if (x->seen & (1u << i)) {
+		if (i >= 64) {		/* a table too long for seen */
+			conf_err(x, k, "internal error: key table too long");
+			goto out;
+		}
+		if (x->seen & (1ull << i)) {
 			conf_err(x, k, "duplicate key");
 			goto out;
 		}
-		x->seen |= 1u << i;
+		x->seen |= 1ull << i;
 		x->knode = k;
 		if ((v = conf_node_get(x, p->value, k)) == NULL ||
 		    m->keys[i].fn(x, v, &m->keys[i], base) == -1)
