@@ -17,7 +17,9 @@
 # down restores `ip rule` and `ip route show table all` (both families)
 # byte for byte, and leaves alone a rule that was there before and
 # identical to one of ours; bad options and a missing device change
-# nothing; a failure half-way through up is undone.
+# nothing; a failure half-way through up is undone; --uid-exclude keeps
+# those users out of the TUN (refused when the main table has no route),
+# --uid-include keeps everybody else out, bad ranges change nothing.
 set -u
 
 name=route_roundtrip
@@ -387,6 +389,42 @@ EOF
 	tr_ down --dev ts0; expect_rc 0 "down after --ipv6 block"
 	snap "$tmp/s"
 	same "$tmp/s0" "$tmp/s" "down after --ipv6 block"
+
+	# ---- per-user routing: excluded uids never enter the TUN, not even
+	# when the main table has no route for them ----
+	tr_ up --dev ts0 --uid-exclude 1000-1999 --uid-exclude 5000
+	expect_rc 0 "up --uid-exclude"
+	has_rule 4 "7350:	from all uidrange 1000-1999 lookup main"
+	has_rule 6 "7350:	from all uidrange 5000-5000 unreachable"
+	route_via "dev ts0" 10.98.0.1 uid 0
+	route_via "dev ts0" 10.98.0.1 uid 2000
+	route_via "via 192.168.77.254 dev lan0" 10.98.0.1 uid 1000
+	route_via "via 192.168.77.254 dev lan0" 10.98.0.1 uid 1999
+	route_via "via fd00:77::fe dev lan0" 2001:db8:2::1 uid 5000
+	route_via "dev ts0" 2001:db8:2::1 uid 5001
+	ip -n "$ns" -4 route del default
+	route_blocked 10.98.0.1 uid 1500		# no main route: refused
+	route_via "dev ts0" 10.98.0.1 uid 2000
+	ip -n "$ns" -4 route add default via 192.168.77.254
+	tr_ up --dev ts0 --uid-include 1000-1999 --uid-include 1500-2500
+	expect_rc 0 "up --uid-include"
+	no_rule 4 "uidrange 1000-1999"
+	route_via "via 192.168.77.254 dev lan0" 10.98.0.1 uid 0
+	route_via "via 192.168.77.254 dev lan0" 10.98.0.1 uid 999
+	route_via "dev ts0" 10.98.0.1 uid 1000
+	route_via "dev ts0" 10.98.0.1 uid 2500
+	route_via "via 192.168.77.254 dev lan0" 10.98.0.1 uid 2501
+	route_via "via 192.168.77.254 dev lan0" 10.98.0.1 uid 4294967294
+	tr_ up --dev ts0 --uid-include 1000 --uid-exclude 5
+	expect_rc 2 "--uid-include with --uid-exclude"
+	for bad in 5-3 x 4294967295 1-; do
+		tr_ up --dev ts0 --uid-exclude "$bad"; expect_rc 2 "bad uid range $bad"
+		expect_out "bad --uid-exclude" "bad uid range $bad"
+	done
+	route_via "dev ts0" 10.98.0.1 uid 1000		# unchanged by them
+	tr_ down --dev ts0; expect_rc 0 "down after --uid-include"
+	snap "$tmp/s"
+	same "$tmp/s0" "$tmp/s" "down after --uid-include"
 
 	ip netns del "$ns"
 	log "ok"
