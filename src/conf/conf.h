@@ -25,6 +25,7 @@
 #define CONF_MAX_TROJAN		1024
 
 #define CONF_SOCKS_MAX	255		/* RFC 1929 user name, password */
+#define CONF_MAX_UIDS	32		/* route_uid_exclude/include ranges */
 
 enum conf_role { CONF_ROLE_CLIENT = 1, CONF_ROLE_SERVER = 2 };
 
@@ -140,6 +141,12 @@ struct conf {
 							 * for a TUN without IPv6 */
 		struct cidr	*route_exclude;		/* --exclude for it */
 		size_t		 nroute_exclude;
+		/* route_uid_exclude / route_uid_include: users whose traffic
+		 * stays out of the TUN (--uid-exclude), or the only users
+		 * whose traffic enters it (--uid-include). */
+		struct { uint32_t lo, hi; } route_uids[CONF_MAX_UIDS];
+		size_t		 nroute_uids;
+		bool		 route_uids_include;
 	} client;
 
 	struct {

@@ -334,6 +334,52 @@ key_route_exclude(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
 	    &x->c->client.nroute_exclude);
 }
 
+/* One user id range: a number, or "N-M". */
+static int
+uid_item(struct ctx *x, yaml_node_t *n, size_t i, void *arg)
+{
+	struct conf		*c = arg;
+	const char		*s = conf_scalar(x, n);
+	char			 lo[16], *hi;
+	unsigned long long	 a, b;
+
+	if (s == NULL)
+		return -1;
+	if (strlen(s) >= sizeof(lo))
+		goto bad;
+	memcpy(lo, s, strlen(s) + 1);
+	if ((hi = strchr(lo, '-')) != NULL)
+		*hi++ = '\0';
+	if (conf_parse_u64(lo, &a) == -1 ||
+	    (hi != NULL && conf_parse_u64(hi, &b) == -1))
+		goto bad;
+	if (hi == NULL)
+		b = a;
+	if (a > b || b > UINT32_MAX - 1)
+		goto bad;
+	c->client.route_uids[i].lo = (uint32_t)a;
+	c->client.route_uids[i].hi = (uint32_t)b;
+	c->client.nroute_uids = i + 1;
+	return 0;
+bad:
+	return conf_err(x, n, "'%s' is not a user id or a range N-M "
+	    "(0..4294967294)", conf_vis(x, s));
+}
+
+static int
+key_route_uids(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
+    void *base)
+{
+	struct conf	*c = base;
+
+	if (conf_seen(x, "route_uid_exclude") &&
+	    conf_seen(x, "route_uid_include"))
+		return conf_err(x, n, "route_uid_exclude and "
+		    "route_uid_include do not mix: pick one");
+	c->client.route_uids_include = k->min == 1;
+	return conf_list_walk(x, n, 1, CONF_MAX_UIDS, uid_item, c);
+}
+
 static const struct conf_key keys_client[] = {
 	{ "server", key_server_addr, 0, 0, 0, NULL },
 	{ "sni", key_sni, C(client.sni), 0, 0, NULL },
@@ -370,6 +416,8 @@ static const struct conf_key keys_client[] = {
 	{ "dns", key_dns, 0, 0, 0, NULL },
 	{ "route", key_route, C(client.route_auto), 0, 0, NULL },
 	{ "route_exclude", key_route_exclude, 0, 0, 0, NULL },
+	{ "route_uid_exclude", key_route_uids, 0, 0, 0, NULL },
+	{ "route_uid_include", key_route_uids, 0, 1, 0, NULL },
 	{ "ipv6", key_ipv6, C(client.ipv6_bypass), 0, 0, NULL },
 	{ NULL, NULL, 0, 0, 0, NULL }
 };

@@ -208,6 +208,16 @@ dump_client(const struct conf *c, FILE *fp, bool secrets)
 	if (c->client.nroute_exclude > 0)
 		dump_cidr_list(fp, "  ", "route_exclude",
 		    c->client.route_exclude, c->client.nroute_exclude);
+	if (c->client.nroute_uids > 0) {
+		size_t i;
+
+		fprintf(fp, "  route_uid_%s:\n",
+		    c->client.route_uids_include ? "include" : "exclude");
+		for (i = 0; i < c->client.nroute_uids; i++)
+			fprintf(fp, "    - \"%" PRIu32 "-%" PRIu32 "\"\n",
+			    c->client.route_uids[i].lo,
+			    c->client.route_uids[i].hi);
+	}
 	fprintf(fp, "  ipv6: %s\n", c->client.ipv6_bypass ? "bypass" : "block");
 }
 

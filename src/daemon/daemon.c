@@ -27,6 +27,7 @@
 #include <arpa/inet.h>
 
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
@@ -298,6 +299,7 @@ daemon_route_up(const char *dev, const struct addr *server)
 	const struct conf	*c = d.live;
 	char			 mark[16], ip[INET6_ADDRSTRLEN];
 	char			 (*ex)[INET6_ADDRSTRLEN + 8] = NULL;
+	char			 uids[CONF_MAX_UIDS][24];
 	char			**argv = NULL;
 	size_t			 n = 0, i;
 	int			 p[2], rc = -1;
@@ -312,7 +314,8 @@ daemon_route_up(const char *dev, const struct addr *server)
 	    sizeof(ip)) == NULL)
 		return -1;
 	snprintf(mark, sizeof(mark), "0x%x", c->client.mark);
-	if ((argv = calloc(12 + 2 * c->client.nroute_exclude,
+	if ((argv = calloc(12 + 2 * c->client.nroute_exclude +
+	    2 * c->client.nroute_uids,
 	    sizeof(*argv))) == NULL ||
 	    (ex = calloc(c->client.nroute_exclude + 1, sizeof(*ex))) == NULL) {
 		log_warn("route");
@@ -337,6 +340,13 @@ daemon_route_up(const char *dev, const struct addr *server)
 		cidr_fmt(&c->client.route_exclude[i], ex[i], sizeof(ex[i]));
 		ARG("--exclude");
 		ARG(ex[i]);
+	}
+	for (i = 0; i < c->client.nroute_uids; i++) {
+		snprintf(uids[i], sizeof(uids[i]), "%" PRIu32 "-%" PRIu32,
+		    c->client.route_uids[i].lo, c->client.route_uids[i].hi);
+		ARG(c->client.route_uids_include ? "--uid-include" :
+		    "--uid-exclude");
+		ARG(uids[i]);
 	}
 #undef ARG
 	if ((rc = daemon_route_run(argv)) != 0) {
@@ -595,14 +605,19 @@ daemon_carry_client(const struct conf *live, struct conf *n)
 		memcpy(n->client.pin_sha256, live->client.pin_sha256,
 		    sizeof(n->client.pin_sha256));
 	}
-	if (daemon_keeps("client.mark, congestion, route or ipv6",
+	if (daemon_keeps("client.mark, congestion, route, route_exclude, "
+	    "route_uid_* or ipv6",
 	    live->client.mark != n->client.mark ||
 	    strcmp(live->client.congestion, n->client.congestion) != 0 ||
 	    live->client.route_auto != n->client.route_auto ||
 	    live->client.ipv6_bypass != n->client.ipv6_bypass ||
 	    cidrs_differ(live->client.route_exclude,
 	    live->client.nroute_exclude, n->client.route_exclude,
-	    n->client.nroute_exclude))) {
+	    n->client.nroute_exclude) ||
+	    live->client.nroute_uids != n->client.nroute_uids ||
+	    live->client.route_uids_include != n->client.route_uids_include ||
+	    memcmp(live->client.route_uids, n->client.route_uids,
+	    sizeof(n->client.route_uids)) != 0)) {
 		n->client.mark = live->client.mark;
 		memcpy(n->client.congestion, live->client.congestion,
 		    sizeof(n->client.congestion));
@@ -611,6 +626,10 @@ daemon_carry_client(const struct conf *live, struct conf *n)
 		rc |= carry_cidrs(&n->client.route_exclude,
 		    &n->client.nroute_exclude, live->client.route_exclude,
 		    live->client.nroute_exclude);
+		memcpy(n->client.route_uids, live->client.route_uids,
+		    sizeof(n->client.route_uids));
+		n->client.nroute_uids = live->client.nroute_uids;
+		n->client.route_uids_include = live->client.route_uids_include;
 	}
 	/* The routes catch port 53 only with a pinned resolver: setting
 	 * or removing it means new routes (a new address does not). */

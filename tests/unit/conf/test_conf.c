@@ -662,6 +662,16 @@ static const struct bad bad_daemon[] = {
 	    "t.yaml:4:19: client.route_exclude[0]: ", "is not an address/prefix" },
 	{ CLIENT "  route_exclude: {a: b}\n",
 	    "t.yaml:4:18: client.route_exclude: ", "expected a value or a list" },
+	{ CLIENT "  route_uid_exclude: [1000, 5-3]\n",
+	    "t.yaml:4:29: client.route_uid_exclude[1]: ",
+	    "'5-3' is not a user id or a range" },
+	{ CLIENT "  route_uid_include: 4294967295\n",
+	    "t.yaml:4:22: client.route_uid_include: ",
+	    "'4294967295' is not a user id" },
+	{ CLIENT "  route_uid_include: 1-x\n",
+	    "t.yaml:4:22: client.route_uid_include: ", "is not a user id" },
+	{ CLIENT "  route_uid_include: 1000\n  route_uid_exclude: 0\n",
+	    "t.yaml:5:22: client.route_uid_exclude: ", "do not mix" },
 	{ SERVER "  route: auto\n", "t.yaml:8:3: server.route: ",
 	    "unknown key" },
 	{ CLIENT "  ipv6: tunnel\n", "t.yaml:4:9: client.ipv6: ",
@@ -1330,7 +1340,14 @@ test_daemon_values(void **state)
 	    "metrics: 9353\npidfile: /run/t.pid\nuser: root\ngroup: root\n"
 	    "drain_timeout: 0\n" CLIENT "  mark: 0x7353\n  route: auto\n"
 	    "  route_exclude: [192.0.2.0/24, \"2001:db8::/32\"]\n"
+	    "  route_uid_include: [1000-1999, 0]\n"
 	    "  ipv6: bypass\n");
+	assert_true(c->client.route_uids_include);
+	assert_int_equal(c->client.nroute_uids, 2);
+	assert_int_equal(c->client.route_uids[0].lo, 1000);
+	assert_int_equal(c->client.route_uids[0].hi, 1999);
+	assert_int_equal(c->client.route_uids[1].lo, 0);
+	assert_int_equal(c->client.route_uids[1].hi, 0);
 	assert_true(c->log_syslog_set);
 	assert_true(c->client.ipv6_bypass);
 	assert_string_equal(c->control, "/tmp/x/c.sock");
@@ -1348,7 +1365,9 @@ test_daemon_values(void **state)
 	assert_non_null(strstr(d, "metrics: \"127.0.0.1:9353\"\n"));
 	assert_non_null(strstr(d, "drain_timeout: 0s\n"));
 	assert_non_null(strstr(d, "  route: auto\n  route_exclude:\n"
-	    "    - 192.0.2.0/24\n    - 2001:db8::/32\n  ipv6: bypass\n"));
+	    "    - 192.0.2.0/24\n    - 2001:db8::/32\n"
+	    "  route_uid_include:\n    - \"1000-1999\"\n    - \"0-0\"\n"
+	    "  ipv6: bypass\n"));
 	free(d);
 	conf_free(c);
 
