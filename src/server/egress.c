@@ -5,13 +5,22 @@
  * listeners), unless an allow entry covers the address; a user's own lists
  * go first.  IPv6 forms that embed an IPv4 address a gateway may
  * translate to (mapped, NAT64, 6to4) are judged by that address.
+ *
+ * The addresses of the host's interfaces (egress_local_*) are denied
+ * too, even inside an allowed range: an allow entry opens one only when
+ * it names exactly that address (a /32 or /128).  The table is the one
+ * piece of state here; only the server's loop thread reads or writes it.
  */
 #include "config.h"
 
 #include "server/egress.h"
 
+#include <sys/socket.h>
+
+#include <ifaddrs.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <netinet/in.h>
 
@@ -123,10 +132,146 @@ egress_is_loopback(int family, const uint8_t *ip)
 	return memcmp(ip, one, sizeof(one)) == 0;
 }
 
+/* ---- the host's own addresses -------------------------------------- */
+
+/* A key: the family (4 or 6), then the address, zero-padded: sorted, so
+ * a lookup is a binary search however many addresses the host has. */
+#define EGRESS_LOCAL_KEY	17
+
+static struct {
+	uint8_t		(*key)[EGRESS_LOCAL_KEY];
+	size_t		 n;
+} egress_local;
+
+static void
+egress_local_key(int family, const uint8_t *ip, uint8_t key[EGRESS_LOCAL_KEY])
+{
+	memset(key, 0, EGRESS_LOCAL_KEY);
+	key[0] = family == AF_INET ? 4 : 6;
+	memcpy(key + 1, ip, family == AF_INET ? 4 : 16);
+}
+
+static int
+egress_local_cmp(const void *a, const void *b)
+{
+	return memcmp(a, b, EGRESS_LOCAL_KEY);
+}
+
+int
+egress_local_set(const struct addr *a, size_t n)
+{
+	uint8_t		(*key)[EGRESS_LOCAL_KEY] = NULL;
+	const uint8_t	*ip;
+	size_t		 i, len, m = 0;
+
+	if (n > 0 && (key = calloc(n, sizeof(*key))) == NULL)
+		return -1;
+	for (i = 0; i < n; i++) {
+		ip = addr_ip(&a[i], &len);
+		if ((addr_family(&a[i]) == AF_INET && len == 4) ||
+		    (addr_family(&a[i]) == AF_INET6 && len == 16))
+			egress_local_key(addr_family(&a[i]), ip, key[m++]);
+	}
+	qsort(key, m, sizeof(*key), egress_local_cmp);
+	free(egress_local.key);
+	egress_local.key = key;
+	egress_local.n = m;
+	return 0;
+}
+
+int
+egress_local_refresh(void)
+{
+	struct ifaddrs	*ifa, *i;
+	struct addr	*a;
+	size_t		 n = 0;
+	int		 rc;
+
+	if (getifaddrs(&ifa) == -1)
+		return -1;
+	for (i = ifa; i != NULL; i = i->ifa_next)
+		n++;
+	if ((a = calloc(n + 1, sizeof(*a))) == NULL) {
+		freeifaddrs(ifa);
+		return -1;
+	}
+	n = 0;
+	for (i = ifa; i != NULL; i = i->ifa_next) {
+		if (i->ifa_addr == NULL)
+			continue;
+		if (i->ifa_addr->sa_family == AF_INET)
+			a[n].len = sizeof(struct sockaddr_in);
+		else if (i->ifa_addr->sa_family == AF_INET6)
+			a[n].len = sizeof(struct sockaddr_in6);
+		else
+			continue;
+		memcpy(&a[n].u.ss, i->ifa_addr, a[n].len);
+		n++;
+	}
+	freeifaddrs(ifa);
+	rc = egress_local_set(a, n);
+	free(a);
+	return rc;
+}
+
+size_t
+egress_local_count(void)
+{
+	return egress_local.n;
+}
+
+void
+egress_local_clear(void)
+{
+	free(egress_local.key);
+	egress_local.key = NULL;
+	egress_local.n = 0;
+}
+
+static bool
+egress_is_local1(int family, const uint8_t *ip)
+{
+	uint8_t		 key[EGRESS_LOCAL_KEY];
+
+	if (egress_local.n == 0)
+		return false;
+	egress_local_key(family, ip, key);
+	return bsearch(key, egress_local.key, egress_local.n,
+	    sizeof(*egress_local.key), egress_local_cmp) != NULL;
+}
+
+/* Either form of the address is one of the host's. */
+static bool
+egress_is_local(const struct egress_view *v)
+{
+	size_t		 i;
+
+	for (i = 0; i < v->n; i++)
+		if (egress_is_local1(v->family[i], v->ip[i]))
+			return true;
+	return false;
+}
+
+/* An allow entry naming exactly this address: a /32 or /128 of it. */
+static bool
+egress_names(const struct cidr *list, size_t n, const struct egress_view *v)
+{
+	size_t	 i, len;
+
+	len = v->family[0] == AF_INET ? 4 : 16;
+	for (i = 0; i < n; i++)
+		if (list[i].family == v->family[0] &&
+		    list[i].prefix == len * 8 &&
+		    memcmp(list[i].bytes, v->ip[0], len) == 0)
+			return true;
+	return false;
+}
+
 /*
  * The server's own listen addresses.  exact: the address and port of a
- * listener, or a loopback/unspecified address on the port of a wildcard
- * listener -- dialing those loops back into this server.  Otherwise: a
+ * listener, or a loopback, unspecified or local (interface) address on the
+ * port of a wildcard listener -- dialing those loops back into this
+ * server.  Otherwise: a
  * listener's (non-wildcard) address on any port.  Every form of the
  * target is compared with every form of a listener's address.
  */
@@ -147,7 +292,8 @@ egress_is_self1(const struct conf *c, int family, const uint8_t *ip,
 			if (egress_is_wildcard(family, lv.ip[j])) {
 				if (exact && addr_port(l) == port &&
 				    (egress_is_wildcard(family, ip) ||
-				    egress_is_loopback(family, ip)))
+				    egress_is_loopback(family, ip) ||
+				    egress_is_local1(family, ip)))
 					return true;
 				continue;
 			}
@@ -175,9 +321,10 @@ egress_is_self(const struct conf *c, const struct egress_view *v,
  * In order: a listener itself is never dialed; a deny entry beats an allow
  * entry (both are the operator's words, deny is the safe reading); an allow
  * entry beats the default denies and the listeners' addresses on other
- * ports.  A wildcard listener's port on the host's other addresses is not
- * caught (that would need the interface list); such a loop still needs a
- * fresh authenticated header per hop.
+ * ports.  The host's own addresses come right after the deny lists: an
+ * allow entry covering one opens it only when it names exactly that
+ * address -- a range allowed for the network the server sits in must not
+ * open the server's own services on it.
  */
 bool
 egress_allowed(const struct conf *c, const struct addr *a)
@@ -202,6 +349,10 @@ egress_allowed_user(const struct conf *c, const struct conf_egress *u,
 	if (egress_is_self(c, &v, port, true))
 		return false;
 	if (u != NULL && egress_in_any(u->deny, u->ndeny, &v))
+		return false;
+	if (egress_is_local(&v) && !(u != NULL && egress_names(u->allow,
+	    u->nallow, &v)) && !egress_names(c->server.egress_allow,
+	    c->server.negress_allow, &v))
 		return false;
 	if (u != NULL && egress_in(u->allow, u->nallow, v.family[0], v.ip[0]))
 		return true;

@@ -16,6 +16,8 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <arpa/inet.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 
 #include <errno.h>
 #include <signal.h>
@@ -31,6 +33,7 @@
 #include "daemon/control.h"
 #include "server/cover.h"
 #include "daemon/daemon.h"
+#include "server/egress.h"
 #include "core/limit.h"
 #include "core/log.h"
 #include "core/loop.h"
@@ -44,6 +47,7 @@
 #define SERVER_ACCEPT_BURST	128	/* accepts per wake-up, for fairness */
 #define SERVER_ACCEPT_PAUSE_MS	100	/* after EMFILE/ENFILE */
 #define SERVER_LOG_INTERVAL_MS	1000	/* rate limit for peer-caused floods */
+#define SERVER_IFADDR_POLL_MS	5000	/* without netlink: poll the list */
 
 struct server;
 
@@ -65,6 +69,8 @@ struct server {
 	struct cover		*cover;		/* cover site for probes */
 	struct daemon_drain	 drain;		/* SIGTERM */
 	struct daemon_signals	 sig;		/* SIGHUP, SIGINT, SIGTERM */
+	struct loop_fd		 ifaddr_lfd;	/* address changes (netlink) */
+	struct loop_timer	 ifaddr_timer;	/* or a poll without it */
 };
 
 /* A source as counted: "192.0.2.1", "2001:db8::/64" (mapped: IPv4). */
@@ -233,6 +239,97 @@ server_on_accept(struct loop_fd *lfd, uint32_t revents)
 	}
 }
 
+/* ---- the host's own addresses ----------------------------------- */
+
+/*
+ * The egress policy denies the host's own addresses (egress.c).  The
+ * kernel announces every address added or removed on a netlink socket
+ * (RTMGRP_IPV4_IFADDR, RTMGRP_IPV6_IFADDR): the list is read again at
+ * once, so there is no window in which a new address is reachable.  The
+ * messages themselves are only drained -- reading the whole list again is
+ * simpler than applying them one by one, and an overflow (ENOBUFS, lost
+ * messages) is handled the same way.  Without netlink the list is polled.
+ */
+static void
+server_ifaddr_refresh(struct server *srv)
+{
+	size_t	 before = egress_local_count();
+
+	if (egress_local_refresh() == -1) {
+		log_warn("egress: reading the interface addresses (keeping "
+		    "the previous %zu)", before);
+		return;
+	}
+	if (egress_local_count() != before)
+		log_info("egress: %zu addresses of this host denied",
+		    egress_local_count());
+	(void)srv;
+}
+
+static void
+server_on_ifaddr(struct loop_fd *lfd, uint32_t revents)
+{
+	struct server	*srv = container_of(lfd, struct server, ifaddr_lfd);
+	char		 buf[8192];
+
+	(void)revents;
+	while (recv(lfd->fd, buf, sizeof(buf), MSG_DONTWAIT) > 0 ||
+	    errno == ENOBUFS || errno == EINTR)
+		;
+	server_ifaddr_refresh(srv);
+}
+
+static void
+server_on_ifaddr_timer(struct loop_timer *t)
+{
+	struct server	*srv = container_of(t, struct server, ifaddr_timer);
+
+	server_ifaddr_refresh(srv);
+	loop_timer_set(srv->loop, t, SERVER_IFADDR_POLL_MS);
+}
+
+static int
+server_ifaddr_open(struct server *srv)
+{
+	struct sockaddr_nl	 sa = {
+		.nl_family = AF_NETLINK,
+		.nl_groups = RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR,
+	};
+	int			 fd;
+
+	/* Subscribed before the first read: no change falls in between. */
+	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC,
+	    NETLINK_ROUTE);
+	if (fd == -1 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == -1 ||
+	    loop_fd_add(srv->loop, &srv->ifaddr_lfd, fd, EPOLLIN,
+	    server_on_ifaddr) == -1) {
+		log_warn("egress: no netlink address events (polling the "
+		    "interface list every %d ms)", SERVER_IFADDR_POLL_MS);
+		if (fd != -1)
+			close(fd);
+		loop_timer_set(srv->loop, &srv->ifaddr_timer,
+		    SERVER_IFADDR_POLL_MS);
+	}
+	if (egress_local_refresh() == -1) {
+		log_warn("egress: cannot read the interface addresses");
+		return -1;
+	}
+	log_info("egress: %zu addresses of this host denied",
+	    egress_local_count());
+	return 0;
+}
+
+static void
+server_ifaddr_close(struct server *srv)
+{
+	if (srv->ifaddr_lfd.active) {
+		loop_fd_del(srv->loop, &srv->ifaddr_lfd);
+		close(srv->ifaddr_lfd.fd);
+	}
+	loop_timer_cancel(srv->loop, &srv->ifaddr_timer);
+	egress_local_clear();
+}
+
 /* ---- start, stop ------------------------------------------------- */
 
 static void
@@ -385,6 +482,7 @@ server_open(struct server *srv)
 		return -1;
 	}
 	loop_timer_init(&srv->accept_timer, server_on_accept_timer);
+	loop_timer_init(&srv->ifaddr_timer, server_on_ifaddr_timer);
 	loop_trim_memory(srv->loop, 10000);
 	if (c->server.cert_file == NULL || c->server.cert_key_file == NULL) {
 		log_warnx("server: cert and cert_key are required");
@@ -406,7 +504,7 @@ server_open(struct server *srv)
 		return -1;
 	}
 	sess_env_init(&srv->env, c, srv->loop, ctx, auth);
-	if (server_resolver(srv) == -1)
+	if (server_resolver(srv) == -1 || server_ifaddr_open(srv) == -1)
 		return -1;
 	/* Entries exist only for live connections: at most max_conns. */
 	if (limit_tab_init(&srv->lim.sources, c->server.max_conns / 4) == -1 ||
@@ -452,6 +550,7 @@ server_cleanup(struct server *srv)
 		sess_reap(&srv->env);
 		resolver_free(srv->env.resolver);
 		cover_free(srv->cover);
+		server_ifaddr_close(srv);
 	}
 	daemon_signals_close(&srv->sig);
 	users_free(srv->env.auth);

@@ -2,7 +2,7 @@
  * server: the egress policy -- default-deny ranges and their edges,
  * IPv6 embedding IPv4 (mapped, NAT64, 6to4), allow entries overriding the
  * defaults, deny entries winning over allow entries, and the server's own
- * listen addresses; the per-user lists (server.users[], trojan_passwords
+ * listen addresses and interface addresses; the per-user lists (server.users[], trojan_passwords
  * maps): what they override, how they are read and rejected, their
  * lifetime across a reload.  Nothing here sends traffic: the policy is a
  * pure function of the config.
@@ -176,6 +176,52 @@ test_own_addresses(void **state)
 	assert_true(allowed(c, "127.0.0.1:8000"));
 	assert_true(allowed(c, "[::1]:8000"));
 	assert_true(allowed(c, "192.0.2.10:8443"));	/* another host */
+	conf_free(c);
+}
+
+/*
+ * The host's own (interface) addresses: denied even inside an allowed
+ * range, opened only by an allow entry naming exactly that address; on a
+ * wildcard listener's port never; other hosts of the range unaffected.
+ */
+static void
+test_local_addresses(void **state)
+{
+	struct addr	 local[3];
+	struct conf	*c;
+
+	(void)state;
+	assert_int_equal(addr_parse(&local[0], "10.77.2.1:0"), 0);
+	assert_int_equal(addr_parse(&local[1], "[fd77:2::1]:0"), 0);
+	assert_int_equal(addr_parse(&local[2], "198.51.100.7:0"), 0);
+	assert_int_equal(egress_local_set(local, 3), 0);
+	assert_int_equal(egress_local_count(), 3);
+
+	c = load("[\"0.0.0.0:8443\", \"[::]:8443\"]",
+	    "  egress:\n    allow: [10.77.2.0/24, \"fd77:2::/64\"]\n");
+	assert_false(allowed(c, "10.77.2.1:22"));
+	assert_false(allowed(c, "[fd77:2::1]:22"));
+	assert_false(allowed(c, "[::ffff:10.77.2.1]:22"));
+	assert_false(allowed(c, "198.51.100.7:80"));	/* public, still ours */
+	assert_false(allowed(c, "198.51.100.7:8443"));
+	assert_true(allowed(c, "10.77.2.2:22"));
+	assert_true(allowed(c, "[fd77:2::2]:22"));
+	assert_true(allowed(c, "198.51.100.8:80"));
+	conf_free(c);
+
+	/* Named exactly: open, except the wildcard listener's port. */
+	c = load("0.0.0.0:8443", "  egress:\n    allow: [10.77.2.0/24, "
+	    "10.77.2.1/32, 198.51.100.7/32]\n");
+	assert_true(allowed(c, "10.77.2.1:22"));
+	assert_true(allowed(c, "198.51.100.7:80"));
+	assert_false(allowed(c, "198.51.100.7:8443"));
+	assert_false(allowed(c, "10.77.2.1:8443"));
+	conf_free(c);
+
+	egress_local_clear();
+	assert_int_equal(egress_local_count(), 0);
+	c = load("0.0.0.0:8443", "  egress:\n    allow: [10.77.2.0/24]\n");
+	assert_true(allowed(c, "10.77.2.1:22"));
 	conf_free(c);
 }
 
@@ -457,6 +503,7 @@ main(void)
 		cmocka_unit_test(test_allow_and_deny),
 		cmocka_unit_test(test_embedded_ipv4),
 		cmocka_unit_test(test_own_addresses),
+		cmocka_unit_test(test_local_addresses),
 		cmocka_unit_test(test_user_lists),
 		cmocka_unit_test(test_user_lists_errors),
 		cmocka_unit_test(test_resolver_conf),
