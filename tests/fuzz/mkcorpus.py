@@ -11,6 +11,8 @@ fuzz_frame input: datagram frames as they arrive on a stream (frame.h).
 fuzz_trojan input: the first bytes of a connection (proto_trojan.h): a
 request, then (or, when it is none, instead) trojan UDP packets.
 
+fuzz_dns input: one DNS query, as an app sends it to port 53.
+
 fuzz_resp input: one settings byte, then records [ctl:1][len:2][bytes the
 server sends] (see fuzz_resp.c).
 
@@ -454,6 +456,38 @@ def socks5_seeds():
     }
 
 
+def dns_seeds():
+    """fuzz_dns: what an app sends to port 53."""
+    def name(*labels):
+        return b"".join(bytes([len(x)]) + x for x in labels) + b"\0"
+
+    def q(qname, qtype=1, ar=b"", nar=0, flags=0x0100, txid=0x1234):
+        return struct.pack("!HHHHHH", txid, flags, 1, 0, 0, nar) + qname + \
+            struct.pack("!HH", qtype, 1) + ar
+    opt = b"\0" + struct.pack("!HHIH", 41, 4096, 0x8000, 0)
+    ex = name(b"example", b"com")
+    return {
+        "a": q(ex),
+        "aaaa_opt": q(ex, 28, opt, 1),
+        "opt_cookie": q(ex, 1, b"\0" + struct.pack("!HHIHHH", 41, 1232, 0,
+                                                    12, 10, 8) + bytes(8), 1),
+        "opt_v1": q(ex, 1, b"\0" + struct.pack("!HHIH", 41, 512, 0x10000,
+                                                0), 1),
+        "two_opt": q(ex, 1, opt + opt, 2),
+        "mx": q(name(b"Mail", b"Example", b"ORG"), 15),
+        "ptr_back": q(ex, 1, b"\x03www\xc0\x0c" + struct.pack("!HHIH", 1, 1,
+                                                           0, 4) + bytes(4), 1),
+        "ptr_self": q(b"\xc0\x0c"),
+        "ptr_loop": q(b"\x01a\xc0\x15", 1, b"\xc0\x0c" +
+                      struct.pack("!HHIH", 1, 1, 0, 0), 1),
+        "long_name": q(name(*([b"a" * 63] * 3 + [b"c" * 61]))),
+        "too_long": q(name(*([b"a" * 63] * 4 + [b"bb"]))),
+        "dot_inside": q(name(b"a.b", b"com")),
+        "root": q(b"\0", 2),
+        "response": q(ex, flags=0x8180),
+    }
+
+
 def main():
     ap = argparse.ArgumentParser()
     here = os.path.dirname(os.path.abspath(__file__))
@@ -463,7 +497,8 @@ def main():
                            ("frame", frame_seeds()),
                            ("trojan", trojan_seeds()),
                            ("resp", resp_seeds()),
-                           ("socks5", socks5_seeds())):
+                           ("socks5", socks5_seeds()),
+                           ("dns", dns_seeds())):
         d = os.path.join(a.out, harness)
         os.makedirs(d, exist_ok=True)
         for name, data in seeds.items():
