@@ -10,7 +10,8 @@
 #        core  -> core
 #        wire  -> core wire
 #        tls   -> core tls
-#        conf  -> core wire conf
+#        rules -> core wire rules
+#        conf  -> core wire rules conf
 #        stack -> core stack
 #   4. The daemon's machinery (control, status, daemon) is role-agnostic:
 #      only daemon/main.c, which picks a role, includes src/client/ or
@@ -40,7 +41,8 @@ allowed_below() {	# allowed_below LAYER INCLUDED_TOP -> 0 if allowed
 	core)	[ "$2" = core ] ;;
 	wire)	case $2 in core|wire) true ;; *) false ;; esac ;;
 	tls)	case $2 in core|tls) true ;; *) false ;; esac ;;
-	conf)	case $2 in core|wire|conf) true ;; *) false ;; esac ;;
+	rules)	case $2 in core|wire|rules) true ;; *) false ;; esac ;;
+	conf)	case $2 in core|wire|rules|conf) true ;; *) false ;; esac ;;
 	stack)	case $2 in core|stack) true ;; *) false ;; esac ;;
 	*)	true ;;
 	esac
