@@ -23,6 +23,7 @@
 
 #include "conf/conf_int.h"
 #include "core/limit.h"
+#include "rules/rules.h"
 
 #define CONF_FILE_MAX		(1024 * 1024)
 #define CONF_METRICS_PORT	9353
@@ -348,6 +349,7 @@ conf_unref(const struct conf *cc)
 	free(c->client.ca_file);
 	free(c->client.key_file);
 	free(c->client.route_exclude);
+	rules_free(c->client.rules);
 	free(c->pidfile);
 	free(c->server.cert_file);
 	free(c->server.cert_key_file);

@@ -27,6 +27,8 @@
 #define CONF_SOCKS_MAX	255		/* RFC 1929 user name, password */
 #define CONF_MAX_UIDS	32		/* route_uid_exclude/include ranges */
 
+struct rules;
+
 enum conf_role { CONF_ROLE_CLIENT = 1, CONF_ROLE_SERVER = 2 };
 
 /* client.protocol: what a TCP flow's outbound speaks. */
@@ -147,6 +149,9 @@ struct conf {
 		struct { uint32_t lo, hi; } route_uids[CONF_MAX_UIDS];
 		size_t		 nroute_uids;
 		bool		 route_uids_include;
+		/* rules and rule_sets (rules/rules.h), NULL: none.  Read-only
+		 * but for its hit counters (loop thread). */
+		struct rules	*rules;
 	} client;
 
 	struct {

@@ -289,7 +289,7 @@ check_client(struct ctx *x, yaml_node_t *map, void *base)
 		return conf_err(x, map, "route: auto needs a mark (e.g. mark: "
 		    "0x7353)");
 	}
-	return 0;
+	return conf_rules_check(x, map, c);
 }
 
 static int
@@ -419,6 +419,8 @@ static const struct conf_key keys_client[] = {
 	{ "route_uid_exclude", key_route_uids, 0, 0, 0, NULL },
 	{ "route_uid_include", key_route_uids, 0, 1, 0, NULL },
 	{ "ipv6", key_ipv6, C(client.ipv6_bypass), 0, 0, NULL },
+	{ "rules", conf_rules_key_rules, 0, 0, 0, NULL },
+	{ "rule_sets", conf_rules_key_sets, 0, 0, 0, NULL },
 	{ NULL, NULL, 0, 0, 0, NULL }
 };
 const struct conf_map conf_map_client = { keys_client, check_client };

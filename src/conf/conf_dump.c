@@ -19,8 +19,8 @@
 #include "conf/conf_int.h"
 
 /* Double-quoted YAML string, so that any name reads back as it was. */
-static void
-dump_str(FILE *fp, const char *s)
+void
+conf_dump_str(FILE *fp, const char *s)
 {
 	fputc('"', fp);
 	for (; *s != '\0'; s++) {
@@ -38,7 +38,7 @@ static void
 dump_kv(FILE *fp, const char *indent, const char *key, const char *s)
 {
 	fprintf(fp, "%s%s: ", indent, key);
-	dump_str(fp, s);
+	conf_dump_str(fp, s);
 	fputc('\n', fp);
 }
 
@@ -219,6 +219,7 @@ dump_client(const struct conf *c, FILE *fp, bool secrets)
 			    c->client.route_uids[i].hi);
 	}
 	fprintf(fp, "  ipv6: %s\n", c->client.ipv6_bypass ? "bypass" : "block");
+	conf_rules_dump(c, fp);
 }
 
 /* Each password as its SHA-224 (all the server keeps), with its own

@@ -38,6 +38,8 @@ struct ctx {
 	yaml_node_t		*knode;		/* key of the value handled */
 	yaml_node_t		*tun_knode;
 	bool			 inline_key;
+	yaml_node_t		*rules_node;	/* client.rules, parsed last */
+	yaml_node_t		*rule_sets_node;
 	char			 vis[64];
 };
 
@@ -147,6 +149,21 @@ int conf_sha224(struct ctx *, yaml_node_t *, const char *s,
     char hex[CONF_TROJAN_HEX_LEN + 1]);
 /* Whether s is a secret conf_dump redacted (then reported). */
 bool conf_redacted(struct ctx *, yaml_node_t *, const char *s);
+
+/* ---- conf_rules.c: client.rules and client.rule_sets ------------------- */
+
+int conf_rules_key_rules(struct ctx *, yaml_node_t *, const struct conf_key *,
+    void *);
+int conf_rules_key_sets(struct ctx *, yaml_node_t *, const struct conf_key *,
+    void *);
+/* From the client section's check: parses both, binds the outbounds. */
+int conf_rules_check(struct ctx *, yaml_node_t *map, struct conf *);
+void conf_rules_dump(const struct conf *, FILE *);
+
+/* ---- conf_dump.c --------------------------------------------------------- */
+
+/* Double-quoted YAML string, so that any name reads back as it was. */
+void conf_dump_str(FILE *, const char *);
 
 /* ---- conf_path.c: file names ------------------------------------------- */
 
