@@ -56,6 +56,11 @@ expect 2 status --watch=2x
 expect 2 status --watch=-1
 expect 2 status --watch 2 extra
 expect 2 help frobnicate
+expect 2 route-test
+expect 2 route-test a.example b.example
+expect 2 route-test --port 70000 a.example
+expect 2 route-test -s a.sock -c "$tmp/good.yaml" a.example
+expect 2 route-test -c "$tmp/good.yaml" "bad..name"
 expect 2 genkey extra
 # configuration errors: 3
 expect 3 run -c "$tmp/missing.yaml"
@@ -65,10 +70,12 @@ expect 3 check -q -c "$tmp/metrics.yaml"
 expect 3 check -q -c "$tmp/route.yaml"
 expect 3 status -c "$tmp/off.yaml"
 expect 3 status -c "$tmp/missing.yaml"
+expect 3 route-test -c "$tmp/missing.yaml" 192.0.2.1
 # runtime failures: 1 (no daemon behind the socket)
 expect 1 status -s "$tmp/none.sock"
 expect 1 status -c "$tmp/good.yaml"
 expect 1 status --json -s "$tmp/none.sock"
+expect 1 route-test -s "$tmp/none.sock" 192.0.2.1
 # --watch ends with the daemon's absence (not a loop of errors).
 expect 1 status --watch -s "$tmp/none.sock"
 expect 1 status -w 1 -s "$tmp/none.sock"
@@ -79,6 +86,8 @@ expect 0 help status
 expect 0 status --help
 expect 0 run --help
 expect 0 version
+expect 0 route-test -c "$tmp/good.yaml" 192.0.2.1
+expect 0 route-test --udp --port 53 --src 10.0.0.2 -c "$tmp/good.yaml" a.example
 expect 0 --version
 
 # Error messages name the file, line and column.

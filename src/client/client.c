@@ -30,6 +30,7 @@
 #include "core/loop.h"
 #include "tls/outer.h"
 #include "client/pool.h"
+#include "client/route_test.h"
 #include "stack/tsnetif.h"
 #include "tun.h"
 
@@ -116,6 +117,14 @@ client_status(void *arg, struct status_fill *sf)
 	cl->status.env = &cl->env;
 	cl->status.udp = cl->udp;
 	client_status_fill(&cl->status, sf);
+}
+
+static int
+client_route_test(void *arg, const char *req, FILE *fp)
+{
+	struct client *cl = arg;
+
+	return route_test_answer(cl->conf, req, fp);
 }
 
 static bool
@@ -269,7 +278,8 @@ client_setup(struct client *cl)
 	const struct conf *c = cl->conf;
 	struct tsnetif_ops ops;
 	struct control_role role = {
-		.live = client_live, .fill = client_status, .arg = cl,
+		.live = client_live, .fill = client_status,
+		.route_test = client_route_test, .arg = cl,
 	};
 
 	if ((cl->loop = loop_new()) == NULL ||

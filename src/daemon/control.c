@@ -105,6 +105,25 @@ control_snapshot(struct control *ctl, struct status *st, bool flows,
 	*list = cf.flows;
 }
 
+static int
+control_route_test(struct control *ctl, const char *req, char **out,
+    size_t *outlen)
+{
+	FILE	*fp;
+	int	 rc;
+
+	if ((fp = open_memstream(out, outlen)) == NULL)
+		return -1;
+	if (ctl->role.route_test == NULL) {
+		fprintf(fp, "error: route-test: only a client has rules\n");
+		rc = -1;
+	} else
+		rc = ctl->role.route_test(ctl->role.arg, req, fp);
+	if (fclose(fp) != 0)
+		return -1;
+	return rc;
+}
+
 int
 control_answer(struct control *ctl, const char *line, char **out,
     size_t *outlen)
@@ -119,6 +138,8 @@ control_answer(struct control *ctl, const char *line, char **out,
 	size_t			 n;
 	int			 i;
 
+	if (strncmp(line, "route-test ", 11) == 0)
+		return control_route_test(ctl, line + 11, out, outlen);
 	/* Words separated by blanks; the first one is the command. */
 	for (i = 0; !bad; i++) {
 		p += strspn(p, " \t\r");
@@ -147,7 +168,7 @@ control_answer(struct control *ctl, const char *line, char **out,
 		return -1;
 	if (bad || (!status && !metrics)) {
 		fprintf(fp, "error: unknown command (status [json] [flows], "
-		    "metrics)\n");
+		    "metrics, route-test)\n");
 		fclose(fp);
 		return -1;
 	}

@@ -9,12 +9,16 @@
  *
  *   status [json] [flows]    the status snapshot (status.h)
  *   metrics                  the same counters in Prometheus format
+ *   route-test NET PORT SRC DEST
+ *                            the outbound a flow would take, and why
+ *                            (client/route_test.h)
  */
 #ifndef TUNSPLIT_CONTROL_H
 #define TUNSPLIT_CONTROL_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 struct conf;
 struct control;
@@ -36,6 +40,9 @@ struct control_role {
 	/* The role's counters into sf->st; with sf->flows, one entry per
 	 * live flow or session (status_flow_add). */
 	void	(*fill)(void *arg, struct status_fill *sf);
+	/* The answer to route-test's request into fp, -1 if it is not
+	 * one; NULL: the role has no rules. */
+	int	(*route_test)(void *arg, const char *req, FILE *fp);
 	void	*arg;
 };
 

@@ -28,6 +28,7 @@
 
 #include "wire/auth.h"
 #include "client/client.h"
+#include "client/route_test.h"
 #include "conf/conf.h"
 #include "daemon/check.h"
 #include "daemon/control.h"
@@ -52,6 +53,7 @@ struct cmd {
 static int cmd_run(const struct cmd *, int, char **);
 static int cmd_check(const struct cmd *, int, char **);
 static int cmd_status(const struct cmd *, int, char **);
+static int cmd_route_test(const struct cmd *, int, char **);
 static int cmd_genkey(const struct cmd *, int, char **);
 static int cmd_version(const struct cmd *, int, char **);
 static int cmd_help_cmd(const struct cmd *, int, char **);
@@ -85,6 +87,19 @@ static const struct cmd cmds[] = {
 	    CONF_CONTROL_DEFAULT ")\n"
 	    "  -w, --watch [secs] redraw every secs (default 2, 1 to 3600)\n"
 	    "                     until interrupted or the daemon stops\n" },
+	{ "route-test", cmd_route_test,
+	    "[--port n] [--udp | --icmp] [--src addr] [-s socket | -c file] "
+	    "dest",
+	    "print the outbound a flow to dest (an address or a name) would "
+	    "take, and why",
+	    "  -c file       decide under this configuration, without a "
+	    "daemon\n"
+	    "  -p, --port n  destination port (default 443; 0 for --icmp)\n"
+	    "  -s socket     ask the daemon on this control socket (default\n"
+	    "                " CONF_CONTROL_DEFAULT ")\n"
+	    "  --src addr    the source address (a router's LAN client)\n"
+	    "  -u, --udp     a UDP flow (default TCP)\n"
+	    "  --icmp        an ICMP echo (ping)\n" },
 	{ "genkey", cmd_genkey, "",
 	    "print a new random key, base64, for key: or a key_file", NULL },
 	{ "version", cmd_version, "",
@@ -121,6 +136,15 @@ static const struct option long_status[] = {
 	{ "json", no_argument, NULL, 'j' },
 	{ "flows", no_argument, NULL, 'f' },
 	{ "watch", optional_argument, NULL, 'w' },
+	{ NULL, 0, NULL, 0 }
+};
+
+static const struct option long_route_test[] = {
+	{ "help", no_argument, NULL, 'h' },
+	{ "port", required_argument, NULL, 'p' },
+	{ "udp", no_argument, NULL, 'u' },
+	{ "icmp", no_argument, NULL, 'I' },
+	{ "src", required_argument, NULL, 'S' },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -329,7 +353,10 @@ cmd_check(const struct cmd *cmd, int argc, char **argv)
 	return 0;
 }
 
-/* One command line to the control socket; the answer goes to stdout. */
+/* One command line to the control socket; the answer goes to stdout.
+ * query_name names the command in messages. */
+static const char *query_name = "status";
+
 static int
 status_query(const char *sock, const char *line)
 {
@@ -342,7 +369,8 @@ status_query(const char *sock, const char *line)
 	int			 fd;
 
 	if (strlen(sock) >= sizeof(sun.sun_path)) {
-		fprintf(stderr, "tunsplit status: %s: path too long\n", sock);
+		fprintf(stderr, "tunsplit %s: %s: path too long\n", query_name,
+		    sock);
 		return EXIT_USAGE;
 	}
 	memset(&sun, 0, sizeof(sun));
@@ -352,15 +380,15 @@ status_query(const char *sock, const char *line)
 	    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) == -1 ||
 	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) == -1 ||
 	    connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
-		fprintf(stderr, "tunsplit status: %s: %s (is tunsplit "
-		    "running, with this control socket?)\n", sock,
+		fprintf(stderr, "tunsplit %s: %s: %s (is tunsplit "
+		    "running, with this control socket?)\n", query_name, sock,
 		    strerror(errno));
 		if (fd != -1)
 			close(fd);
 		return EXIT_RUNTIME;
 	}
 	if (write(fd, line, strlen(line)) != (ssize_t)strlen(line)) {
-		fprintf(stderr, "tunsplit status: %s: %s\n", sock,
+		fprintf(stderr, "tunsplit %s: %s: %s\n", query_name, sock,
 		    strerror(errno));
 		close(fd);
 		return EXIT_RUNTIME;
@@ -370,8 +398,8 @@ status_query(const char *sock, const char *line)
 		if (n == -1 && errno == EINTR)
 			continue;
 		if (n == -1) {
-			fprintf(stderr, "tunsplit status: %s: %s\n", sock,
-			    errno == EAGAIN ? "no answer" : strerror(errno));
+			fprintf(stderr, "tunsplit %s: %s: %s\n", query_name,
+			    sock, errno == EAGAIN ? "no answer" : strerror(errno));
 			close(fd);
 			return EXIT_RUNTIME;
 		}
@@ -382,7 +410,8 @@ status_query(const char *sock, const char *line)
 	}
 	close(fd);
 	if (total == 0) {
-		fprintf(stderr, "tunsplit status: %s: empty answer\n", sock);
+		fprintf(stderr, "tunsplit %s: %s: empty answer\n", query_name,
+		    sock);
 		return EXIT_RUNTIME;
 	}
 	if (fflush(stdout) == EOF || ferror(stdout))
@@ -521,6 +550,118 @@ cmd_status(const struct cmd *cmd, int argc, char **argv)
 		rc = status_query(sock != NULL ? sock : CONF_CONTROL_DEFAULT,
 		    line);
 	conf_free(c);
+	return rc;
+}
+
+/* The request line of route-test (client/route_test.h), from argv. */
+static int
+route_test_req(const struct cmd *cmd, int argc, char **argv, char *req,
+    size_t reqlen, const char **sock, const char **path)
+{
+	const char	*net = "tcp", *src = "-";
+	unsigned long	 port = 443;
+	bool		 port_set = false;
+	char		*end;
+	int		 ch, rc = 0;
+
+	while ((ch = cmd_getopt_long(cmd, argc, argv, "c:p:s:u",
+	    long_route_test, &rc)) != -1) {
+		switch (ch) {
+		case 'c':
+			*path = optarg;
+			break;
+		case 'p':
+			port = strtoul(optarg, &end, 10);
+			if (*optarg < '0' || *optarg > '9' || *end != '\0' ||
+			    port > 65535) {
+				fprintf(stderr, "tunsplit route-test: --port "
+				    "%s: 0 to 65535\n", optarg);
+				return EXIT_USAGE;
+			}
+			port_set = true;
+			break;
+		case 's':
+			*sock = optarg;
+			break;
+		case 'u':
+			net = "udp";
+			break;
+		case 'I':
+			net = "icmp";
+			break;
+		case 'S':
+			src = optarg;
+			break;
+		default:
+			return rc;
+		}
+	}
+	if (optind + 1 != argc) {
+		fprintf(stderr, "tunsplit route-test: %s\n", optind >= argc ?
+		    "which destination?" : "one destination");
+		cmd_usage(cmd, stderr);
+		return EXIT_USAGE;
+	}
+	if (*sock != NULL && *path != NULL) {
+		fprintf(stderr, "tunsplit route-test: -s and -c are "
+		    "exclusive\n");
+		cmd_usage(cmd, stderr);
+		return EXIT_USAGE;
+	}
+	if (strcmp(net, "icmp") == 0 && !port_set)
+		port = 0;
+	if (strpbrk(src, " \t\r\n") != NULL ||
+	    strpbrk(argv[optind], " \t\r\n") != NULL ||
+	    (size_t)snprintf(req, reqlen, "%s %lu %s %s", net, port, src,
+	    argv[optind]) >= reqlen) {
+		fprintf(stderr, "tunsplit route-test: not an address or a "
+		    "name\n");
+		return EXIT_USAGE;
+	}
+	return -1;
+}
+
+static int
+cmd_route_test(const struct cmd *cmd, int argc, char **argv)
+{
+	const char	*sock = NULL, *path = NULL;
+	struct conf	*c;
+	char		 req[512], line[600], *out = NULL;
+	size_t		 outlen = 0;
+	FILE		*fp;
+	int		 rc;
+
+	if ((rc = route_test_req(cmd, argc, argv, req, sizeof(req), &sock,
+	    &path)) != -1)
+		return rc;
+	if (path == NULL) {
+		query_name = "route-test";
+		snprintf(line, sizeof(line), "route-test %s\n", req);
+		return status_query(sock != NULL ? sock : CONF_CONTROL_DEFAULT,
+		    line);
+	}
+	if ((c = load(path)) == NULL)
+		return EXIT_CONFIG;
+	if (c->role != CONF_ROLE_CLIENT) {
+		fprintf(stderr, "tunsplit route-test: %s: only a client has "
+		    "rules\n", path);
+		conf_free(c);
+		return EXIT_CONFIG;
+	}
+	if ((fp = open_memstream(&out, &outlen)) == NULL) {
+		conf_free(c);
+		return EXIT_RUNTIME;
+	}
+	rc = route_test_answer(c, req, fp) == 0 ? 0 : EXIT_USAGE;
+	conf_free(c);
+	if (fclose(fp) != 0) {
+		free(out);
+		return EXIT_RUNTIME;
+	}
+	fwrite(out, 1, outlen, rc == 0 ? stdout : stderr);
+	free(out);
+	if (fflush(stdout) == EOF || ferror(stdout))
+		return EXIT_RUNTIME;
 	return rc;
 }
 

@@ -347,6 +347,16 @@ int
 rules_decide(const struct rules *rs, const struct rule_query *q, int final,
     struct rule_hit *hit)
 {
+	rules_match(rs, q, final, hit);
+	if (hit->rule >= 0)
+		rs->hits[hit->rule]++;
+	return hit->outbound;
+}
+
+int
+rules_match(const struct rules *rs, const struct rule_query *q, int final,
+    struct rule_hit *hit)
+{
 	char	 norm[RULES_NAME_MAX + 1];
 	bool	 has_name;
 	size_t	 i;
@@ -359,7 +369,6 @@ rules_decide(const struct rules *rs, const struct rule_query *q, int final,
 	    rules_domain_norm(q->domain, norm);
 	for (i = 0; i < rs->n; i++)
 		if (rule_match(rs, &rs->v[i], q, has_name ? norm : NULL)) {
-			rs->hits[i]++;
 			hit->outbound = rs->v[i].outbound;
 			hit->rule = (int)i;
 			break;

@@ -101,6 +101,9 @@ bool rules_use_domains(const struct rules *);
  */
 int  rules_decide(const struct rules *, const struct rule_query *q,
     int final, struct rule_hit *hit);
+/* The same decision, not counted (route-test). */
+int  rules_match(const struct rules *, const struct rule_query *q,
+    int final, struct rule_hit *hit);
 /* Hits of rule i since the rules were built. */
 uint64_t rules_hits(const struct rules *, int i);
 

@@ -1,0 +1,107 @@
+/*
+ * route-test: one request line in, the decision and its reasons out.  The
+ * decision is the flows' own (the rules, then final), made without
+ * counting a hit.
+ */
+#include "config.h"
+
+#include "client/route_test.h"
+
+#include <arpa/inet.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conf/conf.h"
+#include "rules/rules.h"
+
+/*
+ * The outbound's name.  Until the client has named outbounds, its one
+ * outbound is "default" (index 0).
+ */
+static const char *
+outbound_name(const struct conf *c, int i)
+{
+	(void)c;
+	return i == 0 ? "default" : "?";
+}
+
+static int
+final_index(const struct conf *c)
+{
+	(void)c;
+	return 0;
+}
+
+static int
+req_err(FILE *fp, const char *msg)
+{
+	fprintf(fp, "error: route-test: %s\n", msg);
+	return -1;
+}
+
+int
+route_test_answer(const struct conf *c, const char *req, FILE *fp)
+{
+	char			 net[8], src[64], dest[RULES_NAME_MAX + 2];
+	char			 desc[256];
+	const struct rules	*rs = c->client.rules;
+	struct rule_query	 q;
+	struct rule_hit		 h;
+	unsigned		 port;
+	int			 n = 0;
+
+	memset(&q, 0, sizeof(q));
+	if (sscanf(req, "%7s %u %63s %254s %n", net, &port, src, dest, &n) !=
+	    4 || req[n] != '\0')
+		return req_err(fp, "expected: NETWORK PORT SRC DEST");
+	if ((q.network = rules_net_parse(net)) == 0)
+		return req_err(fp, "the network is tcp, udp or icmp");
+	if (port > 65535)
+		return req_err(fp, "the port is 0..65535");
+	q.port = (uint16_t)port;
+	if (strcmp(src, "-") != 0) {
+		if (inet_pton(AF_INET, src, q.src) == 1)
+			q.src_family = AF_INET;
+		else if (inet_pton(AF_INET6, src, q.src) == 1)
+			q.src_family = AF_INET6;
+		else
+			return req_err(fp, "the source is an address");
+	}
+	if (rules_query_addr(&q, dest) == -1) {
+		char	norm[RULES_NAME_MAX + 1];
+
+		if (!rules_domain_norm(dest, norm))
+			return req_err(fp, "the destination is an address or "
+			    "a domain name");
+		q.domain = dest;
+	}
+	rules_match(rs, &q, final_index(c), &h);
+	fprintf(fp, "outbound: %s\n", outbound_name(c, h.outbound));
+	if (h.rule < 0)
+		fprintf(fp, "rule: final\n");
+	else
+		fprintf(fp, "rule: %d (%s)\n", h.rule,
+		    rules_describe(rs, h.rule, desc, sizeof(desc)));
+	fprintf(fp, "flow: %s to %s port %u", net, dest, port);
+	if (q.src_family != 0)
+		fprintf(fp, " from %s", src);
+	fputc('\n', fp);
+	if (rs == NULL || rules_count(rs) == 0)
+		fprintf(fp, "why: no rules: every flow takes final\n");
+	else if (h.rule < 0)
+		fprintf(fp, "why: none of the %zu rules matches\n",
+		    rules_count(rs));
+	else
+		fprintf(fp, "why: the first rule that matches (of %zu)\n",
+		    rules_count(rs));
+	if (q.domain != NULL && !rules_use_domains(rs))
+		fprintf(fp, "note: no rule matches domain names: a flow is "
+		    "decided by its address, and a name is not resolved "
+		    "here; this is the decision for a flow whose address no "
+		    "rule knows\n");
+	else if (q.domain != NULL)
+		fprintf(fp, "note: the domain decides only when it is known: "
+		    "sniffed from the flow's first bytes or from fake-IP DNS; "
+		    "address rules were not tried (no address)\n");
+	return 0;
+}
