@@ -44,7 +44,9 @@ int outer_ctx_allow_tls12(struct ssl_ctx_st *ctx);
  * file (what outer_ctx_pin takes).  0 or -1 (logged). */
 int outer_pin_from_file(const char *cert_file, uint8_t spki_sha256[32]);
 
-/* Server context: TLS 1.3, certificate chain and key files.  NULL on error. */
+/* Server context from certificate chain and key files, with the TLS layer
+ * of a stock nginx (outer_ctx.c): TLS 1.2 and 1.3, nginx's ciphers, ALPN,
+ * SNI and tickets.  NULL on error. */
 struct ssl_ctx_st *outer_ctx_server(const char *cert_file, const char *key_file);
 /* Random TLS 1.3 record padding (1..max bytes) on the first `records`
  * application records of each stream made from ctx in either direction;

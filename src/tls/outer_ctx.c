@@ -457,26 +457,77 @@ outer_pin_from_file(const char *cert_file, uint8_t spki_sha256[32])
 }
 
 /*
- * ALPN: answer like a web server.  http/1.1 is preferred to h2 because a
- * connection that fails authentication is spliced to the cover site as a
- * byte stream, and a plain-text cover site speaks HTTP/1.1; a prober that
- * negotiated h2 would get nonsense back.  Unknown protocols only: no ALPN
- * in the answer, as servers do.
+ * The server's TLS front is a stock nginx 1.22 on Debian 12 (OpenSSL 3.0)
+ * with Debian's nginx.conf and the http2 module off, since a connection
+ * that does not authenticate is handed to the cover site as if nginx had
+ * terminated it: what a prober sees of the TLS layer must be nginx's too.
+ * tests/netns/e2e/e2e_probe_diff.sh compares the two.
+ *
+ * ALPN: nginx's list without h2; a client that offers none of it gets a
+ * no_application_protocol alert, as from nginx.  The native client offers
+ * h2 and http/1.1 and gets http/1.1.
  */
 static int
 outer_on_alpn(SSL *ssl, const unsigned char **out, unsigned char *outlen,
     const unsigned char *in, unsigned int inlen, void *arg)
 {
-	static const unsigned char prefs[] = "\x08http/1.1\x02h2";
+	static const unsigned char prefs[] =
+	    "\x08http/1.1\x08http/1.0\x08http/0.9";
 	unsigned char	*sel = NULL;
 
 	(void)ssl;
 	(void)arg;
 	if (SSL_select_next_proto(&sel, outlen, prefs, sizeof(prefs) - 1, in,
 	    inlen) != OPENSSL_NPN_NEGOTIATED)
-		return SSL_TLSEXT_ERR_NOACK;
+		return SSL_TLSEXT_ERR_ALERT_FATAL;
 	*out = sel;
 	return SSL_TLSEXT_ERR_OK;
+}
+
+/* SNI: every name is accepted, and acknowledged in the EncryptedExtensions
+ * as nginx's servername callback does (it picks a virtual server). */
+static int
+outer_on_servername(SSL *ssl, int *alert, void *arg)
+{
+	(void)ssl;
+	(void)alert;
+	(void)arg;
+	return SSL_TLSEXT_ERR_OK;
+}
+
+/*
+ * nginx's session set-up with its defaults (ssl_session_cache none,
+ * ssl_session_timeout 5m, tickets on): a server cache that stores
+ * nothing, tickets with a 300 s lifetime, and nginx's session id context,
+ * SHA-1 of "HTTP" and of the certificate's SHA-1, which sits in every
+ * ticket (so its size is nginx's).
+ */
+static int
+outer_ctx_sessions(SSL_CTX *ctx)
+{
+	static const char	 name[] = "HTTP";
+	unsigned char		 md[EVP_MAX_MD_SIZE], certmd[EVP_MAX_MD_SIZE];
+	unsigned int		 mdlen = 0, certlen = 0;
+	EVP_MD_CTX		*m;
+	X509			*cert;
+	int			 rc = -1;
+
+	if ((cert = SSL_CTX_get0_certificate(ctx)) == NULL ||
+	    X509_digest(cert, EVP_sha1(), certmd, &certlen) != 1 ||
+	    (m = EVP_MD_CTX_new()) == NULL)
+		return -1;
+	if (EVP_DigestInit_ex(m, EVP_sha1(), NULL) == 1 &&
+	    EVP_DigestUpdate(m, name, sizeof(name) - 1) == 1 &&
+	    EVP_DigestUpdate(m, certmd, certlen) == 1 &&
+	    EVP_DigestFinal_ex(m, md, &mdlen) == 1 &&
+	    SSL_CTX_set_session_id_context(ctx, md, mdlen) == 1)
+		rc = 0;
+	EVP_MD_CTX_free(m);
+	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER |
+	    SSL_SESS_CACHE_NO_AUTO_CLEAR | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+	SSL_CTX_sess_set_cache_size(ctx, 1);
+	SSL_CTX_set_timeout(ctx, 300);
+	return rc;
 }
 
 SSL_CTX *
@@ -504,11 +555,25 @@ outer_ctx_server(const char *cert_file, const char *key_file)
 		log_ssl_errors("outer: private key %s", key_file);
 		goto fail_quiet;
 	}
-	SSL_CTX_set_alpn_select_cb(ctx, outer_on_alpn, NULL);
-	/* Stateless TLS 1.3 tickets (OpenSSL's default, 2 per full
+	/* nginx's protocols (Debian's ssl_protocols: TLS 1.0 to 1.3, which
+	 * OpenSSL's security level then narrows to 1.2 and 1.3, refusing
+	 * the older ones as nginx does), ciphers (its default, HIGH:!aNULL:
+	 * !MD5, server's order: Debian's ssl_prefer_server_ciphers on) and
+	 * options.  Stateless tickets (OpenSSL's default, 2 per full
 	 * handshake, 1 per resumption) let clients resume without server
 	 * memory. */
+	if (SSL_CTX_set_min_proto_version(ctx, 0) != 1 ||
+	    SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION) != 1 ||
+	    SSL_CTX_set_cipher_list(ctx, "HIGH:!aNULL:!MD5") != 1)
+		goto fail;
+	SSL_CTX_set_options(ctx, SSL_OP_NO_SSLv3 | SSL_OP_NO_COMPRESSION |
+	    SSL_OP_CIPHER_SERVER_PREFERENCE);
 	SSL_CTX_clear_options(ctx, SSL_OP_NO_TICKET);
+	SSL_CTX_set_mode(ctx, SSL_MODE_NO_AUTO_CHAIN);
+	SSL_CTX_set_alpn_select_cb(ctx, outer_on_alpn, NULL);
+	SSL_CTX_set_tlsext_servername_callback(ctx, outer_on_servername);
+	if (outer_ctx_sessions(ctx) == -1)
+		goto fail;
 	return ctx;
 
 fail:

@@ -36,27 +36,6 @@ PW=probe-diff-trojan-password
 
 # Differences OpenSSL or the design cannot (yet) remove: probe name, reason.
 cat >"$TS_TMP/known.txt" <<'EOF'
-tls13 no SNI acknowledgement in EncryptedExtensions; tickets smaller than nginx's (no session id context, lifetime 7200 s)
-tls13-no-alpn no SNI acknowledgement in EncryptedExtensions; tickets smaller than nginx's (no session id context, lifetime 7200 s)
-tls13-alpn-http11 no SNI acknowledgement in EncryptedExtensions; tickets smaller than nginx's (no session id context, lifetime 7200 s)
-tls13-alpn-http10 no SNI acknowledgement in EncryptedExtensions; tickets smaller than nginx's (no session id context, lifetime 7200 s)
-tls13-no-sni no SNI acknowledgement in EncryptedExtensions; tickets smaller than nginx's (no session id context, lifetime 7200 s)
-tls13-other-sni no SNI acknowledgement in EncryptedExtensions; tickets smaller than nginx's (no session id context, lifetime 7200 s)
-tls13-resume no SNI acknowledgement in EncryptedExtensions; tickets smaller than nginx's (no session id context, lifetime 7200 s)
-close-notify-first no SNI acknowledgement in EncryptedExtensions; tickets smaller than nginx's (no session id context, lifetime 7200 s)
-tls13-alpn-h2 ALPN h2 or unknown accepted; nginx (no http2) answers alert 120
-tls13-alpn-unknown ALPN h2 or unknown accepted; nginx (no http2) answers alert 120
-tls12 TLS 1.2 refused with protocol_version
-tls12-no-alpn-no-sni TLS 1.2 refused with protocol_version
-tls12-chacha TLS 1.2 refused with protocol_version
-tls12-cbc-sha TLS 1.2 refused with protocol_version
-tls12-rsa-kx TLS 1.2 refused with protocol_version
-tls12-resume TLS 1.2 refused with protocol_version
-tls12-hello-raw TLS 1.2 refused with protocol_version
-get-tls12 TLS 1.2 refused with protocol_version
-tls10-hello protocol_version where nginx, which enables TLS 1.0 and 1.1, fails with internal_error
-tls11-hello protocol_version where nginx, which enables TLS 1.0 and 1.1, fails with internal_error
-sslv2-hello protocol_version where nginx, which enables TLS 1.0 and 1.1, fails with internal_error
 truncated-hello-fin an end of stream before a ClientHello gets decode_error; nginx says nothing
 connect-fin an end of stream before a ClientHello gets decode_error; nginx says nothing
 alert-first bytes that are not a TLS handshake are closed; nginx answers them as plain HTTP
@@ -65,16 +44,16 @@ plain-http-partial bytes that are not a TLS handshake are closed; nginx answers 
 plain-connect bytes that are not a TLS handshake are closed; nginx answers them as plain HTTP
 random-low bytes that are not a TLS handshake are closed; nginx answers them as plain HTTP
 random-fin bytes that are not a TLS handshake are closed; nginx answers them as plain HTTP
-get record padding on the cover's answers (and the SNI and ticket differences)
-get-close record padding on the cover's answers (and the SNI and ticket differences)
-get-http10 record padding on the cover's answers (and the SNI and ticket differences)
-get-404 record padding on the cover's answers (and the SNI and ticket differences)
-get-big record padding on the cover's answers (and the SNI and ticket differences)
-bad-request record padding on the cover's answers (and the SNI and ticket differences)
-large-header record padding on the cover's answers (and the SNI and ticket differences)
-h2-preface-on-http11 record padding on the cover's answers (and the SNI and ticket differences)
-byte-01-header record padding on the cover's answers (and the SNI and ticket differences)
-get-then-close-notify record padding on the cover's answers (and the SNI and ticket differences)
+get record padding on the cover's answers
+get-close record padding on the cover's answers
+get-http10 record padding on the cover's answers
+get-404 record padding on the cover's answers
+get-big record padding on the cover's answers
+bad-request record padding on the cover's answers
+large-header record padding on the cover's answers
+h2-preface-on-http11 record padding on the cover's answers
+byte-01-header record padding on the cover's answers
+get-then-close-notify record padding on the cover's answers
 partial-request pre-request timeouts and closes are not nginx's (header timeout, then the cover's own)
 silence-after-tls pre-request timeouts and closes are not nginx's (header timeout, then the cover's own)
 fin-after-tls pre-request timeouts and closes are not nginx's (header timeout, then the cover's own)
