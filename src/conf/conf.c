@@ -254,6 +254,8 @@ check_top(struct ctx *x, yaml_node_t *map, void *base)
 		conf_path_push(x, "tun");
 		return conf_err(x, x->tun_knode, "only valid with client:");
 	}
+	if (conf_dns_check(x) == -1)
+		return -1;
 	if (c->role == CONF_ROLE_CLIENT && c->client.sni == NULL &&
 	    c->client.server_host != NULL &&
 	    (c->client.sni = strdup(c->client.server_host)) == NULL)
@@ -350,6 +352,7 @@ conf_unref(const struct conf *cc)
 	free(c->client.key_file);
 	free(c->client.route_exclude);
 	rules_free(c->client.rules);
+	conf_dns_free(c);
 	free(c->pidfile);
 	free(c->server.cert_file);
 	free(c->server.cert_key_file);

@@ -138,6 +138,19 @@ struct conf {
 		unsigned	 dns_timeout_ms;	/* port 53 and ICMP, default 10000 */
 		bool		 has_dns;
 		struct addr	 dns;			/* pin port-53 queries here */
+		/* dns: as a mapping (conf_dns.c); the scalar form sets
+		 * has_dns and dns alone. */
+		bool		 dns_map;		/* that form was used */
+		bool		 dns_fakeip;		/* mode: fake-ip */
+		struct cidr	 fake_ip_range4;	/* default: a /16 of
+							 * 198.18.0.0/15 without
+							 * the TUN's address */
+		struct cidr	 fake_ip_range6;	/* default fdfe:dcba:9876:fa4e::/64 */
+		bool		 has_fake_ip_range6;	/* not without a TUN IPv6 */
+		unsigned	 fake_ip_size;		/* names, default 65536 */
+		char		*fake_ip_file;		/* NULL: not kept */
+		char		**fake_ip_exclude;	/* names; ".x" suffixes */
+		size_t		 nfake_ip_exclude;
 		bool		 route_auto;		/* run tunsplit-route up/down */
 		bool		 ipv6_bypass;		/* ipv6: bypass (default block),
 							 * for a TUN without IPv6 */

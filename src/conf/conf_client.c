@@ -55,26 +55,6 @@ key_pin(struct ctx *x, yaml_node_t *n, const struct conf_key *k, void *base)
 	return 0;
 }
 
-/* The resolver every port-53 query is pinned to: numeric, because a name
- * would need DNS to find DNS.  A bare address means port 53. */
-static int
-key_dns(struct ctx *x, yaml_node_t *n, const struct conf_key *k, void *base)
-{
-	const char	*s = conf_scalar(x, n);
-	struct addr	*a = &x->c->client.dns;
-
-	(void)k;
-	(void)base;
-	if (s == NULL)
-		return -1;
-	if ((addr_parse(a, s) == -1 || addr_port(a) == 0) &&
-	    addr_from_ip(a, s, 53) == -1)
-		return conf_err(x, n, "'%s' is not a numeric address[:port] "
-		    "(192.0.2.53:53, [2001:db8::53]:53)", conf_vis(x, s));
-	x->c->client.has_dns = true;
-	return 0;
-}
-
 static int
 key_sni(struct ctx *x, yaml_node_t *n, const struct conf_key *k, void *base)
 {
@@ -413,7 +393,7 @@ static const struct conf_key keys_client[] = {
 	    CONF_MS_MAX, NULL },
 	{ "dns_timeout", conf_key_ms, C(client.dns_timeout_ms), 1000,
 	    CONF_MS_MAX, NULL },
-	{ "dns", key_dns, 0, 0, 0, NULL },
+	{ "dns", conf_key_dns, 0, 0, 0, NULL },
 	{ "route", key_route, C(client.route_auto), 0, 0, NULL },
 	{ "route_exclude", key_route_exclude, 0, 0, 0, NULL },
 	{ "route_uid_exclude", key_route_uids, 0, 0, 0, NULL },

@@ -66,6 +66,44 @@ dump_ms(FILE *fp, const char *key, unsigned ms)
 	fprintf(fp, "  %s: %s\n", key, conf_duration_fmt(ms, buf, sizeof(buf)));
 }
 
+/* client.dns in the form it was given. */
+static void
+dump_client_dns(FILE *fp, const struct conf *c)
+{
+	char	buf[ADDR_STRLEN];
+	size_t	i;
+
+	if (!c->client.dns_map) {
+		if (c->client.has_dns)
+			dump_kv(fp, "  ", "dns", addr_fmt(&c->client.dns, buf,
+			    sizeof(buf)));
+		return;
+	}
+	fprintf(fp, "  dns:\n    mode: %s\n",
+	    c->client.dns_fakeip ? "fake-ip" : "redirect");
+	if (c->client.has_dns)
+		dump_kv(fp, "    ", "server", addr_fmt(&c->client.dns, buf,
+		    sizeof(buf)));
+	if (!c->client.dns_fakeip)
+		return;
+	dump_kv(fp, "    ", "fake_ip_range", cidr_fmt(&c->client.fake_ip_range4,
+	    buf, sizeof(buf)));
+	if (c->client.has_fake_ip_range6)
+		dump_kv(fp, "    ", "fake_ip_range6",
+		    cidr_fmt(&c->client.fake_ip_range6, buf, sizeof(buf)));
+	fprintf(fp, "    fake_ip_size: %u\n", c->client.fake_ip_size);
+	dump_kv(fp, "    ", "fake_ip_file", c->client.fake_ip_file != NULL ?
+	    c->client.fake_ip_file : "");
+	if (c->client.nfake_ip_exclude > 0) {
+		fprintf(fp, "    fake_ip_exclude:\n");
+		for (i = 0; i < c->client.nfake_ip_exclude; i++) {
+			fprintf(fp, "      - ");
+			conf_dump_str(fp, c->client.fake_ip_exclude[i]);
+			fputc('\n', fp);
+		}
+	}
+}
+
 /* Marks are written in hex everywhere else (ip rule, iptables). */
 static void
 dump_mark(FILE *fp, uint32_t mark)
@@ -198,12 +236,7 @@ dump_client(const struct conf *c, FILE *fp, bool secrets)
 	dump_size(fp, "max_buffer_memory", c->client.max_buffer_memory);
 	dump_ms(fp, "udp_timeout", c->client.udp_timeout_ms);
 	dump_ms(fp, "dns_timeout", c->client.dns_timeout_ms);
-	if (c->client.has_dns) {
-		char	dbuf[ADDR_STRLEN];
-
-		fprintf(fp, "  dns: \"%s\"\n",
-		    addr_fmt(&c->client.dns, dbuf, sizeof(dbuf)));
-	}
+	dump_client_dns(fp, c);
 	fprintf(fp, "  route: %s\n", c->client.route_auto ? "auto" : "off");
 	if (c->client.nroute_exclude > 0)
 		dump_cidr_list(fp, "  ", "route_exclude",

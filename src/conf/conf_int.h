@@ -37,6 +37,8 @@ struct ctx {
 	uint64_t		 seen;		/* its keys seen so far (<= 64) */
 	yaml_node_t		*knode;		/* key of the value handled */
 	yaml_node_t		*tun_knode;
+	yaml_node_t		*dns_knode;	/* client.dns */
+	yaml_node_t		*dns_range4, *dns_range6;
 	bool			 inline_key;
 	yaml_node_t		*rules_node;	/* client.rules, parsed last */
 	yaml_node_t		*rule_sets_node;
@@ -184,6 +186,15 @@ const char *conf_file_name(struct ctx *, yaml_node_t *, const char *s,
 /* A file name (conf_file_name), strdup'd into the char * at k->off. */
 int conf_key_filename(struct ctx *, yaml_node_t *, const struct conf_key *,
     void *);
+
+/* ---- conf_dns.c: client.dns ------------------------------------------- */
+
+int conf_key_dns(struct ctx *, yaml_node_t *, const struct conf_key *,
+    void *);
+/* The fake ranges' defaults and checks against tun: and route_exclude,
+ * once the whole file is read. */
+int conf_dns_check(struct ctx *);
+void conf_dns_free(struct conf *);
 
 /* ---- conf.c ------------------------------------------------------------- */
 

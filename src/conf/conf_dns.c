@@ -1,0 +1,333 @@
+/*
+ * client.dns: where the apps' DNS goes.  Two forms:
+ *
+ *   dns: 192.0.2.53            every port-53 query pinned to that resolver
+ *                              (through the tunnel); the same as
+ *   dns: {mode: redirect, server: 192.0.2.53}
+ *
+ *   dns: {mode: fake-ip, ...}  A and AAAA queries answered by the client
+ *                              itself from the fake ranges; other queries
+ *                              and fake_ip_exclude names forwarded (to
+ *                              server when given, else where they went)
+ *
+ * The fake ranges are judged against the TUN and route_exclude once the
+ * whole file is read (conf_dns_check, from check_top).
+ */
+#include "config.h"
+
+#include "conf/conf_int.h"
+
+#include <arpa/inet.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DNS_FILE_DEFAULT	"/run/tunsplit/fakeip"
+#define DNS_SIZE_DEFAULT	65536
+#define DNS_SIZE_MAX		(1 << 20)	/* FAKEIP_SIZE_MAX */
+#define DNS_EXCLUDE_MAX		4096
+#define DNS_PREFIX4_MAX		24	/* at least 254 names */
+#define DNS_PREFIX6_MAX		120
+
+enum { DNS_MODE_REDIRECT = 1, DNS_MODE_FAKEIP = 2 };
+
+static const struct conf_word dns_modes[] = {
+	{ "redirect", DNS_MODE_REDIRECT }, { "fake-ip", DNS_MODE_FAKEIP },
+	{ NULL, 0 }
+};
+
+/* The resolver: numeric, because a name would need DNS to find DNS.  A
+ * bare address means port 53. */
+static int
+dns_server(struct ctx *x, yaml_node_t *n)
+{
+	const char	*s = conf_scalar(x, n);
+	struct addr	*a = &x->c->client.dns;
+
+	if (s == NULL)
+		return -1;
+	if ((addr_parse(a, s) == -1 || addr_port(a) == 0) &&
+	    addr_from_ip(a, s, 53) == -1)
+		return conf_err(x, n, "'%s' is not a numeric address[:port] "
+		    "(192.0.2.53:53, [2001:db8::53]:53)", conf_vis(x, s));
+	x->c->client.has_dns = true;
+	return 0;
+}
+
+static int
+key_server(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
+    void *base)
+{
+	(void)k;
+	(void)base;
+	return dns_server(x, n);
+}
+
+static int
+key_mode(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
+    void *base)
+{
+	int	v;
+
+	(void)k;
+	(void)base;
+	if (conf_choice(x, n, dns_modes, &v) == -1)
+		return -1;
+	x->c->client.dns_fakeip = v == DNS_MODE_FAKEIP;
+	return 0;
+}
+
+static int
+key_range(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
+    void *base)
+{
+	const char	*s = conf_scalar(x, n);
+	struct cidr	*c = CONF_FIELD(base, k, struct cidr);
+	int		 family = k->min == 4 ? AF_INET : AF_INET6;
+
+	if (s == NULL)
+		return -1;
+	if (cidr_parse(c, s) == -1 || strchr(s, '/') == NULL ||
+	    c->family != family)
+		return conf_err(x, n, "'%s' is not an %s prefix (%s)",
+		    conf_vis(x, s), family == AF_INET ? "IPv4" : "IPv6",
+		    family == AF_INET ? "198.19.0.0/16" :
+		    "fdfe:dcba:9876:1::/64");
+	if (c->prefix > (family == AF_INET ? DNS_PREFIX4_MAX :
+	    DNS_PREFIX6_MAX))
+		return conf_err(x, n, "too small: a fake-IP range needs a "
+		    "/%d or larger", family == AF_INET ? DNS_PREFIX4_MAX :
+		    DNS_PREFIX6_MAX);
+	if (family == AF_INET) {
+		x->dns_range4 = n;
+	} else {
+		x->dns_range6 = n;
+		x->c->client.has_fake_ip_range6 = true;
+	}
+	return 0;
+}
+
+/* A name (exact) or ".suffix" (the name and every name under it): the
+ * letters, digits, '-' and '_' a query's name may have, lower case. */
+static int
+exclude_item(struct ctx *x, yaml_node_t *n, size_t i, void *arg)
+{
+	const char	*s = conf_scalar(x, n), *p;
+	char		*copy, *q;
+
+	(void)arg;
+	if (s == NULL)
+		return -1;
+	p = *s == '.' ? s + 1 : s;
+	if (*p == '\0' || strlen(p) > 253 || p[strlen(p) - 1] == '.' ||
+	    strstr(p, "..") != NULL || *p == '.' ||
+	    strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "0123456789-_.") != strlen(p))
+		return conf_err(x, n, "'%s' is not a domain name or "
+		    "\".suffix\"", conf_vis(x, s));
+	if ((copy = strdup(s)) == NULL)
+		return conf_err(x, n, "out of memory");
+	for (q = copy; *q != '\0'; q++)
+		if (*q >= 'A' && *q <= 'Z')
+			*q = (char)(*q - 'A' + 'a');
+	x->c->client.fake_ip_exclude[i] = copy;
+	x->c->client.nfake_ip_exclude = i + 1;
+	return 0;
+}
+
+static int
+key_exclude(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
+    void *base)
+{
+	size_t	count = conf_list_count(n);
+
+	(void)k;
+	(void)base;
+	if (count == 0)
+		count = 1;
+	if (count <= DNS_EXCLUDE_MAX &&
+	    (x->c->client.fake_ip_exclude = calloc(count,
+	    sizeof(char *))) == NULL)
+		return conf_err(x, n, "out of memory");
+	return conf_list_walk(x, n, 0, DNS_EXCLUDE_MAX, exclude_item, NULL);
+}
+
+/* A file name, or "" (quoted) for none. */
+static int
+key_file(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
+    void *base)
+{
+	free(x->c->client.fake_ip_file);
+	x->c->client.fake_ip_file = NULL;
+	if (n->type == YAML_SCALAR_NODE && n->data.scalar.length == 0 &&
+	    (n->data.scalar.style == YAML_SINGLE_QUOTED_SCALAR_STYLE ||
+	    n->data.scalar.style == YAML_DOUBLE_QUOTED_SCALAR_STYLE))
+		return 0;
+	return conf_key_filename(x, n, k, base);
+}
+
+static int
+check_dns(struct ctx *x, yaml_node_t *map, void *base)
+{
+	static const char *const fake_keys[] = { "fake_ip_range",
+	    "fake_ip_range6", "fake_ip_exclude", "fake_ip_file",
+	    "fake_ip_size", NULL };
+	struct conf	*c = base;
+	size_t		 i;
+
+	if (conf_require(x, map, "mode") == -1)
+		return -1;
+	if (c->client.dns_fakeip) {
+		/* The default file; "" keeps none. */
+		if (!conf_seen(x, "fake_ip_file") &&
+		    (c->client.fake_ip_file = strdup(DNS_FILE_DEFAULT)) ==
+		    NULL)
+			return conf_err(x, map, "out of memory");
+		return 0;
+	}
+	for (i = 0; fake_keys[i] != NULL; i++)
+		if (conf_seen(x, fake_keys[i])) {
+			conf_path_push(x, fake_keys[i]);
+			return conf_err(x, map, "needs mode: fake-ip");
+		}
+	return conf_require(x, map, "server");
+}
+
+static const struct conf_key keys_dns[] = {
+	{ "mode", key_mode, 0, 0, 0, NULL },
+	{ "server", key_server, 0, 0, 0, NULL },
+	{ "fake_ip_range", key_range, C(client.fake_ip_range4), 4, 0, NULL },
+	{ "fake_ip_range6", key_range, C(client.fake_ip_range6), 6, 0, NULL },
+	{ "fake_ip_exclude", key_exclude, 0, 0, 0, NULL },
+	{ "fake_ip_file", key_file, C(client.fake_ip_file), 0, 0, NULL },
+	{ "fake_ip_size", conf_key_uint, C(client.fake_ip_size), 2,
+	    DNS_SIZE_MAX, NULL },
+	{ NULL, NULL, 0, 0, 0, NULL }
+};
+static const struct conf_map map_dns = { keys_dns, check_dns };
+
+int
+conf_key_dns(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
+    void *base)
+{
+	(void)k;
+	x->dns_knode = x->knode;
+	if (n->type != YAML_MAPPING_NODE)
+		return dns_server(x, n);
+	x->c->client.dns_map = true;
+	return conf_map_walk(x, n, &map_dns, base);
+}
+
+/* ---- with the whole file read ------------------------------------------ */
+
+static bool
+cidr_overlap(const struct cidr *a, const struct cidr *b)
+{
+	const struct cidr *wide = a->prefix <= b->prefix ? a : b;
+	const struct cidr *other = wide == a ? b : a;
+
+	return a->family == b->family &&
+	    cidr_match(wide, other->family, other->bytes);
+}
+
+static int
+dns_range_err(struct ctx *x, yaml_node_t *n, const char *key,
+    const char *msg)
+{
+	conf_path_push(x, "client");
+	conf_path_push(x, "dns");
+	conf_path_push(x, key);
+	return conf_err(x, n, "%s", msg);
+}
+
+/* One fake range against the TUN's address and route_exclude. */
+static int
+dns_range_check(struct ctx *x, const struct cidr *r, yaml_node_t *n,
+    const char *key)
+{
+	const struct conf *c = x->c;
+	const struct cidr *tun = r->family == AF_INET ? &c->tun.addr4 :
+	    &c->tun.addr6;
+	bool		 has_tun = r->family == AF_INET ? c->tun.has_addr4 :
+	    c->tun.has_addr6;
+	char		 buf[INET6_ADDRSTRLEN + 8], msg[160];
+	size_t		 i;
+
+	if (n == NULL)
+		n = x->dns_knode;
+	if (has_tun && cidr_match(r, tun->family, tun->bytes)) {
+		inet_ntop(tun->family, tun->bytes, buf, sizeof(buf));
+		snprintf(msg, sizeof(msg), "holds the TUN's own address %s",
+		    buf);
+		return dns_range_err(x, n, key, msg);
+	}
+	for (i = 0; i < c->client.nroute_exclude; i++)
+		if (cidr_overlap(r, &c->client.route_exclude[i])) {
+			cidr_fmt(&c->client.route_exclude[i], buf,
+			    sizeof(buf));
+			snprintf(msg, sizeof(msg), "overlaps route_exclude "
+			    "%s: fake addresses must be routed into the TUN",
+			    buf);
+			return dns_range_err(x, n, key, msg);
+		}
+	return 0;
+}
+
+/*
+ * Defaults that depend on the TUN: 198.18.0.0/16, or 198.19.0.0/16 when
+ * the TUN's address is in the first (as the examples' 198.18.0.1/15);
+ * fdfe:dcba:9876:1::/64 (:2:: if the TUN is there) when the TUN has IPv6.
+ */
+static void
+dns_defaults(struct conf *c)
+{
+	struct cidr	*r4 = &c->client.fake_ip_range4;
+	struct cidr	*r6 = &c->client.fake_ip_range6;
+
+	if (r4->family == 0) {
+		(void)cidr_parse(r4, "198.18.0.0/16");
+		if (c->tun.has_addr4 &&
+		    cidr_match(r4, AF_INET, c->tun.addr4.bytes))
+			(void)cidr_parse(r4, "198.19.0.0/16");
+	}
+	if (!c->client.has_fake_ip_range6 && c->tun.has_addr6) {
+		(void)cidr_parse(r6, "fdfe:dcba:9876:1::/64");
+		if (cidr_match(r6, AF_INET6, c->tun.addr6.bytes))
+			(void)cidr_parse(r6, "fdfe:dcba:9876:2::/64");
+		c->client.has_fake_ip_range6 = true;
+	}
+}
+
+int
+conf_dns_check(struct ctx *x)
+{
+	struct conf	*c = x->c;
+	size_t		 old = strlen(x->path);
+	int		 rc = 0;
+
+	if (c->role != CONF_ROLE_CLIENT || !c->client.dns_fakeip)
+		return 0;
+	if (c->client.fake_ip_size == 0)
+		c->client.fake_ip_size = DNS_SIZE_DEFAULT;
+	dns_defaults(c);
+	if (dns_range_check(x, &c->client.fake_ip_range4, x->dns_range4,
+	    "fake_ip_range") == -1 || (c->client.has_fake_ip_range6 &&
+	    dns_range_check(x, &c->client.fake_ip_range6, x->dns_range6,
+	    "fake_ip_range6") == -1))
+		rc = -1;
+	if (rc == 0)
+		conf_path_pop(x, old);
+	return rc;
+}
+
+void
+conf_dns_free(struct conf *c)
+{
+	size_t	i;
+
+	for (i = 0; i < c->client.nfake_ip_exclude; i++)
+		free(c->client.fake_ip_exclude[i]);
+	free(c->client.fake_ip_exclude);
+	free(c->client.fake_ip_file);
+}

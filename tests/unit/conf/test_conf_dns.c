@@ -1,0 +1,213 @@
+/*
+ * conf: client.dns in both forms -- the old scalar that pins port-53
+ * queries, the mapping with mode redirect or fake-ip -- the fake ranges'
+ * defaults (away from the TUN's address), the errors with their
+ * positions (a range holding the TUN's address, overlapping
+ * route_exclude, too small; keys of the other mode), and the dump that
+ * loads back as the same configuration.
+ */
+#include "config.h"
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "conf/conf.h"
+
+#define HEAD	"client:\n  server: 192.0.2.1:443\n" \
+		"  key: UR8GBfXkCWILEa357of526YctXNYj5edwp3e59D7Z7I=\n"
+
+static char	errbuf[512];
+
+static struct conf *
+load(const char *yaml)
+{
+	return conf_load_buf("t.yaml", yaml, strlen(yaml), errbuf,
+	    sizeof(errbuf));
+}
+
+static struct conf *
+load_ok(const char *yaml)
+{
+	struct conf	*c = load(yaml);
+
+	if (c == NULL)
+		fail_msg("%s", errbuf);
+	return c;
+}
+
+static void
+expect_err(const char *yaml, const char *where, const char *msg)
+{
+	struct conf	*c = load(yaml);
+
+	if (c != NULL) {
+		conf_free(c);
+		fail_msg("loaded, expected \"%s%s\"\n--\n%s--", where, msg, yaml);
+	}
+	if (strncmp(errbuf, where, strlen(where)) != 0 ||
+	    strstr(errbuf, msg) == NULL)
+		fail_msg("got \"%s\", expected \"%s...%s\"\n--\n%s--", errbuf,
+		    where, msg, yaml);
+}
+
+static const char *
+fmt_range(const struct cidr *c)
+{
+	static char	buf[64];
+
+	return cidr_fmt(c, buf, sizeof(buf));
+}
+
+static void
+test_scalar(void **state)
+{
+	struct conf	*c;
+	char		 buf[ADDR_STRLEN];
+
+	(void)state;
+	c = load_ok(HEAD "  dns: 10.0.0.53\n");
+	assert_true(c->client.has_dns);
+	assert_false(c->client.dns_map);
+	assert_false(c->client.dns_fakeip);
+	assert_string_equal(addr_fmt(&c->client.dns, buf, sizeof(buf)),
+	    "10.0.0.53:53");
+	conf_free(c);
+	c = load_ok(HEAD "  dns: {mode: redirect, server: \"[2001:db8::53]:5353\"}\n");
+	assert_true(c->client.has_dns);
+	assert_true(c->client.dns_map);
+	assert_false(c->client.dns_fakeip);
+	assert_int_equal(addr_port(&c->client.dns), 5353);
+	conf_free(c);
+}
+
+static void
+test_fakeip_defaults(void **state)
+{
+	struct conf	*c;
+
+	(void)state;
+	/* The TUN's default 198.18.0.1/15: the fake /16 is the other. */
+	c = load_ok(HEAD "  dns: {mode: fake-ip}\n");
+	assert_true(c->client.dns_fakeip);
+	assert_false(c->client.has_dns);
+	assert_string_equal(fmt_range(&c->client.fake_ip_range4),
+	    "198.19.0.0/16");
+	assert_true(c->client.has_fake_ip_range6);
+	assert_string_equal(fmt_range(&c->client.fake_ip_range6),
+	    "fdfe:dcba:9876:1::/64");
+	assert_int_equal(c->client.fake_ip_size, 65536);
+	assert_string_equal(c->client.fake_ip_file, "/run/tunsplit/fakeip");
+	conf_free(c);
+	/* A TUN elsewhere, IPv4 only: 198.18.0.0/16, no IPv6 range. */
+	c = load_ok("tun: {address: 10.9.0.1/24}\n" HEAD
+	    "  dns: {mode: fake-ip, fake_ip_file: \"\", fake_ip_size: 100,\n"
+	    "        fake_ip_exclude: [Corp.Example, .lan]}\n");
+	assert_string_equal(fmt_range(&c->client.fake_ip_range4),
+	    "198.18.0.0/16");
+	assert_false(c->client.has_fake_ip_range6);
+	assert_null(c->client.fake_ip_file);
+	assert_int_equal(c->client.fake_ip_size, 100);
+	assert_int_equal(c->client.nfake_ip_exclude, 2);
+	assert_string_equal(c->client.fake_ip_exclude[0], "corp.example");
+	assert_string_equal(c->client.fake_ip_exclude[1], ".lan");
+	conf_free(c);
+}
+
+static void
+test_errors(void **state)
+{
+	(void)state;
+	expect_err(HEAD "  dns: {mode: fake-ip, fake_ip_range: 198.18.0.0/16}\n",
+	    "t.yaml:4:39: client.dns.fake_ip_range: ",
+	    "holds the TUN's own address 198.18.0.1");
+	expect_err(HEAD "  dns: {mode: fake-ip, fake_ip_range6: "
+	    "\"fdfe:dcba:9876::/64\"}\n",
+	    "t.yaml:4:40: client.dns.fake_ip_range6: ",
+	    "holds the TUN's own address fdfe:dcba:9876::1");
+	expect_err(HEAD "  route_exclude: [198.19.128.0/17]\n"
+	    "  dns: {mode: fake-ip}\n", "t.yaml:5:3: client.dns.fake_ip_range: ",
+	    "overlaps route_exclude 198.19.128.0/17");
+	expect_err(HEAD "  route_exclude: [10.0.0.0/8, 198.0.0.0/8]\n"
+	    "  dns: {mode: fake-ip, fake_ip_range: 198.19.0.0/16}\n",
+	    "t.yaml:5:39: client.dns.fake_ip_range: ",
+	    "overlaps route_exclude 198.0.0.0/8");
+	expect_err(HEAD "  dns: {mode: fake-ip, fake_ip_range: 198.19.0.0/25}\n",
+	    "t.yaml:4:39: client.dns.fake_ip_range: ", "too small");
+	expect_err(HEAD "  dns: {mode: fake-ip, fake_ip_range: 198.19.0.0}\n",
+	    "t.yaml:4:39: client.dns.fake_ip_range: ", "not an IPv4 prefix");
+	expect_err(HEAD "  dns: {mode: fake-ip, fake_ip_range6: 198.19.0.0/16}\n",
+	    "t.yaml:4:40: client.dns.fake_ip_range6: ", "not an IPv6 prefix");
+	expect_err(HEAD "  dns: {mode: redirect}\n", "t.yaml:4:8: client.dns.server: ",
+	    "missing required key");
+	expect_err(HEAD "  dns: {server: 10.0.0.53}\n", "t.yaml:4:8: client.dns.mode: ",
+	    "missing required key");
+	expect_err(HEAD "  dns: {mode: redirect, server: 10.0.0.53, "
+	    "fake_ip_size: 10}\n", "t.yaml:4:8: client.dns.fake_ip_size: ",
+	    "needs mode: fake-ip");
+	expect_err(HEAD "  dns: {mode: fake-ip, fake_ip_exclude: [\"a b\"]}\n",
+	    "t.yaml:4:42: client.dns.fake_ip_exclude[0]: ", "not a domain name");
+	expect_err(HEAD "  dns: {mode: fake-ip, fake_ip_size: 1}\n",
+	    "t.yaml:4:38: client.dns.fake_ip_size: ", "");
+	expect_err(HEAD "  dns: {mode: dig}\n", "t.yaml:4:15: client.dns.mode: ",
+	    "");
+	expect_err(HEAD "  dns: [10.0.0.53]\n", "t.yaml:4:8: client.dns: ", "");
+	expect_err(HEAD "  dns: {mode: fake-ip, ttl: 5}\n", "t.yaml:4:24: client.dns.ttl: ",
+	    "");
+}
+
+static void
+round_trip(const char *yaml)
+{
+	struct conf	*c = load_ok(yaml), *d;
+	char		*a = NULL, *b = NULL;
+	size_t		 alen, blen;
+	FILE		*fp;
+
+	assert_non_null(fp = open_memstream(&a, &alen));
+	conf_dump_secrets(c, fp);
+	fclose(fp);
+	d = load_ok(a);
+	assert_non_null(fp = open_memstream(&b, &blen));
+	conf_dump_secrets(d, fp);
+	fclose(fp);
+	assert_string_equal(a, b);
+	assert_int_equal(c->client.dns_fakeip, d->client.dns_fakeip);
+	assert_int_equal(c->client.dns_map, d->client.dns_map);
+	assert_int_equal(c->client.has_dns, d->client.has_dns);
+	free(a);
+	free(b);
+	conf_free(c);
+	conf_free(d);
+}
+
+static void
+test_dump(void **state)
+{
+	(void)state;
+	round_trip(HEAD "  dns: 10.0.0.53\n");
+	round_trip(HEAD "  dns: {mode: redirect, server: 10.0.0.53}\n");
+	round_trip(HEAD "  dns: {mode: fake-ip}\n");
+	round_trip(HEAD "  dns: {mode: fake-ip, server: 10.0.0.53:5353,"
+	    " fake_ip_range: 100.64.0.0/16, fake_ip_file: \"\","
+	    " fake_ip_exclude: [a.example, \".b.example\"]}\n");
+	round_trip(HEAD);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_scalar),
+		cmocka_unit_test(test_fakeip_defaults),
+		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_dump),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
