@@ -1,0 +1,81 @@
+/*
+ * The fake-IP table (client.dns.mode: fake-ip): names the client answered
+ * for itself, each with an address from the IPv4 range and, when there is
+ * one, the IPv6 range, so that a flow to such an address can be sent on
+ * by its name.
+ *
+ * Slot i of the table owns offset i + 1 of both ranges (offset 0, and an
+ * IPv4 range's last address, are never issued), so an address finds its
+ * slot by arithmetic and a name by a keyed hash (SipHash, a random key:
+ * an app cannot aim at one chain): both ways O(1).  The table holds at
+ * most `size` names; a new one takes the least recently used slot (its
+ * old name is forgotten, an eviction).  Issuing a name or finding one by
+ * its address makes it the most recently used.
+ *
+ * The mapping is saved to a file (atomically: a temporary, fsync, rename)
+ * and loaded at start, so that what apps cached before a restart still
+ * maps to the same names.  Loop thread only.
+ */
+#ifndef TUNSPLIT_FAKEIP_H
+#define TUNSPLIT_FAKEIP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/addr.h"
+
+#define FAKEIP_TTL	1	/* seconds, in every answer */
+#define FAKEIP_SIZE_MAX	(1u << 20)
+
+struct conf;
+struct loop;
+
+struct fakeip_stats {
+	uint64_t	 answers;	/* queries answered from the table */
+	uint64_t	 issued;	/* names given a slot */
+	uint64_t	 hits;		/* flows to a fake address, name found */
+	uint64_t	 misses;	/* ... with no name: refused */
+	uint64_t	 evictions;	/* names forgotten for a new one */
+	uint64_t	 saves, save_errors;
+	size_t		 entries;	/* names held now */
+	size_t		 capacity;
+};
+
+/* A table over range4 and range6 (NULL: IPv4 only) of at most size
+ * names (fewer if a range has fewer addresses); NULL when a range holds
+ * fewer than 2 addresses to issue, or without memory. */
+struct fakeip *fakeip_new(const struct cidr *range4,
+    const struct cidr *range6, unsigned size);
+void fakeip_free(struct fakeip *t);	/* NULL ok */
+
+/* name's addresses (issued now if it had none): a4, and a6 when the table
+ * has an IPv6 range.  name: lower-case, as dns_query_parse made it. */
+int  fakeip_issue(struct fakeip *t, const char *name, uint8_t a4[4],
+    uint8_t a6[16]);
+/* Whether addr lies in one of the ranges. */
+bool fakeip_contains(const struct fakeip *t, int family, const void *addr);
+/* The name addr stands for, or NULL (not in a range, or no name there:
+ * evicted or never issued); a hit or a miss is counted. */
+const char *fakeip_name(struct fakeip *t, int family, const void *addr);
+
+/* Writes the mapping to path (atomically).  0, or -1 with errno. */
+int  fakeip_save(struct fakeip *t, const char *path);
+/* Reads path into an empty table: 0 (also when there is no file), or -1
+ * with why (the table is left empty: a corrupt file is not fatal). */
+int  fakeip_load(struct fakeip *t, const char *path, char *why,
+    size_t whylen);
+bool fakeip_dirty(const struct fakeip *t);
+
+struct fakeip_stats *fakeip_stats(struct fakeip *t);
+
+/*
+ * The client's table for configuration c (NULL when dns.mode is not
+ * fake-ip, or on failure, logged): loaded from dns.fake_ip_file, saved
+ * there every FAKEIP_SAVE_MS while it changed and by fakeip_close.
+ */
+#define FAKEIP_SAVE_MS	30000
+struct fakeip *fakeip_open(struct loop *loop, const struct conf *c);
+void fakeip_close(struct fakeip *t);	/* saves, frees; NULL ok */
+
+#endif
