@@ -13,6 +13,8 @@ request, then (or, when it is none, instead) trojan UDP packets.
 
 fuzz_dns input: one DNS query, as an app sends it to port 53.
 
+fuzz_sniff input: a mode byte, then first bytes (see fuzz_sniff.c).
+
 fuzz_resp input: one settings byte, then records [ctl:1][len:2][bytes the
 server sends] (see fuzz_resp.c).
 
@@ -488,6 +490,48 @@ def dns_seeds():
     }
 
 
+def client_hello(sni):
+    """The records Python's (OpenSSL's) TLS client writes first."""
+    import ssl
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+    obj = ctx.wrap_bio(inc, out, server_hostname=sni)
+    try:
+        obj.do_handshake()
+    except ssl.SSLWantReadError:
+        pass
+    return out.read()
+
+
+def sniff_seeds():
+    """fuzz_sniff: a mode byte (0 raw, 1 Initial frames, 2 hello with a
+    cut byte), then a flow's or a datagram's first bytes."""
+    sni, nosni = client_hello("www.example.com"), client_hello(None)
+    body = sni[5:]
+
+    def crypto(off, data):
+        return (bytes([6, 0x40 | off >> 8, off & 0xff,
+                       0x40 | len(data) >> 8, len(data) & 0xff]) + data)
+    return {
+        "tls_sni": b"\0" + sni,
+        "tls_nosni": b"\0" + nosni,
+        "tls_cut": b"\0" + sni[:60],
+        "hello_split": b"\2\x50" + body,
+        "hello_nosni": b"\2\x07" + nosni[5:],
+        "http_host": b"\0GET / HTTP/1.1\r\nHost: Example.COM:8080\r\n\r\n",
+        "http_v6": b"\0GET / HTTP/1.0\r\nhost: [2001:db8::1]\r\n\r\n",
+        "http_nohost": b"\0POST /x HTTP/1.1\r\nA: b\r\n\r\n",
+        "ssh": b"\0SSH-2.0-OpenSSH_9.2p1\r\n",
+        "frames": b"\1" + crypto(40, body[40:]) + b"\1\2\5\0\1\1\2\0\0" +
+        crypto(0, body[:40]),
+        "frames_ack_ecn": b"\1\3\0\0\0\0\1\2\3\x1c\0\0\0",
+        "quic_hdr": b"\0\xc3\0\0\0\1\x08" + bytes(8) + b"\0\0\x44\x9e" +
+        bytes(40),
+    }
+
+
 def main():
     ap = argparse.ArgumentParser()
     here = os.path.dirname(os.path.abspath(__file__))
@@ -498,7 +542,8 @@ def main():
                            ("trojan", trojan_seeds()),
                            ("resp", resp_seeds()),
                            ("socks5", socks5_seeds()),
-                           ("dns", dns_seeds())):
+                           ("dns", dns_seeds()),
+                           ("sniff", sniff_seeds())):
         d = os.path.join(a.out, harness)
         os.makedirs(d, exist_ok=True)
         for name, data in seeds.items():
