@@ -31,6 +31,7 @@ client_on_flow(void *arg, const struct flow_info *fi)
 		return;
 	f->id = fi->id;
 	addr_fmt(fi->dst, f->dst, sizeof(f->dst));
+	snprintf(f->domain, sizeof(f->domain), "%s", fi->domain);
 	f->state = fi->state;
 	f->age_ms = sf->now_ms - fi->start_ms;
 	f->up = fi->up;

@@ -291,6 +291,7 @@ conf_new(void)
 	c->client.max_flows = 4096;
 	c->client.connect_timeout_ms = 10000;
 	c->client.idle_timeout_ms = 300000;
+	c->client.sniff_timeout_ms = 50;
 	c->client.pool = 2;
 	c->client.padding = 8;
 	c->server.padding = 8;

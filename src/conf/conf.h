@@ -79,6 +79,15 @@ struct conf_user {
  * and swaps it in; the old one lives on, untouched, for as long as a flow,
  * session or association that started under it still holds a reference.
  */
+/* client.sniff: when a new TCP flow waits for the app's first bytes
+ * (or a UDP/443 association for its first datagram) to learn the domain
+ * before choosing its outbound. */
+enum conf_sniff {
+	CONF_SNIFF_AUTO,	/* when a rule can match a domain */
+	CONF_SNIFF_ALWAYS,	/* always (the domain is logged, shown) */
+	CONF_SNIFF_NEVER,
+};
+
 struct conf {
 	unsigned	 refs;		/* conf_ref / conf_unref */
 	uint64_t	 generation;	/* 1 at start, +1 per reload */
@@ -129,6 +138,8 @@ struct conf {
 		unsigned	 connect_timeout_ms;	/* default 10000 */
 		unsigned	 idle_timeout_ms;	/* default 300000 */
 		bool		 faithful;		/* connect_mode: faithful (default fast) */
+		int		 sniff;			/* CONF_SNIFF_*, default auto */
+		unsigned	 sniff_timeout_ms;	/* default 50 */
 		unsigned	 padding;		/* padded records per stream, default 8 */
 		unsigned	 pool;			/* warm TLS connections, default 2 */
 		unsigned	 pool_lifetime_ms;	/* default 8000 (< server handshake_timeout) */

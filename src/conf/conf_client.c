@@ -305,6 +305,17 @@ key_connect_mode(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
 }
 
 static int
+key_sniff(struct ctx *x, yaml_node_t *n, const struct conf_key *k, void *base)
+{
+	static const struct conf_word	w[] = {
+		{ "auto", CONF_SNIFF_AUTO }, { "always", CONF_SNIFF_ALWAYS },
+		{ "never", CONF_SNIFF_NEVER }, { NULL, 0 }
+	};
+
+	return conf_choice(x, n, w, CONF_FIELD(base, k, int));
+}
+
+static int
 key_route_exclude(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
     void *base)
 {
@@ -382,6 +393,9 @@ static const struct conf_key keys_client[] = {
 	{ "idle_timeout", conf_key_ms, C(client.idle_timeout_ms), 1000,
 	    CONF_MS_MAX, NULL },
 	{ "connect_mode", key_connect_mode, C(client.faithful), 0, 0, NULL },
+	{ "sniff", key_sniff, C(client.sniff), 0, 0, NULL },
+	{ "sniff_timeout", conf_key_ms, C(client.sniff_timeout_ms), 1, 1000,
+	    NULL },
 	{ "padding", conf_key_uint, C(client.padding), 0, 64, NULL },
 	{ "pool", conf_key_uint, C(client.pool), 0, 64, NULL },
 	{ "pool_lifetime", conf_key_ms, C(client.pool_lifetime_ms), 1000,

@@ -229,6 +229,9 @@ dump_client(const struct conf *c, FILE *fp, bool secrets)
 	dump_ms(fp, "connect_timeout", c->client.connect_timeout_ms);
 	dump_ms(fp, "idle_timeout", c->client.idle_timeout_ms);
 	dump_kv(fp, "  ", "connect_mode", c->client.faithful ? "faithful" : "fast");
+	dump_kv(fp, "  ", "sniff", c->client.sniff == CONF_SNIFF_ALWAYS ?
+	    "always" : c->client.sniff == CONF_SNIFF_NEVER ? "never" : "auto");
+	dump_ms(fp, "sniff_timeout", c->client.sniff_timeout_ms);
 	fprintf(fp, "  padding: %u\n", c->client.padding);
 	fprintf(fp, "  pool: %u\n", c->client.pool);
 	dump_ms(fp, "pool_lifetime", c->client.pool_lifetime_ms);

@@ -135,6 +135,11 @@ text_flows(const struct status *st, FILE *fp)
 			snprintf(who, sizeof(who), "%s -> %s (%s)", f->peer,
 			    f->dst, f->user[0] != '\0' ? f->user : "-");
 			fprintf(fp, "%-8" PRIu64 " %-47s", f->id, who);
+		} else if (f->domain[0] != '\0') {
+			char	dd[ADDR_STRLEN + sizeof(f->domain) + 4];
+
+			snprintf(dd, sizeof(dd), "%s (%s)", f->dst, f->domain);
+			fprintf(fp, "%-8" PRIu64 " %-40s", f->id, dd);
 		} else
 			fprintf(fp, "%-8" PRIu64 " %-40s", f->id, f->dst);
 		fprintf(fp, " %-8s %8s %10s %10s %9s", f->state,
@@ -347,6 +352,10 @@ json_flow(FILE *fp, const struct status_flow *f)
 	if (f->user[0] != '\0') {
 		fprintf(fp, ",\"user\":");
 		status_json_str(fp, f->user);
+	}
+	if (f->domain[0] != '\0') {
+		fprintf(fp, ",\"domain\":");
+		status_json_str(fp, f->domain);
 	}
 	fprintf(fp, ",\"state\":");
 	status_json_str(fp, f->state);

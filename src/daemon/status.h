@@ -28,6 +28,7 @@ struct status_flow {
 	char		 dst[ADDR_STRLEN];	/* client: target; server: target or "-" */
 	char		 peer[ADDR_STRLEN];	/* server: the client; client: "" */
 	char		 user[STATUS_NAME_MAX];	/* server only */
+	char		 domain[254];		/* client: sniffed, or "" */
 	const char	*state;
 	uint64_t	 age_ms;
 	uint64_t	 up, down;		/* payload bytes so far */

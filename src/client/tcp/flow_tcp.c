@@ -108,8 +108,10 @@ flow_close(struct flow *f, bool abort, const char *reason)
 	env->stats.bytes_up += f->up;
 	env->stats.bytes_down += f->down;
 	log_at(f->internal ? LOG_LVL_WARN : log_flow_level(),
-	    "flow %llu %s: %s, up %llu down %llu bytes, %llu ms",
-	    (unsigned long long)f->id, flow_dst(f, dst, sizeof(dst)), reason,
+	    "flow %llu %s%s%s%s: %s, up %llu down %llu bytes, %llu ms",
+	    (unsigned long long)f->id, flow_dst(f, dst, sizeof(dst)),
+	    f->domain[0] != '\0' ? " (" : "", f->domain,
+	    f->domain[0] != '\0' ? ")" : "", reason,
 	    (unsigned long long)f->up, (unsigned long long)f->down,
 	    (unsigned long long)(loop_now(env->loop) - f->start_ms));
 	LIST_REMOVE(f, entry);
@@ -667,6 +669,8 @@ flow_work(struct flow *f)
 {
 	const char *why = "outer write failed";
 
+	if (f->phase == FLOW_SNIFF)
+		flow_sniff_work(f);
 	if (f->phase != FLOW_RELAY)
 		return;
 	if (flow_pump_up(f) < 0) {
@@ -753,6 +757,8 @@ flow_update_events(struct flow *f)
 		return;
 	}
 	switch (f->phase) {
+	case FLOW_SNIFF:		/* nothing dialled yet */
+		return;
 	case FLOW_CONNECT:
 		ev = EPOLLOUT;
 		break;
@@ -838,7 +844,7 @@ flow_tcp_foreach(struct flow_env *env,
 {
 	static const char *const phases[] = {
 		[FLOW_CONNECT] = "connect", [FLOW_HANDSHAKE] = "handshake",
-		[FLOW_RELAY] = "relay",
+		[FLOW_RELAY] = "relay", [FLOW_SNIFF] = "sniff",
 	};
 	struct flow_info	 fi;
 	struct flow		*f;
@@ -852,6 +858,7 @@ flow_tcp_foreach(struct flow_env *env,
 		fi.up = f->up;
 		fi.down = f->down;
 		fi.fd = f->out != NULL ? outer_fd(f->out) : -1;
+		fi.domain = f->domain;
 		cb(arg, &fi);
 	}
 }

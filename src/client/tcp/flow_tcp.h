@@ -97,11 +97,12 @@ void flow_close_all(struct flow_env *env);
 struct flow_info {
 	uint64_t		 id;
 	const struct addr	*dst;
-	const char		*state;		/* "connect" "tls" "socks5"
-						 * "relay" */
+	const char		*state;		/* "sniff" "connect" "tls"
+						 * "socks5" "relay" */
 	uint64_t		 start_ms;	/* loop time */
 	uint64_t		 up, down;	/* payload bytes so far */
 	int			 fd;		/* outer socket (TCP_INFO), or -1 */
+	const char		*domain;	/* sniffed, or "" */
 };
 void flow_tcp_foreach(struct flow_env *env,
     void (*cb)(void *arg, const struct flow_info *), void *arg);

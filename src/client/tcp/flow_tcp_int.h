@@ -18,6 +18,7 @@
 #include "core/limit.h"
 #include "core/loop.h"
 
+struct conf;
 struct flow_socks5;
 struct outer;
 struct pbuf;
@@ -27,6 +28,8 @@ enum flow_phase {
 	FLOW_CONNECT,		/* outer TCP connect in progress */
 	FLOW_HANDSHAKE,		/* the outbound's handshake (TLS, SOCKS5) */
 	FLOW_RELAY,		/* header sent or queued; relaying */
+	FLOW_SNIFF,		/* not dialled: waits for the app's first
+				 * bytes to learn the domain (flow_tcp_sniff.c) */
 };
 
 struct flow;
@@ -86,6 +89,8 @@ struct flow {
 	size_t		 syn_len;
 	struct addr	 app;			/* the app's end, to match the pcb */
 	struct addr	 dst;
+	char		 domain[254];		/* sniffed (SNIFF_NAME_MAX), or "" */
+	const char	*domain_from;		/* "tls" "http", or NULL */
 
 	/* app -> server: header bytes first, then queued pbufs.  The pbufs
 	 * are linked through ->next by hand (see flow_queue_append); only
@@ -129,6 +134,19 @@ struct flow {
 /* flow_tcp_out.c */
 const struct flow_outbound *flow_outbound(int protocol);
 void flow_target(const struct flow *f, struct addr *dst);
+
+/* flow_tcp_open.c: a flow accepted while sniffing dials its outbound now
+ * (connect_mode fast).  0, or -1 with the flow failed. */
+int  flow_tcp_dial(struct flow *f);
+
+/* flow_tcp_sniff.c */
+/* Whether a new TCP flow under c waits for its first bytes. */
+bool flow_sniff_wanted(const struct conf *c);
+/* Starts the wait of a flow just accepted (phase FLOW_SNIFF). */
+void flow_sniff_start(struct flow *f);
+/* FLOW_SNIFF work: reads the queued first bytes; once they name the
+ * domain, say there is none, or the wait is over, dials. */
+void flow_sniff_work(struct flow *f);
 
 /* flow_held.c: held flows by their 4-tuple (dst, app). */
 struct flow *flow_held_find(const struct flow_env *env,

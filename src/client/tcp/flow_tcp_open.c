@@ -127,6 +127,8 @@ flow_on_io(struct loop_fd *lfd, uint32_t revents)
 			f->hup = true;
 		flow_mark_dirty(f);
 		break;
+	case FLOW_SNIFF:		/* nothing is watched yet */
+		break;
 	}
 	flow_update_events(f);
 }
@@ -285,13 +287,16 @@ flow_new(struct flow_env *env, const struct addr *dst)
 static int
 flow_register(struct flow_env *env, struct flow *f)
 {
-	f->phase = FLOW_CONNECT;
+	if (f->phase != FLOW_SNIFF)
+		f->phase = FLOW_CONNECT;
 	f->start_ms = f->last_ms = loop_now(env->loop);
 	loop_timer_init(&f->timer, flow_on_timer);
 	loop_timer_set(env->loop, &f->timer, f->conf->client.connect_timeout_ms);
 	env->nflows++;
 	env->stats.accepted++;
 	LIST_INSERT_HEAD(&env->all, f, entry);
+	if (f->phase == FLOW_SNIFF)
+		flow_sniff_start(f);
 	if (f->pooled) {
 		env->stats.pooled++;
 		if (flow_start_relay(f) < 0) {
@@ -348,6 +353,7 @@ flow_tcp_accept(void *arg, struct tcp_pcb *pcb, err_t err)
 	struct flow_env *env = arg;
 	struct addr dst, app;
 	struct flow *f;
+	bool sniff;
 
 	if (err != ERR_OK || pcb == NULL)
 		return ERR_VAL;
@@ -362,15 +368,56 @@ flow_tcp_accept(void *arg, struct tcp_pcb *pcb, err_t err)
 		flow_mark_dirty(f);
 		return ERR_OK;
 	}
+	/* Sniffing: no dial before the first bytes (flow_tcp_sniff.c). */
+	sniff = flow_sniff_wanted(env->conf);
 	if (env->nflows >= env->conf->client.max_flows ||
 	    flow_outbound(env->conf->client.protocol)->refuse ||
-	    (f = flow_new(env, &dst)) == NULL) {
+	    (f = sniff ? flow_alloc(env, &dst) : flow_new(env, &dst)) == NULL) {
 		env->stats.refused++;
 		tcp_abort(pcb);
 		return ERR_ABRT;
 	}
+	if (sniff)
+		f->phase = FLOW_SNIFF;
 	flow_attach_pcb(f, pcb);
 	if (flow_register(env, f) < 0)
 		return ERR_ABRT;	/* flow_fail aborted the pcb */
 	return ERR_OK;
+}
+
+/* The sniffing flow's domain is known, or will not be: the way out. */
+int
+flow_tcp_dial(struct flow *f)
+{
+	struct flow_env *env = f->env;
+	char a[ADDR_STRLEN];
+	int e;
+
+	/* Where client_route() will choose by f->domain. */
+	f->ob = flow_outbound(f->conf->client.protocol);
+	f->dial_us = stats_now_us();
+	if (f->ob->dial(f) < 0) {
+		e = errno;
+		env->stats.refused++;
+		log_info("flow %llu to %s: %s: %s", (unsigned long long)f->id,
+		    addr_fmt(&f->dst, a, sizeof(a)), f->ob->peer, strerror(e));
+		flow_fail(f, flow_errno_final(e) ? "refused" : "no socket");
+		return -1;
+	}
+	if (loop_fd_add(env->loop, &f->lfd, f->fd,
+	    f->pooled ? EPOLLIN : EPOLLOUT, flow_on_io) < 0) {
+		flow_fail_internal(f, "epoll failed");
+		return -1;
+	}
+	f->phase = FLOW_CONNECT;
+	loop_timer_set(env->loop, &f->timer,
+	    f->conf->client.connect_timeout_ms);
+	if (f->pooled) {
+		env->stats.pooled++;
+		if (flow_start_relay(f) < 0) {
+			flow_fail_internal(f, "out of memory");
+			return -1;
+		}
+	}
+	return 0;
 }

@@ -1,0 +1,97 @@
+/*
+ * Client TCP flows, the wait for the domain (connect_mode fast): a flow
+ * whose outbound could depend on its domain is accepted without dialling
+ * (FLOW_SNIFF); the app's first bytes queue as usual, and once they name
+ * the domain (TLS SNI, HTTP Host: wire/sniff.h), show there is none, or
+ * client.sniff_timeout has passed -- a server-speaks-first protocol such
+ * as SSH or SMTP sends nothing until it hears the server -- the flow
+ * dials its outbound (flow_tcp_dial) and goes on like any other, its
+ * queued bytes right behind the request header.
+ *
+ * connect_mode faithful holds the app's SYN until the target answers, so
+ * no byte exists before the dial: nothing is sniffed there.
+ */
+#include "config.h"
+
+#include "client/tcp/flow_tcp.h"
+
+#include <string.h>
+
+#include "lwip/pbuf.h"
+
+#include "client/tcp/flow_tcp_int.h"
+#include "conf/conf.h"
+#include "core/log.h"
+#include "core/loop.h"
+#include "wire/sniff.h"
+
+bool
+flow_sniff_wanted(const struct conf *c)
+{
+	if (c->client.faithful)
+		return false;
+	switch (c->client.sniff) {
+	case CONF_SNIFF_ALWAYS:
+		return true;
+	case CONF_SNIFF_NEVER:
+		return false;
+	default:
+		/* auto: when a rule can match a domain; the configuration
+		 * has no rules yet. */
+		return false;
+	}
+}
+
+void
+flow_sniff_start(struct flow *f)
+{
+	loop_timer_set(f->env->loop, &f->early,
+	    f->conf->client.sniff_timeout_ms);
+}
+
+/* The queued first bytes, up to max, into out. */
+static size_t
+flow_sniff_gather(const struct flow *f, uint8_t *out, size_t max)
+{
+	const struct pbuf	*q;
+	size_t			 n = 0, k;
+
+	for (q = f->inq; q != NULL && n < max; q = q->next) {
+		k = q->len < max - n ? q->len : max - n;
+		memcpy(out + n, q->payload, k);
+		n += k;
+	}
+	return n;
+}
+
+void
+flow_sniff_work(struct flow *f)
+{
+	struct flow_env	*env = f->env;
+	uint64_t	 age = loop_now(env->loop) - f->start_ms;
+	const char	*kind = NULL;
+	char		 name[SNIFF_NAME_MAX + 1], dst[ADDR_STRLEN];
+	enum sniff_res	 r;
+	size_t		 n;
+
+	n = flow_sniff_gather(f, env->stage, sizeof(env->stage));
+	r = sniff_stream(env->stage, n, name, sizeof(name), &kind);
+	if (r == SNIFF_MORE && n < sizeof(env->stage) && !f->app_fin &&
+	    f->pcb != NULL && age < f->conf->client.sniff_timeout_ms)
+		return;			/* the timer marks the flow again */
+	loop_timer_cancel(env->loop, &f->early);
+	if (r == SNIFF_FOUND) {
+		memcpy(f->domain, name, strlen(name) + 1);
+		f->domain_from = kind;
+		log_at(log_flow_level(), "flow %llu %s: domain %s (%s, %llu "
+		    "ms)", (unsigned long long)f->id, flow_dst(f, dst,
+		    sizeof(dst)), f->domain, kind, (unsigned long long)age);
+	} else
+		log_at(log_flow_level(), "flow %llu %s: no domain (%s, %llu "
+		    "ms)", (unsigned long long)f->id, flow_dst(f, dst,
+		    sizeof(dst)), r == SNIFF_NONE ? "no name in them" :
+		    r == SNIFF_NOT ? "not TLS or HTTP" : n == 0 ? "no bytes" :
+		    "cut short", (unsigned long long)age);
+	if (flow_tcp_dial(f) == 0)
+		flow_update_events(f);
+}

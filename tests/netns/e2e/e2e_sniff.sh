@@ -1,0 +1,85 @@
+#!/bin/bash
+# Domain recovery on the client (lib.sh draws the topology), with
+# client.sniff: always and sniff_timeout 50 ms, against targets of
+# sniffpeer.py on the target namespace:
+#
+#  1. HTTPS with SNI www.sni-test.example: the client logs the domain
+#     (tls), `status --json --flows` shows it on the live flow, and the
+#     1 MiB answer arrives intact (SHA-256 of the known payload);
+#  2. HTTP with "Host: Web.Host-Test.example:9080": the domain, lower
+#     case and without the port (http), and the body intact;
+#  3. a server-speaks-first target (an SMTP-like banner): the app never
+#     sends first, so the flow dials at the 50 ms bound -- it logs "no
+#     domain (no bytes, N ms)" with N at least the bound -- and the
+#     banner arrives within the bound and a margin, never a stall;
+#  4. reloaded with sniff: never, the same flows work and no domain is
+#     sniffed (flows dial at once).
+# Rules by domain (SNI to one outbound, Host to another) need the rules
+# in the configuration; this test covers what feeds them.
+. "$(dirname "$0")/../lib.sh"
+ts_init e2e_sniff
+
+CSOCK=$TS_TMP/client.sock
+PEER=$(dirname "$0")/sniffpeer.py
+TIMEOUT_MS=50
+MARGIN_MS=250
+[ -n "${TS_SANITIZED:-}" ] && MARGIN_MS=1500
+ts_standard_setup "  sniff: always
+  sniff_timeout: ${TIMEOUT_MS}ms"
+"$TUNSPLIT" check -c "$TS_TMP/client.yaml" 2>/dev/null |
+    grep -q '^  sniff: "always"$' ||
+    ts_fail "tunsplit check does not show sniff: always"
+
+T4=$TS_T_ADDR4 TLSP=9443 HTTPP=9080 BANP=9025
+ts_bg "$NS_T" peer "$TS_PY" -u "$PEER" serve --bind "$T4" --tls-port $TLSP \
+    --http-port $HTTPP --banner-port $BANP --cert "$TS_TMP/server.pem" \
+    --key "$TS_TMP/server.key"
+ts_wait_port "$NS_T" $BANP 10 "$TS_LAST_PID" || ts_fail "sniffpeer did not listen"
+out=$TS_TMP/apps.log
+peer() {	# peer ARGS...: the app side, must succeed; its last line logged
+	ip netns exec "$NS_C" timeout 60 "$TS_PY" -u "$PEER" "$@" >>"$out" 2>&1 ||
+	    ts_fail "sniffpeer $1: $(tail -n 2 "$out")"
+	ts_log "$1: $(tail -n 1 "$out")"
+}
+clog=$TS_TMP/client.log
+
+# ---- 1. TLS SNI -----------------------------------------------------------
+peer tls --host "$T4" --port $TLSP --sni www.sni-test.example --bytes $((1 << 20)) \
+    --status "$TUNSPLIT status -s $CSOCK --json --flows"
+grep -q "^flows: .*\"$T4:$TLSP\", \"www.sni-test.example\"" "$out" ||
+    ts_fail "status --flows without the domain: $(grep '^flows:' "$out")"
+ts_wait_log "$clog" "$T4:$TLSP: domain www.sni-test.example (tls, " ||
+    ts_fail "no 'domain www.sni-test.example (tls' line in the client log"
+ts_wait_log "$clog" "$T4:$TLSP (www.sni-test.example): [a-z]" ||
+    ts_fail "the flow's summary line does not name the domain"
+ts_log "TLS: SNI recovered, shown in status --flows and the log"
+
+# ---- 2. HTTP Host -----------------------------------------------------------
+peer http --host "$T4" --port $HTTPP --hostname Web.Host-Test.example:$HTTPP \
+    --bytes $((256 << 10))
+ts_wait_log "$clog" "$T4:$HTTPP: domain web.host-test.example (http, " ||
+    ts_fail "no 'domain web.host-test.example (http' line in the client log"
+ts_log "HTTP: Host recovered, lower case, port stripped"
+
+# ---- 3. server speaks first -------------------------------------------------
+peer banner --host "$T4" --port $BANP --max-ms $((TIMEOUT_MS + MARGIN_MS))
+ts_wait_log "$clog" "$T4:$BANP: no domain (no bytes, [0-9]* ms)" ||
+    ts_fail "no 'no domain (no bytes' line for the banner flow"
+waited=$(grep -o "$T4:$BANP: no domain (no bytes, [0-9]* ms)" "$clog" |
+    tail -n 1 | grep -o '[0-9]* ms' | cut -d' ' -f1)
+[ "$waited" -ge "$TIMEOUT_MS" ] && [ "$waited" -le $((TIMEOUT_MS + MARGIN_MS)) ] ||
+    ts_fail "the banner flow waited $waited ms, bound $TIMEOUT_MS ms"
+ts_log "server-speaks-first: dialled after $waited ms (bound $TIMEOUT_MS ms)"
+
+# ---- 4. sniff: never ----------------------------------------------------------
+sed -i 's/sniff: always/sniff: never/' "$TS_TMP/client.yaml"
+ts_reload "$TS_CLIENT_PID" "$clog" "reload with sniff: never"
+n=$(grep -c ": domain \|: no domain (" "$clog")
+peer tls --host "$T4" --port $TLSP --sni never.example --bytes 65536
+peer banner --host "$T4" --port $BANP --max-ms $MARGIN_MS
+sleep 0.3
+[ "$(grep -c ": domain \|: no domain (" "$clog")" -eq "$n" ] ||
+    ts_fail "sniff: never still sniffed: $(grep ': domain \|: no domain (' "$clog" | tail -n 2)"
+ts_log "sniff: never: flows dial at once, nothing sniffed"
+ts_check_alive
+ts_pass "SNI and Host recovered, server-speaks-first bounded"
