@@ -23,6 +23,7 @@
 #include "conf/conf.h"
 #include "core/log.h"
 #include "core/loop.h"
+#include "rules/rules.h"
 #include "wire/sniff.h"
 
 bool
@@ -35,10 +36,8 @@ flow_sniff_wanted(const struct conf *c)
 		return true;
 	case CONF_SNIFF_NEVER:
 		return false;
-	default:
-		/* auto: when a rule can match a domain; the configuration
-		 * has no rules yet. */
-		return false;
+	default:		/* auto: when a rule can match a domain */
+		return rules_use_domains(c->client.rules);
 	}
 }
 

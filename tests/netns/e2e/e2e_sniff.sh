@@ -1,7 +1,8 @@
 #!/bin/bash
 # Domain recovery on the client (lib.sh draws the topology), with
-# client.sniff: always and sniff_timeout 50 ms, against targets of
-# sniffpeer.py on the target namespace:
+# client.sniff: auto (the default) and a rule by domain, which turns it
+# on, and sniff_timeout 50 ms, against targets of sniffpeer.py on the
+# target namespace:
 #
 #  1. HTTPS with SNI www.sni-test.example: the client logs the domain
 #     (tls), `status --json --flows` shows it on the live flow, and the
@@ -12,8 +13,9 @@
 #     sends first, so the flow dials at the 50 ms bound -- it logs "no
 #     domain (no bytes, N ms)" with N at least the bound -- and the
 #     banner arrives within the bound and a margin, never a stall;
-#  4. reloaded with sniff: never, the same flows work and no domain is
-#     sniffed (flows dial at once).
+#  4. reloaded with the rule by address instead (auto: no rule can match
+#     a domain), the same flows work and nothing is sniffed (flows dial
+#     at once).
 # Rules by domain (SNI to one outbound, Host to another) need the rules
 # in the configuration; this test covers what feeds them.
 . "$(dirname "$0")/../lib.sh"
@@ -24,11 +26,13 @@ PEER=$(dirname "$0")/sniffpeer.py
 TIMEOUT_MS=50
 MARGIN_MS=250
 [ -n "${TS_SANITIZED:-}" ] && MARGIN_MS=1500
-ts_standard_setup "  sniff: always
-  sniff_timeout: ${TIMEOUT_MS}ms"
+ts_standard_setup "  sniff_timeout: ${TIMEOUT_MS}ms
+  rules:
+    - domain_suffix: [sni-test.example]
+      outbound: default"
 "$TUNSPLIT" check -c "$TS_TMP/client.yaml" 2>/dev/null |
-    grep -q '^  sniff: "always"$' ||
-    ts_fail "tunsplit check does not show sniff: always"
+    grep -q '^  sniff: "auto"$' ||
+    ts_fail "tunsplit check does not show sniff: auto"
 
 T4=$TS_T_ADDR4 TLSP=9443 HTTPP=9080 BANP=9025
 ts_bg "$NS_T" peer "$TS_PY" -u "$PEER" serve --bind "$T4" --tls-port $TLSP \
@@ -71,15 +75,16 @@ waited=$(grep -o "$T4:$BANP: no domain (no bytes, [0-9]* ms)" "$clog" |
     ts_fail "the banner flow waited $waited ms, bound $TIMEOUT_MS ms"
 ts_log "server-speaks-first: dialled after $waited ms (bound $TIMEOUT_MS ms)"
 
-# ---- 4. sniff: never ----------------------------------------------------------
-sed -i 's/sniff: always/sniff: never/' "$TS_TMP/client.yaml"
-ts_reload "$TS_CLIENT_PID" "$clog" "reload with sniff: never"
+# ---- 4. no rule by domain: auto does not sniff -------------------------------
+sed -i 's/- domain_suffix: \[sni-test.example\]/- dst: [192.0.2.0\/24]/' "$TS_TMP/client.yaml"
+grep -q 'dst: \[192.0.2.0/24\]' "$TS_TMP/client.yaml" || ts_fail "sed on client.yaml"
+ts_reload "$TS_CLIENT_PID" "$clog" "reload without a rule by domain"
 n=$(grep -c ": domain \|: no domain (" "$clog")
 peer tls --host "$T4" --port $TLSP --sni never.example --bytes 65536
 peer banner --host "$T4" --port $BANP --max-ms $MARGIN_MS
 sleep 0.3
 [ "$(grep -c ": domain \|: no domain (" "$clog")" -eq "$n" ] ||
-    ts_fail "sniff: never still sniffed: $(grep ': domain \|: no domain (' "$clog" | tail -n 2)"
-ts_log "sniff: never: flows dial at once, nothing sniffed"
+    ts_fail "auto sniffed without a rule by domain: $(grep ': domain \|: no domain (' "$clog" | tail -n 2)"
+ts_log "no rule by domain: flows dial at once, nothing sniffed"
 ts_check_alive
 ts_pass "SNI and Host recovered, server-speaks-first bounded"
