@@ -45,6 +45,18 @@ key_level(struct ctx *x, yaml_node_t *n, const struct conf_key *k, void *base)
 	return 0;
 }
 
+/* tun.offload: on or off (and the usual booleans). */
+static int
+key_onoff(struct ctx *x, yaml_node_t *n, const struct conf_key *k, void *base)
+{
+	static const struct conf_word	w[] = {
+		{ "on", 1 }, { "off", 0 }, { "true", 1 }, { "false", 0 },
+		{ "yes", 1 }, { "no", 0 }, { NULL, 0 }
+	};
+
+	return conf_flag(x, n, k, base, w);
+}
+
 static int
 tun_addr_item(struct ctx *x, yaml_node_t *n, size_t i, void *arg)
 {
@@ -198,6 +210,7 @@ static const struct conf_key keys_tun[] = {
 	{ "name", conf_key_word, C(tun.name), 0, IFNAMSIZ, NULL },
 	{ "mtu", conf_key_uint, C(tun.mtu), 576, 65535, NULL },
 	{ "address", key_tun_addr, 0, 0, 0, NULL },
+	{ "offload", key_onoff, C(tun.offload), 0, 0, NULL },
 	{ NULL, NULL, 0, 0, 0, NULL }
 };
 
@@ -280,6 +293,7 @@ conf_new(void)
 	c->log_level = LOG_LVL_INFO;
 	snprintf(c->tun.name, sizeof(c->tun.name), "tun0");
 	c->tun.mtu = 9000;
+	c->tun.offload = true;
 	c->tun.has_addr4 = c->tun.has_addr6 = true;
 	c->tun.addr4.family = AF_INET;
 	memcpy(c->tun.addr4.bytes, a4, sizeof(a4));

@@ -110,6 +110,7 @@ struct conf {
 	struct {
 		char		 name[IFNAMSIZ];	/* default "tun0" */
 		unsigned	 mtu;			/* 576..65535, default 9000 */
+		bool		 offload;		/* TSO/checksum offload, default on */
 		bool		 has_addr4, has_addr6;
 		struct cidr	 addr4, addr6;		/* addresses of the TUN itself */
 	} tun;

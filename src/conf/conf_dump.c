@@ -198,7 +198,8 @@ dump_client(const struct conf *c, FILE *fp, bool secrets)
 
 	fprintf(fp, "tun:\n");
 	dump_kv(fp, "  ", "name", c->tun.name);
-	fprintf(fp, "  mtu: %u\n  address:\n", c->tun.mtu);
+	fprintf(fp, "  mtu: %u\n  offload: %s\n  address:\n", c->tun.mtu,
+	    c->tun.offload ? "on" : "off");
 	if (c->tun.has_addr4)
 		fprintf(fp, "    - %s\n",
 		    cidr_fmt(&c->tun.addr4, buf, sizeof(buf)));
