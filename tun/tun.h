@@ -24,7 +24,16 @@ struct tun_config {
 	unsigned	 mtu;
 	const struct tun_prefix *addr4;	/* NULL: none */
 	const struct tun_prefix *addr6;	/* NULL: none */
+	bool		 offload;	/* try IFF_VNET_HDR with TSO (below) */
 };
+
+/* The virtio-net header every read and write carries with offloads on
+ * (struct virtio_net_hdr, native byte order). */
+#define TUN_VNET_HDR_LEN	10
+
+/* Test knob: set in the environment, the kernel's TUNSETOFFLOAD is taken
+ * as refused, to exercise the fallback. */
+#define TUN_ENV_NO_OFFLOAD	"TUNSPLIT_TUN_NO_OFFLOAD"
 
 /* Creates the device (IFF_TUN | IFF_NO_PI), sets MTU, addresses, up; the
  * fd is non-blocking and close-on-exec.  Returns the fd, or -1 with a
@@ -32,5 +41,14 @@ struct tun_config {
  * taken, invalid MTU, ...).  The actual name goes to ifname. */
 int tun_open(const struct tun_config *tc, char ifname[IFNAMSIZ],
     char *err, size_t errlen);
+
+/*
+ * With tc->offload the device is created with IFF_VNET_HDR and asks for
+ * checksum offload and TSO for IPv4 and IPv6 (TUNSETOFFLOAD): reads then
+ * bring up to 64 KiB of one TCP flow at once, and writes may do the same.
+ * Where the kernel refuses, the device is created again without them,
+ * silently: tun_offload() tells which one the fd is.
+ */
+bool tun_offload(int fd);
 
 #endif

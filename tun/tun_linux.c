@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <arpa/inet.h>
@@ -100,8 +101,40 @@ tun_check_config(const struct tun_config *tc, const char *name, char *err,
 	return 0;
 }
 
+/* Checksum offload and TSO: the kernel hands us unchecksummed packets
+ * and TCP super-packets (tsnetif validates each header).  No UFO/USO: a
+ * UDP super-packet would have to be cut up again for the UDP path. */
+#define TUN_OFFLOADS	(TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6 | TUN_F_TSO_ECN)
+
 static int
-tun_create(const char *name, char ifname[IFNAMSIZ], char *err, size_t errlen)
+tun_set_offload(int fd)
+{
+	int	hdrsz = TUN_VNET_HDR_LEN;
+
+	if (getenv(TUN_ENV_NO_OFFLOAD) != NULL) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (ioctl(fd, TUNSETVNETHDRSZ, &hdrsz) == -1 ||
+	    ioctl(fd, TUNSETOFFLOAD, (unsigned long)TUN_OFFLOADS) == -1)
+		return -1;
+	return 0;
+}
+
+bool
+tun_offload(int fd)
+{
+	struct ifreq	ifr;
+
+	memset(&ifr, 0, sizeof(ifr));
+	if (ioctl(fd, TUNGETIFF, &ifr) == -1)
+		return false;
+	return (ifr.ifr_flags & IFF_VNET_HDR) != 0;
+}
+
+static int
+tun_create(const char *name, bool offload, char ifname[IFNAMSIZ], char *err,
+    size_t errlen)
 {
 	struct ifreq	ifr;
 	int		fd, e;
@@ -116,7 +149,7 @@ tun_create(const char *name, char ifname[IFNAMSIZ], char *err, size_t errlen)
 		return -1;
 	}
 	memset(&ifr, 0, sizeof(ifr));
-	ifr.ifr_flags = IFF_TUN | IFF_NO_PI;
+	ifr.ifr_flags = IFF_TUN | IFF_NO_PI | (offload ? IFF_VNET_HDR : 0);
 	memcpy(ifr.ifr_name, name, strlen(name));
 	if (ioctl(fd, TUNSETIFF, &ifr) == -1) {
 		e = errno;
@@ -127,6 +160,11 @@ tun_create(const char *name, char ifname[IFNAMSIZ], char *err, size_t errlen)
 			tun_err(err, errlen, e, "create interface '%s'", name);
 		close(fd);
 		return -1;
+	}
+	if (offload && tun_set_offload(fd) == -1) {
+		/* Not persistent: closing removes it, and the name with it. */
+		close(fd);
+		return tun_create(name, false, ifname, err, errlen);
 	}
 	memcpy(ifname, ifr.ifr_name, IFNAMSIZ);
 	ifname[IFNAMSIZ - 1] = '\0';
@@ -292,7 +330,7 @@ tun_open(const struct tun_config *tc, char ifname[IFNAMSIZ], char *err,
 	name = tc->name != NULL ? tc->name : "tun%d";
 	if (tun_check_config(tc, name, err, errlen) == -1)
 		return -1;
-	if ((fd = tun_create(name, ifname, err, errlen)) == -1)
+	if ((fd = tun_create(name, tc->offload, ifname, err, errlen)) == -1)
 		return -1;
 	if (tun_configure(tc, ifname, err, errlen) == -1) {
 		close(fd);	/* non-persistent: this removes the device */
