@@ -105,7 +105,9 @@
 #define SO_REUSE                    1
 #define LWIP_CALLBACK_API           1
 #define LWIP_DISABLE_TCP_SANITY_CHECKS 1
-#define LWIP_TCP_PCB_NUM_EXT_ARGS   0
+/* One per pcb: the MSS the app announced, while lwIP is told a larger one
+ * so that it builds super-packets for the TUN's offloads (tsnetif.c). */
+#define LWIP_TCP_PCB_NUM_EXT_ARGS   1
 
 /* Checksums: packets come from the local kernel's TUN, which always fills
  * valid IP/TCP checksums; verifying them was the dominant CPU cost in
@@ -116,6 +118,9 @@
 #define CHECKSUM_CHECK_ICMP         0
 #define CHECKSUM_CHECK_ICMP6        0
 #define LWIP_CHKSUM                 tsnetif_chksum
+/* With the TUN's offloads on, the kernel finishes TCP checksums: lwIP's
+ * generation is switched off for the netif (tsnetif_offload). */
+#define LWIP_CHECKSUM_CTRL_PER_NETIF 1
 
 /* Hooks: accept any destination address and port (tsnetif.c). */
 #define LWIP_HOOK_FILENAME          "tsnetif_hooks.h"
@@ -125,6 +130,10 @@
  * clamps the MSS option to the TUN MTU (tsnetif.c says why). */
 #define LWIP_HOOK_TCP_INPACKET_PCB(pcb, hdr, optlen, opt1len, opt2, p) \
 	tsnetif_tcp_inpkt_hook((pcb), (hdr), (optlen), (opt1len), (opt2), (p))
+/* Every TCP segment lwIP sends, just before its checksum: with offloads,
+ * the MSS it announces and the segment size the kernel cuts at. */
+#define LWIP_HOOK_TCP_OUT_ADD_TCPOPTS(p, hdr, pcb, opts) \
+	tsnetif_tcp_out_hook((p), (hdr), (pcb), (opts))
 
 #define LWIP_NETIF_API              0
 #define LWIP_HAVE_LOOPIF            0

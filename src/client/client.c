@@ -214,11 +214,14 @@ client_open_tun(struct client *cl)
 	client_tun_prefix(&a6, &c->tun.addr6);
 	tc.addr4 = c->tun.has_addr4 ? &a4 : NULL;
 	tc.addr6 = c->tun.has_addr6 ? &a6 : NULL;
+	tc.offload = c->tun.offload;
 	if ((cl->tun_fd = tun_open(&tc, name, err, sizeof(err))) < 0) {
 		log_warnx("tun: %s", err);
 		return -1;
 	}
-	log_info("tun %s up, mtu %u", name, c->tun.mtu);
+	log_info("tun %s up, mtu %u, offloads %s", name, c->tun.mtu,
+	    tun_offload(cl->tun_fd) ? "on" : c->tun.offload ?
+	    "refused by the kernel" : "off");
 	return 0;
 }
 
@@ -310,6 +313,7 @@ client_setup(struct client *cl)
 	ops.arg = &cl->env;
 	if (tsnetif_init(cl->tun_fd, c->tun.mtu, &ops) < 0)
 		return -1;
+	tsnetif_offload(tun_offload(cl->tun_fd));
 	cl->lwip_up = true;
 	if (loop_fd_add(cl->loop, &cl->tun_lfd, cl->tun_fd, EPOLLIN,
 	    client_on_tun) < 0)

@@ -263,6 +263,12 @@ status_write_text(const struct status *st, FILE *fp)
 		    st->tun.rx_malformed, st->tun.rx_unsupported,
 		    st->tun.tx_errors, st->tun.syn_refused, st->tun.listeners,
 		    st->tun.tw_reused);
+	if (st->has_tun && st->tun.offload)
+		fprintf(fp, "tun offloads: on; super-packets in %" PRIu64
+		    ", out %" PRIu64 "; bad virtio headers %" PRIu64 "\n",
+		    st->tun.rx_gso, st->tun.tx_gso, st->tun.rx_vnet_bad);
+	else if (st->has_tun)
+		fprintf(fp, "tun offloads: off\n");
 	if (st->has_pool)
 		fprintf(fp, "pool: %u ready, %u connecting (size %u); %" PRIu64
 		    " opened, %" PRIu64 " taken, %" PRIu64 " expired, %" PRIu64
@@ -469,12 +475,15 @@ status_write_json(const struct status *st, FILE *fp)
 		    PRIu64 ",\"tx_packets\":%" PRIu64 ",\"tx_bytes\":%" PRIu64
 		    ",\"rx_malformed\":%" PRIu64 ",\"rx_unsupported\":%" PRIu64
 		    ",\"tx_errors\":%" PRIu64 ",\"syn_refused\":%" PRIu64
-		    ",\"listeners\":%" PRIu64 ",\"tw_reused\":%" PRIu64 "}",
+		    ",\"listeners\":%" PRIu64 ",\"tw_reused\":%" PRIu64
+		    ",\"offload\":%s,\"rx_gso\":%" PRIu64 ",\"tx_gso\":%"
+		    PRIu64 ",\"rx_vnet_bad\":%" PRIu64 "}",
 		    st->tun.rx_packets,
 		    st->tun.rx_bytes, st->tun.tx_packets, st->tun.tx_bytes,
 		    st->tun.rx_malformed, st->tun.rx_unsupported,
 		    st->tun.tx_errors, st->tun.syn_refused, st->tun.listeners,
-		    st->tun.tw_reused);
+		    st->tun.tw_reused, st->tun.offload ? "true" : "false",
+		    st->tun.rx_gso, st->tun.tx_gso, st->tun.rx_vnet_bad);
 	if (st->has_pool)
 		fprintf(fp, ",\"pool\":{\"size\":%u,\"ready\":%u,\"connecting\":%u,"
 		    "\"opened\":%" PRIu64 ",\"taken\":%" PRIu64 ",\"expired\":%"
@@ -606,6 +615,17 @@ prom_tun(FILE *fp, const struct tsnetif_stats *t)
 	prom_one(fp, "tun_timewait_reused_total", "counter",
 	    "New SYNs that ended a TIME_WAIT of lwIP's on the same ports.",
 	    t->tw_reused);
+	prom_one(fp, "tun_offload", "gauge",
+	    "1: the TUN has checksum offload and TSO (virtio-net headers).",
+	    t->offload);
+	prom_head(fp, "tun_gso_packets_total", "counter",
+	    "TCP super-packets read from (rx) and written to (tx) the TUN.");
+	fprintf(fp, "tunsplit_tun_gso_packets_total{direction=\"rx\"} %" PRIu64
+	    "\ntunsplit_tun_gso_packets_total{direction=\"tx\"} %" PRIu64 "\n",
+	    t->rx_gso, t->tx_gso);
+	prom_one(fp, "tun_vnet_header_invalid_total", "counter",
+	    "TUN reads dropped for a virtio-net header that does not fit the "
+	    "packet.", t->rx_vnet_bad);
 }
 
 static void

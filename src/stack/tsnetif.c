@@ -27,8 +27,19 @@
 #include "lwip/priv/tcp_priv.h"
 
 #include "core/log.h"
+#include "stack/vnet.h"
 
 #define TS_RX_MAX	65536
+/* A read with offloads: the virtio-net header, then up to 64 KiB of IP
+ * packet (a little more over IPv6: its length field excludes the header;
+ * tsnetif_input refuses what lwIP's 16-bit sizes cannot hold). */
+#define TS_RXV_MAX	(VNET_HDR_LEN + TS_RX_MAX + 64)
+/* The MSS lwIP is told an app announced, with offloads: its segments are
+ * then super-packets of up to this much payload, which the kernel cuts at
+ * the app's real MSS.  Headers included it stays below 64 KiB. */
+#define TS_GSO_MSS	65000
+#define TS_MSS_DEF4	536	/* RFC 9293 3.7.1: no MSS option */
+#define TS_MSS_DEF6	1220
 #define TS_IOV_MAX	64
 #define TS_BACKLOG	255	/* SYN_RCVD pcbs per port (u8 in lwIP) */
 #define TS_RX_SLACK	8	/* zeroed bytes after each input packet */
@@ -45,10 +56,26 @@ static int		 ts_fd = -1;
 static struct tsnetif_ops ts_ops;
 static struct tsnetif_stats ts_stats;
 static struct tcp_pcb	*ts_listeners[65536];
-static uint8_t		 ts_rx[TS_RX_MAX];
+static uint8_t		 ts_rx[TS_RXV_MAX];
 /* Output linearised for writev: not ts_rx, which may still hold the
  * batch's packet being processed when lwIP answers it. */
 static uint8_t		 ts_tx[TS_RX_MAX];
+
+/*
+ * Offloads (tsnetif_offload).  Every packet on the fd then carries a
+ * virtio-net header; the netif's MTU is 64 KiB so that lwIP neither caps
+ * its segments nor fragments them, while ts_mtu keeps the TUN's own for
+ * the MSS lwIP announces and accepts.  Each pcb remembers, in its ext
+ * arg, the MSS its app announced (ts_syn_mss, carried from the SYN's input
+ * to the pcb lwIP creates for it); the output hook passes it to the write
+ * of each segment as the size the kernel cuts it at (ts_tx_mss).
+ */
+static bool		 ts_vnet;
+static unsigned		 ts_mtu;
+static u8_t		 ts_ext_id;
+static bool		 ts_syn_seen;
+static uint16_t		 ts_syn_mss;
+static uint16_t		 ts_tx_mss;
 
 static uint16_t
 be16(const uint8_t *p)
@@ -99,25 +126,59 @@ tsnetif_chksum(const void *dataptr, int len)
 	return (uint16_t)sum;
 }
 
+/*
+ * The virtio-net header for p (offloads on): lwIP left TCP checksums out,
+ * the kernel finishes them, and cuts segments larger than the app's MSS.
+ * When p's first pbuf does not hold all its headers (not seen from lwIP),
+ * p is linearised into ts_tx and *lin says so.
+ */
+static void
+ts_vnet_tx(struct pbuf *p, uint8_t vh[VNET_HDR_LEN], bool *lin)
+{
+	struct vnet_hdr h;
+	int rc;
+
+	*lin = false;
+	rc = vnet_tx(&h, p->payload, p->len, p->tot_len, ts_tx_mss);
+	if (rc == -1) {
+		pbuf_copy_partial(p, ts_tx, p->tot_len, 0);
+		*lin = true;
+		rc = vnet_tx(&h, ts_tx, p->tot_len, p->tot_len, ts_tx_mss);
+	}
+	if (rc == 1)
+		ts_stats.tx_gso++;
+	vnet_hdr_put(&h, vh);
+}
+
 static err_t
 ts_write_pbuf(struct pbuf *p)
 {
 	struct iovec iov[TS_IOV_MAX];
+	uint8_t vh[VNET_HDR_LEN];
 	struct pbuf *q;
 	ssize_t n;
-	int cnt = 0;
+	int cnt = 0, first;
+	bool lin = false;
 
-	for (q = p; q != NULL && cnt < TS_IOV_MAX; q = q->next) {
+	if (ts_vnet) {
+		ts_vnet_tx(p, vh, &lin);
+		iov[cnt].iov_base = vh;
+		iov[cnt++].iov_len = sizeof(vh);
+	}
+	ts_tx_mss = 0;
+	first = cnt;
+	for (q = p; !lin && q != NULL && cnt < TS_IOV_MAX; q = q->next) {
 		iov[cnt].iov_base = q->payload;
 		iov[cnt++].iov_len = q->len;
 	}
-	if (q != NULL) {
+	if (lin || q != NULL) {
 		/* Longer chain than iovecs: linearise (rare; tot_len is
 		 * 16-bit, so it always fits). */
-		pbuf_copy_partial(p, ts_tx, p->tot_len, 0);
-		iov[0].iov_base = ts_tx;
-		iov[0].iov_len = p->tot_len;
-		cnt = 1;
+		if (!lin)
+			pbuf_copy_partial(p, ts_tx, p->tot_len, 0);
+		iov[first].iov_base = ts_tx;
+		iov[first].iov_len = p->tot_len;
+		cnt = first + 1;
 	}
 	do
 		n = writev(ts_fd, iov, cnt);
@@ -125,7 +186,7 @@ ts_write_pbuf(struct pbuf *p)
 	if (n < 0)
 		goto fail;
 	ts_stats.tx_packets++;
-	ts_stats.tx_bytes += (uint64_t)n;
+	ts_stats.tx_bytes += (uint64_t)n - (ts_vnet ? VNET_HDR_LEN : 0);
 	return ERR_OK;
 fail:
 	/* The TUN queue is full or gone: the packet is lost, and lwIP's
@@ -446,7 +507,9 @@ tsnetif_tcp_inpkt_hook(struct tcp_pcb *pcb, struct tcp_hdr *hdr,
 
 	(void)pcb;
 	(void)p;
-	max = ip_current_is_v6() ? ts_netif.mtu6 - 60u : ts_netif.mtu - 40u;
+	max = ip_current_is_v6() ? ts_mtu - 60u : ts_mtu - 40u;
+	if (syn && ts_vnet)
+		ts_syn_seen = true;
 #define TS_OPT(k)	((k) < opt1len ? &o1[(k)] : &opt2[(k) - opt1len])
 	if (opt2 == NULL && opt1len < optlen)
 		optlen = opt1len;	/* not expected: stay inside what exists */
@@ -467,15 +530,67 @@ tsnetif_tcp_inpkt_hook(struct tcp_pcb *pcb, struct tcp_hdr *hdr,
 			if (!syn) {
 				for (j = 0; j < 4; j++)
 					*b[j] = 1;
-			} else if (mss == 0 || mss > max) {
-				*b[2] = (uint8_t)(max >> 8);
-				*b[3] = (uint8_t)max;
+			} else {
+				if (mss == 0 || mss > max)
+					mss = max;
+				if (ts_vnet) {	/* the app's for the kernel */
+					ts_syn_mss = (uint16_t)mss;
+					mss = TS_GSO_MSS;
+				}
+				*b[2] = (uint8_t)(mss >> 8);
+				*b[3] = (uint8_t)mss;
 			}
 		}
 		i += len;
 	}
 #undef TS_OPT
 	return ERR_OK;
+}
+
+/* With offloads: the SYN just input made lwIP create a pcb (at the head
+ * of the active list, in SYN_RCVD): it keeps the app's MSS. */
+static void
+ts_syn_adopt(void)
+{
+	struct tcp_pcb *pcb = tcp_active_pcbs;
+	uintptr_t mss = ts_syn_mss;
+
+	ts_syn_seen = false;
+	ts_syn_mss = 0;
+	if (pcb == NULL || pcb->state != SYN_RCVD ||
+	    tcp_ext_arg_get(pcb, ts_ext_id) != NULL)
+		return;
+	if (mss == 0)
+		mss = IP_IS_V6_VAL(pcb->remote_ip) ? TS_MSS_DEF6 : TS_MSS_DEF4;
+	tcp_ext_arg_set(pcb, ts_ext_id, (void *)mss);
+}
+
+u32_t *
+tsnetif_tcp_out_hook(struct pbuf *p, struct tcp_hdr *hdr,
+    const struct tcp_pcb *pcb, u32_t *opts)
+{
+	uint8_t *o = (uint8_t *)(hdr + 1);
+	unsigned mss;
+
+	(void)p;
+	ts_tx_mss = 0;
+	if (!ts_vnet || pcb == NULL)
+		return opts;
+	if (TCPH_FLAGS(hdr) & TCP_SYN) {
+		/* lwIP announces what the netif's 64 KiB allow; the app
+		 * must hear what the TUN's MTU does. */
+		if (TCPH_HDRLEN_BYTES(hdr) >= TCP_HLEN + 4 && o[0] == 2 &&
+		    o[1] == 4) {
+			mss = IP_IS_V6_VAL(pcb->remote_ip) ? ts_mtu - 60u :
+			    ts_mtu - 40u;
+			o[2] = (uint8_t)(mss >> 8);
+			o[3] = (uint8_t)mss;
+		}
+		return opts;
+	}
+	if (pcb->state != LISTEN)
+		ts_tx_mss = (uint16_t)(uintptr_t)tcp_ext_arg_get(pcb, ts_ext_id);
+	return opts;
 }
 
 void
@@ -507,6 +622,43 @@ tsnetif_input(const uint8_t *pkt, size_t len)
 	p->len = p->tot_len = (u16_t)len;	/* one pbuf, nothing chained */
 	if (ts_netif.input(p, &ts_netif) != ERR_OK)
 		pbuf_free(p);
+	if (ts_syn_seen)
+		ts_syn_adopt();
+}
+
+/* A read with offloads: buf/len is the virtio-net header and the packet;
+ * the packet is fixed up in place. */
+static void
+ts_input_vnet(uint8_t *buf, size_t len)
+{
+	struct vnet_hdr h;
+	int rc = -1;
+
+	if (len >= VNET_HDR_LEN) {
+		vnet_hdr_get(&h, buf);
+		rc = vnet_rx(&h, buf + VNET_HDR_LEN, len - VNET_HDR_LEN);
+	}
+	if (rc == -1) {
+		ts_stats.rx_packets++;
+		ts_stats.rx_bytes += len;
+		ts_stats.rx_vnet_bad++;
+		return;
+	}
+	if (rc == 1)
+		ts_stats.rx_gso++;
+	tsnetif_input(buf + VNET_HDR_LEN, len - VNET_HDR_LEN);
+}
+
+void
+tsnetif_input_vnet(const uint8_t *buf, size_t len)
+{
+	if (len > sizeof(ts_rx)) {
+		ts_stats.rx_packets++;
+		ts_stats.rx_vnet_bad++;
+		return;
+	}
+	memcpy(ts_rx, buf, len);
+	ts_input_vnet(ts_rx, len);
 }
 
 int
@@ -527,7 +679,10 @@ tsnetif_poll(unsigned max)
 			log_warn("tun read");
 			return -1;
 		}
-		tsnetif_input(ts_rx, (size_t)n);
+		if (ts_vnet)
+			ts_input_vnet(ts_rx, (size_t)n);
+		else
+			tsnetif_input(ts_rx, (size_t)n);
 	}
 	return (int)i;
 }
@@ -535,10 +690,19 @@ tsnetif_poll(unsigned max)
 int
 tsnetif_output_raw(const uint8_t *pkt, size_t len)
 {
+	static const uint8_t vh[VNET_HDR_LEN];	/* checksums complete */
+	struct iovec iov[2];
 	ssize_t n;
+	int cnt = 0;
 
+	if (ts_vnet) {
+		iov[cnt].iov_base = (void *)(uintptr_t)vh;
+		iov[cnt++].iov_len = sizeof(vh);
+	}
+	iov[cnt].iov_base = (void *)(uintptr_t)pkt;
+	iov[cnt++].iov_len = len;
 	do
-		n = write(ts_fd, pkt, len);
+		n = writev(ts_fd, iov, cnt);
 	while (n < 0 && errno == EINTR);
 	if (n < 0) {
 		ts_stats.tx_errors++;
@@ -597,8 +761,11 @@ tsnetif_init(int fd, unsigned mtu, const struct tsnetif_ops *ops)
 	 * duplicate timers without end. */
 	if (!lwip_ready) {
 		lwip_init();
+		ts_ext_id = tcp_ext_arg_alloc_id();
 		lwip_ready = true;
 	}
+	ts_mtu = mtu > 0xffff ? 0xffff : mtu;
+	ts_vnet = false;
 	/* A placeholder address: the hooks overwrite it per packet, and
 	 * ip4_route() needs it non-zero for netif_default to be used. */
 	IP4_ADDR(&addr, 10, 255, 255, 254);
@@ -641,4 +808,19 @@ tsnetif_shutdown(void)
 	netif_remove(&ts_netif);
 	memset(&ts_netif, 0, sizeof(ts_netif));
 	ts_fd = -1;
+	ts_vnet = false;
+	ts_stats.offload = 0;
+}
+
+void
+tsnetif_offload(bool on)
+{
+	u16_t mtu = on ? 0xffff : (u16_t)ts_mtu;
+
+	ts_vnet = on;
+	ts_stats.offload = on;
+	ts_netif.mtu = mtu;
+	ts_netif.mtu6 = mtu;
+	NETIF_SET_CHECKSUM_CTRL(&ts_netif, on ? NETIF_CHECKSUM_ENABLE_ALL &
+	    ~NETIF_CHECKSUM_GEN_TCP : NETIF_CHECKSUM_ENABLE_ALL);
 }

@@ -37,6 +37,9 @@ struct tsnetif_stats {
 	uint64_t	 syn_refused;		/* SYNs answered with RST: flow limit */
 	uint64_t	 listeners;		/* ports with an on-demand listener */
 	uint64_t	 tw_reused;		/* SYNs that ended a TIME_WAIT */
+	uint64_t	 offload;		/* 1: virtio-net headers, TSO */
+	uint64_t	 rx_gso, tx_gso;	/* TCP super-packets in, out */
+	uint64_t	 rx_vnet_bad;		/* bad virtio-net headers: dropped */
 };
 
 struct tsnetif_ops {
@@ -67,6 +70,17 @@ void tsnetif_shutdown(void);
 int  tsnetif_poll(unsigned max);
 /* Feeds one packet (tests and fuzzers: no fd needed). */
 void tsnetif_input(const uint8_t *pkt, size_t len);
+/*
+ * Offloads on the TUN fd (tun_offload): every packet read or written
+ * carries a virtio-net header.  Reads may be TCP super-packets, taken by
+ * lwIP as one segment; lwIP is let build segments of up to 64 KiB, which
+ * leave as one write the kernel cuts at the MSS the app announced (kept
+ * per pcb from its SYN; lwIP still announces the TUN's MTU).  Call right
+ * after tsnetif_init, before any packet.
+ */
+void tsnetif_offload(bool on);
+/* Feeds one read with offloads: virtio-net header, then the packet. */
+void tsnetif_input_vnet(const uint8_t *buf, size_t len);
 /* Answers a held SYN (a whole IP packet, as given to ops.syn) with RST:
  * the app sees "connection refused".  0 or -1 (not a TCP SYN). */
 int  tsnetif_reset_syn(const uint8_t *pkt, size_t len);

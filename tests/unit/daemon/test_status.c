@@ -121,6 +121,10 @@ sample(struct status *st, bool flows)
 	st->has_tun = true;
 	st->tun.rx_packets = 5;
 	st->tun.tw_reused = 4;
+	st->tun.offload = 1;
+	st->tun.rx_gso = 6;
+	st->tun.tx_gso = 7;
+	st->tun.rx_vnet_bad = 8;
 	if (!flows)
 		return;
 	memset(t_flows, 0, sizeof(t_flows));
@@ -212,7 +216,8 @@ test_text(void **state)
 	    "(2 internal)\n",
 	    "bytes: up 117.7 MiB (123456789), down 42 B (42)\n",
 	    "connect timeout 2", "handshakes: 3", "198.51.100.7:80", "1.5ms",
-	    ", TIME_WAIT reused 4\n"), NULL);
+	    ", TIME_WAIT reused 4\n", "tun offloads: on; super-packets in 6, "
+	    "out 7; bad virtio headers 8\n"), NULL);
 	st.draining = true;
 	st.flows = NULL;
 	expect(status_write_text, &st, STRS("DRAINING"), STRS("DESTINATION",
@@ -247,7 +252,8 @@ test_json(void **state)
 	assert_non_null(strstr(s, "\"dst\":\"a\\\"b\\\\c\\u0001\""));
 	assert_non_null(strstr(s, "\"rtt_us\":1500,\"rttvar_us\":0,"
 	    "\"retrans\":3"));
-	assert_non_null(strstr(s, "\"listeners\":0,\"tw_reused\":4}"));
+	assert_non_null(strstr(s, "\"listeners\":0,\"tw_reused\":4,"
+	    "\"offload\":true,\"rx_gso\":6,\"tx_gso\":7,\"rx_vnet_bad\":8}"));
 	assert_string_equal(s + strlen(s) - 3, "]}\n");
 	free(s);
 	/* Server: sessions, users, rejections; no tun, no udp. */
@@ -287,7 +293,11 @@ test_prometheus(void **state)
 	    "tunsplit_handshake_seconds_count 3\n",
 	    "tunsplit_tun_packets_total{direction=\"rx\"} 5\n",
 	    "# TYPE tunsplit_tun_timewait_reused_total counter\n"
-	    "tunsplit_tun_timewait_reused_total 4\n"),
+	    "tunsplit_tun_timewait_reused_total 4\n",
+	    "tunsplit_tun_offload 1\n",
+	    "tunsplit_tun_gso_packets_total{direction=\"rx\"} 6\n"
+	    "tunsplit_tun_gso_packets_total{direction=\"tx\"} 7\n",
+	    "tunsplit_tun_vnet_header_invalid_total 8\n"),
 	    /* Per-flow data never goes to metrics (unbounded label sets). */
 	    STRS("udp", "198.51.100.7", "unused"));
 	st.role = "server";

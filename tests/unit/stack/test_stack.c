@@ -18,6 +18,7 @@
 #include "lwip/priv/tcp_priv.h"
 
 #include "stack/tsnetif.h"
+#include "stack/vnet.h"
 #include "tests/unit/netbytes.h"
 
 static int tun_sock[2];
@@ -435,6 +436,135 @@ test_other_handler_gets_udp(void **state)
 	assert_int_equal(nother, 1);
 }
 
+/* ---- offloads: virtio-net headers in and out ---------------------------- */
+
+static size_t nrecv;
+
+static err_t
+t_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
+{
+	(void)arg;
+	(void)err;
+	if (p == NULL)
+		return ERR_OK;
+	nrecv += p->tot_len;
+	tcp_recved(pcb, p->tot_len);
+	pbuf_free(p);
+	return ERR_OK;
+}
+
+/* pkt/len after a virtio-net header h, fed as one read with offloads. */
+static void
+in_vnet(const struct vnet_hdr *h, const uint8_t *p, size_t len)
+{
+	static uint8_t buf[VNET_HDR_LEN + 65536];
+
+	vnet_hdr_put(h, buf);
+	memcpy(buf + VNET_HDR_LEN, p, len);
+	tsnetif_input_vnet(buf, VNET_HDR_LEN + len);
+}
+
+/* A TCP checksum left partial (NEEDS_CSUM), finished as the kernel would:
+ * the sum from csum_start on, complemented, must then verify. */
+static void
+check_partial4(const uint8_t *p, size_t n, const struct vnet_hdr *h)
+{
+	uint8_t q[65536];
+
+	assert_int_equal(h->flags, VNET_F_NEEDS_CSUM);
+	assert_int_equal(h->csum_start, 20);
+	assert_int_equal(h->csum_offset, 16);
+	memcpy(q, p, n);
+	put16(q + 36, (uint16_t)~ref_sum(q + 20, n - 20));
+	check_tcp4_sums(q, n);
+}
+
+/*
+ * With offloads, the app announces MSS 536: lwIP announces the TUN's
+ * (9000 - 40) in a SYN-ACK whose checksum the kernel finishes, builds a
+ * 20000-byte segment that leaves as one write cut at 536, and takes a
+ * 20000-byte super-packet from the app as one segment.  Bad headers are
+ * dropped and counted.
+ */
+static void
+test_offload_gso_v4(void **state)
+{
+	static const uint8_t app[4] = { 10, 9, 0, 2 }, dst[4] = { 10, 77, 2, 2 };
+	static uint8_t pkt[128 + 20000], out[VNET_HDR_LEN + 65536];
+	struct vnet_hdr none = { 0, 0, 0, 0, 0, 0 }, h;
+	ssize_t n;
+	uint32_t iss;
+	size_t i;
+
+	(void)state;
+	tsnetif_offload(true);
+	/* SYN with MSS 536 (one 4-byte option). */
+	mk_tcp4(pkt, app, dst, 40000, 8080, 1000, 0, 0x02);
+	put16(pkt + 2, 44);
+	put16(pkt + 10, 0);
+	put16(pkt + 10, (uint16_t)~ref_sum(pkt, 20));
+	pkt[32] = 6 << 4;
+	memcpy(pkt + 40, "\x02\x04\x02\x18", 4);
+	in_vnet(&none, pkt, 44);
+	n = out_read(out, sizeof(out));
+	assert_true(n >= VNET_HDR_LEN + 44);
+	vnet_hdr_get(&h, out);
+	assert_int_equal(h.gso_type, VNET_GSO_NONE);
+	check_partial4(out + VNET_HDR_LEN, (size_t)n - VNET_HDR_LEN, &h);
+	assert_int_equal(out[VNET_HDR_LEN + 40], 2);	/* MSS option */
+	assert_int_equal(get16(out + VNET_HDR_LEN + 42), 9000 - 40);
+	iss = get32(out + VNET_HDR_LEN + 24);
+
+	mk_tcp4(pkt, app, dst, 40000, 8080, 1001, iss + 1, 0x10);
+	in_vnet(&none, pkt, 40);
+	assert_non_null(accepted);
+	tcp_recv(accepted, t_recv);
+	nrecv = 0;
+
+	/* Out: one write, a super-packet for the kernel to cut at 536. */
+	for (i = 0; i < 20000; i++)
+		pkt[i] = (uint8_t)(i * 13);
+	assert_int_equal(tcp_write(accepted, pkt, 20000, TCP_WRITE_FLAG_COPY),
+	    ERR_OK);
+	assert_int_equal(tcp_output(accepted), ERR_OK);
+	n = out_read(out, sizeof(out));
+	assert_int_equal(n, VNET_HDR_LEN + 40 + 20000);
+	vnet_hdr_get(&h, out);
+	assert_int_equal(h.gso_type, VNET_GSO_TCPV4);
+	assert_int_equal(h.gso_size, 536);
+	assert_int_equal(h.hdr_len, 40);
+	check_partial4(out + VNET_HDR_LEN, (size_t)n - VNET_HDR_LEN, &h);
+	assert_memory_equal(out + VNET_HDR_LEN + 40, pkt, 20000);
+	assert_int_equal(tsnetif_stats()->tx_gso, 1);
+
+	/* In: a 20000-byte super-packet, taken whole. */
+	mk_tcp4(pkt, app, dst, 40000, 8080, 1001, iss + 1 + 20000, 0x18);
+	put16(pkt + 2, 1500);		/* the kernel's may be anything */
+	memset(pkt + 40, 'x', 20000);
+	h = (struct vnet_hdr){ VNET_F_NEEDS_CSUM, VNET_GSO_TCPV4, 40, 1460,
+	    20, 16 };
+	in_vnet(&h, pkt, 40 + 20000);
+	assert_int_equal(nrecv, 20000);
+	assert_int_equal(tsnetif_stats()->rx_gso, 1);
+
+	/* Bad headers: dropped, counted, nothing answered. */
+	while (out_read(out, sizeof(out)) > 0)
+		;
+	h.gso_size = 0;
+	in_vnet(&h, pkt, 40 + 20000);
+	h.gso_size = 1460;
+	h.hdr_len = 40 + 20000 + 1;
+	in_vnet(&h, pkt, 40 + 20000);
+	h.hdr_len = 40;
+	h.gso_type = VNET_GSO_TCPV6;
+	in_vnet(&h, pkt, 40 + 20000);
+	tsnetif_input_vnet(out, VNET_HDR_LEN - 1);	/* no room for it */
+	assert_int_equal(tsnetif_stats()->rx_vnet_bad, 4);
+	assert_int_equal(nrecv, 20000);
+	assert_int_equal(out_read(out, sizeof(out)), 0);
+	tcp_recv(accepted, NULL);
+}
+
 int
 main(void)
 {
@@ -449,6 +579,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_icmp_echo_not_answered, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_malformed_dropped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_other_handler_gets_udp, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_offload_gso_v4, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
