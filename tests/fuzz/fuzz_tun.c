@@ -6,7 +6,9 @@
  * fake app on lwIP's API or the client's own TCP flows (flow_tcp.c).
  *
  * Input layout:
- *   byte 0        settings: bits 0-2 MTU choice, bit 3 a limit (fake app:
+ *   byte 0        settings: bits 0-2 MTU choice (576, 1280, 1500, 9000,
+ *                 65535; then 1280, 1500, 9000 with offloads: see below),
+ *                 bit 3 a limit (fake app:
  *                 SYNs beyond the open pcbs refused; flows: a 256 KiB
  *                 client.max_buffer_memory), bits 4-6 how many accepted
  *                 pcbs stay open (fake app: more are aborted in the accept
@@ -19,6 +21,13 @@
  *                 server, does after the packet (push 16 KiB or 1 MiB
  *                 down, FIN, close, abort, ...); bit 7: feed the packet as
  *                 is (see below).
+ *
+ * With offloads (tsnetif_offload) every record's bytes are a virtio-net
+ * header (10 bytes) and then the packet, fed as one read
+ * (tsnetif_input_vnet): the header may say anything, including GSO
+ * super-packets and lies about them.  Every write must then carry a
+ * header that fits its packet; super-packets are cut at their gso_size
+ * as the kernel would and each segment checked as below (tun_pkt.h).
  *
  * The fake app writes like a client flow: as much as lwIP's send buffer
  * and send queue take at the pcb's real MSS, and on ERR_MEM it waits for
@@ -74,6 +83,7 @@
 #include "wire/pkt.h"
 #include "client/pool.h"
 #include "stack/tsnetif.h"
+#include "stack/vnet.h"
 #include "tun_pkt.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -128,6 +138,7 @@ static struct fz_conn	 fz_conns[FZ_MAX_PCBS];
 static unsigned		 fz_keep;		/* pcbs kept open */
 static bool		 fz_limit;		/* refuse SYNs beyond fz_keep */
 static bool		 fz_flows;		/* flows instead of the fake app */
+static bool		 fz_offload;		/* virtio-net headers */
 static struct flow_udp	*fz_udp;
 static struct assoc_cfg	 fz_ac;
 static struct conf	*fz_conf;
@@ -549,7 +560,9 @@ fz_drain(bool check)
 
 	while ((n = recv(fz_sock[1], fz_out, sizeof(fz_out), MSG_DONTWAIT)) > 0) {
 		npkt++;
-		if (check)
+		if (check && fz_offload)
+			tun_pkt_out_vnet(fz_out, (size_t)n);
+		else if (check)
 			tun_pkt_out(fz_out, (size_t)n);
 	}
 	if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
@@ -686,7 +699,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		.accept = fz_accept, .syn_allowed = fz_syn_allowed,
 		.other = fz_other, .arg = NULL,
 	};
-	size_t len;
+	size_t len, hl;
 	unsigned i, mtu;
 	uint8_t ctl;
 	bool frags = false;
@@ -696,6 +709,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (fz_sock[0] == -1 && fz_setup() < 0)
 		abort();
 	mtu = mtus[data[0] & 7];
+	fz_offload = (data[0] & 7) >= 5;
 	fz_keep = (unsigned)(data[0] >> 4) & 7;
 	fz_limit = (data[0] & 0x08) != 0;
 	fz_flows = (data[0] & 0x80) != 0;
@@ -712,6 +726,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	tun_pkt_reset(mtu);
 	if (tsnetif_init(fz_sock[0], mtu, &ops) < 0)
 		abort();
+	tsnetif_offload(fz_offload);
 	data++;
 	size--;
 
@@ -725,10 +740,18 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if ((ctl & 0x0f) != 0)
 			fz_advance((ctl & 0x0f) * 100u);
 		memcpy(fz_pkt, data, len);
-		if (fz_is_tcp_fragment(fz_pkt, len))
+		hl = fz_offload && len >= VNET_HDR_LEN ? VNET_HDR_LEN : 0;
+		if (fz_is_tcp_fragment(fz_pkt + hl, len - hl))
 			frags = true;
-		tun_pkt_in(fz_pkt, len, (ctl & 0x80) != 0);
-		tsnetif_input(fz_pkt, len);
+		if (!fz_offload) {
+			tun_pkt_in(fz_pkt, len, (ctl & 0x80) != 0);
+			tsnetif_input(fz_pkt, len);
+		} else {
+			if (len >= VNET_HDR_LEN)
+				tun_pkt_in(fz_pkt + VNET_HDR_LEN,
+				    len - VNET_HDR_LEN, (ctl & 0x80) != 0);
+			tsnetif_input_vnet(fz_pkt, len);
+		}
 		data += len;
 		size -= len;
 		fz_drain(true);

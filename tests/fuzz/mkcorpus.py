@@ -237,6 +237,57 @@ def tun_seeds():
         rec(ip6(6, b"\0" * 10)),
         rec(b""),
     ]) + b"\x00\x40\x00" + full[:10]   # last record shorter than stated
+    s.update(offload_seeds())
+    return s
+
+
+NEEDS_CSUM, GSO_TCPV4, GSO_UDP, GSO_TCPV6 = 1, 1, 3, 4
+
+
+def vrec(pkt, ctl=0, flags=0, gso=0, hdr_len=0, gso_size=0, start=0, off=0):
+    """A record with offloads (MTU choices 5-7): virtio-net header
+    (native byte order, little-endian here), then the packet."""
+    return rec(struct.pack("<BBHHHH", flags, gso, hdr_len, gso_size, start,
+                           off) + pkt, ctl)
+
+
+def offload_seeds():
+    s = {}
+    isn = 6000
+    for v6, mtu, mss in ((False, 6, 536), (False, 7, 1460), (True, 5, 1220)):
+        t = lambda *a, **k: tcp(*a, sport=40300, dport=443, v6=v6,  # noqa
+                                **k)
+        opts = struct.pack("!BBH", 2, 4, mss) + SYN_OPTS[4:]
+        l3 = 40 if v6 else 20
+        recs = [vrec(t(SYN, isn, opts=opts)),
+                vrec(t(ACK, isn + 1, 1), PUSH_BIG)]
+        for i in range(1, 41):
+            recs.append(vrec(t(ACK, isn + 1, 1 + i * 20 * mss),
+                             0x01 if i % 10 == 0 else 0))
+        # A super-packet up: 20000 bytes as one read, partial checksum.
+        recs.append(vrec(t(ACK | PSH, isn + 1, 1, b"u" * 20000), 0,
+                         NEEDS_CSUM, GSO_TCPV6 if v6 else GSO_TCPV4,
+                         l3 + 20, mss, l3, 16))
+        name = "off_%s_bulk_mss%d" % ("v6" if v6 else "v4", mss)
+        s[name] = settings(mtu, keep=2) + b"".join(recs)
+        s["off_%s_flow_bulk_mss%d" % ("v6" if v6 else "v4", mss)] = (
+            settings(mtu, keep=2, flows=True) + b"".join(recs))
+    # Headers that lie about their packet: dropped and counted.
+    t = lambda *a, **k: tcp(*a, sport=40400, **k)  # noqa: E731
+    data = t(ACK | PSH, isn + 1, 1, b"d" * 3000)
+    s["off_bad_headers"] = settings(6) + b"".join([
+        vrec(t(SYN, isn, opts=SYN_OPTS)),
+        vrec(t(ACK, isn + 1, 1)),
+        vrec(data, 0, NEEDS_CSUM, GSO_TCPV4, 40, 0, 20, 16),     # size 0
+        vrec(data, 0, NEEDS_CSUM, GSO_TCPV4, 4000, 1460, 20, 16),  # hdr_len
+        vrec(data, 0, NEEDS_CSUM, GSO_TCPV6, 40, 1460, 20, 16),  # not v6
+        vrec(data, 0, NEEDS_CSUM, GSO_UDP, 40, 1460, 20, 16),    # UDP
+        vrec(data, 0, NEEDS_CSUM, GSO_TCPV4, 40, 1460, 20, 6),   # offset
+        vrec(data, 0, NEEDS_CSUM, 0, 0, 0, 3000, 60),            # past end
+        vrec(data, 0, 0x80),                                     # flag
+        vrec(udp(b"partial"), 0, NEEDS_CSUM, 0, 0, 0, 20, 6),
+        rec(b"\x01\x04"),                                        # short
+    ])
     return s
 
 

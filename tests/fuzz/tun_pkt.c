@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "stack/vnet.h"
 #include "wire/pkt.h"
 
 #define TP_MAX_CONN	64
@@ -460,4 +461,102 @@ tun_pkt_out(const uint8_t *p, size_t n)
 	default:
 		break;
 	}
+}
+
+/* ---- with offloads: what the kernel would make of a write -------------- */
+
+static void
+put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+/* Cuts super-packet p (checksum finished) at gso bytes of payload as the
+ * kernel does, and checks every segment as a plain write. */
+static void
+tp_gso_cut(const uint8_t *p, size_t n, size_t l3, size_t hl, uint16_t gso)
+{
+	static uint8_t seg[65536];
+	size_t off, chunk, tcplen;
+	uint8_t flags = p[l3 + 13];
+	const uint8_t *addrs = p[0] >> 4 == 4 ? p + 12 : p + 8;
+	size_t al = p[0] >> 4 == 4 ? 4 : 16;
+	uint16_t c;
+
+	for (off = hl; off < n; off += chunk) {
+		chunk = n - off < gso ? n - off : gso;
+		memcpy(seg, p, hl);
+		memcpy(seg + hl, p + off, chunk);
+		if (al == 4) {
+			put16(seg + 2, (uint16_t)(hl + chunk));
+			memset(seg + 10, 0, 2);
+			c = pkt_csum_fold(pkt_csum_add(0, seg, l3));
+			memcpy(seg + 10, &c, 2);
+		} else
+			put16(seg + 4, (uint16_t)(hl + chunk - 40));
+		put32(seg + l3 + 4, get32(p + l3 + 4) + (uint32_t)(off - hl));
+		if (off + chunk < n)	/* FIN and PSH on the last one only */
+			seg[l3 + 13] = flags & (uint8_t)~0x09;
+		tcplen = hl + chunk - l3;
+		memset(seg + l3 + 16, 0, 2);
+		c = tp_l4_sum(addrs, al, PKT_PROTO_TCP, seg + l3, tcplen, 16,
+		    false);
+		memcpy(seg + l3 + 16, &c, 2);
+		tun_pkt_out(seg, hl + chunk);
+	}
+}
+
+void
+tun_pkt_out_vnet(const uint8_t *p, size_t n)
+{
+	static uint8_t q[65536 + 64];
+	struct vnet_hdr h;
+	size_t l3, hl, at, len;
+	uint16_t c;
+
+	if (n < VNET_HDR_LEN)
+		tun_fail("write of %zu bytes: no virtio-net header", n);
+	vnet_hdr_get(&h, p);
+	len = n - VNET_HDR_LEN;
+	if (len > sizeof(q))
+		tun_fail("write of %zu bytes", n);
+	memcpy(q, p + VNET_HDR_LEN, len);
+	if (h.flags & ~VNET_F_NEEDS_CSUM)
+		tun_fail("virtio-net flags 0x%x", h.flags);
+	if (h.flags & VNET_F_NEEDS_CSUM) {
+		/* Only TCP's is left to the kernel, at the TCP header. */
+		l3 = len >= 20 && q[0] >> 4 == 4 ? (size_t)(q[0] & 0x0f) * 4 :
+		    40;
+		at = (size_t)h.csum_start + h.csum_offset;
+		if (len < 20 || h.csum_start != l3 || h.csum_offset != 16 ||
+		    at + 2 > len || q[q[0] >> 4 == 4 ? 9 : 6] != PKT_PROTO_TCP)
+			tun_fail("virtio-net checksum at %u+%u in %zu bytes",
+			    h.csum_start, h.csum_offset, len);
+		c = pkt_csum_fold(pkt_csum_add(0, q + l3, len - l3));
+		memcpy(q + at, &c, 2);
+	}
+	if (h.gso_type == VNET_GSO_NONE) {
+		if (h.gso_size != 0 || h.hdr_len != 0)
+			tun_fail("virtio-net header without GSO has sizes");
+		tun_pkt_out(q, len);
+		return;
+	}
+	if (!(h.flags & VNET_F_NEEDS_CSUM) ||
+	    h.gso_type != (q[0] >> 4 == 4 ? VNET_GSO_TCPV4 : VNET_GSO_TCPV6))
+		tun_fail("virtio-net GSO type %u", h.gso_type);
+	l3 = h.csum_start;
+	hl = l3 + (size_t)(q[l3 + 12] >> 4) * 4;
+	if (h.hdr_len != hl || h.gso_size == 0 || hl + h.gso_size >= len)
+		tun_fail("virtio-net GSO: hdr_len %u (headers %zu), gso_size "
+		    "%u, %zu bytes", h.hdr_len, hl, h.gso_size, len);
+	/* The super-packet itself: the lengths and the finished checksum
+	 * (so the pseudo-header sum covered its full length). */
+	if (q[0] >> 4 == 4 ? get16(q + 2) != len : get16(q + 4) + 40u != len)
+		tun_fail("super-packet of %zu bytes states another length",
+		    len);
+	if (tp_l4_sum(q[0] >> 4 == 4 ? q + 12 : q + 8, q[0] >> 4 == 4 ? 4 :
+	    16, PKT_PROTO_TCP, q + l3, len - l3, 16, true) != 0)
+		tun_fail("super-packet TCP checksum (%zu bytes)", len);
+	tp_gso_cut(q, len, l3, hl, h.gso_size);
 }

@@ -31,6 +31,12 @@ void	tun_pkt_reset(unsigned mtu);
 void	tun_pkt_in(uint8_t *p, size_t n, bool raw);
 /* A packet written to the TUN: checked as above. */
 void	tun_pkt_out(const uint8_t *p, size_t n);
+/* The same for a write with offloads: the virtio-net header must be
+ * right for the packet (a TCP checksum finished by the kernel is checked
+ * once finished), and a super-packet is cut at its gso_size as the kernel
+ * would, each segment checked as above -- against the MTU and the MSS the
+ * app announced, too. */
+void	tun_pkt_out_vnet(const uint8_t *p, size_t n);
 /* TCP payload bytes written since the reset, and the furthest stream
  * offset any connection reached (to see what an input exercised). */
 void	tun_pkt_counts(uint64_t *bytes, uint64_t *furthest);
