@@ -29,6 +29,7 @@
 #include "core/log.h"
 #include "core/loop.h"
 #include "wire/pkt.h"
+#include "wire/sniff.h"
 #include "stack/tsnetif.h"
 
 static void assoc_on_timer(struct loop_timer *);
@@ -128,13 +129,17 @@ assoc_close(struct assoc *a, bool abort, const char *reason)
 	a->ext = NULL;
 	free(a->first);
 	a->first = NULL;
+	sniff_quic_free(a->sniff.quic);
+	a->sniff.quic = NULL;
 	e->n--;
 	e->st.active = e->n;
-	log_at(log_flow_level(), "%s %llu %s: %s, up %llu dgrams %llu "
+	log_at(log_flow_level(), "%s %llu %s%s%s%s: %s, up %llu dgrams %llu "
 	    "bytes, down %llu dgrams %llu bytes, %llu dropped, %llu ms, "
 	    "%u left",
 	    assoc_kstr(a), (unsigned long long)a->id,
-	    assoc_app(a, app, sizeof(app)), reason,
+	    assoc_app(a, app, sizeof(app)), a->sniff.domain[0] != '\0' ?
+	    " (" : "", a->sniff.domain, a->sniff.domain[0] != '\0' ? ")" : "",
+	    reason,
 	    (unsigned long long)a->up_d, (unsigned long long)a->up_b,
 	    (unsigned long long)a->down_d, (unsigned long long)a->down_b,
 	    (unsigned long long)a->drops,
@@ -441,6 +446,12 @@ void
 assoc_set_ext(struct assoc *a, void *ext)
 {
 	a->ext = ext;
+}
+
+struct assoc_sniff *
+assoc_sniff(struct assoc *a)
+{
+	return &a->sniff;
 }
 
 uint8_t *

@@ -154,6 +154,19 @@ uint64_t assoc_id(const struct assoc *a);
 void *assoc_ext(const struct assoc *a);
 void assoc_set_ext(struct assoc *a, void *ext);
 
+/* Domain recovery on an association's first datagrams (client.sniff,
+ * QUIC on UDP/443; flow_udp.c): the state of a ClientHello that spans
+ * datagrams (wire/sniff.h), whether it is over, and the name found ("" if
+ * none), which the association's log lines show.  The association frees
+ * the state when it closes. */
+struct sniff_quic;
+struct assoc_sniff {
+	struct sniff_quic	*quic;
+	bool			 done;
+	char			 domain[254];
+};
+struct assoc_sniff *assoc_sniff(struct assoc *a);
+
 /* Shared by the kinds' deliver callbacks: a PKT_MAX scratch buffer to
  * build a packet in, the next IPv4 identification, and the TUN write
  * (fragmented to the TUN MTU).  0 or -1 (counted). */

@@ -110,6 +110,7 @@ struct assoc {
 	uint64_t		 start_ms, last_ms;
 	uint64_t		 up_d, up_b, down_d, down_b, drops;
 	void			*ext;
+	struct assoc_sniff	 sniff;		/* flow_udp.c's */
 };
 
 TAILQ_HEAD(assoc_lru, assoc);

@@ -22,8 +22,11 @@
 #include "core/loop.h"
 #include "wire/pkt.h"
 #include "client/dgram/reass.h"
+#include "rules/rules.h"
+#include "wire/sniff.h"
 
 #define DNS_PORT	53
+#define QUIC_PORT	443
 #define DNS_MAP		8	/* queries remembered per association */
 #define DNS_HDR		12
 #define UNREACH_PER_S	100	/* ICMP errors to apps per second (block) */
@@ -196,6 +199,46 @@ flow_udp_refuse(struct flow_udp *u, const struct pkt_ip *ip,
 		(void)assoc_tun_write(e, msg, n);
 }
 
+/*
+ * client.sniff: the QUIC Initial on an association's first datagrams to
+ * port 443 names the domain (wire/sniff.h); a ClientHello too large for
+ * one datagram (Chrome's, with a post-quantum key share) is read on
+ * from the next ones.  The datagrams are not held: every association
+ * has the one way out, so the name is for the log lines.
+ */
+static void
+flow_udp_sniff(const struct conf *c, struct assoc *a, uint16_t dport,
+    const uint8_t *data, size_t len)
+{
+	struct assoc_sniff	*s = assoc_sniff(a);
+	const struct assoc_key	*k = assoc_key(a);
+	char			 name[SNIFF_NAME_MAX + 1], app[ADDR_STRLEN];
+	struct addr		 sa;
+	enum sniff_res		 r;
+
+	if (s->done || dport != QUIC_PORT || c->client.sniff ==
+	    CONF_SNIFF_NEVER || (c->client.sniff == CONF_SNIFF_AUTO &&
+	    !rules_use_domains(c->client.rules)))
+		return;
+	if (s->quic == NULL && (s->quic = sniff_quic_new()) == NULL) {
+		s->done = true;
+		return;
+	}
+	if ((r = sniff_quic_feed(s->quic, data, len, name, sizeof(name))) ==
+	    SNIFF_MORE)
+		return;
+	s->done = true;
+	sniff_quic_free(s->quic);
+	s->quic = NULL;
+	if (r != SNIFF_FOUND)
+		return;
+	memcpy(s->domain, name, strlen(name) + 1);
+	addr_from_raw(&sa, k->family, k->addr, k->port);
+	log_at(log_flow_level(), "udp %llu %s: domain %s (quic)",
+	    (unsigned long long)assoc_id(a), addr_fmt(&sa, app, sizeof(app)),
+	    s->domain);
+}
+
 static int
 flow_udp_datagram(struct flow_udp *u, const struct pkt_ip *ip)
 {
@@ -232,6 +275,7 @@ flow_udp_datagram(struct flow_udp *u, const struct pkt_ip *ip)
 		dns_remember(a, &orig, ud.data, ud.len);
 		u->st.dns_pinned++;
 	}
+	flow_udp_sniff(c, a, ud.dport, ud.data, ud.len);
 	(void)assoc_send(a, &dst, ud.data, ud.len, dns);
 	return PKT_OK;
 }

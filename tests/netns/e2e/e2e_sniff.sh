@@ -13,7 +13,11 @@
 #     sends first, so the flow dials at the 50 ms bound -- it logs "no
 #     domain (no bytes, N ms)" with N at least the bound -- and the
 #     banner arrives within the bound and a margin, never a stall;
-#  4. reloaded with the rule by address instead (auto: no rule can match
+#  4. QUIC: client Initials (tests/tools/ts_quic) to a UDP echo server on
+#     port 443, the ClientHello in one datagram (IPv4) and over two
+#     (IPv6): the client logs the domain of each association (quic), and
+#     every datagram comes back intact;
+#  5. reloaded with the rule by address instead (auto: no rule can match
 #     a domain), the same flows work and nothing is sniffed (flows dial
 #     at once).
 # Rules by domain (SNI to one outbound, Host to another) need the rules
@@ -75,7 +79,24 @@ waited=$(grep -o "$T4:$BANP: no domain (no bytes, [0-9]* ms)" "$clog" |
     ts_fail "the banner flow waited $waited ms, bound $TIMEOUT_MS ms"
 ts_log "server-speaks-first: dialled after $waited ms (bound $TIMEOUT_MS ms)"
 
-# ---- 4. no rule by domain: auto does not sniff -------------------------------
+# ---- 4. QUIC on UDP/443 -------------------------------------------------------
+QUIC=${TS_QUIC:-$(dirname "$TUNSPLIT")/tests/tools/ts_quic}
+[ -x "$QUIC" ] || ts_fail "ts_quic not built ($QUIC)"
+ts_start_udpecho 443
+quic() {	# quic ARGS...: ts_quic in the client namespace, must succeed
+	ip netns exec "$NS_C" timeout 30 "$QUIC" "$@" >>"$out" 2>&1 ||
+	    ts_fail "ts_quic $*: $(tail -n 2 "$out")"
+	ts_log "$(tail -n 1 "$out")"
+}
+quic "$T4" 443 one.quic-test.example
+ts_wait_log "$clog" "udp [0-9]* [0-9.:]*: domain one.quic-test.example (quic)" ||
+    ts_fail "no 'domain one.quic-test.example (quic)' line"
+quic "$TS_T_ADDR6" 443 two.quic-test.example --split
+ts_wait_log "$clog" "udp [0-9]* \[[0-9a-f:]*\]:[0-9]*: domain two.quic-test.example (quic)" ||
+    ts_fail "no 'domain two.quic-test.example (quic)' line (hello over two datagrams)"
+ts_log "QUIC: SNI recovered from one Initial, and from a hello over two"
+
+# ---- 5. no rule by domain: auto does not sniff -------------------------------
 sed -i 's/- domain_suffix: \[sni-test.example\]/- dst: [192.0.2.0\/24]/' "$TS_TMP/client.yaml"
 grep -q 'dst: \[192.0.2.0/24\]' "$TS_TMP/client.yaml" || ts_fail "sed on client.yaml"
 ts_reload "$TS_CLIENT_PID" "$clog" "reload without a rule by domain"
