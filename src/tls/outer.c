@@ -408,6 +408,16 @@ outer_handshake(struct outer *o)
 		return 1;
 	ERR_clear_error();
 	if ((r = SSL_do_handshake(o->ssl)) == 1) {
+		/* The client offers older versions to look like curl; it
+		 * speaks only TLS 1.3, and fails before sending a byte. */
+		if (o->client && SSL_version(o->ssl) != TLS1_3_VERSION &&
+		    outer_ctx_needs_tls13(SSL_get_SSL_CTX(o->ssl))) {
+			log_debug("outer fd %d: server chose %s, not TLS 1.3",
+			    o->fd, SSL_get_version(o->ssl));
+			o->want_hs = 0;
+			errno = EPROTO;
+			return -1;
+		}
 		o->hs_done = true;
 		o->want_hs = 0;
 		return 1;

@@ -21,10 +21,20 @@
 struct ssl_ctx_st;
 struct outer;
 
-/* Client context: TLS 1.3 only, verification against ca_file (NULL: the
- * system store) unless insecure, ALPN "h2,http/1.1", X25519 first, client
- * session cache for resumption.  NULL on error (logged). */
+/* Client context: the ClientHello of curl (OUTER_FP_CURL below), but a
+ * handshake that does not end in TLS 1.3 fails; verification against
+ * ca_file (NULL: the system store) unless insecure, client session cache
+ * for resumption.  NULL on error (logged). */
 struct ssl_ctx_st *outer_ctx_client(const char *ca_file, bool insecure);
+/* Which ClientHello a client context sends (client.fingerprint):
+ * byte for byte curl's on Debian 12 (the default), or the closest to
+ * Chrome that OpenSSL allows.  Either way only TLS 1.3 is accepted.
+ * Call before the first outer_new() on ctx.  0 or -1 (logged). */
+enum outer_fp {
+	OUTER_FP_CURL,
+	OUTER_FP_BROWSER
+};
+int outer_ctx_fingerprint(struct ssl_ctx_st *ctx, enum outer_fp fp);
 /* Public-key pinning for a client context: the server's leaf certificate
  * must have a SubjectPublicKeyInfo whose SHA-256 is spki_sha256, checked
  * during the handshake in addition to the chain and name (or instead of
@@ -37,8 +47,9 @@ int outer_ctx_alpn(struct ssl_ctx_st *ctx, const char *protos);
 /* Gives a new server context the session-ticket keys of the one it
  * replaces (a reload), so that clients' tickets stay valid.  0 or -1. */
 int outer_ctx_share_tickets(struct ssl_ctx_st *dst, struct ssl_ctx_st *src);
-/* Lets a client context speak TLS 1.2 as well: for talking to other
- * servers (a cover site), never for tunsplit's own outer streams.  0/-1. */
+/* Lets a client context complete TLS 1.2 handshakes (1.2 and 1.3): for
+ * talking to other servers (a cover site), never for tunsplit's own outer
+ * streams.  0/-1. */
 int outer_ctx_allow_tls12(struct ssl_ctx_st *ctx);
 /* SHA-256 of the SubjectPublicKeyInfo of the first certificate in a PEM
  * file (what outer_ctx_pin takes).  0 or -1 (logged). */

@@ -57,6 +57,7 @@ static pthread_once_t	 outer_ctx_once = PTHREAD_ONCE_INIT;
 static int		 outer_cache_idx = -1;
 static int		 outer_pin_idx = -1;
 static int		 outer_pad_idx = -1;
+static int		 outer_lax_idx = -1;	/* set: any TLS version */
 
 static void
 outer_cache_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx,
@@ -103,13 +104,15 @@ outer_ctx_init_once(void)
 	    outer_pin_free);
 	outer_pad_idx = SSL_CTX_get_ex_new_index(0, NULL, NULL, NULL,
 	    outer_pin_free);	/* plain free() as well */
+	outer_lax_idx = SSL_CTX_get_ex_new_index(0, NULL, NULL, NULL, NULL);
 }
 
 int
 outer_ctx_init(void)
 {
 	pthread_once(&outer_ctx_once, outer_ctx_init_once);
-	if (outer_cache_idx < 0 || outer_pin_idx < 0 || outer_pad_idx < 0) {
+	if (outer_cache_idx < 0 || outer_pin_idx < 0 || outer_pad_idx < 0 ||
+	    outer_lax_idx < 0) {
 		log_ssl_errors("outer: initialisation");
 		return -1;
 	}
@@ -122,6 +125,13 @@ outer_ctx_get_pad(SSL_CTX *ctx)
 	if (outer_ctx_init() == -1)
 		return NULL;
 	return SSL_CTX_get_ex_data(ctx, outer_pad_idx);
+}
+
+bool
+outer_ctx_needs_tls13(SSL_CTX *ctx)
+{
+	return outer_ctx_init() == -1 ||
+	    SSL_CTX_get_ex_data(ctx, outer_lax_idx) == NULL;
 }
 
 /* ---- session cache ---------------------------------------------------- */
@@ -191,8 +201,6 @@ outer_cache_take(SSL_CTX *ctx, const char *host)
 static int
 outer_ctx_common(SSL_CTX *ctx)
 {
-	if (SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION) != 1)
-		return -1;
 	/* Partial writes so a short socket write is a short outer_write();
 	 * moving buffer because callers retry from queues that may move;
 	 * released buffers so an idle flow holds no 16 KiB records. */
@@ -210,14 +218,97 @@ outer_ctx_common(SSL_CTX *ctx)
 	return 0;
 }
 
+/*
+ * The ClientHello of curl on Debian 12 (curl 7.88, OpenSSL 3.0), the most
+ * common client built on the same library, so that tunsplit's outer
+ * connections are one more curl in the crowd: OpenSSL's defaults as the
+ * system configuration leaves them (cipher list, TLS 1.3 suites, groups,
+ * signature algorithms, a key share for X25519) plus what curl sets:
+ * TLS 1.0 to 1.3, SSL_OP_ALL (the padding extension), no session_ticket
+ * extension (SSL_OP_NO_TICKET: TLS 1.3 tickets still arrive and resume),
+ * post-handshake authentication offered (never used: the server asks for
+ * no certificate), ALPN h2,http/1.1.  Offering older versions costs
+ * nothing: the handshake fails unless TLS 1.3 was negotiated
+ * (outer_handshake), before a byte of ours is sent.
+ * tests/netns/e2e/e2e_clienthello.sh compares the bytes with curl's.
+ */
+static int
+outer_ctx_curl(SSL_CTX *ctx)
+{
+	static const unsigned char alpn[] = "\x02h2\x08http/1.1";
+
+	if (SSL_CTX_set_min_proto_version(ctx, TLS1_VERSION) != 1 ||
+	    SSL_CTX_set_max_proto_version(ctx, 0) != 1 ||
+	    SSL_CTX_set_alpn_protos(ctx, alpn, sizeof(alpn) - 1) != 0)
+		return -1;
+	SSL_CTX_set_options(ctx, SSL_OP_ALL | SSL_OP_NO_TICKET);
+	SSL_CTX_set_post_handshake_auth(ctx, 1);
+	return 0;
+}
+
+/*
+ * As close to Chrome as OpenSSL 3.0 lets a client come (what remains
+ * different is listed in tunsplit.yaml(5), fingerprint): Chrome's cipher
+ * suites in its order, its groups (without the post-quantum one) and
+ * signature algorithms, TLS 1.2 and 1.3, the session_ticket,
+ * status_request and signed_certificate_timestamp extensions, no
+ * encrypt_then_mac nor post-handshake authentication, padding.  The
+ * TLS 1.2 suites are offered for looks only, as with curl.
+ */
+static int
+outer_ctx_browser(SSL_CTX *ctx)
+{
+	static const unsigned char alpn[] = "\x02h2\x08http/1.1";
+	static const char	suites[] = "TLS_AES_128_GCM_SHA256:"
+	    "TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256";
+	static const char	ciphers[] = "ECDHE-ECDSA-AES128-GCM-SHA256:"
+	    "ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:"
+	    "ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:"
+	    "ECDHE-RSA-CHACHA20-POLY1305:ECDHE-RSA-AES128-SHA:"
+	    "ECDHE-RSA-AES256-SHA:AES128-GCM-SHA256:AES256-GCM-SHA384:"
+	    "AES128-SHA:AES256-SHA";
+	/* Arrays, not literals: the OpenSSL macros cast away const. */
+	static char		groups[] = "X25519:P-256:P-384";
+	static char		sigalgs[] = "ECDSA+SHA256:rsa_pss_rsae_sha256:"
+	    "RSA+SHA256:ECDSA+SHA384:rsa_pss_rsae_sha384:RSA+SHA384:"
+	    "rsa_pss_rsae_sha512:RSA+SHA512";
+
+	if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1 ||
+	    SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION) != 1 ||
+	    SSL_CTX_set_ciphersuites(ctx, suites) != 1 ||
+	    SSL_CTX_set_cipher_list(ctx, ciphers) != 1 ||
+	    SSL_CTX_set1_groups_list(ctx, groups) != 1 ||
+	    SSL_CTX_set1_sigalgs_list(ctx, sigalgs) != 1 ||
+	    SSL_CTX_set_tlsext_status_type(ctx, TLSEXT_STATUSTYPE_ocsp) != 1 ||
+	    SSL_CTX_enable_ct(ctx, SSL_CT_VALIDATION_PERMISSIVE) != 1 ||
+	    SSL_CTX_set_alpn_protos(ctx, alpn, sizeof(alpn) - 1) != 0)
+		return -1;
+	SSL_CTX_clear_options(ctx, SSL_OP_NO_TICKET);
+	SSL_CTX_set_options(ctx, SSL_OP_TLSEXT_PADDING |
+	    SSL_OP_NO_ENCRYPT_THEN_MAC);
+	SSL_CTX_set_post_handshake_auth(ctx, 0);
+	return 0;
+}
+
+int
+outer_ctx_fingerprint(SSL_CTX *ctx, enum outer_fp fp)
+{
+	int	rc;
+
+	if (ctx == NULL)
+		return -1;
+	ERR_clear_error();
+	rc = fp == OUTER_FP_BROWSER ? outer_ctx_browser(ctx) :
+	    outer_ctx_curl(ctx);
+	if (rc == -1)
+		log_ssl_errors("outer: %s ClientHello",
+		    fp == OUTER_FP_BROWSER ? "browser" : "curl");
+	return rc;
+}
+
 SSL_CTX *
 outer_ctx_client(const char *ca_file, bool insecure)
 {
-	static const unsigned char alpn[] = "\x02h2\x08http/1.1";
-	/* Arrays, not literals: the OpenSSL macros cast away const. */
-	static char		 groups[] = "X25519:P-256";
-	static const char	 suites[] = "TLS_AES_128_GCM_SHA256:"
-	    "TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256";
 	SSL_CTX			*ctx = NULL;
 	struct outer_cache	*c = NULL;
 
@@ -225,11 +316,8 @@ outer_ctx_client(const char *ca_file, bool insecure)
 		return NULL;
 	ERR_clear_error();
 	if ((ctx = SSL_CTX_new(TLS_client_method())) == NULL ||
-	    outer_ctx_common(ctx) == -1)
-		goto fail;
-	if (SSL_CTX_set1_groups_list(ctx, groups) != 1 ||
-	    SSL_CTX_set_ciphersuites(ctx, suites) != 1 ||
-	    SSL_CTX_set_alpn_protos(ctx, alpn, sizeof(alpn) - 1) != 0)
+	    outer_ctx_common(ctx) == -1 ||
+	    outer_ctx_curl(ctx) == -1)
 		goto fail;
 	if (insecure) {
 		SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
@@ -425,8 +513,12 @@ outer_ctx_share_tickets(SSL_CTX *dst, SSL_CTX *src)
 int
 outer_ctx_allow_tls12(SSL_CTX *ctx)
 {
-	if (ctx == NULL ||
-	    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1) {
+	static const char	lax = 1;
+
+	if (ctx == NULL || outer_ctx_init() == -1 ||
+	    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1 ||
+	    SSL_CTX_set_ex_data(ctx, outer_lax_idx, (void *)(uintptr_t)&lax)
+	    != 1) {
 		log_ssl_errors("outer: TLS 1.2");
 		return -1;
 	}

@@ -35,6 +35,8 @@ struct outer_pad {
 int  outer_ctx_init(void);
 /* Newest usable ticket for host, removed from the context's cache. */
 SSL_SESSION *outer_cache_take(SSL_CTX *ctx, const char *host);
+/* False only for a context that outer_ctx_allow_tls12() relaxed. */
+bool outer_ctx_needs_tls13(SSL_CTX *ctx);
 /* The padding set on ctx, or NULL. */
 const struct outer_pad *outer_ctx_get_pad(SSL_CTX *ctx);
 

@@ -1121,6 +1121,42 @@ test_alpn_client(void **state)
 }
 
 /*
+ * The client offers TLS 1.0 to 1.3 (curl's ClientHello) or 1.2 and 1.3
+ * (browser) for looks, but its outer streams speak TLS 1.3 only: against
+ * a server that stops at TLS 1.2 the handshake fails before the client
+ * has written anything of its own.  Only a context relaxed for a cover
+ * site (outer_ctx_allow_tls12) completes it.
+ */
+static void
+test_tls12_refused(void **state)
+{
+	struct ctxs	*x = *state;
+	SSL_CTX		*s12, *browser, *lax;
+
+	assert_non_null(s12 = outer_ctx_server(cert_pem, key_pem));
+	assert_int_equal(SSL_CTX_set_min_proto_version(s12, TLS1_2_VERSION), 1);
+	assert_int_equal(SSL_CTX_set_max_proto_version(s12, TLS1_2_VERSION), 1);
+	assert_non_null(browser = outer_ctx_client(ca_pem, false));
+	assert_int_equal(outer_ctx_fingerprint(browser, OUTER_FP_BROWSER), 0);
+	assert_non_null(lax = outer_ctx_client(ca_pem, false));
+	assert_int_equal(outer_ctx_allow_tls12(lax), 0);
+
+	expect_fail(x->c, s12, SNI);
+	expect_fail(browser, s12, SNI);
+	expect_ok(lax, s12, SNI);
+	/* With a TLS 1.3 server both profiles work, resumption included. */
+	expect_ok(x->c, x->s, SNI);
+	expect_ok(browser, x->s, SNI);
+	expect_ok(browser, x->s, SNI);
+	assert_int_equal(outer_ctx_fingerprint(x->c, OUTER_FP_CURL), 0);
+	expect_ok(x->c, x->s, SNI);
+	assert_int_equal(outer_ctx_fingerprint(NULL, OUTER_FP_CURL), -1);
+	outer_ctx_free(lax);
+	outer_ctx_free(browser);
+	outer_ctx_free(s12);
+}
+
+/*
  * Memory per idle stream, counted through OpenSSL's allocator hooks (the
  * socket and struct outer excluded): after the handshake, some I/O and a
  * read that found nothing -- the state every idle flow sits in.  The
@@ -1280,6 +1316,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_alpn,
 		    setup_ctxs, teardown_ctxs),
 		cmocka_unit_test_setup_teardown(test_alpn_client,
+		    setup_ctxs, teardown_ctxs),
+		cmocka_unit_test_setup_teardown(test_tls12_refused,
 		    setup_ctxs, teardown_ctxs),
 		cmocka_unit_test_setup_teardown(test_idle_memory,
 		    setup_ctxs, teardown_ctxs),
