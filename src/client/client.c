@@ -236,6 +236,9 @@ client_tls_setup(struct client *cl)
 	if ((cl->env.ssl_ctx = outer_ctx_client(c->client.ca_file,
 	    c->client.insecure)) == NULL)
 		return -1;
+	if (c->client.fp_browser &&
+	    outer_ctx_fingerprint(cl->env.ssl_ctx, OUTER_FP_BROWSER) == -1)
+		return -1;
 	if (outer_ctx_padding(cl->env.ssl_ctx, c->client.padding,
 	    OUTER_PAD_MAX) == -1)
 		return -1;

@@ -122,6 +122,7 @@ struct conf {
 		char		*sni;			/* default: server_host */
 		char		*ca_file;		/* NULL: system store */
 		bool		 insecure;		/* skip verification (loudly) */
+		bool		 fp_browser;		/* fingerprint: browser (default curl) */
 		bool		 has_pin;
 		uint8_t		 pin_sha256[32];	/* SHA-256 of the server's SPKI */
 		uint8_t		 key[CONF_KEY_LEN];

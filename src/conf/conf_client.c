@@ -316,6 +316,17 @@ key_sniff(struct ctx *x, yaml_node_t *n, const struct conf_key *k, void *base)
 }
 
 static int
+key_fingerprint(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
+    void *base)
+{
+	static const struct conf_word	w[] = {
+		{ "curl", 0 }, { "browser", 1 }, { NULL, 0 }
+	};
+
+	return conf_flag(x, n, k, base, w);
+}
+
+static int
 key_route_exclude(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
     void *base)
 {
@@ -377,6 +388,7 @@ static const struct conf_key keys_client[] = {
 	{ "ca", conf_key_filename, C(client.ca_file), 0, 0, NULL },
 	{ "insecure", conf_key_bool, C(client.insecure), 0, 0, NULL },
 	{ "pin_sha256", key_pin, 0, 0, 0, NULL },
+	{ "fingerprint", key_fingerprint, C(client.fp_browser), 0, 0, NULL },
 	{ "key", conf_key_key, C(client.key), 0, 0, NULL },
 	{ "key_file", conf_key_file, C(client.key), C(client.key_file), 0,
 	    NULL },

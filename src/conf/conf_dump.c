@@ -223,6 +223,8 @@ dump_client(const struct conf *c, FILE *fp, bool secrets)
 		    sodium_base64_VARIANT_ORIGINAL);
 		fprintf(fp, "  pin_sha256: \"%s\"\n", pin);
 	}
+	fprintf(fp, "  fingerprint: %s\n", c->client.fp_browser ? "browser" :
+	    "curl");
 	dump_client_auth(c, fp, secrets);
 	dump_kv(fp, "  ", "congestion", c->client.congestion);
 	dump_mark(fp, c->client.mark);

@@ -676,6 +676,8 @@ static const struct bad bad_daemon[] = {
 	    "unknown key" },
 	{ CLIENT "  ipv6: tunnel\n", "t.yaml:4:9: client.ipv6: ",
 	    "'tunnel' is not block or bypass" },
+	{ CLIENT "  fingerprint: chrome\n", "t.yaml:4:16: client.fingerprint: ",
+	    "'chrome' is not curl or browser" },
 	{ SERVER "  ipv6: bypass\n", "t.yaml:8:3: server.ipv6: ",
 	    "unknown key" },
 };
@@ -1330,9 +1332,11 @@ test_daemon_values(void **state)
 	assert_int_equal(c->drain_timeout_ms, 5000);
 	assert_false(c->client.route_auto);
 	assert_false(c->client.ipv6_bypass);
+	assert_false(c->client.fp_browser);
 	assert_false(c->log_syslog_set);
 	d = dump(c);
 	assert_non_null(strstr(d, "  ipv6: block\n"));
+	assert_non_null(strstr(d, "  fingerprint: curl\n"));
 	free(d);
 	conf_free(c);
 
@@ -1341,7 +1345,8 @@ test_daemon_values(void **state)
 	    "drain_timeout: 0\n" CLIENT "  mark: 0x7353\n  route: auto\n"
 	    "  route_exclude: [192.0.2.0/24, \"2001:db8::/32\"]\n"
 	    "  route_uid_include: [1000-1999, 0]\n"
-	    "  ipv6: bypass\n");
+	    "  ipv6: bypass\n  fingerprint: browser\n");
+	assert_true(c->client.fp_browser);
 	assert_true(c->client.route_uids_include);
 	assert_int_equal(c->client.nroute_uids, 2);
 	assert_int_equal(c->client.route_uids[0].lo, 1000);
@@ -1364,6 +1369,7 @@ test_daemon_values(void **state)
 	assert_non_null(strstr(d, "control: \"/tmp/x/c.sock\"\n"));
 	assert_non_null(strstr(d, "metrics: \"127.0.0.1:9353\"\n"));
 	assert_non_null(strstr(d, "drain_timeout: 0s\n"));
+	assert_non_null(strstr(d, "  fingerprint: browser\n"));
 	assert_non_null(strstr(d, "  route: auto\n  route_exclude:\n"
 	    "    - 192.0.2.0/24\n    - 2001:db8::/32\n"
 	    "  route_uid_include:\n    - \"1000-1999\"\n    - \"0-0\"\n"
