@@ -143,6 +143,12 @@ relay_flush_outer(struct relay *r, bool *progress)
 		*progress = true;
 	}
 	buf_release_if_empty(&r->to_outer);
+	if (r->fd_eof && !r->outer_shut && r->quiet &&
+	    (r->bytes_to_outer == 0 || r->outer_eof)) {
+		r->outer_shut = r->outer_eof = r->fd_shut = true;
+		*progress = true;
+		return 0;
+	}
 	if (r->fd_eof && !r->outer_shut) {
 		if (outer_shutdown_write(r->outer) == -1) {
 			if (relay_again(errno)) {

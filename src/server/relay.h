@@ -48,6 +48,10 @@ struct relay {
 	bool		 fd_eof;	/* fd read side finished */
 	bool		 outer_shut;	/* outer write side shut */
 	bool		 fd_shut;	/* fd write side shut */
+	/* nginx's close (the cover site): when the fd side ends before it
+	 * sent a byte (a timeout) or after the outer side ended, the relay
+	 * is done without close_notify; the owner then closes. */
+	bool		 quiet;
 };
 
 /* Buffers only (nothing allocated yet): before relay_start the owner may

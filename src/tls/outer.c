@@ -323,7 +323,11 @@ outer_new(SSL_CTX *ctx, int fd, bool client, const char *sni)
 	if (SSL_set_app_data(o->ssl, o) != 1)
 		goto fail;
 	if ((pad = outer_ctx_get_pad(ctx)) != NULL) {
-		o->pad_left = pad->records;
+		/* A server stream pads only once its peer is trusted: until
+		 * then it may be a cover site's answer, and nginx never
+		 * pads. */
+		o->pad_records = pad->records;
+		o->pad_left = client ? pad->records : 0;
 		o->pad_max = pad->max;
 		SSL_set_record_padding_callback(o->ssl, outer_on_pad);
 		SSL_set_record_padding_callback_arg(o->ssl, o);
@@ -332,8 +336,13 @@ outer_new(SSL_CTX *ctx, int fd, bool client, const char *sni)
 		SSL_set_connect_state(o->ssl);
 		if (outer_client_setup(o, ctx) == -1)
 			goto fail;
-	} else
+	} else {
 		SSL_set_accept_state(o->ssl);
+		/* Until outer_trust(): a FIN without close_notify is an end of
+		 * stream, answered with nothing, as nginx (which sets this
+		 * option) does; OpenSSL's default answers decode_error. */
+		SSL_set_options(o->ssl, SSL_OP_IGNORE_UNEXPECTED_EOF);
+	}
 	return o;
 
 fail:
@@ -438,6 +447,15 @@ outer_handshake(struct outer *o)
 		errno = saved;
 	}
 	return -1;
+}
+
+void
+outer_trust(struct outer *o)
+{
+	if (o == NULL || o->ssl == NULL || o->client)
+		return;
+	o->pad_left = o->pad_records;
+	SSL_clear_options(o->ssl, SSL_OP_IGNORE_UNEXPECTED_EOF);
 }
 
 bool

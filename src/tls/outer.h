@@ -79,6 +79,12 @@ int  outer_fd(const struct outer *o);
 /* 1 when the handshake is done, 0 in progress (see outer_events), -1 error. */
 int  outer_handshake(struct outer *o);
 bool outer_handshake_done(const struct outer *o);
+/* Server side: the peer has authenticated.  Until then a server stream
+ * behaves as nginx's would (its answers may be a cover site's): no record
+ * padding, and a FIN without close_notify reads as an end of stream with
+ * no alert.  From then on it pads (outer_ctx_padding) and reports such a
+ * FIN as a truncation (ECONNRESET), as client streams always do. */
+void outer_trust(struct outer *o);
 bool outer_session_reused(const struct outer *o);
 
 /* > 0 bytes read; 0 end of stream (close_notify); -1 with errno

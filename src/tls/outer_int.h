@@ -23,6 +23,7 @@ struct outer {
 	char		*sni;		/* client: name to verify; cache key */
 	unsigned	 pad_left;	/* records still to pad */
 	unsigned	 pad_max;
+	unsigned	 pad_records;	/* server: pad_left once trusted */
 };
 
 /* Record padding of a context's streams (outer_ctx_padding). */

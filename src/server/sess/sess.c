@@ -435,6 +435,7 @@ sess_fallback(struct sess *s, const char *reason)
 
 	s->reason = reason;
 	s->fallback = true;
+	s->relay.quiet = true;
 	if (!sess_reserve(s, RELAY_BUF_SIZE)) {
 		sess_close(s, "limit: max_buffer_memory", 0);
 		return;

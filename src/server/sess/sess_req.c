@@ -192,6 +192,7 @@ sess_request(struct sess *s, const struct proto_req *req, size_t hlen)
 	}
 	s->has_user = true;
 	s->lim_idx = user;
+	outer_trust(s->outer);
 	snprintf(s->user, sizeof(s->user), "%s",
 	    users_name(s->env->auth, user));
 	/* auth's index is into conf's users (swapped together on reload;
@@ -237,6 +238,7 @@ sess_trojan_request(struct sess *s, const struct proto_trojan_req *tr,
 	}
 	s->trojan = true;
 	s->has_user = true;
+	outer_trust(s->outer);
 	snprintf(s->user, sizeof(s->user), "trojan#%d", i);
 	s->lim_idx = (size_t)i;
 	s->egress = conf_egress_ref(c->server.trojan_egress[i]);
