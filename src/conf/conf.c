@@ -321,7 +321,7 @@ conf_new(void)
 	c->server.max_buffer_memory = (size_t)256 << 20;
 	c->server.connect_timeout_ms = 10000;
 	c->server.idle_timeout_ms = 300000;
-	c->server.handshake_timeout_ms = 10000;
+	c->server.handshake_timeout_ms = 60000;	/* nginx's client_header_timeout */
 	c->server.time_window_s = 120;
 	c->server.resolve_workers = 4;
 	c->server.resolve_queue = 256;

@@ -202,7 +202,7 @@ struct conf {
 		unsigned	 padding;		/* padded records per stream, default 8 */
 		unsigned	 connect_timeout_ms;	/* default 10000 */
 		unsigned	 idle_timeout_ms;	/* default 300000 */
-		unsigned	 handshake_timeout_ms;	/* default 10000 */
+		unsigned	 handshake_timeout_ms;	/* default 60000 */
 		unsigned	 time_window_s;		/* header timestamp skew, default 120 */
 		struct cidr	*egress_allow;		/* overrides the default deny list */
 		size_t		 negress_allow;

@@ -225,6 +225,19 @@ sess_reject(struct sess *s, const char *reason)
 	sess_fallback(s, reason);
 }
 
+static void
+sess_silent(struct sess *s)
+{
+	char	 peer[ADDR_STRLEN];
+
+	s->rejected = true;
+	stats_reason_add(&s->env->stats.rejects, "header timeout");
+	log_info("sess %llu: rejected %s: header timeout: closed", s->id,
+	    addr_fmt(&s->peer, peer, sizeof(peer)));
+	(void)outer_shutdown_write(s->outer);	/* best effort */
+	sess_close(s, "header timeout", 0);
+}
+
 /* ---- readiness --------------------------------------------------- */
 
 static void
@@ -579,9 +592,12 @@ sess_on_timer(struct loop_timer *t)
 		sess_close(s, "handshake timeout", 0);
 		break;
 	case SESS_HEADER:
-		/* A stalled partial request, or silence, goes the way of any
-		 * other that is not ours: to the cover site. */
-		sess_reject(s, "header timeout");
+		/* Silence after the handshake (bytes never wait: see
+		 * sess_read_header): closed as nginx closes a connection
+		 * that sent no request within client_header_timeout, with
+		 * close_notify, not handed to the cover site, whose own
+		 * timeout would start only now. */
+		sess_silent(s);
 		break;
 	case SESS_CONNECT:
 		if (s->fallback) {

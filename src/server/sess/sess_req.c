@@ -293,6 +293,14 @@ sess_read_header(struct sess *s)
 		}
 		n = outer_read(s->outer, tail, room);
 		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			/* Clients write the whole header in one record, so
+			 * everything readable and still no whole header is no
+			 * header: to the cover site at once, as nginx would
+			 * answer at once (no waiting for the rest). */
+			if (buf_len(&s->hdr) > 0) {
+				sess_reject(s, "incomplete header");
+				return;
+			}
 			sess_watch_outer(s);
 			return;
 		}

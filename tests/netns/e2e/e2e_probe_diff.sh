@@ -36,30 +36,12 @@ PW=probe-diff-trojan-password
 
 # Differences OpenSSL or the design cannot (yet) remove: probe name, reason.
 cat >"$TS_TMP/known.txt" <<'EOF'
-truncated-hello-fin an end of stream before a ClientHello gets decode_error; nginx says nothing
-connect-fin an end of stream before a ClientHello gets decode_error; nginx says nothing
 alert-first bytes that are not a TLS handshake are closed; nginx answers them as plain HTTP
 plain-http bytes that are not a TLS handshake are closed; nginx answers them as plain HTTP
 plain-http-partial bytes that are not a TLS handshake are closed; nginx answers them as plain HTTP
 plain-connect bytes that are not a TLS handshake are closed; nginx answers them as plain HTTP
 random-low bytes that are not a TLS handshake are closed; nginx answers them as plain HTTP
 random-fin bytes that are not a TLS handshake are closed; nginx answers them as plain HTTP
-get record padding on the cover's answers
-get-close record padding on the cover's answers
-get-http10 record padding on the cover's answers
-get-404 record padding on the cover's answers
-get-big record padding on the cover's answers
-bad-request record padding on the cover's answers
-large-header record padding on the cover's answers
-h2-preface-on-http11 record padding on the cover's answers
-byte-01-header record padding on the cover's answers
-get-then-close-notify record padding on the cover's answers
-partial-request pre-request timeouts and closes are not nginx's (header timeout, then the cover's own)
-silence-after-tls pre-request timeouts and closes are not nginx's (header timeout, then the cover's own)
-fin-after-tls pre-request timeouts and closes are not nginx's (header timeout, then the cover's own)
-byte-01 a first byte 0x01 or a hex digit is held for handshake_timeout
-hex-digit a first byte 0x01 or a hex digit is held for handshake_timeout
-hex-56 a first byte 0x01 or a hex digit is held for handshake_timeout
 EOF
 
 ts_topology_up

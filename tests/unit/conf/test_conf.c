@@ -281,7 +281,7 @@ test_server_defaults(void **state)
 	assert_int_equal(c->server.max_conns, 8192);
 	assert_int_equal(c->server.connect_timeout_ms, 10000);
 	assert_int_equal(c->server.idle_timeout_ms, 300000);
-	assert_int_equal(c->server.handshake_timeout_ms, 10000);
+	assert_int_equal(c->server.handshake_timeout_ms, 60000);
 	assert_int_equal(c->server.time_window_s, 120);
 	assert_int_equal(c->server.negress_allow, 0);
 	assert_int_equal(c->server.negress_deny, 0);
