@@ -12,7 +12,7 @@ build=${1:?usage: scripts/build.sh BUILD_DIR [configure options...]}
 shift
 
 DEPS=(build-essential autoconf automake libtool pkg-config libssl-dev
-	libsodium-dev libyaml-dev libcmocka-dev nginx-light curl iproute2
+	libsodium-dev libyaml-dev libcmocka-dev libmaxminddb-dev nginx-light curl iproute2
 	openssl python3 dnsmasq-base dnsutils iputils-ping trojan v2ray nftables)
 
 say() { printf '==> %s\n' "$*"; }

@@ -427,6 +427,7 @@ static const struct conf_key keys_client[] = {
 	{ "ipv6", key_ipv6, C(client.ipv6_bypass), 0, 0, NULL },
 	{ "rules", conf_rules_key_rules, 0, 0, 0, NULL },
 	{ "rule_sets", conf_rules_key_sets, 0, 0, 0, NULL },
+	{ "geoip_database", conf_rules_key_geoip, 0, 0, 0, NULL },
 	{ NULL, NULL, 0, 0, 0, NULL }
 };
 const struct conf_map conf_map_client = { keys_client, check_client };

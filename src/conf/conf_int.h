@@ -42,6 +42,7 @@ struct ctx {
 	bool			 inline_key;
 	yaml_node_t		*rules_node;	/* client.rules, parsed last */
 	yaml_node_t		*rule_sets_node;
+	yaml_node_t		*geoip_node;	/* client.geoip_database */
 	char			 vis[64];
 };
 
@@ -157,6 +158,8 @@ bool conf_redacted(struct ctx *, yaml_node_t *, const char *s);
 int conf_rules_key_rules(struct ctx *, yaml_node_t *, const struct conf_key *,
     void *);
 int conf_rules_key_sets(struct ctx *, yaml_node_t *, const struct conf_key *,
+    void *);
+int conf_rules_key_geoip(struct ctx *, yaml_node_t *, const struct conf_key *,
     void *);
 /* From the client section's check: parses both, binds the outbounds. */
 int conf_rules_check(struct ctx *, yaml_node_t *map, struct conf *);

@@ -269,6 +269,21 @@ item_network(struct ctx *x, yaml_node_t *n, size_t i, void *arg)
 }
 
 static int
+item_geoip(struct ctx *x, yaml_node_t *n, size_t i, void *arg)
+{
+	struct rule_item	*r = arg;
+	const char		*s = conf_scalar(x, n), *why = "";
+	int			 rc;
+
+	(void)i;
+	if (s == NULL)
+		return -1;
+	if ((rc = rules_rule_geoip(r->rs, r->i, s, &why)) != 0)
+		return value_err(x, n, rc, s, why);
+	return 0;
+}
+
+static int
 item_set(struct ctx *x, yaml_node_t *n, size_t i, void *arg)
 {
 	struct rule_item	*r = arg;
@@ -301,6 +316,7 @@ RULE_KEY_FN(rk_port, item_port)
 RULE_KEY_FN(rk_network, item_network)
 RULE_KEY_FN(rk_src, item_src)
 RULE_KEY_FN(rk_set, item_set)
+RULE_KEY_FN(rk_geoip, item_geoip)
 
 static int
 rule_key_outbound(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
@@ -340,8 +356,8 @@ check_rule(struct ctx *x, yaml_node_t *map, void *base)
 	if (rules_rule_empty(r->rs, r->i))
 		return conf_err(x, map, "a rule needs something to match "
 		    "(dst, domain, domain_suffix, domain_keyword, port, "
-		    "network, src or rule_set); the flows no rule takes go "
-		    "to final");
+		    "network, src, rule_set or geoip); the flows no rule "
+		    "takes go to final");
 	if ((ob = outbound_index(x->c, rules_outbound_name(r->rs, r->i))) < 0)
 		return conf_err(x, r->outbound, "outbound: no outbound named "
 		    "%s", conf_vis(x, rules_outbound_name(r->rs, r->i)));
@@ -358,6 +374,7 @@ static const struct conf_key keys_rule[] = {
 	{ "network", rk_network, 0, 0, 0, NULL },
 	{ "src", rk_src, 0, 0, 0, NULL },
 	{ "rule_set", rk_set, 0, 0, 0, NULL },
+	{ "geoip", rk_geoip, 0, 0, 0, NULL },
 	{ "outbound", rule_key_outbound, 0, 0, 0, NULL },
 	{ NULL, NULL, 0, 0, 0, NULL }
 };
@@ -399,15 +416,45 @@ conf_rules_key_sets(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
 }
 
 int
+conf_rules_key_geoip(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
+    void *base)
+{
+	(void)k;
+	(void)base;
+	x->geoip_node = n;
+	return 0;
+}
+
+static int
+geoip_database(struct ctx *x, struct conf *c)
+{
+	char		 abs[PATH_MAX], err[512];
+	const char	*s;
+	size_t		 old = conf_path_push(x, "geoip_database");
+
+	if ((s = conf_scalar(x, x->geoip_node)) == NULL ||
+	    (s = conf_file_name(x, x->geoip_node, s, abs, sizeof(abs))) ==
+	    NULL)
+		return -1;
+	if (rules_geoip_add(c->client.rules, s, err, sizeof(err)) == -1)
+		return conf_err(x, x->geoip_node, "%s", err);
+	conf_path_pop(x, old);
+	return 0;
+}
+
+int
 conf_rules_check(struct ctx *x, yaml_node_t *map, struct conf *c)
 {
 	size_t	old;
 
 	(void)map;
-	if (x->rules_node == NULL && x->rule_sets_node == NULL)
+	if (x->rules_node == NULL && x->rule_sets_node == NULL &&
+	    x->geoip_node == NULL)
 		return 0;
 	if ((c->client.rules = rules_new()) == NULL)
 		return conf_err(x, map, "out of memory");
+	if (x->geoip_node != NULL && geoip_database(x, c) == -1)
+		return -1;
 	if (x->rule_sets_node != NULL) {
 		old = conf_path_push(x, "rule_sets");
 		if (conf_list_walk(x, x->rule_sets_node, 0, 1024, set_one,
@@ -436,6 +483,11 @@ conf_rules_dump(const struct conf *c, FILE *fp)
 
 	if (rs == NULL)
 		return;
+	if (rules_geoip_file(rs) != NULL) {
+		fprintf(fp, "  geoip_database: ");
+		conf_dump_str(fp, rules_geoip_file(rs));
+		fputc('\n', fp);
+	}
 	if (rules_set_count(rs) > 0)
 		fprintf(fp, "  rule_sets:\n");
 	for (i = 0; i < rules_set_count(rs); i++) {

@@ -12,6 +12,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "rules/rules_geoip.h"
+
 struct port_range {
 	uint16_t	lo, hi;
 };
@@ -31,6 +33,8 @@ struct rule {
 	unsigned		 net;		/* RULES_NET_* mask, 0: any */
 	int			*sets;
 	size_t			 nsets;
+	int			*cc;		/* geoip: rules_geoip_code()s */
+	size_t			 ncc;
 	char			 outbound_name[RULES_OUTBOUND_NAME_MAX];
 	int			 outbound;
 	/* matching */
@@ -45,6 +49,7 @@ struct rules {
 	struct rules_set	**sets;
 	size_t			 nsets;
 	bool			 domains;	/* some key can match a name */
+	struct rules_geoip	*geoip;		/* NULL: no geoip keys */
 };
 
 static const char *const name_keys[3] = {
@@ -77,6 +82,7 @@ rule_clear(struct rule *r)
 	}
 	free(r->ports);
 	free(r->sets);
+	free(r->cc);
 	rules_trie_free(r->dst_trie);
 	rules_trie_free(r->src_trie);
 	rules_domain_free(r->domains);
@@ -94,6 +100,7 @@ rules_free(struct rules *rs)
 	for (i = 0; i < rs->nsets; i++)
 		rules_set_free(rs->sets[i]);
 	free(rs->sets);
+	rules_geoip_free(rs->geoip);
 	free(rs->v);
 	free(rs->hits);
 	free(rs);
@@ -261,6 +268,46 @@ rules_rule_set(struct rules *rs, int i, int set)
 }
 
 int
+rules_geoip_add(struct rules *rs, const char *path, char *err, size_t errlen)
+{
+	struct rules_geoip	*g;
+
+	if ((g = rules_geoip_open(path, err, errlen)) == NULL)
+		return -1;
+	rules_geoip_free(rs->geoip);
+	rs->geoip = g;
+	return 0;
+}
+
+const char *
+rules_geoip_file(const struct rules *rs)
+{
+	return rs != NULL && rs->geoip != NULL ? rules_geoip_path(rs->geoip) :
+	    NULL;
+}
+
+int
+rules_rule_geoip(struct rules *rs, int i, const char *cc, const char **why)
+{
+	struct rule	*r = &rs->v[i];
+	int		*nv, code;
+
+	if (rs->geoip == NULL) {
+		*why = "geoip needs a database (client.geoip_database)";
+		return -1;
+	}
+	if ((code = rules_geoip_code(cc)) == -1) {
+		*why = "not a country code (two letters, ISO 3166: CN, DE)";
+		return -1;
+	}
+	if ((nv = realloc(r->cc, (r->ncc + 1) * sizeof(*nv))) == NULL)
+		return -2;
+	r->cc = nv;
+	nv[r->ncc++] = code;
+	return 0;
+}
+
+int
 rules_rule_outbound(struct rules *rs, int i, const char *name)
 {
 	if (strlen(name) >= sizeof(rs->v[i].outbound_name))
@@ -287,7 +334,7 @@ rules_rule_empty(const struct rules *rs, int i)
 	const struct rule	*r = &rs->v[i];
 
 	return r->ndst == 0 && r->nsrc == 0 && r->domains == NULL &&
-	    r->nports == 0 && r->net == 0 && r->nsets == 0;
+	    r->nports == 0 && r->net == 0 && r->nsets == 0 && r->ncc == 0;
 }
 
 size_t
@@ -304,11 +351,35 @@ rules_use_domains(const struct rules *rs)
 
 /* ---- the decision ------------------------------------------------------ */
 
+/* What one decision works out once, when a rule first needs it. */
+struct decide {
+	const char	*norm;		/* the domain, normalised; NULL: none */
+	int		 country;	/* rules_geoip_code, 0: none, -1: not
+					 * looked up yet */
+};
+
+static bool
+geoip_match(const struct rules *rs, const struct rule *r,
+    const struct rule_query *q, struct decide *dc)
+{
+	char	cc[3];
+	size_t	i;
+
+	if (dc->country == -1)
+		dc->country = rules_geoip_country(rs->geoip, q->family, q->dst,
+		    cc) ? rules_geoip_code(cc) : 0;
+	for (i = 0; dc->country > 0 && i < r->ncc; i++)
+		if (r->cc[i] == dc->country)
+			return true;
+	return false;
+}
+
 static bool
 rule_match(const struct rules *rs, const struct rule *r,
-    const struct rule_query *q, const char *norm)
+    const struct rule_query *q, struct decide *dc)
 {
 	const struct rules_set	*s;
+	const char		*norm = dc->norm;
 	size_t			 i;
 	bool			 ok;
 
@@ -326,6 +397,8 @@ rule_match(const struct rules *rs, const struct rule *r,
 		return false;
 	if (r->src_trie != NULL &&
 	    !rules_trie_match(r->src_trie, q->src_family, q->src))
+		return false;
+	if (r->ncc > 0 && !geoip_match(rs, r, q, dc))
 		return false;
 	if (r->domains != NULL &&
 	    (norm == NULL || !rules_domain_match(r->domains, norm)))
@@ -357,18 +430,19 @@ int
 rules_match(const struct rules *rs, const struct rule_query *q, int final,
     struct rule_hit *hit)
 {
-	char	 norm[RULES_NAME_MAX + 1];
-	bool	 has_name;
-	size_t	 i;
+	char		 norm[RULES_NAME_MAX + 1];
+	struct decide	 dc = { NULL, -1 };
+	size_t		 i;
 
 	hit->outbound = final;
 	hit->rule = -1;
 	if (rs == NULL)
 		return final;
-	has_name = rs->domains && q->domain != NULL &&
-	    rules_domain_norm(q->domain, norm);
+	if (rs->domains && q->domain != NULL &&
+	    rules_domain_norm(q->domain, norm))
+		dc.norm = norm;
 	for (i = 0; i < rs->n; i++)
-		if (rule_match(rs, &rs->v[i], q, has_name ? norm : NULL)) {
+		if (rule_match(rs, &rs->v[i], q, &dc)) {
 			hit->outbound = rs->v[i].outbound;
 			hit->rule = (int)i;
 			break;
@@ -448,6 +522,11 @@ rule_walk(const struct rules *rs, const struct rule *r, key_fn fn, void *arg)
 		fn(arg, "src", cidr_fmt(&r->src[i], buf, sizeof(buf)), i);
 	for (i = 0; i < r->nsets; i++)
 		fn(arg, "rule_set", rs->sets[r->sets[i]]->name, i);
+	for (i = 0; i < r->ncc; i++) {
+		snprintf(buf, sizeof(buf), "%c%c", r->cc[i] >> 8,
+		    r->cc[i] & 0xff);
+		fn(arg, "geoip", buf, i);
+	}
 }
 
 struct desc {

@@ -15,6 +15,8 @@
  *             the prefixes
  *   rule_set  the destination address or the domain is in one of the
  *             named sets (rules_set.h)
+ *   geoip     the destination address is in one of the countries
+ *             (rules_geoip.h: a .mmdb database, when built with one)
  *
  * Built once (rules_new, rules_set_add, rules_add and the rules_rule_*
  * calls), then read-only but for the hit counters; it belongs to one
@@ -69,6 +71,12 @@ int  rules_set_find(const struct rules *, const char *name);
 size_t rules_set_count(const struct rules *);
 const struct rules_set *rules_set_at(const struct rules *, size_t i);
 
+/* Opens the GeoIP database geoip keys look up (rules_geoip.h); 0, or -1
+ * with err set. */
+int  rules_geoip_add(struct rules *, const char *path, char *err,
+    size_t errlen);
+const char *rules_geoip_file(const struct rules *);	/* NULL: none */
+
 /* A new, empty rule at the end; its index, or -1 (memory, too many). */
 int  rules_add(struct rules *);
 /*
@@ -82,6 +90,9 @@ int  rules_rule_domain(struct rules *, int i, enum rules_domain_kind,
 int  rules_rule_port(struct rules *, int i, uint16_t lo, uint16_t hi);
 int  rules_rule_network(struct rules *, int i, unsigned net);
 int  rules_rule_set(struct rules *, int i, int set);
+/* A country code ("CN"); needs the database (rules_geoip_add) first. */
+int  rules_rule_geoip(struct rules *, int i, const char *cc,
+    const char **why);
 /* The outbound by name; bound to its index later (rules_bind). */
 int  rules_rule_outbound(struct rules *, int i, const char *name);
 const char *rules_outbound_name(const struct rules *, int i);

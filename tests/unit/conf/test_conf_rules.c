@@ -211,8 +211,8 @@ test_rules_errors(void **state)
 	    "t.yaml:5:7: client.rules[0].outbound: missing required key");
 	expect_err(CLIENT "  rules:\n    - outbound: default\n",
 	    "t.yaml:5:7: client.rules[0]: a rule needs something to match "
-	    "(dst, domain, domain_suffix, domain_keyword, port, network, src "
-	    "or rule_set); the flows no rule takes go to final");
+	    "(dst, domain, domain_suffix, domain_keyword, port, network, src, "
+	    "rule_set or geoip); the flows no rule takes go to final");
 	expect_err(CLIENT "  rules:\n    - port: [80, 2000-1000]\n"
 	    "      outbound: default\n",
 	    "t.yaml:5:18: client.rules[0].port[1]: '2000-1000': the range is "
@@ -245,7 +245,11 @@ test_rules_errors(void **state)
 	    "t.yaml:5:13: client.rules[0].port: empty list");
 	expect_err(CLIENT "  rules:\n    - geoip: CN\n"
 	    "      outbound: default\n",
-	    "t.yaml:5:7: client.rules[0].geoip: unknown key");
+	    "t.yaml:5:14: client.rules[0].geoip: 'CN': geoip needs a database "
+	    "(client.geoip_database)");
+	expect_err(CLIENT "  rules:\n    - bogus: CN\n"
+	    "      outbound: default\n",
+	    "t.yaml:5:7: client.rules[0].bogus: unknown key");
 	expect_err(CLIENT "  rule_sets:\n    - path: /x\n",
 	    "t.yaml:5:7: client.rule_sets[0].name: missing required key");
 	expect_err(CLIENT "  rule_sets:\n    - name: a\n      path: "
