@@ -391,6 +391,7 @@ conf_unref(const struct conf *cc)
 	free(c->server.egress_allow);
 	free(c->server.egress_deny);
 	free(c->server.fallback_host);
+	free(c->server.fallback_plain_host);
 	sodium_memzero(c, sizeof(*c));
 	free(c);
 }

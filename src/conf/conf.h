@@ -218,6 +218,9 @@ struct conf {
 		char		*fallback_host;		/* cover site, NULL: none */
 		uint16_t	 fallback_port;
 		bool		 fallback_tls;		/* cover site speaks TLS */
+		/* Where bytes that are not TLS go, raw; NULL: closed. */
+		char		*fallback_plain_host;
+		uint16_t	 fallback_plain_port;
 	} server;
 };
 

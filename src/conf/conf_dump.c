@@ -342,6 +342,10 @@ dump_server(const struct conf *c, FILE *fp, bool secrets)
 		    c->server.fallback_port);
 		fprintf(fp, "  fallback_tls: %s\n",
 		    c->server.fallback_tls ? "true" : "false");
+		if (c->server.fallback_plain_host != NULL)
+			dump_hostport(fp, "fallback_plain",
+			    c->server.fallback_plain_host,
+			    c->server.fallback_plain_port);
 	} else
 		fprintf(fp, "  # fallback: none (unauthenticated connections "
 		    "are closed)\n");

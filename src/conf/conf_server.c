@@ -311,6 +311,16 @@ key_fallback(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
 }
 
 static int
+key_fallback_plain(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
+    void *base)
+{
+	(void)k;
+	(void)base;
+	return conf_hostport(x, n, &x->c->server.fallback_plain_host,
+	    &x->c->server.fallback_plain_port);
+}
+
+static int
 check_server(struct ctx *x, yaml_node_t *map, void *base)
 {
 	(void)base;
@@ -321,6 +331,11 @@ check_server(struct ctx *x, yaml_node_t *map, void *base)
 		return -1;
 	if (x->c->server.fallback_tls && !conf_seen(x, "fallback")) {
 		conf_path_push(x, "fallback_tls");
+		return conf_err(x, map, "needs fallback (the cover site)");
+	}
+	if (x->c->server.fallback_plain_host != NULL &&
+	    !conf_seen(x, "fallback")) {
+		conf_path_push(x, "fallback_plain");
 		return conf_err(x, map, "needs fallback (the cover site)");
 	}
 	return 0;
@@ -379,6 +394,7 @@ static const struct conf_key keys_server[] = {
 	{ "resolver", conf_key_map, 0, 0, 0, &map_resolver },
 	{ "fallback", key_fallback, 0, 0, 0, NULL },
 	{ "fallback_tls", conf_key_bool, C(server.fallback_tls), 0, 0, NULL },
+	{ "fallback_plain", key_fallback_plain, 0, 0, 0, NULL },
 	{ NULL, NULL, 0, 0, 0, NULL }
 };
 const struct conf_map conf_map_server = { keys_server, check_server };

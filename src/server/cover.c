@@ -67,6 +67,8 @@ struct cover {
 	bool			 enabled;
 	bool			 tls;
 	struct addr		 addr;
+	bool			 has_plain;	/* fallback_plain */
+	struct addr		 plain;
 	char			*host;		/* SNI for the TLS bridge */
 	char			 name[COVER_NAME_MAX];
 	struct ssl_ctx_st	*ctx;		/* TLS bridge client context */
@@ -345,24 +347,28 @@ cover_is_self(const struct conf *c, const struct addr *a)
 }
 
 static int
-cover_resolve(const struct conf *c, struct addr *out)
+cover_resolve(const struct conf *c, const char *key, const char *host,
+    uint16_t portnum, struct addr *out)
 {
 	struct addrinfo	 hints, *res;
-	char		 port[8];
+	char		 port[8], buf[ADDR_STRLEN];
 	int		 rc;
 
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_socktype = SOCK_STREAM;
-	snprintf(port, sizeof(port), "%u", c->server.fallback_port);
-	if ((rc = getaddrinfo(c->server.fallback_host, port, &hints,
-	    &res)) != 0) {
-		log_warnx("fallback %s: %s", c->server.fallback_host,
-		    gai_strerror(rc));
+	snprintf(port, sizeof(port), "%u", portnum);
+	if ((rc = getaddrinfo(host, port, &hints, &res)) != 0) {
+		log_warnx("%s %s: %s", key, host, gai_strerror(rc));
 		return -1;
 	}
 	memcpy(&out->u.ss, res->ai_addr, res->ai_addrlen);
 	out->len = res->ai_addrlen;
 	freeaddrinfo(res);
+	if (cover_is_self(c, out)) {
+		log_warnx("%s %s is this server's own listener", key,
+		    addr_fmt(out, buf, sizeof(buf)));
+		return -1;
+	}
 	return 0;
 }
 
@@ -370,7 +376,7 @@ int
 cover_configure(struct cover *cv, const struct conf *c)
 {
 	struct ssl_ctx_st	*ctx = NULL;
-	struct addr		 a;
+	struct addr		 a, plain;
 	char			*host = NULL, buf[ADDR_STRLEN];
 
 	if (c->server.fallback_host == NULL) {
@@ -381,13 +387,13 @@ cover_configure(struct cover *cv, const struct conf *c)
 		snprintf(cv->name, sizeof(cv->name), "-");
 		return 0;
 	}
-	if (cover_resolve(c, &a) == -1)
+	if (cover_resolve(c, "fallback", c->server.fallback_host,
+	    c->server.fallback_port, &a) == -1)
 		return -1;
-	if (cover_is_self(c, &a)) {
-		log_warnx("fallback %s is this server's own listener",
-		    addr_fmt(&a, buf, sizeof(buf)));
+	if (c->server.fallback_plain_host != NULL &&
+	    cover_resolve(c, "fallback_plain", c->server.fallback_plain_host,
+	    c->server.fallback_plain_port, &plain) == -1)
 		return -1;
-	}
 	if (c->server.fallback_tls) {
 		/* Nothing secret crosses it, and the operator chose the
 		 * site: verifying would only add ways to fail.  The site may
@@ -411,6 +417,9 @@ cover_configure(struct cover *cv, const struct conf *c)
 	cv->ctx = ctx;
 	cv->host = host;
 	cv->addr = a;
+	cv->has_plain = c->server.fallback_plain_host != NULL;
+	if (cv->has_plain)
+		cv->plain = plain;
 	cv->tls = c->server.fallback_tls;
 	cv->mark = c->server.mark;
 	snprintf(cv->cc, sizeof(cv->cc), "%s", c->server.congestion);
@@ -450,6 +459,26 @@ cover_dial(struct cover *cv)
 	fd = cv->tls ? bridge_new(cv) : sock_connect(&cv->addr, cv->cc,
 	    cv->mark);
 	if (fd != -1)
+		cv->stats.dialed++;
+	return fd;
+}
+
+bool
+cover_has_plain(const struct cover *cv)
+{
+	return cover_enabled(cv) && cv->has_plain;
+}
+
+int
+cover_dial_plain(struct cover *cv)
+{
+	int	 fd;
+
+	if (!cover_has_plain(cv)) {
+		errno = ENOENT;
+		return -1;
+	}
+	if ((fd = sock_connect(&cv->plain, cv->cc, cv->mark)) != -1)
 		cv->stats.dialed++;
 	return fd;
 }

@@ -5,7 +5,7 @@
  * resistance" in doc/PROTOCOL.md for the model.
  *
  * The server owns one struct cover for its loop.  cover_configure() takes
- * server.fallback (and fallback_tls) from a configuration, resolving the
+ * server.fallback (and fallback_tls, fallback_plain) from a configuration, resolving the
  * host name once, at start and on each reload, never in the loop.  A
  * session then asks cover_dial() for a plain stream socket to the site and
  * relays to it like to any target.
@@ -51,6 +51,12 @@ const char *cover_name(const struct cover *cv);
  * be in progress (EPOLLOUT, then sock_connect_error()), or -1 with errno.
  * The caller owns and closes it. */
 int  cover_dial(struct cover *cv);
+/* fallback_plain: where a connection whose first byte cannot start a TLS
+ * handshake goes, raw, to be answered as the cover's own HTTPS port
+ * answers plain HTTP (nginx: its 400 "plain HTTP request was sent to
+ * HTTPS port" page).  cover_dial_plain() is cover_dial() for it. */
+bool cover_has_plain(const struct cover *cv);
+int  cover_dial_plain(struct cover *cv);
 
 const struct cover_stats *cover_stats_get(const struct cover *cv);
 

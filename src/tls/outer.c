@@ -449,6 +449,21 @@ outer_handshake(struct outer *o)
 	return -1;
 }
 
+int
+outer_untls(struct outer *o)
+{
+	if (o == NULL || o->ssl == NULL || o->client || o->hs_done) {
+		errno = EINVAL;
+		return -1;
+	}
+	SSL_free(o->ssl);	/* our BIO leaves the fd open */
+	o->ssl = NULL;
+	o->hs_done = true;
+	o->want_hs = 0;
+	o->pad_left = 0;
+	return 0;
+}
+
 void
 outer_trust(struct outer *o)
 {

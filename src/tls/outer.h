@@ -85,6 +85,11 @@ bool outer_handshake_done(const struct outer *o);
  * no alert.  From then on it pads (outer_ctx_padding) and reports such a
  * FIN as a truncation (ECONNRESET), as client streams always do. */
 void outer_trust(struct outer *o);
+/* Server side, before the handshake has read a byte: the peer does not
+ * speak TLS (its first byte cannot start a ClientHello), so the stream
+ * becomes plain TCP on the same socket (as outer_new without a context).
+ * 0, or -1 with EINVAL. */
+int  outer_untls(struct outer *o);
 bool outer_session_reused(const struct outer *o);
 
 /* > 0 bytes read; 0 end of stream (close_notify); -1 with errno

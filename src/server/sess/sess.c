@@ -458,7 +458,9 @@ sess_fallback(struct sess *s, const char *reason)
 		return;
 	}
 	buf_free(&s->hdr);
-	if ((fd = cover_dial(s->env->cover)) == -1) {
+	fd = s->plain ? cover_dial_plain(s->env->cover) :
+	    cover_dial(s->env->cover);
+	if (fd == -1) {
 		sess_fallback_connected(s, errno);
 		return;
 	}
@@ -477,9 +479,43 @@ sess_fallback(struct sess *s, const char *reason)
 	sess_timer_set(s, s->conf->server.connect_timeout_ms);
 }
 
+/*
+ * nginx decides on the first byte whether a connection speaks TLS (0x16,
+ * or the high bit of an SSLv2 hello) or plain HTTP, which it answers with
+ * its 400 page for plain HTTP on an HTTPS port.  With fallback_plain the
+ * same bytes go raw to a server that answers them as nginx would.  0: go
+ * on with the handshake, 1: handed over (or waiting for a byte).
+ */
+static int
+sess_peek(struct sess *s)
+{
+	uint8_t	 b;
+	ssize_t	 n;
+
+	if (s->peeked || !cover_has_plain(s->env->cover))
+		return 0;
+	n = recv(outer_fd(s->outer), &b, 1, MSG_PEEK | MSG_DONTWAIT);
+	if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK ||
+	    errno == EINTR))
+		return 1;	/* still watched for EPOLLIN */
+	s->peeked = true;
+	if (n != 1 || b == 0x16 || (b & 0x80) != 0)
+		return 0;	/* the handshake sees the end or error too */
+	if (outer_untls(s->outer) == -1) {
+		s->err = errno;
+		sess_close(s, "outer", 0);
+		return 1;
+	}
+	s->plain = true;
+	sess_reject(s, "not TLS");
+	return 1;
+}
+
 static void
 sess_handshake(struct sess *s)
 {
+	if (sess_peek(s) == 1)
+		return;
 	switch (outer_handshake(s->outer)) {
 	case 1:
 		stats_hist_add(&s->env->stats.handshake,

@@ -73,6 +73,8 @@ struct sess {
 	struct addr		 target;
 	bool			 has_target;
 	bool			 fallback;	/* target is the cover site */
+	bool			 peeked;	/* first byte looked at */
+	bool			 plain;		/* not TLS: fallback_plain */
 	bool			 has_user;
 	/* A copy: a reload may replace the user table under us. */
 	char			 user[CONF_NAME_MAX];

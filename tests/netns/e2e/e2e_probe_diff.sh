@@ -5,12 +5,14 @@
 #   tsc (client)                          tss (server)
 #     probediff.py  ---- 10.77.1.0/24 ---  10.77.1.2:8443  tunsplit, fallback: cover
 #                                          127.0.0.1:8081  cover nginx (plain HTTP)
+#                                          127.0.0.1:8082  its "return 497" (fallback_plain)
 #                                          10.77.1.2:9443  reference nginx (TLS)
 #
 # The reference is Debian 12's nginx 1.22 configured as Debian ships it
 # (/etc/nginx/nginx.conf's ssl_protocols and ssl_prefer_server_ciphers,
 # everything else at nginx's defaults), terminating TLS itself with the
-# same RSA certificate and serving the same site as the cover.
+# same RSA certificate and serving the same site as the cover; the cover
+# nginx has a second server (return 497) for the server's fallback_plain.
 # tests/netns/probediff.py runs every probe against both at once (TLS 1.3
 # and 1.2 handshakes with ALPN and SNI variants, resumption, old and
 # malformed hellos, plain HTTP, silence, FIN, requests after the handshake,
@@ -31,17 +33,12 @@ NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 
 FAST=${TS_PROBE_FAST:-1}
 COVER_PORT=8081
+PLAIN_PORT=8082
 REF_PORT=9443
 PW=probe-diff-trojan-password
 
 # Differences OpenSSL or the design cannot (yet) remove: probe name, reason.
 cat >"$TS_TMP/known.txt" <<'EOF'
-alert-first bytes that are not a TLS handshake are closed; nginx answers them as plain HTTP
-plain-http bytes that are not a TLS handshake are closed; nginx answers them as plain HTTP
-plain-http-partial bytes that are not a TLS handshake are closed; nginx answers them as plain HTTP
-plain-connect bytes that are not a TLS handshake are closed; nginx answers them as plain HTTP
-random-low bytes that are not a TLS handshake are closed; nginx answers them as plain HTTP
-random-fin bytes that are not a TLS handshake are closed; nginx answers them as plain HTTP
 EOF
 
 ts_topology_up
@@ -64,6 +61,7 @@ else
 	TS_T=
 fi
 ts_write_configs "  pool: 0" "  fallback: 127.0.0.1:$COVER_PORT
+  fallback_plain: 127.0.0.1:$PLAIN_PORT
   trojan_passwords: [\"$PW\"]
 $TS_T"
 
@@ -76,7 +74,7 @@ head -c 50000 /dev/zero | tr '\0' 'x' >"$site/big.bin"
 chmod 755 "$site"
 chmod 644 "$site"/*
 
-nginx_conf() {	# nginx_conf NAME LISTEN-LINES
+nginx_conf() {	# nginx_conf NAME LISTEN-LINES [MORE-SERVERS]
 	local d=$TS_TMP/$1 t
 	mkdir -p "$d"
 	for t in body proxy fastcgi uwsgi scgi; do mkdir -p "$d/$t"; done
@@ -107,11 +105,17 @@ http {
 		root $site;
 		index index.html;
 	}
+	${3:-}
 }
 EOF
 	ts_bg "$NS_S" "$1" "$NGINX" -c "$TS_TMP/$1.conf"
 }
-nginx_conf cover "listen 127.0.0.1:$COVER_PORT;"
+# Beside the site, what fallback_plain points at: a server that answers
+# plain HTTP as nginx's HTTPS port does (497: its 400 page for it).
+nginx_conf cover "listen 127.0.0.1:$COVER_PORT;" "server {
+		listen 127.0.0.1:$PLAIN_PORT;
+		return 497;
+	}"
 ts_wait_port "$NS_S" "$COVER_PORT" 10 "$TS_LAST_PID" ||
     ts_fail "cover nginx did not listen on $COVER_PORT"
 nginx_conf reference "listen $TS_S_ADDR4:$REF_PORT ssl;

@@ -260,10 +260,16 @@ test_server_values(void **state)
 	assert_true(c->server.fallback_tls);
 	conf_free(c);
 
-	c = load_ok(SERVER "  fallback: www.example.org:443\n");
+	assert_null(c->server.fallback_plain_host);
+	conf_free(c);
+
+	c = load_ok(SERVER "  fallback: www.example.org:443\n"
+	    "  fallback_plain: 127.0.0.1:8082\n");
 	assert_string_equal(c->server.fallback_host, "www.example.org");
 	assert_int_equal(c->server.fallback_port, 443);
 	assert_false(c->server.fallback_tls);
+	assert_string_equal(c->server.fallback_plain_host, "127.0.0.1");
+	assert_int_equal(c->server.fallback_plain_port, 8082);
 	conf_free(c);
 }
 
@@ -583,6 +589,8 @@ static const struct bad bad_server[] = {
 	    "t.yaml:2:17: server.fallback_tls: ", "is not true, false" },
 	{ S_HEAD "  listen: 0.0.0.0:1\n  fallback_tls: true\n",
 	    "t.yaml:2:3: server.fallback_tls: ", "needs fallback" },
+	{ S_HEAD "  listen: 0.0.0.0:1\n  fallback_plain: 127.0.0.1:1\n",
+	    "t.yaml:2:3: server.fallback_plain: ", "needs fallback" },
 };
 
 static const struct bad bad_top[] = {
