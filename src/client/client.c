@@ -362,6 +362,7 @@ client_run(const struct conf *c)
 	daemon_signals_close(&cl->sig);
 	outer_ctx_free(cl->env.ssl_ctx);
 	control_free(cl->ctl);
+	client_status_free(&cl->status);
 	loop_free(cl->loop);
 	log_info("client stopped: %llu flows (%llu on warm pool connections), "
 	    "%llu blocked, up %llu down %llu bytes",

@@ -8,6 +8,7 @@
 #include "client/client_int.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -17,6 +18,7 @@
 #include "client/tcp/flow_tcp.h"
 #include "conf/conf.h"
 #include "daemon/status.h"
+#include "rules/rules.h"
 #include "stack/tsnetif.h"
 
 static void
@@ -37,6 +39,46 @@ client_on_flow(void *arg, const struct flow_info *fi)
 	f->up = fi->up;
 	f->down = fi->down;
 	status_flow_tcp_info(f, fi->fd);
+}
+
+/*
+ * The outbound's name.  Until the client has named outbounds, its one
+ * outbound is "default" (index 0).
+ */
+static const char *
+client_outbound_name(const struct conf *c, int i)
+{
+	(void)c;
+	return i == 0 ? "default" : "?";
+}
+
+/* Each rule of the live generation with its hits, then final. */
+static void
+client_status_rules(struct client_status *cs, struct status *st)
+{
+	const struct rules	*rs = cs->conf->client.rules;
+	struct status_rule	*r, *nv;
+	size_t			 n = rules_count(rs), i;
+
+	if (n == 0)
+		return;
+	if (n + 1 > cs->rules_cap) {
+		if ((nv = realloc(cs->rules, (n + 1) * sizeof(*nv))) == NULL)
+			return;
+		cs->rules = nv;
+		cs->rules_cap = n + 1;
+	}
+	for (i = 0; i <= n; i++) {
+		r = &cs->rules[i];
+		r->index = i < n ? (int)i : -1;
+		r->hits = rules_hits(rs, r->index);
+		rules_describe(rs, r->index, r->match, sizeof(r->match));
+		snprintf(r->outbound, sizeof(r->outbound), "%s",
+		    client_outbound_name(cs->conf, i < n ?
+		    rules_outbound_index(rs, r->index) : 0));
+	}
+	st->rules = cs->rules;
+	st->nrules = n + 1;
 }
 
 /* Every outer connection set up: by flows dialling directly and by the
@@ -122,6 +164,15 @@ client_status_fill(struct client_status *cs, struct status_fill *sf)
 		st->has_udp = true;
 		st->udp = *assoc_stats(flow_udp_assoc(cs->udp));
 	}
+	client_status_rules(cs, st);
 	if (sf->flows != NULL || env->nflows > 0)
 		flow_tcp_foreach(env, client_on_flow, sf);
+}
+
+void
+client_status_free(struct client_status *cs)
+{
+	free(cs->rules);
+	cs->rules = NULL;
+	cs->rules_cap = 0;
 }

@@ -120,9 +120,10 @@ text_flows(const struct status *st, FILE *fp)
 	bool				 srv = strcmp(st->role, "server") == 0;
 	size_t				 i;
 
-	fprintf(fp, "\n%-8s %-*s %-8s %8s %10s %10s %9s %7s\n", "ID",
+	fprintf(fp, "\n%-8s %-*s %-8s %8s %10s %10s %9s %7s%s\n", "ID",
 	    srv ? 47 : 40, srv ? "CLIENT -> TARGET (USER)" : "DESTINATION",
-	    "STATE", "AGE", "UP", "DOWN", "RTT", "RETRANS");
+	    "STATE", "AGE", "UP", "DOWN", "RTT", "RETRANS",
+	    srv ? "" : "  RULE");
 	for (i = 0; i < st->nflows; i++) {
 		f = &st->flows[i];
 		if (f->has_tcpi)
@@ -147,9 +148,30 @@ text_flows(const struct status *st, FILE *fp)
 		    status_bytes(f->up, up, sizeof(up)),
 		    status_bytes(f->down, down, sizeof(down)), rtt);
 		if (f->has_tcpi)
-			fprintf(fp, " %7" PRIu32 "\n", f->retrans);
+			fprintf(fp, " %7" PRIu32, f->retrans);
 		else
-			fprintf(fp, " %7s\n", "-");
+			fprintf(fp, " %7s", "-");
+		fprintf(fp, "%s%s\n", f->rule[0] != '\0' ? "  " : "", f->rule);
+	}
+}
+
+/* The client's rules, with what each decided since the last reload. */
+static void
+text_rules(const struct status *st, FILE *fp)
+{
+	const struct status_rule	*r;
+	size_t				 i;
+
+	fprintf(fp, "rules: %zu, first match wins (hits since the last "
+	    "reload)\n", st->nrules - 1);
+	for (i = 0; i < st->nrules; i++) {
+		r = &st->rules[i];
+		if (r->index < 0)
+			fprintf(fp, "  final      -> %-12s %10" PRIu64 "\n",
+			    r->outbound, r->hits);
+		else
+			fprintf(fp, "  rule %-4d  -> %-12s %10" PRIu64 "  %s\n",
+			    r->index, r->outbound, r->hits, r->match);
 	}
 }
 
@@ -288,6 +310,8 @@ status_write_text(const struct status *st, FILE *fp)
 		text_limits(st, fp);
 	if (st->has_resolver)
 		text_resolver(&st->resolver, fp);
+	if (st->nrules > 0)
+		text_rules(st, fp);
 	if (st->flows != NULL)
 		text_flows(st, fp);
 }
@@ -362,6 +386,10 @@ json_flow(FILE *fp, const struct status_flow *f)
 	if (f->domain[0] != '\0') {
 		fprintf(fp, ",\"domain\":");
 		status_json_str(fp, f->domain);
+	}
+	if (f->rule[0] != '\0') {
+		fprintf(fp, ",\"rule\":");
+		status_json_str(fp, f->rule);
 	}
 	fprintf(fp, ",\"state\":");
 	status_json_str(fp, f->state);
@@ -507,6 +535,21 @@ status_write_json(const struct status *st, FILE *fp)
 		json_limits(st, fp);
 	if (st->has_resolver)
 		json_resolver(&st->resolver, fp);
+	if (st->nrules > 0) {
+		fprintf(fp, ",\"rules\":[");
+		for (i = 0; i < st->nrules; i++) {
+			fprintf(fp, "%s{\"rule\":%d,\"outbound\":",
+			    i > 0 ? "," : "", st->rules[i].index);
+			status_json_str(fp, st->rules[i].outbound);
+			fprintf(fp, ",\"hits\":%" PRIu64, st->rules[i].hits);
+			if (st->rules[i].index >= 0) {
+				fprintf(fp, ",\"match\":");
+				status_json_str(fp, st->rules[i].match);
+			}
+			fputc('}', fp);
+		}
+		fputc(']', fp);
+	}
 	if (st->flows != NULL) {
 		fprintf(fp, ",\"flow_list\":[");
 		for (i = 0; i < st->nflows; i++) {
@@ -665,6 +708,23 @@ prom_udp(FILE *fp, const struct assoc_stats *u)
 	    "\ntunsplit_udp_dropped_total{reason=\"no_icmp\"} %" PRIu64 "\n",
 	    u->drop_queue, u->drop_hold, u->drop_down, u->tun_errors,
 	    u->drop_send, u->drop_block, u->drop_proto);
+}
+
+/* rule="-1" is final: the flows no rule took. */
+static void
+prom_rules(FILE *fp, const struct status *st)
+{
+	size_t	i;
+
+	prom_head(fp, "rule_hits_total", "counter",
+	    "Flows and associations each rule decided since the last reload "
+	    "(rule=\"-1\": final, none matched).");
+	for (i = 0; i < st->nrules; i++) {
+		fprintf(fp, "tunsplit_rule_hits_total{rule=\"%d\",outbound=",
+		    st->rules[i].index);
+		prom_label(fp, st->rules[i].outbound);
+		fprintf(fp, "} %" PRIu64 "\n", st->rules[i].hits);
+	}
 }
 
 static void
@@ -853,4 +913,6 @@ status_write_prometheus(const struct status *st, FILE *fp)
 		prom_limits(fp, st);
 	if (st->has_resolver)
 		prom_resolver(fp, &st->resolver);
+	if (st->nrules > 0)
+		prom_rules(fp, st);
 }

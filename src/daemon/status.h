@@ -22,6 +22,15 @@
 #include "stack/tsnetif.h"
 
 #define STATUS_NAME_MAX	64
+#define STATUS_RULE_MAX	96
+
+/* One of the client's rules and what it decided (since the last reload). */
+struct status_rule {
+	int		 index;			/* -1: final */
+	char		 match[STATUS_RULE_MAX];	/* "dst 10.0.0.0/8, port 22" */
+	char		 outbound[STATUS_NAME_MAX];
+	uint64_t	 hits;
+};
 
 struct status_flow {
 	uint64_t	 id;
@@ -29,6 +38,8 @@ struct status_flow {
 	char		 peer[ADDR_STRLEN];	/* server: the client; client: "" */
 	char		 user[STATUS_NAME_MAX];	/* server only */
 	char		 domain[254];		/* client: sniffed, or "" */
+	char		 rule[STATUS_RULE_MAX];	/* client: "rule 3 (...)",
+						 * "final", or "" */
 	const char	*state;
 	uint64_t	 age_ms;
 	uint64_t	 up, down;		/* payload bytes so far */
@@ -120,6 +131,11 @@ struct status {
 	/* The server's resolver (domain-name targets). */
 	bool		 has_resolver;
 	struct resolve_stats resolver;
+
+	/* Client rules: each rule's hits, then final's (index -1); none
+	 * without rules. */
+	const struct status_rule *rules;
+	size_t		 nrules;
 
 	/* Optional per-flow list (status --flows). */
 	const struct status_flow *flows;

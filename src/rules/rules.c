@@ -45,7 +45,8 @@ struct rule {
 struct rules {
 	struct rule		*v;
 	size_t			 n;
-	uint64_t		*hits;		/* per rule; written by decide */
+	uint64_t		*hits;		/* per rule, then final; written
+						 * by decide */
 	struct rules_set	**sets;
 	size_t			 nsets;
 	bool			 domains;	/* some key can match a name */
@@ -162,8 +163,10 @@ rules_add(struct rules *rs)
 	if ((nv = realloc(rs->v, (rs->n + 1) * sizeof(*nv))) == NULL)
 		return -1;
 	rs->v = nv;
-	if ((nh = realloc(rs->hits, (rs->n + 1) * sizeof(*nh))) == NULL)
+	/* One more than the rules: the last counts the final decisions. */
+	if ((nh = realloc(rs->hits, (rs->n + 2) * sizeof(*nh))) == NULL)
 		return -1;
+	nh[rs->n + 1] = rs->n == 0 ? 0 : nh[rs->n];
 	rs->hits = nh;
 	memset(&rs->v[rs->n], 0, sizeof(*rs->v));
 	rs->v[rs->n].outbound = -1;
@@ -322,6 +325,12 @@ rules_outbound_name(const struct rules *rs, int i)
 	return rs->v[i].outbound_name;
 }
 
+int
+rules_outbound_index(const struct rules *rs, int i)
+{
+	return rs->v[i].outbound;
+}
+
 void
 rules_bind(struct rules *rs, int i, int outbound)
 {
@@ -421,8 +430,8 @@ rules_decide(const struct rules *rs, const struct rule_query *q, int final,
     struct rule_hit *hit)
 {
 	rules_match(rs, q, final, hit);
-	if (hit->rule >= 0)
-		rs->hits[hit->rule]++;
+	if (rs != NULL && rs->n > 0)
+		rs->hits[hit->rule >= 0 ? (size_t)hit->rule : rs->n]++;
 	return hit->outbound;
 }
 
@@ -453,7 +462,9 @@ rules_match(const struct rules *rs, const struct rule_query *q, int final,
 uint64_t
 rules_hits(const struct rules *rs, int i)
 {
-	return rs->hits[i];
+	if (rs == NULL || rs->n == 0)
+		return 0;
+	return rs->hits[i >= 0 ? (size_t)i : rs->n];
 }
 
 /* ---- descriptions and the dump ------------------------------------------ */

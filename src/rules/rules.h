@@ -96,6 +96,7 @@ int  rules_rule_geoip(struct rules *, int i, const char *cc,
 /* The outbound by name; bound to its index later (rules_bind). */
 int  rules_rule_outbound(struct rules *, int i, const char *name);
 const char *rules_outbound_name(const struct rules *, int i);
+int  rules_outbound_index(const struct rules *, int i);	/* bound */
 /* Sets rule i's outbound index. */
 void rules_bind(struct rules *, int i, int outbound);
 /* Whether rule i has any key at all (a rule without one is refused). */
@@ -115,7 +116,8 @@ int  rules_decide(const struct rules *, const struct rule_query *q,
 /* The same decision, not counted (route-test). */
 int  rules_match(const struct rules *, const struct rule_query *q,
     int final, struct rule_hit *hit);
-/* Hits of rule i since the rules were built. */
+/* Hits of rule i since the rules were built; i = -1: the decisions no
+ * rule took (final).  Counted only while there are rules. */
 uint64_t rules_hits(const struct rules *, int i);
 
 /* Rule i in one line: "dst 10.0.0.0/8, port 80" (shortened to fit). */

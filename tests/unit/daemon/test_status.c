@@ -356,6 +356,52 @@ test_limits(void **state)
 	    "limits refused: memory 7\n"), STRS("sources:"));
 }
 
+/* The client's rules and each flow's, in all three renderings. */
+static void
+test_rules(void **state)
+{
+	static const struct status_rule rules[] = {
+		{ 0, "port 9999", "deny", 3 },
+		{ 1, "dst 10.0.0.0/8 +1, network tcp", "tunnel", 12 },
+		{ -1, "final", "tunnel", 5 },
+	};
+	struct status	 st;
+
+	(void)state;
+	sample(&st, true);
+	snprintf(t_flows[0].rule, sizeof(t_flows[0].rule),
+	    "rule 1 (dst 10.0.0.0/8 +1, network tcp)");
+	snprintf(t_flows[1].rule, sizeof(t_flows[1].rule), "final");
+	st.rules = rules;
+	st.nrules = 3;
+	expect(status_write_text, &st, STRS(
+	    "rules: 2, first match wins (hits since the last reload)\n"
+	    "  rule 0     -> deny                  3  port 9999\n"
+	    "  rule 1     -> tunnel               12  dst 10.0.0.0/8 +1, "
+	    "network tcp\n"
+	    "  final      -> tunnel                5\n",
+	    "rule 1 (dst 10.0.0.0/8 +1, network tcp)"), NULL);
+	expect(status_write_json, &st, STRS(",\"rules\":[{\"rule\":0,"
+	    "\"outbound\":\"deny\",\"hits\":3,\"match\":\"port 9999\"},"
+	    "{\"rule\":1,\"outbound\":\"tunnel\",\"hits\":12,\"match\":"
+	    "\"dst 10.0.0.0/8 +1, network tcp\"},{\"rule\":-1,\"outbound\":"
+	    "\"tunnel\",\"hits\":5}]",
+	    "\"rule\":\"rule 1 (dst 10.0.0.0/8 +1, network tcp)\"",
+	    "\"rule\":\"final\""), NULL);
+	expect(status_write_prometheus, &st, STRS(
+	    "# TYPE tunsplit_rule_hits_total counter\n",
+	    "tunsplit_rule_hits_total{rule=\"0\",outbound=\"deny\"} 3\n",
+	    "tunsplit_rule_hits_total{rule=\"1\",outbound=\"tunnel\"} 12\n",
+	    "tunsplit_rule_hits_total{rule=\"-1\",outbound=\"tunnel\"} 5\n"),
+	    NULL);
+	/* No rules: no such lines. */
+	st.nrules = 0;
+	t_flows[0].rule[0] = t_flows[1].rule[0] = '\0';
+	expect(status_write_text, &st, NULL, STRS("rules:", "final"));
+	expect(status_write_json, &st, NULL, STRS("\"rule"));
+	expect(status_write_prometheus, &st, NULL, STRS("rule_hits"));
+}
+
 /* The server's resolver counters, in all three renderings. */
 static void
 test_resolver(void **state)
@@ -846,6 +892,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_reasons),
+		cmocka_unit_test(test_rules),
 		cmocka_unit_test(test_hist),
 		cmocka_unit_test(test_text),
 		cmocka_unit_test(test_json),

@@ -90,6 +90,7 @@ test_first_match(void **state)
 	assert_int_equal(rules_hits(rs, 0), 1);
 	assert_int_equal(rules_hits(rs, 1), 1);
 	assert_int_equal(rules_hits(rs, 2), 0);
+	assert_int_equal(rules_hits(rs, -1), 2);
 	rules_free(rs);
 	/* No rules at all. */
 	assert_int_equal(ask(NULL, "1.2.3.4", 1, RULES_NET_UDP, NULL, &ob), -1);
