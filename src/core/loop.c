@@ -46,6 +46,9 @@ struct loop {
 
 	struct loop_timer	 trim;
 	unsigned		 trim_ms;
+	unsigned		 trim_next_ms;	/* after the next trim */
+	bool			 trim_hinted;	/* since the last trim */
+	uint64_t		 trim_first;	/* when the first hint came */
 };
 
 struct loop *
@@ -63,21 +66,57 @@ loop_new(void)
 	return l;
 }
 
+/* Worth a trim: heap memory that is free but still ours. */
+#define LOOP_TRIM_MIN		(256 * 1024)
+/* After a hint: trim once nothing was freed for this long. */
+#define LOOP_TRIM_SETTLE_MS	500
+
 static void
 loop_on_trim(struct loop_timer *t)
 {
 	struct loop	*l = container_of(t, struct loop, trim);
 
-	malloc_trim(0);
-	loop_timer_set(l, t, l->trim_ms);
+	l->trim_hinted = false;
+#ifdef HAVE_MALLOC_TRIM
+#ifdef HAVE_MALLINFO2
+	if (mallinfo2().fordblks >= LOOP_TRIM_MIN)
+#endif
+		malloc_trim(0);
+#endif
+	/* What the flows' end set off (lwIP's last segments and timers,
+	 * TLS teardown) is freed over the next seconds: trim again after
+	 * 1, 2, 4 ... s, back to the interval. */
+	loop_timer_set(l, t, l->trim_next_ms);
+	l->trim_next_ms = l->trim_next_ms * 2 < l->trim_ms ?
+	    l->trim_next_ms * 2 : l->trim_ms;
 }
 
 void
 loop_trim_memory(struct loop *l, unsigned interval_ms)
 {
-	l->trim_ms = interval_ms;
+	l->trim_ms = l->trim_next_ms = interval_ms;
 	loop_timer_init(&l->trim, loop_on_trim);
 	loop_timer_set(l, &l->trim, interval_ms);
+}
+
+void
+loop_trim_hint(struct loop *l)
+{
+	uint64_t at;
+
+	if (l->trim_ms == 0)
+		return;
+	l->trim_next_ms = l->trim_ms < 1000 ? l->trim_ms : 1000;
+	if (!l->trim_hinted) {
+		l->trim_hinted = true;
+		l->trim_first = l->now_ms;
+	}
+	/* Settled, or at the latest one interval after the first hint: a
+	 * steady churn still gets its memory back now and then. */
+	at = l->now_ms + LOOP_TRIM_SETTLE_MS;
+	if (at > l->trim_first + l->trim_ms)
+		at = l->trim_first + l->trim_ms;
+	loop_timer_set(l, &l->trim, at > l->now_ms ? at - l->now_ms : 0);
 }
 
 int

@@ -69,9 +69,16 @@ bool loop_timer_armed(const struct loop_timer *t);
 int  loop_on_iteration(struct loop *l, void (*cb)(void *arg), void *arg);
 
 /* Every interval_ms, hand freed heap memory back to the kernel
- * (malloc_trim): flows come and go in bursts, and the allocator would
- * otherwise keep the high-water mark resident forever. */
+ * (malloc_trim, when there is some worth it): flows come and go in
+ * bursts, and the allocator would otherwise keep the high-water mark
+ * resident forever. */
 void loop_trim_memory(struct loop *l, unsigned interval_ms);
+/* Much was just freed (flows reaped): trim once the frees have settled
+ * (half a second without another hint), not at the next interval, and
+ * again 1, 2, 4 ... s later for what the flows' end still frees, so that
+ * a router has its memory back right after a burst.  Nothing if
+ * loop_trim_memory was not called. */
+void loop_trim_hint(struct loop *l);
 
 /* Run until loop_stop(); returns 0, or -1 on an epoll failure. */
 int  loop_run(struct loop *l);

@@ -736,11 +736,14 @@ flow_on_iteration(void *arg)
 	env->mem.max = env->conf->client.max_buffer_memory;	/* reload */
 	limit_mem_wake(&env->mem);
 	flow_run_dirty(env);
+	if (LIST_EMPTY(&env->reap))
+		return;
 	while ((f = LIST_FIRST(&env->reap)) != NULL) {
 		LIST_REMOVE(f, entry);
 		conf_unref(f->conf);
 		free(f);
 	}
+	loop_trim_hint(env->loop);
 }
 
 /* ---- outer stream events ------------------------------------------------ */

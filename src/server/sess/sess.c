@@ -742,6 +742,8 @@ sess_reap(void *arg)
 	struct sess_env	*e = arg;
 	struct sess	*s;
 
+	if (LIST_EMPTY(&e->dead))
+		return;
 	while ((s = LIST_FIRST(&e->dead)) != NULL) {
 		LIST_REMOVE(s, entry);
 		sess_dgram_free(s->dg);
@@ -750,6 +752,7 @@ sess_reap(void *arg)
 		free(s->name);
 		free(s);
 	}
+	loop_trim_hint(e->loop);
 }
 
 void

@@ -4,7 +4,8 @@
 # proven with a round trip, held open together, then proven again.  The client runs with
 # max_flows 12000, the server with max_conns (and per source) 12000.  Reports the resident
 # memory of client and server before, while holding (per flow) and at peak,
-# and checks that both fall back once the flows are gone.
+# and checks that both fall back once the flows are gone: descriptors to
+# where they were, 90 % of the resident memory they added within 5 s.
 #
 #   tsc: soak.py hold ──ts0── tunsplit client ══TLS══ tunsplit server ── tst: soak.py serve
 . "$(dirname "$0")/../lib.sh"
@@ -97,6 +98,25 @@ cfd2=$(ts_fd_count "$TS_CLIENT_PID") sfd2=$(srv_sum ts_fd_count)
 ts_log "descriptors back to $cfd2 (client) and $sfd2 (server) $(( $(date +%s) - t0 )) s after the apps closed"
 [ "$cfd2" -le $((cfd0 + 2)) ] || ts_fail "client still holds $cfd2 descriptors (was $cfd0) after the flows closed"
 [ "$sfd2" -le $((sfd0 + 2)) ] || ts_fail "server still holds $sfd2 descriptors (was $sfd0) after the flows closed"
+# And the memory: a few seconds after the flows are gone, at least 90 %
+# of what they added is handed back (issue 19: a 128 MB router needs it
+# back after a burst, not at the next periodic trim; before loop_trim_hint
+# the client still held 42 of its 204 MiB 2 s after its last flow closed).
+# What stays is heap fragmentation around ~1 MB of live allocations and
+# library code pages the burst touched (doc/PERFORMANCE.md).
+t0=$(date +%s.%N)
+cmax=$((c0 + (c1 - c0) / 10)) smax=$((s0 + (s1 - s0) / 10))
+for i in $(seq 50); do
+	c2=$(ts_rss_kb "$TS_CLIENT_PID") s2=$(srv_sum ts_rss_kb)
+	[ "$c2" -le "$cmax" ] && [ "$s2" -le "$smax" ] && break
+	sleep 0.1
+done
+back_s=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+ts_log "after: client RSS $(ts_mb "$c2") MiB, server $(ts_mb "$s2") MiB (${back_s} s after the descriptors)"
+[ "$c2" -le "$cmax" ] ||
+    ts_fail "client RSS $(ts_mb "$c2") MiB 5 s after the flows closed: more than 10 % of the $(ts_mb $((c1 - c0))) MiB they added over $(ts_mb "$c0") MiB"
+[ "$s2" -le "$smax" ] ||
+    ts_fail "server RSS $(ts_mb "$s2") MiB 5 s after the flows closed: more than 10 % of the $(ts_mb $((s1 - s0))) MiB they added over $(ts_mb "$s0") MiB"
 ts_alive "$TS_CLIENT_PID" || ts_fail "the client died"
 srv_alive
-ts_pass "$flows concurrent flows opened in ${open_s} s and held; client RSS $(ts_mb "$c0") -> $(ts_mb "$c1") MiB (${cper} B/flow, peak $(ts_mb "$chwm") MiB), server $(ts_mb "$s0") -> $(ts_mb "$s1") MiB (${sper} B/flow, peak $(ts_mb "$shwm") MiB)"
+ts_pass "$flows concurrent flows opened in ${open_s} s and held; client RSS $(ts_mb "$c0") -> $(ts_mb "$c1") -> $(ts_mb "$c2") MiB (${cper} B/flow, peak $(ts_mb "$chwm") MiB), server $(ts_mb "$s0") -> $(ts_mb "$s1") -> $(ts_mb "$s2") MiB (${sper} B/flow, peak $(ts_mb "$shwm") MiB)"

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
@@ -565,6 +566,72 @@ test_now(void **state)
 	loop_free(l);
 }
 
+static long
+rss_kb(void)
+{
+	FILE	*fp = fopen("/proc/self/statm", "r");
+	long	 size = 0, rss = 0;
+
+	assert_non_null(fp);
+	assert_int_equal(fscanf(fp, "%ld %ld", &size, &rss), 2);
+	fclose(fp);
+	return rss * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+/*
+ * loop_trim_hint: 64 MiB freed in 4 KiB pieces, every 16th kept (so the
+ * allocator cannot give it back by shrinking the heap's top itself), stays
+ * resident with no hint for longer than the settle time, and is handed
+ * back within a second of a hint.
+ */
+#define TRIM_CHUNK	4096
+#define TRIM_N		(64 * 1024 * 1024 / TRIM_CHUNK)
+
+static void
+test_trim_hint(void **state)
+{
+	struct loop	*l;
+	char		**p;
+	long		 full, idle, trimmed;
+	size_t		 i;
+	int		 k;
+
+	(void)state;
+	if (getenv("TS_SANITIZED") != NULL)
+		skip();		/* the sanitizers' allocator is not glibc's */
+#ifndef HAVE_MALLOC_TRIM
+	skip();
+#endif
+	assert_non_null(l = loop_new());
+	loop_trim_memory(l, 3600 * 1000);
+	assert_non_null(p = calloc(TRIM_N, sizeof(*p)));
+	for (i = 0; i < TRIM_N; i++) {
+		assert_non_null(p[i] = malloc(TRIM_CHUNK));
+		memset(p[i], (int)i, TRIM_CHUNK);
+	}
+	full = rss_kb();
+	for (i = 0; i < TRIM_N; i++)
+		if (i % 16 != 0) {
+			free(p[i]);
+			p[i] = NULL;
+		}
+	for (k = 0; k < 7; k++)
+		assert_int_equal(loop_run_once(l, 100), 0);
+	idle = rss_kb();
+	assert_true(idle > full - 8 * 1024);	/* nothing trimmed it */
+	loop_trim_hint(l);
+	for (k = 0; k < 20 && rss_kb() > full - 40 * 1024; k++)
+		assert_int_equal(loop_run_once(l, 100), 0);
+	trimmed = rss_kb();
+	print_message("RSS %ld KiB full, %ld freed, %ld after the hint\n",
+	    full, idle, trimmed);
+	assert_true(trimmed <= full - 40 * 1024);
+	for (i = 0; i < TRIM_N; i++)
+		free(p[i]);
+	free(p);
+	loop_free(l);
+}
+
 int
 main(void)
 {
@@ -581,6 +648,7 @@ main(void)
 		cmocka_unit_test(test_hooks_after_fds_and_timers),
 		cmocka_unit_test(test_stop),
 		cmocka_unit_test(test_now),
+		cmocka_unit_test(test_trim_hint),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
