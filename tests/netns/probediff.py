@@ -371,11 +371,11 @@ def ext(t, data):
     return struct.pack('>HH', t, len(data)) + data
 
 
-def client_hello(rec_ver, hello_ver, suites, exts, seed=1):
+def client_hello(rec_ver, hello_ver, suites, exts, seed=1, sid=b''):
     rnd = random.Random(seed)
     body = struct.pack('>H', hello_ver) + bytes(rnd.getrandbits(8)
                                                for _ in range(32))
-    body += b'\x00'
+    body += bytes([len(sid)]) + sid
     cs = b''.join(struct.pack('>H', s) for s in suites)
     body += struct.pack('>H', len(cs)) + cs + b'\x01\x00'
     e = b''.join(exts)
@@ -406,6 +406,22 @@ def hello_tls12(sni):
             ext(16, b'\x00\x09\x08http/1.1')]
     return client_hello(0x0301, 0x0303, [0xc02f, 0xc030, 0xcca8, 0xc013,
                                          0x009c, 0x002f, 0x00ff], exts)
+
+
+def hello_tls13(sni, suites, share=True, groups=(0x1d, 0x17)):
+    """A TLS 1.3 ClientHello; the X25519 key share is any 32 bytes (the
+    server answers before it could tell)."""
+    g = b''.join(struct.pack('>H', x) for x in groups)
+    ks = struct.pack('>HH', 0x1d, 32) + noise(11, 32) if share else b''
+    exts = [sni_ext(sni) if sni else b'',
+            ext(10, struct.pack('>H', len(g)) + g),
+            ext(13, b'\x00\x08\x08\x04\x04\x03\x04\x01\x08\x05'),
+            ext(16, b'\x00\x09\x08http/1.1'),
+            ext(43, b'\x02\x03\x04'),
+            ext(45, b'\x01\x01'),
+            ext(51, struct.pack('>H', len(ks)) + ks)]
+    return client_hello(0x0301, 0x0303, suites, [e for e in exts if e],
+                        sid=noise(12, 32))
 
 
 def hello_sslv2():
@@ -542,6 +558,10 @@ PROBES = {
     'tls12-resume': tls_probe(dict(tls12=True, alpn=['http/1.1']),
                               resume=True),
     'tls12-hello-raw': raw_probe(None),             # set in main (needs SNI)
+    'tls13-hello-client-order': raw_probe(None),    # the server's order?
+    'tls13-hello-retry': raw_probe(None),           # no key share: HRR
+    'tls13-hello-bad-sni': raw_probe(None),         # "a..b"
+    'tls13-hello-no-common-group': raw_probe(None),
     # old versions, odd hellos
     'tls10-hello': raw_probe(None),
     'tls11-hello': raw_probe(None),
@@ -583,6 +603,13 @@ PROBES = {
     'hex-56': http_probe(b'0123456789abcdef' * 3 + b'01234567\r\n'),
     'get-then-close-notify': tls_probe(DEF, after=send_then_close(
         b'GET / HTTP/1.1\r\nHost: x\r\n\r\n')),
+    'pipelined': http_probe(get() + get('/no-such-page', close=True)),
+    'post': http_probe('POST / HTTP/1.1\r\nHost: %s\r\nContent-Length: 5'
+                       '\r\nConnection: close\r\n\r\nhello'),
+    'tls12-fin-after-tls': tls_probe(dict(tls12=True, alpn=['http/1.1']),
+                                     after=send_wait(b'', fin=True)),
+    'tls12-silence': tls_probe(dict(tls12=True, alpn=['http/1.1']),
+                               after=send_wait(b'')),
 }
 
 
@@ -629,6 +656,14 @@ def main():
     # that fires late (a difference to report, not to miss).
     args.deadline = args.timeout * 1.5 + 4
     PROBES['tls12-hello-raw'] = raw_probe(hello_tls12(args.sni), wait=False)
+    PROBES['tls13-hello-client-order'] = raw_probe(hello_tls13(
+        args.sni, [0x1301, 0x1303, 0x1302]), wait=False)
+    PROBES['tls13-hello-retry'] = raw_probe(hello_tls13(
+        args.sni, [0x1301, 0x1302], share=False), wait=False)
+    PROBES['tls13-hello-bad-sni'] = raw_probe(hello_tls13(
+        'a..b', [0x1301, 0x1302]), wait=False)
+    PROBES['tls13-hello-no-common-group'] = raw_probe(hello_tls13(
+        args.sni, [0x1301], share=False, groups=(0x0101,)))
     PROBES['tls10-hello'] = raw_probe(hello_legacy(0x0301, args.sni))
     PROBES['tls11-hello'] = raw_probe(hello_legacy(0x0302, args.sni))
     th = hello_tls12(args.sni)
