@@ -26,6 +26,7 @@
 #include "daemon/status.h"
 #include "client/tcp/flow_tcp.h"
 #include "client/dgram/flow_udp.h"
+#include "client/dns/fakeip.h"
 #include "core/log.h"
 #include "core/loop.h"
 #include "tls/outer.h"
@@ -303,6 +304,11 @@ client_setup(struct client *cl)
 	if (flow_env_init(&cl->env) < 0 || client_udp_new(cl) < 0 ||
 	    client_open_tun(cl) < 0)
 		return -1;
+	if (c->client.dns_fakeip) {
+		if ((cl->env.fakeip = fakeip_open(cl->loop, c)) == NULL)
+			return -1;
+		flow_udp_set_fakeip(cl->udp, cl->env.fakeip);
+	}
 	if (client_tls(c) && c->client.pool > 0 &&
 	    (cl->env.pool = pool_new(cl->loop, c,
 	    cl->env.ssl_ctx, &cl->env.server)) == NULL)
@@ -356,6 +362,7 @@ client_run(const struct conf *c)
 			tsnetif_shutdown();
 		loop_timer_cancel(cl->loop, &cl->lwip_timer);
 		flow_udp_free(cl->udp);
+		fakeip_close(cl->env.fakeip);
 	}
 	if (cl->tun_fd >= 0)
 		close(cl->tun_fd);

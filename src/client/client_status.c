@@ -14,6 +14,7 @@
 
 #include "client/dgram/assoc.h"
 #include "client/dgram/flow_udp.h"
+#include "client/dns/fakeip.h"
 #include "client/pool.h"
 #include "client/tcp/flow_tcp.h"
 #include "conf/conf.h"
@@ -165,6 +166,10 @@ client_status_fill(struct client_status *cs, struct status_fill *sf)
 		st->udp = *assoc_stats(flow_udp_assoc(cs->udp));
 	}
 	client_status_rules(cs, st);
+	if (env->fakeip != NULL) {
+		st->has_fakeip = true;
+		st->fakeip = *fakeip_stats(env->fakeip);
+	}
 	if (sf->flows != NULL || env->nflows > 0)
 		flow_tcp_foreach(env, client_on_flow, sf);
 }

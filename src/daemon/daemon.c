@@ -639,6 +639,26 @@ daemon_carry_client(const struct conf *live, struct conf *n)
 		n->client.has_dns = live->client.has_dns;
 		n->client.dns = live->client.dns;
 	}
+	/* The fake-IP table is made at start; fake_ip_exclude and the
+	 * resolver apply at once. */
+	if (daemon_keeps("client.dns mode, fake_ip_range, fake_ip_range6, "
+	    "fake_ip_size or fake_ip_file",
+	    live->client.dns_fakeip != n->client.dns_fakeip ||
+	    cidrs_differ(&live->client.fake_ip_range4, 1,
+	    &n->client.fake_ip_range4, 1) ||
+	    live->client.has_fake_ip_range6 != n->client.has_fake_ip_range6 ||
+	    cidrs_differ(&live->client.fake_ip_range6, 1,
+	    &n->client.fake_ip_range6, 1) ||
+	    live->client.fake_ip_size != n->client.fake_ip_size ||
+	    str_differ(live->client.fake_ip_file, n->client.fake_ip_file))) {
+		n->client.dns_fakeip = live->client.dns_fakeip;
+		n->client.fake_ip_range4 = live->client.fake_ip_range4;
+		n->client.has_fake_ip_range6 = live->client.has_fake_ip_range6;
+		n->client.fake_ip_range6 = live->client.fake_ip_range6;
+		n->client.fake_ip_size = live->client.fake_ip_size;
+		rc |= carry_str(&n->client.fake_ip_file,
+		    live->client.fake_ip_file);
+	}
 	if (daemon_keeps("client.pool, pool_lifetime or padding",
 	    live->client.pool != n->client.pool ||
 	    live->client.pool_lifetime_ms != n->client.pool_lifetime_ms ||

@@ -306,6 +306,14 @@ status_write_text(const struct status *st, FILE *fp)
 		    st->udp.internal, st->udp.expired,
 		    st->udp.evicted, st->udp.dgrams_up, st->udp.dgrams_down,
 		    st->udp.bytes_up, st->udp.bytes_down);
+	if (st->has_fakeip)
+		fprintf(fp, "fake-ip: %zu names (of %zu), %" PRIu64
+		    " answers, %" PRIu64 " evicted; flows to fake addresses: %"
+		    PRIu64 " named, %" PRIu64 " refused (no name); %" PRIu64
+		    " saves, %" PRIu64 " failed\n", st->fakeip.entries,
+		    st->fakeip.capacity, st->fakeip.answers,
+		    st->fakeip.evictions, st->fakeip.hits, st->fakeip.misses,
+		    st->fakeip.saves, st->fakeip.save_errors);
 	if (st->has_limits)
 		text_limits(st, fp);
 	if (st->has_resolver)
@@ -531,6 +539,15 @@ status_write_json(const struct status *st, FILE *fp)
 		    st->udp.drop_queue + st->udp.drop_hold + st->udp.drop_down +
 		    st->udp.drop_send + st->udp.drop_block + st->udp.drop_proto +
 		    st->udp.tun_errors);
+	if (st->has_fakeip)
+		fprintf(fp, ",\"fakeip\":{\"names\":%zu,\"capacity\":%zu,"
+		    "\"answers\":%" PRIu64 ",\"issued\":%" PRIu64
+		    ",\"evictions\":%" PRIu64 ",\"hits\":%" PRIu64
+		    ",\"misses\":%" PRIu64 ",\"saves\":%" PRIu64
+		    ",\"save_errors\":%" PRIu64 "}", st->fakeip.entries,
+		    st->fakeip.capacity, st->fakeip.answers, st->fakeip.issued,
+		    st->fakeip.evictions, st->fakeip.hits, st->fakeip.misses,
+		    st->fakeip.saves, st->fakeip.save_errors);
 	if (st->has_limits)
 		json_limits(st, fp);
 	if (st->has_resolver)
@@ -669,6 +686,25 @@ prom_tun(FILE *fp, const struct tsnetif_stats *t)
 	prom_one(fp, "tun_vnet_header_invalid_total", "counter",
 	    "TUN reads dropped for a virtio-net header that does not fit the "
 	    "packet.", t->rx_vnet_bad);
+}
+
+static void
+prom_fakeip(FILE *fp, const struct fakeip_stats *f)
+{
+	prom_one(fp, "fakeip_names", "gauge",
+	    "Names the fake-IP table holds.", f->entries);
+	prom_one(fp, "fakeip_answers_total", "counter",
+	    "DNS queries answered from the fake-IP table.", f->answers);
+	prom_one(fp, "fakeip_evictions_total", "counter",
+	    "Names forgotten for a new one (least recently used).",
+	    f->evictions);
+	prom_one(fp, "fakeip_hits_total", "counter",
+	    "Flows and datagrams to a fake address that had a name.", f->hits);
+	prom_one(fp, "fakeip_misses_total", "counter",
+	    "Flows and datagrams to a fake address with no name: refused.",
+	    f->misses);
+	prom_one(fp, "fakeip_save_errors_total", "counter",
+	    "Failed writes of the fake-IP table's file.", f->save_errors);
 }
 
 static void
@@ -909,6 +945,8 @@ status_write_prometheus(const struct status *st, FILE *fp)
 		prom_pool(fp, st);
 	if (st->has_udp)
 		prom_udp(fp, &st->udp);
+	if (st->has_fakeip)
+		prom_fakeip(fp, &st->fakeip);
 	if (st->has_limits)
 		prom_limits(fp, st);
 	if (st->has_resolver)

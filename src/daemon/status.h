@@ -15,6 +15,7 @@
 
 #include "core/addr.h"
 #include "client/dgram/assoc.h"
+#include "client/dns/fakeip.h"
 #include "core/limit.h"
 #include "client/pool.h"
 #include "server/resolve.h"
@@ -110,6 +111,9 @@ struct status {
 	/* UDP associations and ICMP echo sessions. */
 	bool		 has_udp;
 	struct assoc_stats udp;
+	/* dns.mode fake-ip: the table. */
+	bool		 has_fakeip;
+	struct fakeip_stats fakeip;
 
 	/* Server. */
 	size_t		 users;

@@ -24,10 +24,13 @@
 #include "client/dgram/reass.h"
 #include "rules/rules.h"
 #include "wire/sniff.h"
+#include "client/dns/fakeip.h"
+#include "wire/dns.h"
 
 #define DNS_PORT	53
 #define QUIC_PORT	443
 #define DNS_MAP		8	/* queries remembered per association */
+#define FAKE_MAP	8	/* fake destinations remembered per association */
 #define DNS_HDR		12
 #define UNREACH_PER_S	100	/* ICMP errors to apps per second (block) */
 
@@ -40,6 +43,7 @@ struct flow_udp {
 	uint64_t		 unreach_s;	/* the second counted in */
 	unsigned		 unreach_n;	/* errors sent in it */
 	struct flow_udp_stats	 st;
+	struct fakeip		*fakeip;	/* dns.mode fake-ip, or NULL */
 };
 
 /*
@@ -54,6 +58,14 @@ struct dns_map {
 		uint16_t	 txid;
 		struct proto_dest dst;
 	}		 e[DNS_MAP];
+	/* Fake addresses the app sent to (fake-ip): a reply from the port
+	 * of one comes back from it, not from the address the server
+	 * resolved the name to. */
+	unsigned	 fnext;
+	struct {
+		uint16_t	 port;
+		uint8_t		 ip[16];
+	}		 fake[FAKE_MAP];
 };
 
 /* ---- destinations ------------------------------------------------------ */
@@ -95,20 +107,25 @@ dns_map_free(void *ext)
 	free(ext);
 }
 
+static struct dns_map *
+dns_map_get(struct assoc *a)
+{
+	struct dns_map	*m = assoc_ext(a);
+
+	if (m == NULL && (m = calloc(1, sizeof(*m))) != NULL)
+		assoc_set_ext(a, m);
+	return m;
+}
+
 static void
 dns_remember(struct assoc *a, const struct proto_dest *orig,
     const uint8_t *data, size_t len)
 {
-	struct dns_map	*m = assoc_ext(a);
+	struct dns_map	*m;
 	unsigned	 i;
 
-	if (len < DNS_HDR)
+	if (len < DNS_HDR || (m = dns_map_get(a)) == NULL)
 		return;
-	if (m == NULL) {
-		if ((m = calloc(1, sizeof(*m))) == NULL)
-			return;
-		assoc_set_ext(a, m);
-	}
 	i = m->next++ % DNS_MAP;
 	m->e[i].used = true;
 	m->e[i].txid = (uint16_t)(data[0] << 8 | data[1]);
@@ -135,6 +152,93 @@ dns_original(const struct assoc *a, const uint8_t *data, size_t len)
 	return &m->e[(m->next - 1) % DNS_MAP].dst;
 }
 
+/* ---- fake-IP ------------------------------------------------------------ */
+
+static void
+fake_remember(struct assoc *a, int family, const uint8_t *ip, uint16_t port)
+{
+	struct dns_map	*m;
+	uint8_t		 full[16];
+	unsigned	 i, k;
+
+	if ((m = dns_map_get(a)) == NULL)
+		return;
+	memset(full, 0, sizeof(full));
+	memcpy(full, ip, family == AF_INET ? 4 : 16);
+	for (k = 0; k < FAKE_MAP && k < m->fnext; k++)
+		if (m->fake[k].port == port &&
+		    memcmp(m->fake[k].ip, full, 16) == 0)
+			return;
+	i = m->fnext++ % FAKE_MAP;
+	m->fake[i].port = port;
+	memcpy(m->fake[i].ip, full, 16);
+}
+
+/* The fake address a reply from src's port answers, the latest first;
+ * NULL when src is itself one the app sent to, or none matches. */
+static const uint8_t *
+fake_original(const struct assoc *a, const struct proto_dest *src)
+{
+	const struct dns_map *m = assoc_ext(a);
+	unsigned	 k, i;
+
+	if (m == NULL || m->fnext == 0 || src->atyp == PROTO_ATYP_DOMAIN)
+		return NULL;
+	for (k = 0; k < FAKE_MAP && k < m->fnext; k++) {
+		i = (m->fnext - 1 - k) % FAKE_MAP;
+		if (m->fake[i].port == src->port)
+			return m->fake[i].ip;
+	}
+	return NULL;
+}
+
+/* A DNS query the table answers: the answer goes back from where the
+ * app sent it.  true when answered. */
+static bool
+flow_udp_fake_answer(struct flow_udp *u, const struct pkt_ip *ip,
+    const struct pkt_udp *ud)
+{
+	uint8_t		 ans[DNS_ANSWER_MAX], *pkt;
+	size_t		 n;
+
+	if ((n = fakeip_answer(u->fakeip, u->conf, ud->data, ud->len, ans,
+	    sizeof(ans))) == 0)
+		return false;
+	pkt = assoc_pkt_buf(u->assoc);
+	n = pkt_build_udp(pkt, ip->family, ip->dst, ud->dport, ip->src,
+	    ud->sport, ans, n, assoc_next_ipid(u->assoc));
+	if (n > 0)
+		(void)assoc_tun_write(u->assoc, pkt, n);
+	return true;
+}
+
+/*
+ * A datagram to a fake address goes to its name (the server resolves
+ * it).  false: refuse it -- no name (evicted, or never issued), or an
+ * outbound that cannot send to a name (direct).
+ */
+static bool
+flow_udp_fake_dest(struct flow_udp *u, const struct pkt_ip *ip,
+    const struct pkt_udp *ud, struct proto_dest *dst)
+{
+	const char	*name;
+
+	if ((name = fakeip_name(u->fakeip, ip->family, ip->dst)) == NULL ||
+	    u->conf->client.protocol == CONF_PROTO_DIRECT)
+		return false;
+	memset(dst, 0, sizeof(*dst));
+	dst->atyp = PROTO_ATYP_DOMAIN;
+	snprintf(dst->domain, sizeof(dst->domain), "%s", name);
+	dst->port = ud->dport;
+	return true;
+}
+
+void
+flow_udp_set_fakeip(struct flow_udp *u, struct fakeip *t)
+{
+	u->fakeip = t;
+}
+
 /* ---- UDP both ways ------------------------------------------------------- */
 
 static int
@@ -145,8 +249,9 @@ flow_udp_deliver(void *arg, struct assoc *a, const struct proto_dest *src,
 	struct assoc_env	*e = u->assoc;
 	const struct assoc_key	*k = assoc_key(a);
 	const struct proto_dest	*orig;
-	struct proto_dest	 resolver;
+	struct proto_dest	 resolver, fake;
 	uint8_t			*pkt = assoc_pkt_buf(e);
+	const uint8_t		*fip;
 	size_t			 n;
 
 	if (u->conf->client.has_dns) {
@@ -154,6 +259,10 @@ flow_udp_deliver(void *arg, struct assoc *a, const struct proto_dest *src,
 		if (dest_eq(src, &resolver) &&
 		    (orig = dns_original(a, data, len)) != NULL)
 			src = orig;
+	}
+	if (u->fakeip != NULL && (fip = fake_original(a, src)) != NULL) {
+		frame_dest_from_ip(&fake, k->family, fip, src->port);
+		src = &fake;
 	}
 	if ((k->family == AF_INET && src->atyp != PROTO_ATYP_IPV4) ||
 	    (k->family == AF_INET6 && src->atyp != PROTO_ATYP_IPV6))
@@ -247,7 +356,7 @@ flow_udp_datagram(struct flow_udp *u, const struct pkt_ip *ip)
 	struct assoc_key	 key;
 	struct proto_dest	 dst, orig;
 	struct assoc		*a;
-	bool			 dns, pin;
+	bool			 dns, pin, fake = false;
 	int			 rc;
 
 	if ((rc = pkt_udp_parse(ip, &ud)) != PKT_OK)
@@ -264,6 +373,18 @@ flow_udp_datagram(struct flow_udp *u, const struct pkt_ip *ip)
 	}
 	frame_dest_from_ip(&dst, ip->family, ip->dst, ud.dport);
 	dns = ud.dport == DNS_PORT;
+	if (u->fakeip != NULL) {
+		if (dns && flow_udp_fake_answer(u, ip, &ud))
+			return PKT_OK;
+		if (fakeip_contains(u->fakeip, ip->family, ip->dst)) {
+			if (!flow_udp_fake_dest(u, ip, &ud, &dst)) {
+				flow_udp_refuse(u, ip, &ud);
+				return PKT_OK;
+			}
+			fake = true;
+			dns = false;
+		}
+	}
 	pin = dns && c->client.has_dns;
 	if (pin) {
 		orig = dst;
@@ -276,6 +397,8 @@ flow_udp_datagram(struct flow_udp *u, const struct pkt_ip *ip)
 		u->st.dns_pinned++;
 	}
 	flow_udp_sniff(c, a, ud.dport, ud.data, ud.len);
+	if (fake)
+		fake_remember(a, ip->family, ip->dst, ud.dport);
 	(void)assoc_send(a, &dst, ud.data, ud.len, dns);
 	return PKT_OK;
 }

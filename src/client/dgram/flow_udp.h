@@ -23,6 +23,7 @@ struct addr;
 struct assoc_cfg;
 struct assoc_env;
 struct conf;
+struct fakeip;
 struct flow_udp;
 struct reass_stats;
 
@@ -45,6 +46,15 @@ const struct reass_stats *flow_udp_reass_stats(const struct flow_udp *u);
 struct assoc_env *flow_udp_assoc(struct flow_udp *u);
 /* A reload's new generation (see assoc_env_reconfigure).  NULL ok. */
 void flow_udp_reconfigure(struct flow_udp *u, const struct conf *c);
+
+/*
+ * dns.mode fake-ip: A and AAAA queries to port 53 are answered from t
+ * (other queries and excluded names go on as before); datagrams to a
+ * fake address go to its name, and replies to them come back from that
+ * fake address; one with no name is refused with an ICMP error.  t is
+ * the client's, NULL for none.
+ */
+void flow_udp_set_fakeip(struct flow_udp *u, struct fakeip *t);
 
 /* For TCP flows to port 53: rewrites dst to client.dns when it is set.
  * Returns true when dst was rewritten. */

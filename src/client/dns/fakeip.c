@@ -29,6 +29,7 @@
 #include "conf/conf.h"
 #include "core/log.h"
 #include "core/loop.h"
+#include "wire/dns.h"
 
 #define NIL		UINT32_MAX
 #define FAKEIP_MAGIC	"tunsplit-fakeip 1"
@@ -372,6 +373,64 @@ struct fakeip_stats *
 fakeip_stats(struct fakeip *t)
 {
 	return &t->st;
+}
+
+/* ---- answers -------------------------------------------------------------- */
+
+bool
+fakeip_excluded(const struct conf *c, const char *name)
+{
+	size_t		 i, n = strlen(name), sl;
+	const char	*e;
+
+	for (i = 0; i < c->client.nfake_ip_exclude; i++) {
+		e = c->client.fake_ip_exclude[i];
+		if (*e != '.') {
+			if (strcmp(e, name) == 0)
+				return true;
+			continue;
+		}
+		sl = strlen(e);
+		if (strcmp(e + 1, name) == 0 ||
+		    (n > sl && strcmp(name + n - sl, e) == 0))
+			return true;
+	}
+	return false;
+}
+
+size_t
+fakeip_answer(struct fakeip *t, const struct conf *c, const uint8_t *msg,
+    size_t len, uint8_t *out, size_t outlen)
+{
+	struct dns_query q;
+	uint8_t		 a4[4], a6[16];
+	const uint8_t	*a = NULL;
+	size_t		 alen = 0;
+	ssize_t		 n;
+	int		 rcode = DNS_NOERROR;
+
+	if (dns_query_parse(msg, len, &q) == -1 || DNS_OPCODE(q.flags) != 0 ||
+	    q.qclass != DNS_CLASS_IN || !q.plain ||
+	    (q.qtype != DNS_TYPE_A && q.qtype != DNS_TYPE_AAAA) ||
+	    fakeip_excluded(c, q.name))
+		return 0;
+	if (q.has_opt && q.opt_version != 0)
+		rcode = DNS_BADVERS;		/* RFC 6891 6.1.3 */
+	else if (q.qtype == DNS_TYPE_AAAA && !t->has6)
+		;				/* the name, no address */
+	else if (fakeip_issue(t, q.name, a4, a6) == -1)
+		rcode = DNS_SERVFAIL;
+	else if (q.qtype == DNS_TYPE_A) {
+		a = a4;
+		alen = 4;
+	} else {
+		a = a6;
+		alen = 16;
+	}
+	if ((n = dns_answer(out, outlen, &q, rcode, a, alen, FAKEIP_TTL)) <= 0)
+		return 0;
+	t->st.answers++;
+	return (size_t)n;
 }
 
 /* ---- the file ---------------------------------------------------------- */

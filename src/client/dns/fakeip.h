@@ -59,6 +59,19 @@ bool fakeip_contains(const struct fakeip *t, int family, const void *addr);
  * evicted or never issued); a hit or a miss is counted. */
 const char *fakeip_name(struct fakeip *t, int family, const void *addr);
 
+/*
+ * The answer to the DNS query msg (a UDP payload an app sent to port 53)
+ * when the table answers it: an A or AAAA query of class IN for a host
+ * name not in c's fake_ip_exclude, answered with the name's addresses
+ * and a TTL of FAKEIP_TTL (AAAA without an IPv6 range: no address).
+ * Returns the answer's length in out (DNS_ANSWER_MAX is enough), or 0:
+ * not ours, to be forwarded as any other query.
+ */
+size_t fakeip_answer(struct fakeip *t, const struct conf *c,
+    const uint8_t *msg, size_t len, uint8_t *out, size_t outlen);
+/* Whether name is in c's fake_ip_exclude: itself, or under a ".suffix". */
+bool fakeip_excluded(const struct conf *c, const char *name);
+
 /* Writes the mapping to path (atomically).  0, or -1 with errno. */
 int  fakeip_save(struct fakeip *t, const char *path);
 /* Reads path into an empty table: 0 (also when there is no file), or -1

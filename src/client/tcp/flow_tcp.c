@@ -800,6 +800,11 @@ flow_alloc(struct flow_env *env, const struct addr *dst)
 	f->dial_us = stats_now_us();
 	loop_timer_init(&f->early, flow_on_early);
 	loop_timer_init(&f->retry, flow_on_retry);
+	if (env->fakeip != NULL && flow_fake_name(f) == -1) {
+		flow_discard(f);
+		errno = EHOSTUNREACH;
+		return NULL;
+	}
 	return f;
 }
 

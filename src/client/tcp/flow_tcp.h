@@ -62,6 +62,7 @@ struct flow_env {
 	struct addr		 server;	/* or the socks5 proxy; unset
 						 * for direct, block */
 	struct pool		*pool;		/* warm connections, may be NULL */
+	struct fakeip		*fakeip;	/* dns.mode fake-ip, or NULL */
 	uint8_t			 user_id[PROTO_USER_ID_LEN];
 	unsigned		 nflows;
 	uint64_t		 next_id;

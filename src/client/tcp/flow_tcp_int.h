@@ -21,6 +21,7 @@
 struct conf;
 struct flow_socks5;
 struct outer;
+struct proto_dest;
 struct pbuf;
 struct tcp_pcb;
 
@@ -111,6 +112,8 @@ struct flow {
 	bool		 hup;			/* socket hung up: no more events */
 	bool		 ack_pending;
 	bool		 internal;		/* flow_fail_internal */
+	bool		 domain_send;		/* fake-IP: the request names
+						 * domain, not dst */
 
 	uint64_t	 start_ms, last_ms;
 	uint64_t	 dial_us;		/* outer connect started */
@@ -134,6 +137,12 @@ struct flow {
 /* flow_tcp_out.c */
 const struct flow_outbound *flow_outbound(int protocol);
 void flow_target(const struct flow *f, struct addr *dst);
+/* What the request names: flow_target's address, or the domain. */
+void flow_target_dest(const struct flow *f, struct proto_dest *pd);
+/* fake-IP: a flow to a fake address takes the name it stands for.  0,
+ * or -1: no name (evicted, never issued) or an outbound that cannot
+ * reach a name -- refuse the flow. */
+int  flow_fake_name(struct flow *f);
 
 /* flow_tcp_open.c: a flow accepted while sniffing dials its outbound now
  * (connect_mode fast).  0, or -1 with the flow failed. */

@@ -40,6 +40,9 @@
 #include "core/sock.h"
 #include "wire/socks5.h"
 #include "stack/tsnetif.h"
+#include "client/dns/fakeip.h"
+
+#define FLOW_FAKE_LOG_MS	10000	/* fake-IP misses logged this often */
 
 /* What the outbound asks for: client.dns pins DNS over TCP to the
  * resolver too. */
@@ -48,6 +51,60 @@ flow_target(const struct flow *f, struct addr *dst)
 {
 	*dst = f->dst;
 	(void)flow_udp_dns_pin(f->conf, dst);
+}
+
+void
+flow_target_dest(const struct flow *f, struct proto_dest *pd)
+{
+	struct addr dst;
+
+	if (f->domain_send) {
+		memset(pd, 0, sizeof(*pd));
+		pd->atyp = PROTO_ATYP_DOMAIN;
+		snprintf(pd->domain, sizeof(pd->domain), "%s", f->domain);
+		pd->port = addr_port(&f->dst);
+		return;
+	}
+	flow_target(f, &dst);
+	frame_dest_from_addr(pd, &dst);
+}
+
+/*
+ * The fake address stands for a name: the server (or proxy) resolves it.
+ * One with no name is refused, never dialled: nothing listens there.
+ * direct has no one to resolve a name for it (names a direct rule takes
+ * get real answers instead; see tunsplit.yaml(5)).
+ */
+int
+flow_fake_name(struct flow *f)
+{
+	static uint64_t last_log;
+	struct flow_env *env = f->env;
+	const char *name;
+	const void *ip;
+	char a[ADDR_STRLEN];
+	uint64_t now;
+	size_t len;
+
+	ip = addr_ip(&f->dst, &len);
+	if (!fakeip_contains(env->fakeip, addr_family(&f->dst), ip))
+		return 0;
+	name = fakeip_name(env->fakeip, addr_family(&f->dst), ip);
+	if (name != NULL && f->ob != flow_outbound(CONF_PROTO_DIRECT)) {
+		snprintf(f->domain, sizeof(f->domain), "%s", name);
+		f->domain_from = "fake-ip";
+		f->domain_send = true;
+		return 0;
+	}
+	now = loop_now(env->loop);
+	if (last_log == 0 || now - last_log >= FLOW_FAKE_LOG_MS) {
+		last_log = now;
+		log_info("flow to %s: %s: refused (further ones only counted)",
+		    addr_fmt(&f->dst, a, sizeof(a)), name == NULL ?
+		    "a fake address with no name (evicted, or not issued)" :
+		    "protocol direct cannot send a flow to a name");
+	}
+	return -1;
 }
 
 /* ---- dialling ---------------------------------------------------------- */
@@ -154,13 +211,11 @@ out_socks(struct flow *f, const char **why)
 {
 	char detail[192], dst[ADDR_STRLEN];
 	struct proto_dest pd;
-	struct addr target;
 	uint8_t rep;
 	int rc;
 
 	if (f->socks == NULL) {
-		flow_target(f, &target);
-		frame_dest_from_addr(&pd, &target);
+		flow_target_dest(f, &pd);
 		if ((f->socks = flow_socks5_new(f->conf, &pd)) == NULL) {
 			f->internal = true;
 			*why = "out of memory";
@@ -194,7 +249,6 @@ static ssize_t
 out_hdr_tunsplit(struct flow *f, uint8_t *buf, size_t len)
 {
 	struct proto_req req;
-	struct addr dst;
 	ssize_t n;
 
 	memset(&req, 0, sizeof(req));
@@ -202,8 +256,7 @@ out_hdr_tunsplit(struct flow *f, uint8_t *buf, size_t len)
 	req.ts = (uint64_t)time(NULL);
 	randombytes_buf(req.nonce, sizeof(req.nonce));
 	memcpy(req.user_id, f->env->user_id, sizeof(req.user_id));
-	flow_target(f, &dst);
-	frame_dest_from_addr(&req.dest, &dst);
+	flow_target_dest(f, &req.dest);
 	n = proto_req_encode(buf, len, &req, f->conf->client.key, 0);
 	sodium_memzero(&req, sizeof(req));
 	return n;
@@ -215,10 +268,8 @@ static ssize_t
 out_hdr_trojan(struct flow *f, uint8_t *buf, size_t len)
 {
 	struct proto_dest pd;
-	struct addr dst;
 
-	flow_target(f, &dst);
-	frame_dest_from_addr(&pd, &dst);
+	flow_target_dest(f, &pd);
 	f->status_ok = true;
 	return proto_trojan_encode(buf, len, f->conf->client.trojan_hex,
 	    PROTO_TROJAN_CMD_CONNECT, &pd);
