@@ -79,6 +79,9 @@ flow_sniff_work(struct flow *f)
 	    f->pcb != NULL && age < f->conf->client.sniff_timeout_ms)
 		return;			/* the timer marks the flow again */
 	loop_timer_cancel(env->loop, &f->early);
+	/* fake-IP named the flow already: that name is what goes out. */
+	if (r == SNIFF_FOUND && f->domain_send)
+		r = SNIFF_NONE;
 	if (r == SNIFF_FOUND) {
 		memcpy(f->domain, name, strlen(name) + 1);
 		f->domain_from = kind;
