@@ -123,6 +123,20 @@ inval:
 	return -1;
 }
 
+size_t
+proto_req_pad_random(const struct proto_req *r)
+{
+	size_t	alen, bare;
+
+	if (r == NULL || (alen = wire_addr_len(&r->dest)) == 0)
+		return 0;
+	bare = OFF_ATYP + alen + 2 + PROTO_MAC_LEN;
+	if (bare < PROTO_PAD_TO)
+		return PROTO_PAD_TO - bare +
+		    randombytes_uniform(PROTO_PAD_SPAN);
+	return randombytes_uniform(PROTO_PAD_SPAN);
+}
+
 ssize_t
 proto_req_parse(const uint8_t *in, size_t len, struct proto_req *r)
 {

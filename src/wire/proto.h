@@ -73,6 +73,18 @@ struct proto_req {
 ssize_t proto_req_encode(uint8_t *out, size_t outlen, const struct proto_req *r,
     const uint8_t key[PROTO_KEY_LEN], size_t pad_len);
 
+/*
+ * A random padding length for r, as a client chooses it: the whole header
+ * then measures PROTO_PAD_TO to PROTO_PAD_TO + PROTO_PAD_SPAN - 1 bytes
+ * whatever the destination (its address type and name length do not
+ * show), or, for a header already longer than PROTO_PAD_TO (names of more
+ * than 182 bytes), its own length plus 0 to PROTO_PAD_SPAN - 1.  0 if r
+ * is invalid.
+ */
+#define PROTO_PAD_TO		256
+#define PROTO_PAD_SPAN		256
+size_t proto_req_pad_random(const struct proto_req *r);
+
 /* Parses a header prefix without checking the MAC.  Returns the total
  * header length when complete, 0 when more bytes are needed, -1 when
  * malformed (bad version, kind, atyp, lengths). */

@@ -225,7 +225,8 @@ stream_start_relay(struct assoc *a)
 		randombytes_buf(req.nonce, sizeof(req.nonce));
 		memcpy(req.user_id, e->user_id, sizeof(req.user_id));
 		req.dest = *a->first;
-		n = proto_req_encode(buf, sizeof(buf), &req, c->client.key, 0);
+		n = proto_req_encode(buf, sizeof(buf), &req, c->client.key,
+		    proto_req_pad_random(&req));
 	}
 	if (n < 0 || dq_push(&a->q, buf, (size_t)n, NULL, 0, true) < 0)
 		return -1;

@@ -257,7 +257,8 @@ out_hdr_tunsplit(struct flow *f, uint8_t *buf, size_t len)
 	randombytes_buf(req.nonce, sizeof(req.nonce));
 	memcpy(req.user_id, f->env->user_id, sizeof(req.user_id));
 	flow_target_dest(f, &req.dest);
-	n = proto_req_encode(buf, len, &req, f->conf->client.key, 0);
+	n = proto_req_encode(buf, len, &req, f->conf->client.key,
+	    proto_req_pad_random(&req));
 	sodium_memzero(&req, sizeof(req));
 	return n;
 }

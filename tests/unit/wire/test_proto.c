@@ -224,6 +224,60 @@ test_roundtrip_padding(void **state)
 	assert_memory_not_equal(a + 57, b + 57, 100);
 }
 
+/*
+ * The padding a client picks: the header's length does not depend on the
+ * destination (IPv4, IPv6, a short and a 180-byte name all land in the
+ * same range, which they cover), a longer name gets its own length plus
+ * the span, and every pick encodes and parses.
+ */
+static void
+test_pad_random(void **state)
+{
+	uint8_t			 key[PROTO_KEY_LEN], out[PROTO_REQ_MAX];
+	struct proto_req	 r, p;
+	char			 name[256];
+	size_t			 lo, hi, pad, bare;
+	ssize_t			 n;
+	int			 d, i;
+
+	(void)state;
+	vec_key(key);
+	vec_req(&r, key);
+	memset(name, 'a', sizeof(name));
+	for (d = 0; d < 5; d++) {
+		switch (d) {
+		case 0: dest_v4(&r.dest, 443); break;
+		case 1: dest_v6(&r.dest, 443); break;
+		case 2: dest_dom(&r.dest, "a.example", 443); break;
+		case 3: name[180] = '\0'; dest_dom(&r.dest, name, 443); break;
+		default: name[180] = 'a'; name[255] = '\0';
+			dest_dom(&r.dest, name, 443); break;
+		}
+		bare = (size_t)proto_req_encode(out, sizeof(out), &r, key, 0);
+		lo = SIZE_MAX;
+		hi = 0;
+		for (i = 0; i < 4000; i++) {
+			pad = proto_req_pad_random(&r);
+			n = proto_req_encode(out, sizeof(out), &r, key, pad);
+			assert_int_equal(n, bare + pad);
+			assert_int_equal(proto_req_parse(out, (size_t)n, &p), n);
+			assert_int_equal(proto_req_verify_mac(out, (size_t)n,
+			    key), 0);
+			lo = (size_t)n < lo ? (size_t)n : lo;
+			hi = (size_t)n > hi ? (size_t)n : hi;
+		}
+		if (d < 4) {
+			assert_int_equal(lo, PROTO_PAD_TO);
+			assert_int_equal(hi, PROTO_PAD_TO + PROTO_PAD_SPAN - 1);
+		} else {
+			assert_int_equal(lo, bare);
+			assert_int_equal(hi, bare + PROTO_PAD_SPAN - 1);
+			assert_true(hi <= PROTO_REQ_MAX);
+		}
+	}
+	assert_int_equal(proto_req_pad_random(NULL), 0);
+}
+
 static void
 test_limits(void **state)
 {
@@ -901,6 +955,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_vectors),
 		cmocka_unit_test(test_roundtrip_padding),
+		cmocka_unit_test(test_pad_random),
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_vector_prefixes),
 		cmocka_unit_test(test_malformed),
