@@ -319,6 +319,9 @@ conf_new(void)
 	c->server.max_conns_per_source = LIMIT_SOURCE_DEFAULT;
 	c->server.max_udp = 4096;
 	c->server.max_buffer_memory = (size_t)256 << 20;
+	c->server.max_cover_per_source = LIMIT_COVER_SOURCE_DEFAULT;
+	c->server.max_preauth = LIMIT_PREAUTH_DEFAULT;
+	c->server.max_preauth_per_source = LIMIT_PREAUTH_SOURCE_DEFAULT;
 	c->server.connect_timeout_ms = 10000;
 	c->server.idle_timeout_ms = 300000;
 	c->server.handshake_timeout_ms = 60000;	/* nginx's client_header_timeout */

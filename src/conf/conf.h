@@ -199,6 +199,10 @@ struct conf {
 		unsigned	 max_udp;		/* datagram sessions, default 4096 */
 		unsigned	 max_udp_per_user;	/* default 0 = none */
 		size_t		 max_buffer_memory;	/* relay buffers, bytes; default 256M */
+		size_t		 cover_buffer_memory;	/* cover relays'; default max_buffer_memory/8 */
+		unsigned	 max_cover_per_source;	/* cover sessions, default 32, 0 = none */
+		unsigned	 max_preauth;		/* before authentication, default 512 */
+		unsigned	 max_preauth_per_source; /* default 256, 0 = none */
 		unsigned	 padding;		/* padded records per stream, default 8 */
 		unsigned	 connect_timeout_ms;	/* default 10000 */
 		unsigned	 idle_timeout_ms;	/* default 300000 */

@@ -321,6 +321,12 @@ dump_server(const struct conf *c, FILE *fp, bool secrets)
 	fprintf(fp, "  max_udp: %u\n", c->server.max_udp);
 	fprintf(fp, "  max_udp_per_user: %u\n", c->server.max_udp_per_user);
 	dump_size(fp, "max_buffer_memory", c->server.max_buffer_memory);
+	dump_size(fp, "cover_buffer_memory", c->server.cover_buffer_memory);
+	fprintf(fp, "  max_cover_per_source: %u\n",
+	    c->server.max_cover_per_source);
+	fprintf(fp, "  max_preauth: %u\n", c->server.max_preauth);
+	fprintf(fp, "  max_preauth_per_source: %u\n",
+	    c->server.max_preauth_per_source);
 	fprintf(fp, "  padding: %u\n", c->server.padding);
 	dump_ms(fp, "connect_timeout", c->server.connect_timeout_ms);
 	dump_ms(fp, "idle_timeout", c->server.idle_timeout_ms);

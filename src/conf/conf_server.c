@@ -12,6 +12,7 @@
 
 #include <sodium.h>
 
+#include "core/limit.h"
 #include "wire/proto_trojan.h"
 
 #define CONF_MAX_USERS	10000
@@ -329,6 +330,10 @@ check_server(struct ctx *x, yaml_node_t *map, void *base)
 	    conf_require(x, map, "cert_key") == -1 ||
 	    conf_require(x, map, "users") == -1)
 		return -1;
+	/* The cover's budget follows the main one unless set. */
+	if (!conf_seen(x, "cover_buffer_memory"))
+		x->c->server.cover_buffer_memory =
+		    limit_cover_memory_default(x->c->server.max_buffer_memory);
 	if (x->c->server.fallback_tls && !conf_seen(x, "fallback")) {
 		conf_path_push(x, "fallback_tls");
 		return conf_err(x, map, "needs fallback (the cover site)");
@@ -381,6 +386,14 @@ static const struct conf_key keys_server[] = {
 	    1000000, NULL },
 	{ "max_buffer_memory", conf_key_size, C(server.max_buffer_memory),
 	    CONF_SIZE_MIN, CONF_SIZE_MAX, NULL },
+	{ "cover_buffer_memory", conf_key_size, C(server.cover_buffer_memory),
+	    CONF_SIZE_MIN, CONF_SIZE_MAX, NULL },
+	{ "max_cover_per_source", conf_key_uint,
+	    C(server.max_cover_per_source), 0, 1000000, NULL },
+	{ "max_preauth", conf_key_uint, C(server.max_preauth), 1, 1000000,
+	    NULL },
+	{ "max_preauth_per_source", conf_key_uint,
+	    C(server.max_preauth_per_source), 0, 1000000, NULL },
 	{ "padding", conf_key_uint, C(server.padding), 0, 64, NULL },
 	{ "connect_timeout", conf_key_ms, C(server.connect_timeout_ms), 100,
 	    600000, NULL },

@@ -24,6 +24,10 @@ static const char *const limit_names[LIMIT_NKINDS] = {
 	[LIMIT_UDP] = "udp",
 	[LIMIT_USER_UDP] = "user_udp",
 	[LIMIT_MEMORY] = "memory",
+	[LIMIT_COVER_SOURCE] = "cover_source",
+	[LIMIT_COVER_MEMORY] = "cover_memory",
+	[LIMIT_PREAUTH_SOURCE] = "preauth_source",
+	[LIMIT_PREAUTH] = "preauth",
 };
 
 const char *
@@ -295,6 +299,16 @@ limit_parse_size(const char *s, unsigned long long *bytes)
 		return 0;
 	}
 	return -1;
+}
+
+size_t
+limit_cover_memory_default(size_t max_buffer_memory)
+{
+	size_t	 n = max_buffer_memory / 8;
+
+	if (max_buffer_memory == 0)
+		return (size_t)32 << 20;
+	return n < ((size_t)1 << 20) ? (size_t)1 << 20 : n;
 }
 
 /* ---- refusals -------------------------------------------------------- */

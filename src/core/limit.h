@@ -21,8 +21,13 @@ struct addr;
  * number of refusals since the previous message. */
 #define LIMIT_LOG_INTERVAL_MS	10000
 
-/* Default of server.max_conns_per_source; see tunsplit.yaml(5). */
-#define LIMIT_SOURCE_DEFAULT	4096
+/* Defaults of server.max_conns_per_source, max_cover_per_source,
+ * max_preauth and max_preauth_per_source; the arithmetic behind them is
+ * in tunsplit.yaml(5) and doc/DESIGN.md ("Strangers"). */
+#define LIMIT_SOURCE_DEFAULT		4096
+#define LIMIT_COVER_SOURCE_DEFAULT	32
+#define LIMIT_PREAUTH_DEFAULT		512
+#define LIMIT_PREAUTH_SOURCE_DEFAULT	256
 
 enum limit_kind {
 	LIMIT_CONNS,		/* server.max_conns */
@@ -31,10 +36,15 @@ enum limit_kind {
 	LIMIT_UDP,		/* server.max_udp */
 	LIMIT_USER_UDP,		/* users[].max_udp */
 	LIMIT_MEMORY,		/* max_buffer_memory: new work refused */
+	LIMIT_COVER_SOURCE,	/* server.max_cover_per_source */
+	LIMIT_COVER_MEMORY,	/* server.cover_buffer_memory */
+	LIMIT_PREAUTH_SOURCE,	/* server.max_preauth_per_source */
+	LIMIT_PREAUTH,		/* server.max_preauth: the oldest closed */
 	LIMIT_NKINDS
 };
 
-/* "conns", "source", "user_conns", "udp", "user_udp", "memory". */
+/* "conns", "source", "user_conns", "udp", "user_udp", "memory",
+ * "cover_source", "cover_memory", "preauth_source", "preauth". */
 const char *limit_kind_name(enum limit_kind k);
 
 /* ---- counts per key ------------------------------------------------- */
@@ -53,6 +63,8 @@ struct limit_ent {
 	struct limit_ent	*next;		/* bucket chain */
 	unsigned		 conns;
 	unsigned		 udp;
+	unsigned		 preauth;	/* of conns: not authenticated yet */
+	unsigned		 cover;		/* of conns: relayed to the cover */
 	uint8_t			 klen;
 	uint8_t			 key[];
 };
@@ -156,13 +168,20 @@ struct limit_stats {
 bool limit_refuse(struct limit_stats *st, enum limit_kind k, uint64_t now_ms,
     const char *work, const char *fmt, ...) LOG_PRINTF(5, 6);
 
+/* server.cover_buffer_memory when not set: an eighth of the main
+ * budget, at least 1 MiB; 32 MiB when the main one has no limit. */
+size_t limit_cover_memory_default(size_t max_buffer_memory);
+
 /* The server's limit state: server.c owns it, sess.c charges it. */
 struct limit_server {
 	struct limit_tab	 sources;	/* connections per source */
 	struct limit_tab	 users;		/* sessions, datagram ones */
-	struct limit_mem	 mem;		/* relay buffers */
+	struct limit_mem	 mem;		/* authenticated relays' buffers */
+	struct limit_mem	 cover_mem;	/* cover relays' buffers */
 	struct limit_stats	 st;
 	unsigned		 udp;		/* live datagram sessions */
+	unsigned		 preauth;	/* sessions not authenticated yet */
+	unsigned		 cover;		/* sessions relayed to the cover */
 };
 
 #endif

@@ -200,10 +200,19 @@ text_limits(const struct status *st, FILE *fp)
 	    status_bytes(st->mem_peak, b, sizeof(b)),
 	    st->mem_max != 0 ? status_bytes(st->mem_max, c, sizeof(c)) : "none",
 	    st->mem_denied);
-	if (st->has_sources)
+	if (st->has_sources) {
 		fprintf(fp, "sources: %zu with connections; datagram sessions "
 		    "%u (max %u)\n", st->sources, st->udp_sessions,
 		    st->udp_max);
+		fprintf(fp, "strangers: %u unauthenticated (max %u), %u at the "
+		    "cover site; cover memory %s in use, peak %s, limit %s; %"
+		    PRIu64 " allocations refused\n", st->preauth,
+		    st->preauth_max, st->cover_sessions,
+		    status_bytes(st->cover_mem_used, a, sizeof(a)),
+		    status_bytes(st->cover_mem_peak, b, sizeof(b)),
+		    st->cover_mem_max != 0 ? status_bytes(st->cover_mem_max, c,
+		    sizeof(c)) : "none", st->cover_mem_denied);
+	}
 	fprintf(fp, "limits refused:");
 	for (i = 0; i < LIMIT_NKINDS; i++)
 		if (st->has_sources || i == LIMIT_MEMORY)
@@ -435,10 +444,17 @@ json_limits(const struct status *st, FILE *fp)
 	fprintf(fp, "},\"buffer_memory\":{\"used\":%zu,\"peak\":%zu,"
 	    "\"max\":%zu,\"denied\":%" PRIu64 "}", st->mem_used, st->mem_peak,
 	    st->mem_max, st->mem_denied);
-	if (st->has_sources)
+	if (st->has_sources) {
 		fprintf(fp, ",\"sources\":%zu,\"udp_sessions\":%u,"
 		    "\"udp_max\":%u", st->sources, st->udp_sessions,
 		    st->udp_max);
+		fprintf(fp, ",\"preauth\":%u,\"preauth_max\":%u,"
+		    "\"cover_sessions\":%u,\"cover_memory\":{\"used\":%zu,"
+		    "\"peak\":%zu,\"max\":%zu,\"denied\":%" PRIu64 "}",
+		    st->preauth, st->preauth_max, st->cover_sessions,
+		    st->cover_mem_used, st->cover_mem_peak, st->cover_mem_max,
+		    st->cover_mem_denied);
+	}
 	fputc('}', fp);
 }
 
@@ -842,7 +858,10 @@ prom_limits(FILE *fp, const struct status *st)
 	prom_head(fp, "limit_refused_total", "counter",
 	    "New work refused by a limit: conns (max_conns), source "
 	    "(max_conns_per_source), user_conns, udp (max_udp), user_udp, "
-	    "memory (max_buffer_memory).");
+	    "memory (max_buffer_memory), cover_source "
+	    "(max_cover_per_source), cover_memory (cover_buffer_memory), "
+	    "preauth_source (max_preauth_per_source), preauth "
+	    "(max_preauth: the oldest closed).");
 	for (i = 0; i < LIMIT_NKINDS; i++)
 		fprintf(fp, "tunsplit_limit_refused_total{limit=\"%s\"} %"
 		    PRIu64 "\n", limit_kind_name(i), st->limit_refused[i]);
@@ -861,6 +880,21 @@ prom_limits(FILE *fp, const struct status *st)
 		    st->sources);
 		prom_one(fp, "udp_sessions", "gauge",
 		    "Live datagram sessions (UDP, ICMP).", st->udp_sessions);
+		prom_one(fp, "preauth_sessions", "gauge",
+		    "Sessions not authenticated yet (TLS handshake, request "
+		    "header).", st->preauth);
+		prom_one(fp, "cover_sessions", "gauge",
+		    "Sessions relayed to the cover site.", st->cover_sessions);
+		prom_one(fp, "cover_memory_bytes", "gauge",
+		    "Cover relays' buffer memory in use.", st->cover_mem_used);
+		prom_one(fp, "cover_memory_peak_bytes", "gauge",
+		    "Most cover relay buffer memory in use at once.",
+		    st->cover_mem_peak);
+		prom_one(fp, "cover_memory_limit_bytes", "gauge",
+		    "cover_buffer_memory (0: no limit).", st->cover_mem_max);
+		prom_one(fp, "cover_memory_denied_total", "counter",
+		    "Cover relay buffer allocations refused (that side paused "
+		    "reading).", st->cover_mem_denied);
 	}
 }
 

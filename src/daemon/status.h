@@ -131,6 +131,11 @@ struct status {
 	bool		 has_sources;		/* server */
 	size_t		 sources;		/* sources with live connections */
 	unsigned	 udp_sessions, udp_max;	/* server datagram sessions */
+	/* Server: strangers -- sessions not authenticated yet, those
+	 * relayed to the cover site, and the cover relays' budget. */
+	unsigned	 preauth, preauth_max, cover_sessions;
+	size_t		 cover_mem_used, cover_mem_peak, cover_mem_max;
+	uint64_t	 cover_mem_denied;
 
 	/* The server's resolver (domain-name targets). */
 	bool		 has_resolver;

@@ -129,7 +129,20 @@ server_admit(struct server *srv, const struct addr *peer,
 		    c->server.max_conns_per_source);
 		return false;
 	}
+	/* Unauthenticated ones apart: a TLS object each, whatever the
+	 * stranger sends (see "Strangers" in doc/DESIGN.md). */
+	if (c->server.max_preauth_per_source != 0 &&
+	    e->preauth >= c->server.max_preauth_per_source) {
+		srv->env.stats.refused++;
+		limit_refuse(&ls->st, LIMIT_PREAUTH_SOURCE, now, "connections",
+		    "source %s: max_preauth_per_source %u reached",
+		    server_source_fmt(key, klen, a, sizeof(a)),
+		    c->server.max_preauth_per_source);
+		limit_tab_release(&ls->sources, e);
+		return false;
+	}
 	e->conns++;
+	e->preauth++;		/* handed to the session */
 	*src = e;
 	return true;
 }
@@ -359,6 +372,7 @@ server_reload(struct server *srv)
 	struct ssl_ctx_st	*ctx;
 
 	srv->lim.mem.max = c->server.max_buffer_memory;
+	srv->lim.cover_mem.max = c->server.cover_buffer_memory;
 	if (users_reload(srv->env.auth, c) == 0)
 		log_info("reload: %zu users", c->server.nusers);
 	else
@@ -514,8 +528,12 @@ server_open(struct server *srv)
 	}
 	limit_mem_init(&srv->lim.mem, c->server.max_buffer_memory,
 	    RELAY_BUF_SIZE);
+	limit_mem_init(&srv->lim.cover_mem, c->server.cover_buffer_memory,
+	    RELAY_BUF_SIZE);
 	srv->env.lim = &srv->lim;
-	if (loop_on_iteration(srv->loop, limit_mem_wake, &srv->lim.mem) == -1) {
+	if (loop_on_iteration(srv->loop, limit_mem_wake, &srv->lim.mem) == -1 ||
+	    loop_on_iteration(srv->loop, limit_mem_wake,
+	    &srv->lim.cover_mem) == -1) {
 		log_warnx("cannot register the memory waiter");
 		return -1;
 	}
@@ -571,9 +589,14 @@ server_run(const struct conf *c)
 	(void)signal(SIGPIPE, SIG_IGN);
 	if (server_open(&srv) == 0) {
 		log_info("server: %zu users, max_conns %u (%u per source), "
-		    "max_udp %u, max_buffer_memory %zu", c->server.nusers,
+		    "max_udp %u, max_buffer_memory %zu; strangers: "
+		    "max_preauth %u (%u per source), max_cover_per_source "
+		    "%u, cover_buffer_memory %zu", c->server.nusers,
 		    c->server.max_conns, c->server.max_conns_per_source,
-		    c->server.max_udp, c->server.max_buffer_memory);
+		    c->server.max_udp, c->server.max_buffer_memory,
+		    c->server.max_preauth, c->server.max_preauth_per_source,
+		    c->server.max_cover_per_source,
+		    c->server.cover_buffer_memory);
 		if (loop_run(srv.loop) == 0)
 			rc = 0;
 		else

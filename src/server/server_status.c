@@ -71,6 +71,13 @@ server_status_fill(struct sess_env *env, const struct conf *c,
 		st->sources = env->lim->sources.n;
 		st->udp_sessions = env->lim->udp;
 		st->udp_max = c->server.max_udp;
+		st->preauth = env->lim->preauth;
+		st->preauth_max = c->server.max_preauth;
+		st->cover_sessions = env->lim->cover;
+		st->cover_mem_used = env->lim->cover_mem.used;
+		st->cover_mem_peak = env->lim->cover_mem.peak;
+		st->cover_mem_max = env->lim->cover_mem.max;
+		st->cover_mem_denied = env->lim->cover_mem.denied;
 	}
 	if (env->resolver != NULL) {
 		st->has_resolver = true;

@@ -551,6 +551,26 @@ outer_write(struct outer *o, const void *buf, size_t len)
 	return -1;
 }
 
+/*
+ * Before authentication a stranger may hold the connection for the whole
+ * handshake deadline: no read-ahead and the smallest read buffer OpenSSL
+ * takes (one record, ~17 KiB instead of the 64 KiB read-ahead buffer of
+ * the context) while lean.  Back to the context's settings (read-ahead
+ * on, OUTER_READ_BUF_ACTIVE) when not; the buffer of the new size comes
+ * with the next allocation, after the idle release in outer_read().
+ */
+#define OUTER_READ_BUF_ACTIVE	(64 * 1024)	/* = outer_ctx.c's */
+
+void
+outer_set_lean(struct outer *o, bool lean)
+{
+	if (o == NULL || o->ssl == NULL)
+		return;
+	SSL_set_read_ahead(o->ssl, lean ? 0 : 1);
+	SSL_set_default_read_buffer_len(o->ssl, lean ? 0 :
+	    OUTER_READ_BUF_ACTIVE);
+}
+
 size_t
 outer_pending(const struct outer *o)
 {

@@ -98,6 +98,9 @@ bool outer_session_reused(const struct outer *o);
 ssize_t outer_read(struct outer *o, void *buf, size_t len);
 /* > 0 bytes written (may be short); -1 with errno EAGAIN, EPIPE, ... */
 ssize_t outer_write(struct outer *o, const void *buf, size_t len);
+/* lean: no read-ahead and a one-record read buffer (a connection not
+ * authenticated yet); false: the context's settings again. */
+void outer_set_lean(struct outer *o, bool lean);
 /* Bytes decrypted and buffered inside TLS: readable without an fd event. */
 size_t outer_pending(const struct outer *o);
 /* 0 done, -1 EAGAIN (retry), -1 other errno. */

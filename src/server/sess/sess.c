@@ -113,16 +113,49 @@ sess_drop_target(struct sess *s, bool rst)
 	s->target_fd = -1;
 }
 
+/* The budget a session's relay is charged to: cover relays have their
+ * own (cover_buffer_memory), so that strangers never take the memory of
+ * authenticated sessions. */
+static struct limit_mem *
+sess_mem(const struct sess *s)
+{
+	return s->fallback ? &s->env->lim->cover_mem : &s->env->lim->mem;
+}
+
+void
+sess_preauth_end(struct sess *s)
+{
+	struct limit_server	*ls = s->env->lim;
+
+	if (!s->lim_preauth)
+		return;
+	s->lim_preauth = false;
+	outer_set_lean(s->outer, false);
+	TAILQ_REMOVE(&s->env->preauth, s, preauth_entry);
+	if (ls == NULL)
+		return;
+	ls->preauth--;
+	if (s->lim_src != NULL)
+		s->lim_src->preauth--;
+}
+
 /* Gives back every count the session holds (sess_close, sess_new). */
 static void
 sess_limits_release(struct sess *s)
 {
 	struct limit_server	*ls = s->env->lim;
 
+	sess_preauth_end(s);
 	if (ls == NULL)
 		return;
-	limit_mem_unwait(&ls->mem, &s->lim_wait);
+	limit_mem_unwait(sess_mem(s), &s->lim_wait);
 	sess_unreserve(s);
+	if (s->lim_cover) {
+		ls->cover--;
+		if (s->lim_src != NULL)
+			s->lim_src->cover--;
+		s->lim_cover = false;
+	}
 	if (s->lim_udp) {
 		ls->udp--;
 		if (s->lim_user != NULL)
@@ -211,6 +244,7 @@ sess_reject(struct sess *s, const char *reason)
 	char		 peer[ADDR_STRLEN];
 
 	s->rejected = true;
+	sess_preauth_end(s);
 	stats_reason_add(&env->stats.rejects, reason);
 	addr_fmt(&s->peer, peer, sizeof(peer));
 	if (!cover_enabled(env->cover)) {
@@ -372,16 +406,25 @@ bool
 sess_reserve(struct sess *s, size_t n)
 {
 	struct limit_server	*ls = s->env->lim;
+	struct limit_mem	*m;
 
 	if (ls == NULL)
 		return true;
-	if (!limit_mem_admit(&ls->mem, n)) {
-		limit_refuse(&ls->st, LIMIT_MEMORY, loop_now(s->env->loop),
-		    "connections", "max_buffer_memory: %zu of %zu bytes in use",
-		    ls->mem.used, ls->mem.max);
+	m = sess_mem(s);
+	if (!limit_mem_admit(m, n)) {
+		if (s->fallback)
+			limit_refuse(&ls->st, LIMIT_COVER_MEMORY,
+			    loop_now(s->env->loop), "cover relays",
+			    "cover_buffer_memory: %zu of %zu bytes in use",
+			    m->used, m->max);
+		else
+			limit_refuse(&ls->st, LIMIT_MEMORY,
+			    loop_now(s->env->loop), "connections",
+			    "max_buffer_memory: %zu of %zu bytes in use",
+			    m->used, m->max);
 		return false;
 	}
-	limit_mem_force(&ls->mem, n);
+	limit_mem_force(m, n);
 	s->lim_reserved += n;
 	return true;
 }
@@ -391,7 +434,7 @@ sess_unreserve(struct sess *s)
 {
 	if (s->lim_reserved == 0)
 		return;
-	limit_mem_give(&s->env->lim->mem, s->lim_reserved);
+	limit_mem_give(sess_mem(s), s->lim_reserved);
 	s->lim_reserved = 0;
 }
 
@@ -403,7 +446,7 @@ sess_budget(struct sess *s)
 	if (s->env->lim == NULL)
 		return;
 	sess_unreserve(s);
-	relay_set_budget(&s->relay, &s->env->lim->mem);
+	relay_set_budget(&s->relay, sess_mem(s));
 }
 
 /* Memory is free again: run the paused relay. */
@@ -439,6 +482,42 @@ sess_fallback_connected(struct sess *s, int err)
 	sess_start_relay(s, c->server.idle_timeout_ms);
 }
 
+/*
+ * A stranger's connections to the cover site are bounded apart from the
+ * users': at most max_cover_per_source from one source, and their relay
+ * buffers in cover_buffer_memory.  Past either the connection is closed
+ * (what a web server at its own limits does), counted and logged.
+ */
+static bool
+sess_cover_admit(struct sess *s)
+{
+	struct limit_server	*ls = s->env->lim;
+	const struct conf	*c = s->conf;
+	char			 peer[ADDR_STRLEN];
+
+	if (ls == NULL)
+		return true;
+	if (s->lim_src != NULL && c->server.max_cover_per_source != 0 &&
+	    s->lim_src->cover >= c->server.max_cover_per_source) {
+		limit_refuse(&ls->st, LIMIT_COVER_SOURCE,
+		    loop_now(s->env->loop), "cover relays",
+		    "source %s: max_cover_per_source %u reached",
+		    addr_fmt(&s->peer, peer, sizeof(peer)),
+		    c->server.max_cover_per_source);
+		sess_close(s, "limit: max_cover_per_source", 0);
+		return false;
+	}
+	if (!sess_reserve(s, RELAY_BUF_SIZE)) {
+		sess_close(s, "limit: cover_buffer_memory", 0);
+		return false;
+	}
+	s->lim_cover = true;
+	ls->cover++;
+	if (s->lim_src != NULL)
+		s->lim_src->cover++;
+	return true;
+}
+
 static void
 sess_fallback(struct sess *s, const char *reason)
 {
@@ -449,10 +528,8 @@ sess_fallback(struct sess *s, const char *reason)
 	s->reason = reason;
 	s->fallback = true;
 	s->relay.quiet = true;
-	if (!sess_reserve(s, RELAY_BUF_SIZE)) {
-		sess_close(s, "limit: max_buffer_memory", 0);
+	if (!sess_cover_admit(s))
 		return;
-	}
 	if (buf_append(&s->relay.to_fd, buf_head(&s->hdr), n) != n) {
 		sess_close(s, SESS_OOM, 0);
 		return;
@@ -571,7 +648,7 @@ sess_relay(struct sess *s, uint32_t oev, uint32_t tev)
 		s->last_io_ms = loop_now(s->env->loop);
 	}
 	if (s->env->lim != NULL && relay_starved(r))
-		limit_mem_wait(&s->env->lim->mem, &s->lim_wait);
+		limit_mem_wait(sess_mem(s), &s->lim_wait);
 	sess_watch_relay(s, oev, tev);
 }
 
@@ -667,6 +744,60 @@ sess_on_timer(struct loop_timer *t)
 	}
 }
 
+/*
+ * Who makes room at max_preauth: the oldest session of the source holding
+ * the most unauthenticated ones -- a flood's, not a client's warm pool
+ * connection that is older but one of two.  A walk over at most
+ * max_preauth sessions, only when the limit is reached.
+ */
+static struct sess *
+sess_preauth_victim(struct sess_env *env)
+{
+	struct sess	*s, *best = TAILQ_FIRST(&env->preauth);
+	unsigned	 n, most = 0;
+
+	TAILQ_FOREACH(s, &env->preauth, preauth_entry) {
+		n = s->lim_src != NULL ? s->lim_src->preauth : 1;
+		if (n > most) {
+			most = n;
+			best = s;
+		}
+	}
+	return best;
+}
+
+/*
+ * Before authentication a session holds a TLS object and at most a
+ * request header: counted (max_preauth_per_source was judged at the
+ * accept, with the source's count) and bounded as a whole by max_preauth.
+ * At that limit an old unauthenticated session is closed to make room
+ * (sess_preauth_victim), rather than the new one refused: strangers
+ * holding many cannot keep a real client's quick handshake out, only cut
+ * short their own slowest ones.  The source's count is handed over by
+ * server_admit.
+ */
+static void
+sess_preauth_begin(struct sess *s)
+{
+	struct sess_env		*env = s->env;
+	struct limit_server	*ls = env->lim;
+	struct sess		*old;
+
+	if (ls != NULL && ls->preauth >= s->conf->server.max_preauth &&
+	    (old = sess_preauth_victim(env)) != NULL) {
+		limit_refuse(&ls->st, LIMIT_PREAUTH, loop_now(env->loop),
+		    "unauthenticated connections", "max_preauth %u reached "
+		    "(closing an old one of the busiest source)",
+		    s->conf->server.max_preauth);
+		sess_close(old, "limit: max_preauth", 0);
+	}
+	TAILQ_INSERT_TAIL(&env->preauth, s, preauth_entry);
+	s->lim_preauth = true;
+	outer_set_lean(s->outer, true);
+	if (ls != NULL)
+		ls->preauth++;
+}
+
 void
 sess_new(struct sess_env *env, int fd, const struct addr *peer,
     struct limit_ent *src)
@@ -679,6 +810,7 @@ sess_new(struct sess_env *env, int fd, const struct addr *peer,
 		close(fd);
 		if (src != NULL) {
 			src->conns--;
+			src->preauth--;
 			limit_tab_release(&env->lim->sources, src);
 		}
 		return;
@@ -710,11 +842,14 @@ sess_new(struct sess_env *env, int fd, const struct addr *peer,
 	}
 	LIST_INSERT_HEAD(&env->live, s, entry);
 	env->nlive++;
+	sess_preauth_begin(s);
 	s->state = SESS_HANDSHAKE;
 	sess_timer_set(s, c->server.handshake_timeout_ms);
 	return;
 fail:
 	outer_free(s->outer);
+	if (s->lim_src != NULL)
+		s->lim_src->preauth--;	/* handed over, not yet begun */
 	sess_limits_release(s);
 	conf_unref(s->conf);
 	free(s);
@@ -727,6 +862,7 @@ sess_env_init(struct sess_env *e, const struct conf *c, struct loop *l,
 	*e = (struct sess_env){ .conf = c, .loop = l, .ctx = ctx, .auth = auth };
 	LIST_INIT(&e->live);
 	LIST_INIT(&e->dead);
+	TAILQ_INIT(&e->preauth);
 }
 
 void

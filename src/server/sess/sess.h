@@ -26,6 +26,7 @@ struct sess;
 struct ssl_ctx_st;
 
 LIST_HEAD(sess_list, sess);
+TAILQ_HEAD(sess_queue, sess);
 
 /* Counters for the control socket and metrics. */
 struct sess_stats {
@@ -68,6 +69,8 @@ struct sess_env {
 	/* Owned by this module. */
 	struct sess_list	 live;
 	struct sess_list	 dead;		/* closed, freed by sess_reap */
+	struct sess_queue	 preauth;	/* not authenticated, oldest
+						 * first (max_preauth) */
 	size_t			 nlive;
 	unsigned long long	 next_id;
 	struct sess_stats	 stats;

@@ -99,6 +99,12 @@ struct sess {
 
 	/* Limits (env->lim): counts held, released by sess_close. */
 	struct limit_ent	*lim_src;	/* one conn on its source */
+	bool			 lim_preauth;	/* one pre-authentication count
+						 * (global, source), in
+						 * env->preauth */
+	TAILQ_ENTRY(sess)	 preauth_entry;
+	bool			 lim_cover;	/* one cover count (global,
+						 * source) */
 	struct limit_ent	*lim_user;	/* one conn on its user */
 	bool			 lim_udp;	/* one datagram session too */
 	size_t			 lim_reserved;	/* memory held for the relay */
@@ -122,6 +128,9 @@ void sess_drop_target(struct sess *s, bool rst);
 void sess_watch_outer(struct sess *s);
 void sess_timer_set(struct sess *s, unsigned ms);
 bool sess_reserve(struct sess *s, size_t n);
+/* Authenticated, or handed to the cover site: the pre-authentication
+ * counts are given back (idempotent). */
+void sess_preauth_end(struct sess *s);
 void sess_on_target(struct loop_fd *lfd, uint32_t revents);
 
 /* sess_req.c: reads and acts on the request (SESS_HEADER). */

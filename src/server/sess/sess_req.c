@@ -190,6 +190,7 @@ sess_request(struct sess *s, const struct proto_req *req, size_t hlen)
 		sess_reject(s, users_result_str(rc));
 		return;
 	}
+	sess_preauth_end(s);
 	s->has_user = true;
 	s->lim_idx = user;
 	outer_trust(s->outer);
@@ -236,6 +237,7 @@ sess_trojan_request(struct sess *s, const struct proto_trojan_req *tr,
 		sess_reject(s, "bad trojan password");
 		return;
 	}
+	sess_preauth_end(s);
 	s->trojan = true;
 	s->has_user = true;
 	outer_trust(s->outer);

@@ -332,7 +332,16 @@ test_refuse_rate_limited(void **state)
 	assert_int_equal(st.refused[LIMIT_MEMORY], 1);
 	assert_false(limit_refuse(&st, LIMIT_NKINDS, 0, "x", "y"));
 	assert_string_equal(limit_kind_name(LIMIT_USER_UDP), "user_udp");
+	assert_string_equal(limit_kind_name(LIMIT_COVER_SOURCE),
+	    "cover_source");
+	assert_string_equal(limit_kind_name(LIMIT_PREAUTH), "preauth");
 	assert_string_equal(limit_kind_name(LIMIT_NKINDS), "?");
+	/* The cover's budget: an eighth of the main one, 1 MiB at least. */
+	assert_int_equal(limit_cover_memory_default((size_t)256 << 20),
+	    (size_t)32 << 20);
+	assert_int_equal(limit_cover_memory_default((size_t)2 << 20),
+	    (size_t)1 << 20);
+	assert_int_equal(limit_cover_memory_default(0), (size_t)32 << 20);
 }
 
 int

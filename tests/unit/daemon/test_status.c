@@ -330,24 +330,52 @@ test_limits(void **state)
 	st.sources = 12;
 	st.udp_sessions = 3;
 	st.udp_max = 4096;
+	st.limit_refused[LIMIT_COVER_SOURCE] = 40;
+	st.limit_refused[LIMIT_COVER_MEMORY] = 9;
+	st.limit_refused[LIMIT_PREAUTH_SOURCE] = 300;
+	st.limit_refused[LIMIT_PREAUTH] = 2;
+	st.preauth = 17;
+	st.preauth_max = 256;
+	st.cover_sessions = 5;
+	st.cover_mem_used = 1 << 20;
+	st.cover_mem_peak = 2 << 20;
+	st.cover_mem_max = 32 << 20;
+	st.cover_mem_denied = 4;
 	expect(status_write_text, &st, STRS(
 	    "buffer memory: 3.0 MiB in use, peak 4.0 MiB, limit 256.0 MiB; "
 	    "11 allocations refused (reads paused)\n",
 	    "sources: 12 with connections; datagram sessions 3 (max 4096)\n",
+	    "strangers: 17 unauthenticated (max 256), 5 at the cover site; "
+	    "cover memory 1.0 MiB in use, peak 2.0 MiB, limit 32.0 MiB; 4 "
+	    "allocations refused\n",
 	    "limits refused: conns 0 source 200 user_conns 5 udp 0 user_udp 0 "
-	    "memory 7\n"), NULL);
+	    "memory 7 cover_source 40 cover_memory 9 preauth_source 300 "
+	    "preauth 2\n"), NULL);
 	expect(status_write_json, &st, STRS("\"limits\":{\"refused\":{"
 	    "\"conns\":0,\"source\":200,\"user_conns\":5,\"udp\":0,"
-	    "\"user_udp\":0,\"memory\":7},\"buffer_memory\":{\"used\":3145728,"
+	    "\"user_udp\":0,\"memory\":7,\"cover_source\":40,"
+	    "\"cover_memory\":9,\"preauth_source\":300,\"preauth\":2},"
+	    "\"buffer_memory\":{\"used\":3145728,"
 	    "\"peak\":4194304,\"max\":268435456,\"denied\":11},"
-	    "\"sources\":12,\"udp_sessions\":3,\"udp_max\":4096}"), NULL);
+	    "\"sources\":12,\"udp_sessions\":3,\"udp_max\":4096,"
+	    "\"preauth\":17,\"preauth_max\":256,\"cover_sessions\":5,"
+	    "\"cover_memory\":{\"used\":1048576,\"peak\":2097152,"
+	    "\"max\":33554432,\"denied\":4}}"), NULL);
 	expect(status_write_prometheus, &st, STRS(
 	    "tunsplit_limit_refused_total{limit=\"source\"} 200\n",
 	    "tunsplit_limit_refused_total{limit=\"memory\"} 7\n",
+	    "tunsplit_limit_refused_total{limit=\"cover_source\"} 40\n",
+	    "tunsplit_limit_refused_total{limit=\"cover_memory\"} 9\n",
+	    "tunsplit_limit_refused_total{limit=\"preauth_source\"} 300\n",
+	    "tunsplit_limit_refused_total{limit=\"preauth\"} 2\n",
 	    "tunsplit_buffer_memory_bytes 3145728\n",
 	    "tunsplit_buffer_memory_limit_bytes 268435456\n",
 	    "tunsplit_buffer_memory_denied_total 11\n",
-	    "tunsplit_limit_sources 12\n", "tunsplit_udp_sessions 3\n"), NULL);
+	    "tunsplit_limit_sources 12\n", "tunsplit_udp_sessions 3\n",
+	    "tunsplit_preauth_sessions 17\n", "tunsplit_cover_sessions 5\n",
+	    "tunsplit_cover_memory_bytes 1048576\n",
+	    "tunsplit_cover_memory_limit_bytes 33554432\n",
+	    "tunsplit_cover_memory_denied_total 4\n"), NULL);
 	/* The client: memory only, no limit of "none" when unlimited. */
 	st.role = "client";
 	st.has_sources = false;
