@@ -31,6 +31,7 @@
 
 #include "core/addr.h"
 #include "conf/conf.h"
+#include "core/limit.h"
 #include "core/log.h"
 #include "core/loop.h"
 #include "tls/outer.h"
@@ -56,6 +57,7 @@ struct bridge {
 	bool			 fd_watched;
 	struct loop_timer	 timer;
 	struct relay		 relay;
+	struct limit_waiter	 wait;		/* relay paused for memory */
 	uint64_t		 last_bytes;
 	uint64_t		 last_io_ms;
 };
@@ -77,6 +79,7 @@ struct cover {
 	unsigned		 connect_timeout_ms;
 	unsigned		 idle_timeout_ms;
 	struct cover_stats	 stats;
+	struct limit_mem	*mem;		/* bridges' buffers; NULL: none */
 	struct bridge_list	 live;
 	struct bridge_list	 dead;
 	uint64_t		 fail_log_ms;
@@ -109,6 +112,8 @@ bridge_close(struct bridge *b, const char *why, bool failed)
 	    (unsigned long long)b->relay.bytes_to_outer,
 	    (unsigned long long)b->relay.bytes_to_fd);
 	b->state = BRIDGE_CLOSED;
+	if (cv->mem != NULL)
+		limit_mem_unwait(cv->mem, &b->wait);
 	loop_timer_cancel(cv->loop, &b->timer);
 	loop_fd_del(cv->loop, &b->outer_lfd);
 	loop_fd_del(cv->loop, &b->fd_lfd);
@@ -165,6 +170,8 @@ bridge_relay(struct bridge *b, uint32_t oev, uint32_t fev)
 		b->last_bytes = bytes;
 		b->last_io_ms = loop_now(b->cv->loop);
 	}
+	if (b->cv->mem != NULL && relay_starved(r))
+		limit_mem_wait(b->cv->mem, &b->wait);
 	if (loop_fd_watch(b->cv->loop, &b->outer_lfd, outer_fd(b->outer),
 	    &b->outer_parked, relay_outer_events(r), oev,
 	    bridge_on_outer) == -1 ||
@@ -192,6 +199,8 @@ bridge_handshake(struct bridge *b)
 		return;
 	}
 	relay_start(&b->relay, b->outer, b->fd);
+	if (b->cv->mem != NULL)
+		relay_set_budget(&b->relay, b->cv->mem);
 	b->state = BRIDGE_RELAY;
 	b->last_io_ms = loop_now(b->cv->loop);
 	loop_timer_set(b->cv->loop, &b->timer, b->cv->idle_timeout_ms);
@@ -218,6 +227,16 @@ bridge_on_fd(struct loop_fd *lfd, uint32_t revents)
 
 	if (b->state == BRIDGE_RELAY)
 		bridge_relay(b, 0, revents);
+}
+
+/* Memory is free again: run the paused relay. */
+static void
+bridge_on_memory(struct limit_waiter *w)
+{
+	struct bridge	*b = container_of(w, struct bridge, wait);
+
+	if (b->state == BRIDGE_RELAY)
+		bridge_relay(b, 0, 0);
 }
 
 static void
@@ -259,6 +278,7 @@ bridge_new(struct cover *cv)
 	b->fd = sp[1];
 	b->state = BRIDGE_HANDSHAKE;
 	relay_init(&b->relay, COVER_BUF_SIZE);
+	b->wait.fn = bridge_on_memory;
 	loop_timer_init(&b->timer, bridge_on_timer);
 	if (loop_fd_add(cv->loop, &b->outer_lfd, tcp, EPOLLOUT,
 	    bridge_on_outer) == -1) {
@@ -481,6 +501,12 @@ cover_dial_plain(struct cover *cv)
 	if ((fd = sock_connect(&cv->plain, cv->cc, cv->mark)) != -1)
 		cv->stats.dialed++;
 	return fd;
+}
+
+void
+cover_set_budget(struct cover *cv, struct limit_mem *m)
+{
+	cv->mem = m;
 }
 
 const struct cover_stats *

@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 struct conf;
+struct limit_mem;
 struct loop;
 struct cover;
 
@@ -57,6 +58,11 @@ int  cover_dial(struct cover *cv);
  * HTTPS port" page).  cover_dial_plain() is cover_dial() for it. */
 bool cover_has_plain(const struct cover *cv);
 int  cover_dial_plain(struct cover *cv);
+
+/* The TLS bridges' relay buffers are charged to m (the server's
+ * cover_buffer_memory, with the sessions' cover relays); a bridge the
+ * budget refuses pauses until memory is free.  NULL: not charged. */
+void cover_set_budget(struct cover *cv, struct limit_mem *m);
 
 const struct cover_stats *cover_stats_get(const struct cover *cv);
 

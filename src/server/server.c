@@ -546,6 +546,7 @@ server_open(struct server *srv)
 		log_warnx("server: cannot set up the cover site");
 		return -1;
 	}
+	cover_set_budget(srv->cover, &srv->lim.cover_mem);
 	srv->env.cover = srv->cover;
 	if (daemon_signals_open(&srv->sig, srv->loop, &srv->drain,
 	    server_adopt, srv) == -1 || server_listen(srv) == -1)
