@@ -153,6 +153,11 @@ tun_create(const char *name, bool offload, char ifname[IFNAMSIZ], char *err,
 	memcpy(ifr.ifr_name, name, strlen(name));
 	if (ioctl(fd, TUNSETIFF, &ifr) == -1) {
 		e = errno;
+		if (offload && e == EINVAL) {
+			/* A kernel without IFF_VNET_HDR: without offloads. */
+			close(fd);
+			return tun_create(name, false, ifname, err, errlen);
+		}
 		if (e == EBUSY || e == EINVAL)
 			tun_err(err, errlen, 0, "interface '%s' is busy or "
 			    "not a tun device", name);

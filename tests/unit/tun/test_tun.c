@@ -19,6 +19,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -84,9 +85,10 @@ check_addr4(const char *ifname)
 	assert_int_equal(ntohl(sin->sin_addr.s_addr), 0xffffff00U);
 }
 
-/* A datagram to a neighbour on the TUN's subnet comes out of the fd. */
+/* A datagram to a neighbour on the TUN's subnet comes out of the fd,
+ * after hdr bytes of virtio-net header when the fd has offloads. */
 static void
-check_packet_out(int fd)
+check_packet_hdr(int fd, size_t hdr)
 {
 	struct sockaddr_in	dst = { .sin_family = AF_INET,
 				    .sin_port = htons(9) };
@@ -104,7 +106,9 @@ check_packet_out(int fd)
 	for (;;) {
 		assert_int_equal(poll(&pfd, 1, 2000), 1);
 		n = read(fd, pkt, sizeof(pkt));
-		assert_true(n > 0);
+		assert_true(n > (ssize_t)hdr);
+		memmove(pkt, pkt + hdr, (size_t)n - hdr);
+		n -= (ssize_t)hdr;
 		/* Skip anything else the kernel sends (IPv6 router
 		 * solicitations and the like): no packet-info header, so
 		 * byte 0 is the IP version. */
@@ -114,6 +118,12 @@ check_packet_out(int fd)
 	assert_int_equal(n, 20 + 8 + 4);
 	assert_memory_equal(pkt + 16, &dst.sin_addr, 4);
 	assert_memory_equal(pkt + 28, "ping", 4);
+}
+
+static void
+check_packet_out(int fd)
+{
+	check_packet_hdr(fd, 0);
 }
 
 static void
@@ -142,6 +152,38 @@ test_open_configures(void **state)
 	close(fd);
 	/* Not persistent: gone with its fd. */
 	assert_int_equal(if_nametoindex("tstest0"), 0);
+}
+
+/* Offloads asked for: a virtio-net header on every packet; refused
+ * (the test knob): the same device without. */
+static void
+test_offload_and_fallback(void **state)
+{
+	struct tun_config	tc = { .name = "tsoff0", .mtu = 1500,
+				    .addr4 = &addr4, .offload = true };
+	char			ifname[IFNAMSIZ], err[256];
+	int			fd;
+
+	(void)state;
+	if ((fd = tun_open(&tc, ifname, err, sizeof(err))) == -1)
+		fail_msg("tun_open: %s", err);
+	assert_true(tun_offload(fd));
+	check_packet_hdr(fd, TUN_VNET_HDR_LEN);
+	close(fd);
+	assert_int_equal(setenv(TUN_ENV_NO_OFFLOAD, "1", 1), 0);
+	fd = tun_open(&tc, ifname, err, sizeof(err));
+	assert_int_equal(unsetenv(TUN_ENV_NO_OFFLOAD), 0);
+	if (fd == -1)
+		fail_msg("tun_open: %s", err);
+	assert_string_equal(ifname, "tsoff0");
+	assert_false(tun_offload(fd));
+	check_packet_out(fd);
+	close(fd);
+	tc.offload = false;
+	if ((fd = tun_open(&tc, ifname, err, sizeof(err))) == -1)
+		fail_msg("tun_open: %s", err);
+	assert_false(tun_offload(fd));
+	close(fd);
 }
 
 static void
@@ -295,6 +337,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_open_configures),
+		cmocka_unit_test(test_offload_and_fallback),
 		cmocka_unit_test(test_template_and_default_name),
 		cmocka_unit_test(test_bad_names),
 		cmocka_unit_test(test_bad_mtu_and_addresses),
