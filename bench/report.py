@@ -297,11 +297,12 @@ def table(head, rows):
 
 PATH_NAMES = {"direct": "direct", "openvpn": "OpenVPN-TCP",
               "v2ray": "v2ray VLESS+TLS", "kcptun": "kcptun fast3",
-              "tunsplit": "tunsplit", "tunsplit-nopool": "tunsplit, no pool"}
+              "tunsplit": "tunsplit", "tunsplit-nopool": "tunsplit, no pool",
+              "tunsplit-nooffload": "tunsplit, offloads off"}
 TPUT_COLS = [("direct", "cubic"), ("direct", "bbr"), ("openvpn", "bbr"),
              ("v2ray", "bbr"), ("kcptun", "bbr"), ("tunsplit", "bbr")]
 PATH_ORDER = ["direct", "openvpn", "v2ray", "kcptun", "tunsplit",
-              "tunsplit-nopool"]
+              "tunsplit-nooffload", "tunsplit-nopool"]
 
 # The link's MTU (veth's and linkem's default): the MTU of every path but
 # tunsplit in the runs that predate the "mtu" field of a result.
@@ -431,7 +432,8 @@ def t_tunnels(rs, meta):
         return None
     mss = any(r.get("app_mss") for r in sc)
     rows = []
-    for path in ("direct", "openvpn", "v2ray", "kcptun", "tunsplit"):
+    for path in ("direct", "openvpn", "v2ray", "kcptun", "tunsplit",
+                 "tunsplit-nooffload"):
         for mtu in path_mtus(sc, path):
             kw = ckw(path, mtu=mtu)
             m = sel(sc, **kw)
@@ -663,6 +665,41 @@ def t_rrlat(rs, meta):
     return "\n\n".join(out)
 
 
+def cpu_med(rs, side, **kw):
+    v = [r.get("cpu_%s_s_per_gib" % side) for r in sel(rs, **kw)
+         if "error" not in r]
+    v = [x for x in v if x is not None]
+    return statistics.median(v) if v else None
+
+
+def t_offload(rs, meta):
+    """tunsplit with the TUN's offloads on against off, cell by cell."""
+    sc = sel(rs, scenario="scale", kind="iperf")
+    if not sel(sc, path="tunsplit-nooffload"):
+        return None
+    rows = []
+    for mtu in path_mtus(sc, "tunsplit-nooffload"):
+        for d in ("up", "down"):
+            on = dict(path="tunsplit", mtu=mtu, dir=d)
+            off = dict(path="tunsplit-nooffload", mtu=mtu, dir=d)
+            c_on, c_off = (cpu_med(sc, "client", **on),
+                           cpu_med(sc, "client", **off))
+            rows.append([mtu, d, cell(sc, **on), cell(sc, **off),
+                         ratio(mbit(sc, **on), mbit(sc, **off)),
+                         "n/a" if c_on is None else "%.2f" % c_on,
+                         "n/a" if c_off is None else "%.2f" % c_off,
+                         ratio(c_on, c_off)])
+    return ("### TUN offloads on / off (plain veth, no impairment, 1 flow, "
+            "%s s)\n\n" % meta.get("short_seconds", "") +
+            "tunsplit with `tun.offload: on` (TSO and checksum offload "
+            "through virtio-net headers) and `off`, each on-cell followed "
+            "by its off-cell." + runs_text(sc, meta) + "  Ratios are of "
+            "the medians; client CPU is the tunsplit client's, seconds "
+            "per GiB moved.\n\n" +
+            table(["TUN MTU", "dir", "on Mbit/s", "off Mbit/s", "on / off",
+                   "client CPU s/GiB on", "off", "on / off"], rows))
+
+
 def t_scale(rs, meta):
     cr = sel(rs, kind="connrate")
     idle = sel(rs, kind="idle")
@@ -751,7 +788,7 @@ def t_accuracy(rs, meta):
 
 
 TABLES = [t_lfl, t_kept, t_targets, t_hiloss, t_ttfb, t_rrlat, t_ceiling,
-          t_tunnels, t_scale, t_accuracy]
+          t_tunnels, t_offload, t_scale, t_accuracy]
 
 
 def tables(doc):

@@ -12,7 +12,10 @@
 #
 #   scenarios  accuracy ceiling lfl hiloss ttfb rrlat scale  (default: all)
 #   paths      direct openvpn v2ray kcptun tunsplit   (default: all; tunsplit
-#              needs TUNSPLIT=binary; ttfb and scale add tunsplit-nopool)
+#              needs TUNSPLIT=binary; ttfb and scale add tunsplit-nopool).
+#              tunsplit-nooffload (not in the default) is tunsplit with
+#              tun.offload: off; in scale its iperf3 cells run right after
+#              tunsplit's, cell by cell, for the on/off ratio
 #   loss       percent list for lfl            (default: 0 0.3 1 5)
 #   cc         direct path's CCs in lfl        (default: cubic bbr; tunnels
 #                                               always run bbr)
@@ -535,10 +538,11 @@ kcptun_down() {
 # connections 1 RTT apart drain a smaller pool faster than a replacement
 # handshake refills it); "tunsplit-nopool" has none.  The TUN's MTU is the
 # cell's (TUN_MTUS), and the app's TCP announces that less 40 as its MSS.
+# "tunsplit-nooffload" is "tunsplit" with the TUN's offloads off.
 TS_DIR=$WORK/tunsplit
 
-tunsplit_up() {	# POOL MTU
-	local pool=$1 mtu=$2 key i
+tunsplit_up() {	# POOL MTU [OFFLOAD]
+	local pool=$1 mtu=$2 offload=${3:-on} key i
 	if [ -z "${TUNSPLIT:-}" ] || [ ! -x "${TUNSPLIT:-}" ]; then
 		say "tunsplit: no binary (set TUNSPLIT=path)"
 		return 1
@@ -563,7 +567,7 @@ EOF
 	cat >"$TS_DIR/client.yaml" <<EOF
 log: {level: warn}
 control: $TS_DIR/client.sock
-tun: {name: tsb-ts, mtu: $mtu, address: [198.18.0.1/15, "fdfe:dcba:9876::1/64"]}
+tun: {name: tsb-ts, mtu: $mtu, offload: $offload, address: [198.18.0.1/15, "fdfe:dcba:9876::1/64"]}
 client:
   server: "$SERVER:8443"
   sni: tunsplit.bench
@@ -619,6 +623,7 @@ path_up() {	# PATH [TUN-MTU]
 	kcptun)		kcptun_up ;;
 	tunsplit)	tunsplit_up "${TSB_POOL:-6}" "${2:-$TS_MTU}" ;;
 	tunsplit-nopool) tunsplit_up 0 "${2:-$TS_MTU}" ;;
+	tunsplit-nooffload) tunsplit_up "${TSB_POOL:-6}" "${2:-$TS_MTU}" off ;;
 	*)		die "unknown path $1" ;;
 	esac
 }
@@ -628,7 +633,7 @@ path_down() {
 	openvpn)	ovpn_down ;;
 	v2ray)		v2ray_down ;;
 	kcptun)		kcptun_down ;;
-	tunsplit|tunsplit-nopool) tunsplit_down ;;
+	tunsplit|tunsplit-nopool|tunsplit-nooffload) tunsplit_down ;;
 	esac
 }
 
@@ -818,7 +823,7 @@ plan_iperf() {	# scenario link loss paths ccs flows t omit [tun-mtu]
 # The TUN MTUs a path's single-flow throughput cells run at: tunsplit's
 # list, "-" (none) for the others.
 path_mtus() {
-	if [ "$1" = tunsplit ]; then echo $TUN_MTUS; else echo -; fi
+	case $1 in tunsplit|tunsplit-nooffload) echo $TUN_MTUS ;; *) echo - ;; esac
 }
 
 # The seeds of one lfl cell: more where one short run is a poor sample (see
@@ -948,6 +953,9 @@ plan() {
 					for mtu in $(path_mtus $path); do
 					for d in up down; do
 						echo "iperf|scale|veth|$path|$TUNNEL_CC|1|$d||$T_SHORT:$OMIT_SHORT|${mtu#-}"
+						[ $path = tunsplit ] &&
+						    has_path tunsplit-nooffload &&
+						    echo "iperf|scale|veth|tunsplit-nooffload|$TUNNEL_CC|1|$d||$T_SHORT:$OMIT_SHORT|${mtu#-}"
 					done
 					done
 				fi
