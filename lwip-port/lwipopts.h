@@ -118,6 +118,9 @@
 #define CHECKSUM_CHECK_ICMP         0
 #define CHECKSUM_CHECK_ICMP6        0
 #define LWIP_CHKSUM                 tsnetif_chksum
+/* tcp_write sums the data as it copies it; with offloads the kernel
+ * does, and the copy skips the sum (tsnetif.c). */
+#define LWIP_CHKSUM_COPY(dst, src, len) tsnetif_chksum_copy((dst), (src), (len))
 /* With the TUN's offloads on, the kernel finishes TCP checksums: lwIP's
  * generation is switched off for the netif (tsnetif_offload). */
 #define LWIP_CHECKSUM_CTRL_PER_NETIF 1

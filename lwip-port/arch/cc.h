@@ -25,5 +25,7 @@
 
 /* Fast Internet checksum used for generation (lwipopts.h LWIP_CHKSUM). */
 uint16_t tsnetif_chksum(const void *dataptr, int len);
+/* Copy with checksum for tcp_write (lwipopts.h LWIP_CHKSUM_COPY). */
+uint16_t tsnetif_chksum_copy(void *dst, const void *src, uint16_t len);
 
 #endif
