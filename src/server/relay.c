@@ -62,6 +62,24 @@ relay_start(struct relay *r, struct outer *o, int fd)
 }
 
 void
+relay_hold_outer(struct relay *r)
+{
+	r->hold_outer = true;
+}
+
+void
+relay_release_outer(struct relay *r)
+{
+	r->hold_outer = false;
+}
+
+bool
+relay_outer_held(const struct relay *r)
+{
+	return r->hold_outer;
+}
+
+void
 relay_free(struct relay *r)
 {
 	buf_free(&r->to_fd);
@@ -127,6 +145,8 @@ relay_flush_outer(struct relay *r, bool *progress)
 {
 	ssize_t	 n;
 
+	if (r->hold_outer)
+		return 0;
 	while (buf_len(&r->to_outer) > 0) {
 		n = outer_write(r->outer, buf_head(&r->to_outer),
 		    buf_len(&r->to_outer));
@@ -213,6 +233,7 @@ relay_fill_from_fd(struct relay *r, bool *progress)
 			return -1;
 		}
 		*progress = true;
+		r->hold_outer = false;	/* the next pass sends both */
 		if (n == 0)
 			r->fd_eof = true;
 		else
@@ -257,7 +278,8 @@ relay_outer_events(const struct relay *r)
 
 	if (!r->outer_eof && buf_room(&r->to_fd) > 0 && !r->to_fd.denied)
 		ev |= r->outer_rd_ev;
-	if (buf_len(&r->to_outer) > 0 || (r->fd_eof && !r->outer_shut))
+	if (!r->hold_outer &&
+	    (buf_len(&r->to_outer) > 0 || (r->fd_eof && !r->outer_shut)))
 		ev |= r->outer_wr_ev;
 	/* Paused for memory: outer_wr_ev may still carry the EPOLLIN of the
 	 * last read that blocked; readable input would wake us in a loop

@@ -52,6 +52,7 @@ struct relay {
 	 * sent a byte (a timeout) or after the outer side ended, the relay
 	 * is done without close_notify; the owner then closes. */
 	bool		 quiet;
+	bool		 hold_outer;	/* to_outer waits (relay_hold_outer) */
 };
 
 /* Buffers only (nothing allocated yet): before relay_start the owner may
@@ -66,6 +67,15 @@ enum relay_state relay_run(struct relay *r);
 uint32_t relay_outer_events(const struct relay *r);
 uint32_t relay_fd_events(const struct relay *r);
 void relay_free(struct relay *r);	/* buffers; counters stay readable */
+/*
+ * Holds what is queued toward the outer side (the status byte) until the
+ * fd side's first bytes or its end of stream join it, so that both leave
+ * in one TLS record, or until relay_release_outer().  Bytes read from the
+ * fd are never held: they release what waits.
+ */
+void relay_hold_outer(struct relay *r);
+void relay_release_outer(struct relay *r);
+bool relay_outer_held(const struct relay *r);
 /*
  * Charges both buffers to a memory budget.  A side whose buffer the budget
  * refuses is not read (no data is lost: it waits in the socket or in TLS)

@@ -59,6 +59,7 @@
 #include "core/sock.h"
 
 #define SESS_LINGER_MS	5000	/* error status sent, client to close */
+#define SESS_STATUS_HOLD_MS 50	/* OK status waits for the target's bytes */
 #define SESS_ANSWER_BUF	4096	/* an answer's buffers (not charged) */
 
 static void sess_on_outer(struct loop_fd *, uint32_t);
@@ -367,13 +368,25 @@ sess_connected(struct sess *s)
 {
 	const struct conf	*c = s->conf;
 	uint8_t			 status = PROTO_OK;
+	unsigned		 ms = c->server.idle_timeout_ms;
 
-	/* to_outer is still empty: the status byte goes out first. */
-	if (!s->trojan && buf_append(&s->relay.to_outer, &status, 1) != 1) {
-		sess_close(s, SESS_OOM, SESS_RST_TARGET);
-		return;
+	/* to_outer is still empty: the status byte goes out first.  When
+	 * the client sent its first bytes with the header (connect_mode
+	 * fast, where nothing waits for the status alone), it waits for the
+	 * target's first bytes and leaves in their record: an 18-byte
+	 * record of its own, a round trip before the target could have
+	 * answered, would mark the exchange.  Never for long. */
+	if (!s->trojan) {
+		if (buf_append(&s->relay.to_outer, &status, 1) != 1) {
+			sess_close(s, SESS_OOM, SESS_RST_TARGET);
+			return;
+		}
+		if (buf_len(&s->relay.to_fd) > 0 && ms > SESS_STATUS_HOLD_MS) {
+			relay_hold_outer(&s->relay);
+			ms = SESS_STATUS_HOLD_MS;
+		}
 	}
-	sess_start_relay(s, c->server.idle_timeout_ms);
+	sess_start_relay(s, ms);
 }
 
 static void
@@ -722,6 +735,12 @@ sess_on_timer(struct loop_timer *t)
 	case SESS_RESOLVE:	/* the resolver keeps the time */
 		break;
 	case SESS_RELAY:
+		if (relay_outer_held(&s->relay)) {	/* the status, alone */
+			relay_release_outer(&s->relay);
+			sess_relay(s, 0, 0);
+			if (s->state != SESS_RELAY)
+				break;
+		}
 		if (s->answer_only) {
 			sess_end(s, "linger timeout", 0, 0);
 			break;

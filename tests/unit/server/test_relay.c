@@ -260,6 +260,70 @@ test_queued_first_then_both_ways(void **state)
 	pair_close(&p);
 }
 
+/* Reads the client side until something comes (bounded); that read. */
+static ssize_t
+client_read_wait(struct pair *p, uint8_t *b, size_t n)
+{
+	ssize_t	 r = -1;
+	int	 i;
+
+	for (i = 0; i < 1000 && r == -1; i++) {
+		(void)pump(p);
+		if ((r = client_read(p, b, n)) == -1)
+			usleep(2000);
+	}
+	return r;
+}
+
+/*
+ * A held status byte: nothing reaches the client, and the relay asks for
+ * no write event, until the target's first bytes come -- then both arrive
+ * in one record (one TLS read returns them together) -- or the target's
+ * end of stream, or the owner's release.
+ */
+static void
+test_hold_outer(void **state)
+{
+	struct pair	 p;
+	uint8_t		 b[64], status = 0;
+	int		 how, i;
+
+	(void)state;
+	for (how = 0; how < 3; how++) {
+		pair_open(&p, 1);
+		assert_int_equal(buf_append(&p.r.to_outer, &status, 1), 1);
+		relay_hold_outer(&p.r);
+		assert_true(relay_outer_held(&p.r));
+		relay_start(&p.r, p.so, p.fd);
+		for (i = 0; i < 20; i++) {
+			assert_int_equal(pump(&p), RELAY_RUNNING);
+			assert_int_equal(client_read(&p, b, sizeof(b)), -1);
+		}
+		assert_false(relay_outer_events(&p.r) & EPOLLOUT);
+		assert_true(relay_outer_held(&p.r));
+		switch (how) {
+		case 0:		/* the target answers */
+			assert_int_equal(send(p.peer, "reply", 5, 0), 5);
+			assert_int_equal(client_read_wait(&p, b, sizeof(b)), 6);
+			assert_memory_equal(b, "\0reply", 6);
+			break;
+		case 1:		/* the target closes */
+			assert_int_equal(shutdown(p.peer, SHUT_WR), 0);
+			assert_int_equal(client_read_wait(&p, b, sizeof(b)), 1);
+			assert_int_equal(b[0], 0);
+			assert_int_equal(client_read_wait(&p, b, sizeof(b)), 0);
+			break;
+		default:	/* the owner's deadline */
+			relay_release_outer(&p.r);
+			assert_int_equal(client_read_wait(&p, b, sizeof(b)), 1);
+			assert_int_equal(b[0], 0);
+			break;
+		}
+		assert_false(relay_outer_held(&p.r));
+		pair_close(&p);
+	}
+}
+
 static void
 test_half_close_both_ways(void **state)
 {
@@ -483,6 +547,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_queued_first_then_both_ways),
+		cmocka_unit_test(test_hold_outer),
 		cmocka_unit_test(test_half_close_both_ways),
 		cmocka_unit_test(test_backpressure_bounded),
 		cmocka_unit_test(test_budget_pauses_never_loses),
