@@ -74,6 +74,34 @@ expect_err(const char *yaml, const char *where, const char *msg)
 	assert_null(strchr(errbuf, '\n'));
 }
 
+/* client.sniff and sniff_timeout: defaults, values, errors. */
+static void
+test_client_sniff(void **state)
+{
+	struct conf	*c;
+
+	(void)state;
+	c = load_ok(CLIENT);
+	assert_int_equal(c->client.sniff, CONF_SNIFF_AUTO);
+	assert_int_equal(c->client.sniff_timeout_ms, 50);
+	conf_free(c);
+	c = load_ok("client:\n  sniff: always\n  sniff_timeout: 5ms\n"
+	    "  server: vpn.example.org:443\n  key: " K1 "\n");
+	assert_int_equal(c->client.sniff, CONF_SNIFF_ALWAYS);
+	assert_int_equal(c->client.sniff_timeout_ms, 5);
+	conf_free(c);
+	c = load_ok("client:\n  sniff: never\n"
+	    "  server: vpn.example.org:443\n  key: " K1 "\n");
+	assert_int_equal(c->client.sniff, CONF_SNIFF_NEVER);
+	conf_free(c);
+	expect_err("client:\n  sniff: maybe\n", "t.yaml:2:10: client.sniff: ",
+	    "maybe");
+	expect_err("client:\n  sniff_timeout: 2s\n",
+	    "t.yaml:2:18: client.sniff_timeout: ", "");
+	expect_err("client:\n  sniff_timeout: 0ms\n",
+	    "t.yaml:2:18: client.sniff_timeout: ", "");
+}
+
 static void
 test_client_values(void **state)
 {
@@ -1441,6 +1469,7 @@ main(void)
 		cmocka_unit_test(test_dump),
 		cmocka_unit_test(test_dump_complete),
 		cmocka_unit_test(test_limits),
+		cmocka_unit_test(test_client_sniff),
 		cmocka_unit_test(test_examples),
 	};
 
