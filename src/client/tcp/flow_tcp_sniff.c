@@ -44,6 +44,12 @@ flow_sniff_wanted(const struct conf *c)
 void
 flow_sniff_start(struct flow *f)
 {
+	/* fake-IP named the flow already (flow_fake_name): no byte need be
+	 * waited for, the flow dials in this iteration's pass. */
+	if (f->domain_send) {
+		flow_mark_dirty(f);
+		return;
+	}
 	loop_timer_set(f->env->loop, &f->early,
 	    f->conf->client.sniff_timeout_ms);
 }
@@ -73,15 +79,17 @@ flow_sniff_work(struct flow *f)
 	enum sniff_res	 r;
 	size_t		 n;
 
+	if (f->domain_send) {		/* fake-IP: that name goes out */
+		if (flow_tcp_dial(f) == 0)
+			flow_update_events(f);
+		return;
+	}
 	n = flow_sniff_gather(f, env->stage, sizeof(env->stage));
 	r = sniff_stream(env->stage, n, name, sizeof(name), &kind);
 	if (r == SNIFF_MORE && n < sizeof(env->stage) && !f->app_fin &&
 	    f->pcb != NULL && age < f->conf->client.sniff_timeout_ms)
 		return;			/* the timer marks the flow again */
 	loop_timer_cancel(env->loop, &f->early);
-	/* fake-IP named the flow already: that name is what goes out. */
-	if (r == SNIFF_FOUND && f->domain_send)
-		r = SNIFF_NONE;
 	if (r == SNIFF_FOUND) {
 		memcpy(f->domain, name, strlen(name) + 1);
 		f->domain_from = kind;
