@@ -51,4 +51,11 @@ int tun_open(const struct tun_config *tc, char ifname[IFNAMSIZ],
  */
 bool tun_offload(int fd);
 
+/* Routes prefix p (its network; host bits ignored) into the device
+ * ifname, in the main table: the fake-IP ranges when the device's own
+ * prefix does not hold them.  An existing route is fine.  0, or -1 with
+ * a message in err. */
+int tun_add_route(const char *ifname, const struct tun_prefix *p,
+    char *err, size_t errlen);
+
 #endif

@@ -23,6 +23,7 @@
 #include <sys/socket.h>
 #include <linux/if_tun.h>
 #include <linux/ipv6.h>
+#include <net/route.h>
 
 #define TUN_DEV		"/dev/net/tun"
 #define TUN_IPV6_MTU_MIN 1280
@@ -342,4 +343,66 @@ tun_open(const struct tun_config *tc, char ifname[IFNAMSIZ], char *err,
 		return -1;
 	}
 	return fd;
+}
+
+/* The network of p: host bits cleared. */
+static void
+tun_prefix_net(const struct tun_prefix *p, uint8_t out[16])
+{
+	unsigned	i, bits;
+
+	for (i = 0; i < 16; i++) {
+		bits = i * 8 >= p->prefix ? 0 :
+		    (p->prefix - i * 8 >= 8 ? 8 : p->prefix - i * 8);
+		out[i] = (uint8_t)(p->bytes[i] & (0xff00 >> bits));
+	}
+}
+
+int
+tun_add_route(const char *ifname, const struct tun_prefix *p, char *err,
+    size_t errlen)
+{
+	struct rtentry		 rt;
+	struct in6_rtmsg	 rt6;
+	struct sockaddr_in	*sin;
+	char			 dev[IFNAMSIZ], cs[INET6_ADDRSTRLEN + 8];
+	uint8_t			 net[16];
+	int			 ctl, rc;
+
+	tun_prefix_net(p, net);
+	if ((ctl = socket(p->family, SOCK_DGRAM | SOCK_CLOEXEC, 0)) == -1) {
+		tun_err(err, errlen, errno, "route %s into %s: socket",
+		    tun_prefix_fmt(p, cs, sizeof(cs)), ifname);
+		return -1;
+	}
+	if (p->family == AF_INET) {
+		memset(&rt, 0, sizeof(rt));
+		sin = (struct sockaddr_in *)(void *)&rt.rt_dst;
+		sin->sin_family = AF_INET;
+		memcpy(&sin->sin_addr, net, 4);
+		sin = (struct sockaddr_in *)(void *)&rt.rt_genmask;
+		sin->sin_family = AF_INET;
+		sin->sin_addr.s_addr = htonl(p->prefix == 0 ? 0 :
+		    0xffffffffU << (32 - p->prefix));
+		rt.rt_flags = RTF_UP;
+		snprintf(dev, sizeof(dev), "%s", ifname);
+		rt.rt_dev = dev;
+		rc = ioctl(ctl, SIOCADDRT, &rt);
+	} else {
+		memset(&rt6, 0, sizeof(rt6));
+		memcpy(&rt6.rtmsg_dst, net, 16);
+		rt6.rtmsg_dst_len = p->prefix;
+		rt6.rtmsg_flags = RTF_UP;
+		rt6.rtmsg_metric = 1;
+		rt6.rtmsg_ifindex = (int)if_nametoindex(ifname);
+		rc = rt6.rtmsg_ifindex == 0 ? -1 : ioctl(ctl, SIOCADDRT, &rt6);
+	}
+	if (rc == -1 && errno != EEXIST) {
+		tun_err(err, errlen, errno, "route %s into %s",
+		    tun_prefix_fmt(p, cs, sizeof(cs)), ifname);
+		close(ctl);
+		return -1;
+	}
+	close(ctl);
+	return 0;
 }

@@ -41,6 +41,7 @@ struct client {
 	const struct conf	*conf;
 	struct loop		*loop;
 	int			 tun_fd;
+	char			 tun_name[IFNAMSIZ];	/* as the kernel named it */
 	bool			 lwip_up;
 	struct loop_fd		 tun_lfd;
 	struct loop_timer	 lwip_timer;
@@ -220,9 +221,41 @@ client_open_tun(struct client *cl)
 		log_warnx("tun: %s", err);
 		return -1;
 	}
+	snprintf(cl->tun_name, sizeof(cl->tun_name), "%s", name);
 	log_info("tun %s up, mtu %u, offloads %s", name, c->tun.mtu,
 	    tun_offload(cl->tun_fd) ? "on" : c->tun.offload ?
 	    "refused by the kernel" : "off");
+	return 0;
+}
+
+/*
+ * The fake ranges are routed into the TUN (the main table, so that they
+ * win over a default route whoever set it) unless the TUN's own prefix
+ * holds them already.
+ */
+static int
+client_fake_routes(struct client *cl)
+{
+	const struct conf *c = cl->conf;
+	const struct cidr *r[2] = { &c->client.fake_ip_range4,
+	    c->client.has_fake_ip_range6 ? &c->client.fake_ip_range6 : NULL };
+	const struct cidr *own[2] = { c->tun.has_addr4 ? &c->tun.addr4 : NULL,
+	    c->tun.has_addr6 ? &c->tun.addr6 : NULL };
+	struct tun_prefix tp;
+	char err[256];
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		if (r[i] == NULL || (own[i] != NULL && own[i]->prefix <=
+		    r[i]->prefix && cidr_match(own[i], r[i]->family,
+		    r[i]->bytes)))
+			continue;
+		client_tun_prefix(&tp, r[i]);
+		if (tun_add_route(cl->tun_name, &tp, err, sizeof(err)) == -1) {
+			log_warnx("dns: %s", err);
+			return -1;
+		}
+	}
 	return 0;
 }
 
@@ -305,7 +338,8 @@ client_setup(struct client *cl)
 	    client_open_tun(cl) < 0)
 		return -1;
 	if (c->client.dns_fakeip) {
-		if ((cl->env.fakeip = fakeip_open(cl->loop, c)) == NULL)
+		if ((cl->env.fakeip = fakeip_open(cl->loop, c)) == NULL ||
+		    client_fake_routes(cl) == -1)
 			return -1;
 		flow_udp_set_fakeip(cl->udp, cl->env.fakeip);
 	}
