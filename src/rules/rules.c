@@ -489,6 +489,30 @@ rules_net_name(unsigned net)
 	    net == RULES_NET_ICMP ? "icmp" : "?";
 }
 
+static int
+query_ip(const struct addr *a, uint8_t out[16])
+{
+	const void	*ip;
+	size_t		 len;
+
+	if (a == NULL || (ip = addr_ip(a, &len)) == NULL)
+		return 0;
+	memcpy(out, ip, len);
+	return addr_family(a);
+}
+
+void
+rules_query_flow(struct rule_query *q, const struct addr *dst,
+    const struct addr *src, unsigned network, const char *domain)
+{
+	memset(q, 0, sizeof(*q));
+	q->family = query_ip(dst, q->dst);
+	q->src_family = query_ip(src, q->src);
+	q->port = dst != NULL && q->family != 0 ? addr_port(dst) : 0;
+	q->network = network;
+	q->domain = domain != NULL && *domain != '\0' ? domain : NULL;
+}
+
 int
 rules_query_addr(struct rule_query *q, const char *ip)
 {

@@ -128,6 +128,10 @@ const char *rules_describe(const struct rules *, int i, char *out,
 void rules_dump_rule(const struct rules *, int i, FILE *fp,
     const char *indent);
 
+/* q for a flow: dst (its port too) and src may be NULL, domain NULL or
+ * "" (none known); network one RULES_NET_*. */
+void rules_query_flow(struct rule_query *q, const struct addr *dst,
+    const struct addr *src, unsigned network, const char *domain);
 /* rq from an address as text ("192.0.2.1", "2001:db8::1"); -1 if none. */
 int  rules_query_addr(struct rule_query *q, const char *ip);
 /* "tcp", "udp", "icmp"; 0 if not one. */

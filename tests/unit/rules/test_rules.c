@@ -180,6 +180,24 @@ test_all_keys(void **state)
 	inet_pton(AF_INET, "10.8.1.1", q.src);
 	rules_decide(rs, &q, 99, &h);
 	assert_int_equal(h.rule, -1);
+
+	/* The same from a flow's addresses. */
+	{
+		struct addr	d, s;
+
+		assert_int_equal(addr_parse(&d, "192.0.2.7:443"), 0);
+		assert_int_equal(addr_parse(&s, "10.9.0.5:50000"), 0);
+		rules_query_flow(&q, &d, &s, RULES_NET_TCP, "");
+		assert_null(q.domain);
+		assert_int_equal(q.port, 443);
+		rules_decide(rs, &q, 99, &h);
+		assert_int_equal(h.rule, 1);
+		rules_query_flow(&q, &d, NULL, RULES_NET_TCP, "x.corp.example");
+		assert_int_equal(q.src_family, 0);
+		assert_string_equal(q.domain, "x.corp.example");
+		rules_decide(rs, &q, 99, &h);
+		assert_int_equal(h.rule, -1);
+	}
 	rules_free(rs);
 }
 
