@@ -332,9 +332,10 @@ daemon_route_up(const char *dev, const struct addr *server)
 	 * configuration lets it go around the tunnel. */
 	if (!c->tun.has_addr6)
 		ARG(c->client.ipv6_bypass ? "--ipv6=bypass" : "--ipv6=block");
-	/* A pinned resolver: port 53 to a local network's address would
-	 * otherwise take the connected route, around the TUN. */
-	if (c->client.has_dns)
+	/* A pinned resolver, or fake-IP answers: port 53 to a local
+	 * network's address would otherwise take the connected route,
+	 * around the TUN (and get real answers). */
+	if (c->client.has_dns || c->client.dns_fakeip)
 		ARG("--dns");
 	for (i = 0; i < c->client.nroute_exclude; i++) {
 		cidr_fmt(&c->client.route_exclude[i], ex[i], sizeof(ex[i]));
@@ -362,7 +363,8 @@ daemon_route_up(const char *dev, const struct addr *server)
 		goto out;
 	}
 	log_info("default routes through %s (mark %s, server %s%s)", dev, mark,
-	    ip, c->client.has_dns ? ", port 53 to any address" : "");
+	    ip, c->client.has_dns || c->client.dns_fakeip ?
+	    ", port 53 to any address" : "");
 	if (c->tun.has_addr6)
 		log_info("IPv6 goes through the tunnel");
 	else if (c->client.ipv6_bypass)

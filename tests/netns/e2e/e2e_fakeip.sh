@@ -17,7 +17,10 @@
 #  4. a fake address that was never issued is refused at once (RST, ICMP)
 #     and counted; status shows the table's counters;
 #  5. after a client restart the names keep their fake addresses (the
-#     table's file) and a flow to one issued before the restart works.
+#     table's file) and a flow to one issued before the restart works;
+#  6. with route: auto and no dns.server, a query to an address on a
+#     connected network (the server's 10.77.1.2) is still answered by the
+#     client, and the fake addresses are still reached through the TUN.
 . "$(dirname "$0")/../lib.sh"
 ts_init e2e_fakeip
 
@@ -26,9 +29,13 @@ for t in dig dnsmasq getent; do
 	    ts_skip "missing tool: $t (apt-get install dnsmasq-base dnsutils)"
 done
 DNSMASQ=$(command -v dnsmasq || echo /usr/sbin/dnsmasq)
+export PATH="$TS_SRCDIR/src/route:$PATH"
+command -v tunsplit-route >/dev/null || ts_fail "tunsplit-route not found"
 ETC_S=/etc/netns/$NS_S
 ETC_C=/etc/netns/$NS_C
-trap 'rc=$?; rm -rf "$ETC_S" "$ETC_C"; (exit $rc); ts_cleanup' EXIT
+TS_TUN=tsf$$			# route: auto keeps its state by this name
+STATE=/run/tunsplit/$TS_TUN.state
+trap 'rc=$?; rm -rf "$ETC_S" "$ETC_C" "$STATE"; (exit $rc); ts_cleanup' EXIT
 
 RESOLVER=198.18.0.53		# any address routed into the TUN
 FAKE6_NET=fdfe:dcba:9876:1::/64
@@ -156,5 +163,23 @@ ts_app recv --host "$o4" --port 9000 --bytes 1m --seed 5 >>"$out" 2>&1 ||
 [ "$(answer app.test AAAA)" = "1 $a6" ] ||
     ts_fail "app.test AAAA after a restart: '$(answer app.test AAAA)', was $a6"
 ts_log "after a restart: app.test still $a4 and $a6; other.test's $o4 still works"
+
+# 6. route: auto: port 53 to a connected network's address is captured.
+kill -TERM "$TS_CLIENT_PID"
+wait "$TS_CLIENT_PID" 2>/dev/null
+# No dns.server now: the fake-IP answers alone must capture port 53.
+sed -i '/^    server: /d' "$TS_TMP/client.yaml"
+printf '  mark: 0x7353\n  route: auto\n' >>"$TS_TMP/client.yaml"
+: >"$TS_TMP/client.log"
+ts_start_client_routed
+got=$(ip netns exec "$NS_C" timeout 20 dig +time=2 +tries=2 +noall +answer \
+    "@$TS_S_ADDR4" app.test A | awk '$4 == "A" { print $2, $5; exit }')
+[ "$got" = "1 $a4" ] ||
+    ts_fail "dig @$TS_S_ADDR4 (a connected network) with route: auto: '$got', want the client's 1 $a4"
+ts_app recv --host "$a4" --port 9000 --bytes 1m --seed 6 >>"$out" 2>&1 ||
+    ts_fail "recv from $a4 with route: auto: $(tail -n 3 "$out")"
+ts_app recv --host "$a6" --port 9000 --bytes 1m --seed 7 >>"$out" 2>&1 ||
+    ts_fail "recv from $a6 with route: auto: $(tail -n 3 "$out")"
+ts_log "route: auto: dig @$TS_S_ADDR4 answered by the client ($a4); $a4 and $a6 reached"
 
 ts_pass "fake-IP answers, TCP and UDP by name, refusals, kept across a restart"
