@@ -61,11 +61,14 @@ def tls_ctx():
 
 
 def closed(s):
-    """True when the server has closed or reset the connection."""
+    """True when the server has closed or reset the connection: what it
+    sent before is read (and dropped) first."""
     try:
         s.setblocking(False)
-        b = s.recv(1)
-        return b == b""
+        for _ in range(4096):
+            if s.recv(65536) == b"":
+                return True
+        return False
     except (BlockingIOError, ssl.SSLWantReadError):
         return False
     except (ssl.SSLError, OSError):
