@@ -474,6 +474,42 @@ test_resolver(void **state)
 }
 
 static void
+test_fakeip(void **state)
+{
+	struct status	 st;
+
+	(void)state;
+	sample(&st, false);
+	st.has_fakeip = true;
+	st.fakeip.entries = 12;
+	st.fakeip.capacity = 65534;
+	st.fakeip.answers = 40;
+	st.fakeip.issued = 15;
+	st.fakeip.evictions = 3;
+	st.fakeip.hits = 30;
+	st.fakeip.misses = 2;
+	st.fakeip.saves = 5;
+	st.fakeip.save_errors = 1;
+	expect(status_write_text, &st, STRS("fake-ip: 12 names (of 65534), 40 "
+	    "answers, 3 evicted; flows to fake addresses: 30 named, 2 refused "
+	    "(no name); 5 saves, 1 failed\n"), NULL);
+	expect(status_write_json, &st, STRS(",\"fakeip\":{\"names\":12,"
+	    "\"capacity\":65534,\"answers\":40,\"issued\":15,"
+	    "\"evictions\":3,\"hits\":30,\"misses\":2,\"saves\":5,"
+	    "\"save_errors\":1}"), NULL);
+	expect(status_write_prometheus, &st, STRS(
+	    "tunsplit_fakeip_names 12\n",
+	    "tunsplit_fakeip_answers_total 40\n",
+	    "tunsplit_fakeip_evictions_total 3\n",
+	    "tunsplit_fakeip_hits_total 30\n",
+	    "tunsplit_fakeip_misses_total 2\n",
+	    "tunsplit_fakeip_save_errors_total 1\n"), NULL);
+	st.has_fakeip = false;
+	expect(status_write_text, &st, NULL, STRS("fake-ip"));
+	expect(status_write_prometheus, &st, NULL, STRS("fakeip"));
+}
+
+static void
 test_pool(void **state)
 {
 	struct status	 st;
@@ -929,6 +965,7 @@ main(void)
 		cmocka_unit_test(test_contact),
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_resolver),
+		cmocka_unit_test(test_fakeip),
 		cmocka_unit_test_setup_teardown(test_answer, setup_ctl,
 		    teardown_ctl),
 		cmocka_unit_test_setup_teardown(test_socket, setup_ctl,
