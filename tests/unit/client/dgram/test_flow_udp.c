@@ -38,6 +38,8 @@
 #include "wire/proto.h"
 #include "wire/proto_trojan.h"
 #include "client/dgram/reass.h"
+#include "client/dns/fakeip.h"
+#include "wire/dns.h"
 #include "tests/unit/testcert.h"
 
 #define K1	"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
@@ -611,6 +613,109 @@ test_dns_pin(void **state)
 	srv_stop();
 }
 
+static unsigned
+srv_frames(void)
+{
+	unsigned	n;
+
+	pthread_mutex_lock(&srv.mu);
+	n = srv.frames;
+	pthread_mutex_unlock(&srv.mu);
+	return n;
+}
+
+/* fake-IP: A/AAAA answered here, datagrams to a fake address sent to its
+ * name, one without a name refused with an ICMP error; an excluded name
+ * and other types forwarded. */
+static void
+test_fake_ip(void **state)
+{
+	struct client	 c;
+	struct fakeip	*t;
+	struct pkt_ip	 ip;
+	struct pkt_udp	 u;
+	static const uint8_t asked[4] = { 10, 1, 1, 1 };
+	static const uint8_t fake1[4] = { 198, 19, 0, 1 };
+	static const uint8_t nobody[4] = { 198, 19, 9, 9 };
+	static const uint8_t qa[] = { 0xbe, 0xef, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0,
+	    7, 'E', 'x', 'a', 'm', 'p', 'l', 'e', 3, 'c', 'o', 'm', 0, 0, 1,
+	    0, 1 };
+	static const uint8_t qx[] = { 0, 7, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0,
+	    4, 'c', 'o', 'r', 'p', 0, 0, 1, 0, 1 };
+	uint8_t		 q[64];
+	size_t		 n;
+	int		 i;
+
+	(void)state;
+	srv_start(SRV_ECHO);
+	client_start(&c, "  dns: {mode: fake-ip, fake_ip_file: \"\", "
+	    "fake_ip_exclude: [corp]}\n");
+	assert_non_null(t = fakeip_open(c.loop, c.conf));
+	flow_udp_set_fakeip(c.u, t);
+	/* A for Example.COM to any address: answered at once, from there. */
+	n = pkt_build_udp(pbuf, AF_INET, APP4, 40004, asked, 53, qa,
+	    sizeof(qa), 1);
+	assert_true(input(&c, pbuf, n));
+	assert_int_equal(out.n, 1);
+	assert_int_equal(pkt_parse(out.pkt[0], out.len[0], &ip), PKT_OK);
+	assert_memory_equal(ip.src, asked, 4);
+	assert_int_equal(pkt_udp_parse(&ip, &u), PKT_OK);
+	assert_int_equal(u.sport, 53);
+	assert_int_equal(u.dport, 40004);
+	assert_int_equal(u.len, sizeof(qa) + 16);
+	assert_int_equal(u.data[3] & 0xf, DNS_NOERROR);
+	assert_memory_equal(u.data + u.len - 10, "\0\0\0\1\0\4", 6);
+	assert_memory_equal(u.data + u.len - 4, fake1, 4);
+	assert_int_equal(fakeip_stats(t)->answers, 1);
+	assert_int_equal(srv.conns, 0);		/* nothing went out */
+	out_clear();
+	/* A datagram to it goes to the server by name. */
+	n = pkt_build_udp(pbuf, AF_INET, APP4, 40005, fake1, 7, (const uint8_t *)
+	    "hello", 5, 2);
+	assert_true(input(&c, pbuf, n));
+	/* (The echo comes back from the name: undeliverable, so wait for
+	 * the server to see it instead.) */
+	for (i = 0; i < 500 && srv_frames() < 1; i++)
+		assert_int_not_equal(loop_run_once(c.loop, 10), -1);
+	pthread_mutex_lock(&srv.mu);
+	assert_int_equal(srv.last_dst.atyp, PROTO_ATYP_DOMAIN);
+	assert_string_equal(srv.last_dst.domain, "example.com");
+	assert_int_equal(srv.last_dst.port, 7);
+	pthread_mutex_unlock(&srv.mu);
+	assert_int_equal(fakeip_stats(t)->hits, 1);
+	out_clear();
+	/* One without a name: an ICMP error back, nothing sent. */
+	n = pkt_build_udp(pbuf, AF_INET, APP4, 40006, nobody, 7, (const uint8_t *)
+	    "x", 1, 3);
+	assert_true(input(&c, pbuf, n));
+	assert_int_equal(out.n, 1);
+	assert_int_equal(pkt_parse(out.pkt[0], out.len[0], &ip), PKT_OK);
+	assert_int_equal(ip.proto, PKT_PROTO_ICMP);
+	assert_memory_equal(ip.src, nobody, 4);
+	assert_int_equal(ip.l4[0], 3);
+	assert_int_equal(ip.l4[1], PKT_UNREACH_ADMIN4);
+	assert_int_equal(fakeip_stats(t)->misses, 1);
+	out_clear();
+	/* The excluded name, and a TXT query: forwarded. */
+	n = pkt_build_udp(pbuf, AF_INET, APP4, 40007, asked, 53, qx,
+	    sizeof(qx), 4);
+	assert_true(input(&c, pbuf, n));
+	memcpy(q, qa, sizeof(qa));
+	q[sizeof(qa) - 3] = 16;		/* TXT */
+	n = pkt_build_udp(pbuf, AF_INET, APP4, 40008, asked, 53, q,
+	    sizeof(qa), 5);
+	assert_true(input(&c, pbuf, n));
+	run_until(&c, 2, 5000);
+	pthread_mutex_lock(&srv.mu);
+	assert_int_equal(srv.last_dst.atyp, PROTO_ATYP_IPV4);
+	assert_memory_equal(srv.last_dst.ip, asked, 4);
+	pthread_mutex_unlock(&srv.mu);
+	assert_int_equal(fakeip_stats(t)->answers, 1);
+	client_stop(&c);
+	fakeip_close(t);
+	srv_stop();
+}
+
 /* An error status fails the association; it drops datagrams for a moment,
  * then a new one is made. */
 static void
@@ -794,6 +899,7 @@ main(void)
 		cmocka_unit_test(test_fragments_in),
 		cmocka_unit_test(test_icmp_echo),
 		cmocka_unit_test(test_dns_pin),
+		cmocka_unit_test(test_fake_ip),
 		cmocka_unit_test(test_hold),
 		cmocka_unit_test(test_evict),
 		cmocka_unit_test(test_trojan),
