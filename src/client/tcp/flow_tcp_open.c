@@ -401,7 +401,11 @@ flow_tcp_dial(struct flow *f)
 		env->stats.refused++;
 		log_info("flow %llu to %s: %s: %s", (unsigned long long)f->id,
 		    addr_fmt(&f->dst, a, sizeof(a)), f->ob->peer, strerror(e));
-		flow_fail(f, flow_errno_final(e) ? "refused" : "no socket");
+		/* Unreachable now: the app's reset; a shortage is ours. */
+		if (flow_errno_final(e))
+			flow_fail(f, "refused");
+		else
+			flow_fail_internal(f, "no socket");
 		return -1;
 	}
 	if (loop_fd_add(env->loop, &f->lfd, f->fd,
