@@ -155,21 +155,27 @@ outer_init(void)
 /*
  * TLS 1.3 record padding (inside the encryption, stripped by any peer's TLS
  * layer: no protocol change).  The first records of a flow carry the app's
- * own handshake -- an inner TLS ClientHello, ServerHello, certificates --
- * whose sizes would show through one-to-one; random padding of 1..max
- * bytes on the first `records` application records hides them.
+ * own handshake -- an inner TLS ClientHello, ServerHello, certificates,
+ * the short Finished and the first request -- whose sizes would show
+ * through one-to-one; random padding of 1..max bytes on the first
+ * `records` application records hides them.  A record shorter than max/2
+ * (len counts the content type byte) is first filled up to max/2, as
+ * Xray's Vision pads short handshake packets long: its padded length is
+ * then max/2 + 1..max whatever it held, so a 70-byte inner Finished looks
+ * like a 500-byte request.  OpenSSL caps the padding at the record limit.
  */
 static size_t
 outer_on_pad(SSL *ssl, int type, size_t len, void *arg)
 {
 	struct outer	*o = arg;
+	size_t		 floor = o->pad_max / 2;
 
 	(void)ssl;
-	(void)len;
 	if (type != SSL3_RT_APPLICATION_DATA || o->pad_left == 0)
 		return 0;
 	o->pad_left--;
-	return 1 + randombytes_uniform(o->pad_max);
+	return (len < floor ? floor - len : 0) + 1 +
+	    randombytes_uniform(o->pad_max);
 }
 
 /* ---- streams ---------------------------------------------------------- */

@@ -14,7 +14,8 @@
 #     1 + response + 17 bytes (or 1 + headers + 17 when nginx's body
 #     comes in a later segment), and never in an 18-byte record alone.
 # With the default padding (8 records each way) neither record has its
-# exact length: both are padded.  A flow whose request left after the
+# exact length: both are padded, and a short one (the header record) to at
+# least 512 + 1 bytes of content.  A flow whose request left after the
 # header on its own (the client waits 2 ms for an app's first bytes) gets
 # its status alone, by design; most flows must not.
 #
@@ -142,6 +143,11 @@ for c in conns:
         # coincidence; the header record is unpadded at most 607 bytes.
         if whole in srv:
             exact_n += 1
+        # The header record is short (< 512 bytes of content) or not:
+        # either way it leaves 512 + 1..1024 bytes long or longer.
+        if data[0] < 512 + 1 + TAG:
+            bad.append("%s: header record of %d bytes, below the padding "
+                       "floor" % (c["client"], data[0]))
         if alone in srv:
             bad.append("%s: an unpadded %d-byte record: %s"
                        % (c["client"], alone, srv))

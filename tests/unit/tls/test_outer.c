@@ -647,19 +647,26 @@ peek_record_len(struct outer *o)
 	return (size_t)(h[3] << 8 | h[4]);
 }
 
-/* 100 bytes -> one record; its length on the wire; the bytes arrive. */
+/* n bytes (<= 100) -> one record; its length on the wire; the bytes
+ * arrive. */
 static size_t
-send_record(struct pair *p)
+send_record_n(struct pair *p, size_t n)
 {
 	char	 out[100], in[100];
 	size_t	 len;
 
-	memset(out, 'p', sizeof(out));
-	write_all(p->c, out, sizeof(out));
+	memset(out, 'p', n);
+	write_all(p->c, out, n);
 	len = peek_record_len(p->s);
-	assert_int_equal(read_wait(p->s, in, sizeof(in)), sizeof(in));
-	assert_memory_equal(in, out, sizeof(in));
+	assert_int_equal(read_wait(p->s, in, n), n);
+	assert_memory_equal(in, out, n);
 	return len;
+}
+
+static size_t
+send_record(struct pair *p)
+{
+	return send_record_n(p, 100);
 }
 
 static void
@@ -689,6 +696,19 @@ test_record_padding(void **state)
 	}
 	assert_int_equal(send_record(&p), plain);
 	assert_int_equal(padded, 4);
+	outer_free(p.c);
+	outer_free(p.s);
+
+	/* A short record is filled up to max/2 (100) first: 10 bytes and
+	 * 90 bytes both come out 100 + 1..200 long (+ the tag), whatever
+	 * they held; unpadded, each is exact. */
+	assert_int_equal(outer_ctx_padding(x->c, 16, 200), 0);
+	pair_connect(&p, x->c, x->s, false);
+	for (i = 0; i < 16; i++) {
+		len = send_record_n(&p, i % 2 == 0 ? 10 : 90);
+		assert_true(len >= 100 + 1 + 16 && len <= 100 + 200 + 16);
+	}
+	assert_int_equal(send_record_n(&p, 10), 10 + 1 + 16);
 	outer_free(p.c);
 	outer_free(p.s);
 }
