@@ -88,7 +88,7 @@ client_adopt(void *arg, const struct conf *n)
 
 	cl->conf = n;
 	cl->env.conf = n;
-	auth_user_id(n->client.key, cl->env.user_id);
+	auth_user_id(conf_final(n)->key, cl->env.user_id);
 	pool_reconfigure(cl->env.pool, n);
 	flow_udp_reconfigure(cl->udp, n);
 }
@@ -141,15 +141,15 @@ client_on_other(void *arg, const uint8_t *pkt, size_t len)
 static bool
 client_has_server(const struct conf *c)
 {
-	return c->client.server_host != NULL;
+	return conf_final(c)->server_host != NULL;
 }
 
 /* Only tunsplit and trojan flows speak TLS (and have a warm pool). */
 static bool
 client_tls(const struct conf *c)
 {
-	return c->client.protocol == CONF_PROTO_TUNSPLIT ||
-	    c->client.protocol == CONF_PROTO_TROJAN;
+	return conf_final(c)->protocol == CONF_PROTO_TUNSPLIT ||
+	    conf_final(c)->protocol == CONF_PROTO_TROJAN;
 }
 
 static int
@@ -182,9 +182,9 @@ client_resolve(const struct conf *c, struct addr *out)
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_flags = AI_ADDRCONFIG;
-	snprintf(port, sizeof(port), "%u", c->client.server_port);
-	if ((rc = getaddrinfo(c->client.server_host, port, &hints, &res)) != 0) {
-		log_warnx("server %s: %s", c->client.server_host, gai_strerror(rc));
+	snprintf(port, sizeof(port), "%u", conf_final(c)->server_port);
+	if ((rc = getaddrinfo(conf_final(c)->server_host, port, &hints, &res)) != 0) {
+		log_warnx("server %s: %s", conf_final(c)->server_host, gai_strerror(rc));
 		return -1;
 	}
 	memcpy(&out->u.ss, res->ai_addr, res->ai_addrlen);
@@ -264,23 +264,23 @@ client_tls_setup(struct client *cl)
 {
 	const struct conf *c = cl->conf;
 
-	if (c->client.insecure)
+	if (conf_final(c)->insecure)
 		log_warnx("client.insecure is set: the server's certificate "
 		    "is NOT verified; anyone on the path can impersonate it");
-	if ((cl->env.ssl_ctx = outer_ctx_client(c->client.ca_file,
-	    c->client.insecure)) == NULL)
+	if ((cl->env.ssl_ctx = outer_ctx_client(conf_final(c)->ca_file,
+	    conf_final(c)->insecure)) == NULL)
 		return -1;
-	if (c->client.fp_browser &&
+	if (conf_final(c)->fp_browser &&
 	    outer_ctx_fingerprint(cl->env.ssl_ctx, OUTER_FP_BROWSER) == -1)
 		return -1;
-	if (outer_ctx_padding(cl->env.ssl_ctx, c->client.padding,
+	if (outer_ctx_padding(cl->env.ssl_ctx, conf_final(c)->padding,
 	    OUTER_PAD_MAX) == -1)
 		return -1;
-	if (c->client.has_pin) {
-		if (outer_ctx_pin(cl->env.ssl_ctx, c->client.pin_sha256) == -1)
+	if (conf_final(c)->has_pin) {
+		if (outer_ctx_pin(cl->env.ssl_ctx, conf_final(c)->pin_sha256) == -1)
 			return -1;
 		log_info("server public key pinned (pin_sha256)%s",
-		    c->client.insecure ? "; with insecure, the pin is the "
+		    conf_final(c)->insecure ? "; with insecure, the pin is the "
 		    "only check" : "");
 	}
 	return 0;
@@ -293,7 +293,7 @@ client_log_ready(struct client *cl)
 	const struct conf *c = cl->conf;
 	char sbuf[ADDR_STRLEN];
 
-	if (c->client.protocol == CONF_PROTO_BLOCK)
+	if (conf_final(c)->protocol == CONF_PROTO_BLOCK)
 		log_info("client ready: block (every TCP flow is refused)");
 	else if (!client_has_server(c))
 		log_info("client ready: direct (mark 0x%x), max %u flows",
@@ -301,14 +301,14 @@ client_log_ready(struct client *cl)
 	else if (!client_tls(c))
 		log_info("client ready: socks5 proxy %s%s, max %u flows",
 		    addr_fmt(&cl->env.server, sbuf, sizeof(sbuf)),
-		    c->client.username[0] != '\0' ? " (username/password)" :
+		    conf_final(c)->username[0] != '\0' ? " (username/password)" :
 		    "", c->client.max_flows);
 	else
 		log_info("client ready: server %s (sni %s%s), max %u flows",
 		    addr_fmt(&cl->env.server, sbuf, sizeof(sbuf)),
-		    c->client.sni != NULL ? c->client.sni :
-		    c->client.server_host,
-		    c->client.protocol == CONF_PROTO_TROJAN ? ", trojan" : "",
+		    conf_final(c)->sni != NULL ? conf_final(c)->sni :
+		    conf_final(c)->server_host,
+		    conf_final(c)->protocol == CONF_PROTO_TROJAN ? ", trojan" : "",
 		    c->client.max_flows);
 }
 
@@ -333,7 +333,7 @@ client_setup(struct client *cl)
 		return -1;
 	if (client_tls(c) && client_tls_setup(cl) < 0)
 		return -1;
-	auth_user_id(c->client.key, cl->env.user_id);
+	auth_user_id(conf_final(c)->key, cl->env.user_id);
 	if (flow_env_init(&cl->env) < 0 || client_udp_new(cl) < 0 ||
 	    client_open_tun(cl) < 0)
 		return -1;
@@ -343,7 +343,7 @@ client_setup(struct client *cl)
 			return -1;
 		flow_udp_set_fakeip(cl->udp, cl->env.fakeip);
 	}
-	if (client_tls(c) && c->client.pool > 0 &&
+	if (client_tls(c) && conf_final(c)->pool > 0 &&
 	    (cl->env.pool = pool_new(cl->loop, c,
 	    cl->env.ssl_ctx, &cl->env.server)) == NULL)
 		return -1;

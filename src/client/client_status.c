@@ -92,7 +92,7 @@ client_status_pool(struct client_status *cs, struct status *st)
 
 	cs->handshake = cs->env->stats.handshake;
 	st->handshake = &cs->handshake;
-	if (cs->env->pool == NULL || cs->conf->client.pool == 0)
+	if (cs->env->pool == NULL || conf_final(cs->conf)->pool == 0)
 		return;
 	ps = pool_stats(cs->env->pool);
 	for (i = 0; i <= STATS_HIST_NBOUNDS; i++)
@@ -100,7 +100,7 @@ client_status_pool(struct client_status *cs, struct status *st)
 	cs->handshake.count += ps->handshake.count;
 	cs->handshake.sum_us += ps->handshake.sum_us;
 	st->has_pool = true;
-	st->pool_size = cs->conf->client.pool;
+	st->pool_size = conf_final(cs->conf)->pool;
 	st->pool = *ps;
 	st->pooled = cs->env->stats.pooled;
 }
@@ -153,12 +153,12 @@ client_status_fill(struct client_status *cs, struct status_fill *sf)
 	st->failures = &env->stats.failures;
 	status_fill_limits(st, &env->lst, &env->mem);
 	client_status_pool(cs, st);
-	if (cs->conf->client.server_host != NULL) {
+	if (conf_final(cs->conf)->server_host != NULL) {
 		addr_fmt(&env->server, st->server, sizeof(st->server));
 		client_status_contact(cs, sf);
 	} else	/* protocol direct or block */
 		snprintf(st->server, sizeof(st->server), "none (%s)",
-		    conf_proto_name(cs->conf->client.protocol));
+		    conf_proto_name(conf_final(cs->conf)->protocol));
 	st->has_tun = true;
 	st->tun = *tsnetif_stats();
 	if (cs->udp != NULL) {

@@ -98,7 +98,7 @@ static void
 pool_set_ready(struct pool_conn *pc)
 {
 	struct pool *p = pc->pool;
-	uint64_t life = p->conf->client.pool_lifetime_ms;
+	uint64_t life = conf_final(p->conf)->pool_lifetime_ms;
 	uint64_t age = loop_now(p->loop) - pc->opened_ms;
 
 	pc->ready = true;
@@ -197,9 +197,9 @@ pool_open(struct pool *p)
 	pc->pool = p;
 	pc->opened_ms = loop_now(p->loop);
 	pc->dial_us = stats_now_us();
-	if ((fd = sock_connect(&p->server, c->client.congestion,
+	if ((fd = sock_connect(&p->server, conf_final(c)->congestion,
 	    c->client.mark)) < 0 ||
-	    (pc->out = outer_new(p->ctx, fd, true, c->client.sni)) == NULL ||
+	    (pc->out = outer_new(p->ctx, fd, true, conf_final(c)->sni)) == NULL ||
 	    loop_fd_add(p->loop, &pc->lfd, fd, EPOLLOUT, pool_on_io) < 0) {
 		if (pc->out != NULL)
 			outer_abort(pc->out);
@@ -207,7 +207,7 @@ pool_open(struct pool *p)
 		return -1;
 	}
 	loop_timer_init(&pc->timer, pool_on_timer);
-	loop_timer_set(p->loop, &pc->timer, c->client.connect_timeout_ms);
+	loop_timer_set(p->loop, &pc->timer, conf_final(c)->connect_timeout_ms);
 	LIST_INSERT_HEAD(&p->conns, pc, entry);
 	p->stats.connecting++;
 	return 0;
@@ -218,7 +218,7 @@ pool_fill(struct pool *p)
 {
 	if (p->stopping || loop_timer_armed(&p->refill))
 		return;		/* backing off */
-	while (p->stats.ready + p->stats.connecting < p->conf->client.pool)
+	while (p->stats.ready + p->stats.connecting < conf_final(p->conf)->pool)
 		if (pool_open(p) < 0) {
 			log_warn("pool: cannot open a connection");
 			loop_timer_set(p->loop, &p->refill, POOL_BACKOFF_MAX);
@@ -283,8 +283,8 @@ pool_new(struct loop *l, const struct conf *c, struct ssl_ctx_st *ctx,
 
 	/* Warm connections are TLS to our server; the plain outbounds
 	 * (socks5, direct) and block have none. */
-	if (ctx == NULL || (c->client.protocol != CONF_PROTO_TUNSPLIT &&
-	    c->client.protocol != CONF_PROTO_TROJAN)) {
+	if (ctx == NULL || (conf_final(c)->protocol != CONF_PROTO_TUNSPLIT &&
+	    conf_final(c)->protocol != CONF_PROTO_TROJAN)) {
 		log_warnx("pool: only for protocol tunsplit or trojan");
 		errno = EINVAL;
 		return NULL;

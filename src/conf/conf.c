@@ -269,10 +269,6 @@ check_top(struct ctx *x, yaml_node_t *map, void *base)
 	}
 	if (conf_dns_check(x) == -1)
 		return -1;
-	if (c->role == CONF_ROLE_CLIENT && c->client.sni == NULL &&
-	    c->client.server_host != NULL &&
-	    (c->client.sni = strdup(c->client.server_host)) == NULL)
-		return conf_err(x, map, "out of memory");
 	return 0;
 }
 
@@ -306,10 +302,7 @@ conf_new(void)
 	c->client.connect_timeout_ms = 10000;
 	c->client.idle_timeout_ms = 300000;
 	c->client.sniff_timeout_ms = 50;
-	c->client.pool = 2;
-	c->client.padding = 8;
 	c->server.padding = 8;
-	c->client.pool_lifetime_ms = 8000;
 	c->client.max_udp = 1024;
 	c->client.max_buffer_memory = (size_t)64 << 20;
 	c->client.udp_timeout_ms = 60000;
@@ -364,10 +357,16 @@ conf_unref(const struct conf *cc)
 	if (c == NULL || --c->refs > 0)
 		return;
 	free(c->path);
-	free(c->client.server_host);
-	free(c->client.sni);
-	free(c->client.ca_file);
-	free(c->client.key_file);
+	for (i = 0; i < c->client.noutbounds; i++) {
+		free(c->client.outbounds[i].server_host);
+		free(c->client.outbounds[i].sni);
+		free(c->client.outbounds[i].ca_file);
+		free(c->client.outbounds[i].key_file);
+	}
+	if (c->client.outbounds != NULL)
+		sodium_memzero(c->client.outbounds,
+		    c->client.noutbounds * sizeof(*c->client.outbounds));
+	free(c->client.outbounds);
 	free(c->client.route_exclude);
 	rules_free(c->client.rules);
 	conf_dns_free(c);

@@ -26,6 +26,8 @@
 
 #define CONF_SOCKS_MAX	255		/* RFC 1929 user name, password */
 #define CONF_MAX_UIDS	32		/* route_uid_exclude/include ranges */
+#define CONF_OB_NAME_MAX	32		/* an outbound's name */
+#define CONF_MAX_OUTBOUNDS	64
 
 struct rules;
 
@@ -74,6 +76,38 @@ struct conf_user {
 };
 
 /*
+ * One way out of the client (client.outbounds[], or the single form's
+ * "default"): a protocol and its own settings.  Which keys a protocol
+ * takes is conf_client.c's check_outbound.
+ */
+struct conf_outbound {
+	char		 name[CONF_OB_NAME_MAX + 1];	/* [a-z0-9_-], unique */
+	enum conf_proto	 protocol;
+	char		*server_host;		/* host name or numeric;
+						 * NULL for direct, block */
+	uint16_t	 server_port;
+	char		*sni;			/* default: server_host */
+	char		*ca_file;		/* NULL: system store */
+	bool		 insecure;		/* skip verification (loudly) */
+	bool		 fp_browser;		/* fingerprint: browser (default curl) */
+	bool		 has_pin;
+	uint8_t		 pin_sha256[32];	/* SHA-256 of the server's SPKI */
+	uint8_t		 key[CONF_KEY_LEN];
+	char		*key_file;		/* where key came from */
+	char		 trojan_hex[CONF_TROJAN_HEX_LEN + 1]; /* hex(SHA224(password)) */
+	/* socks5: RFC 1929 credentials, "" = none.  The password is kept in
+	 * plain (the proxy needs it); never logged or dumped, wiped by
+	 * conf_unref. */
+	char		 username[CONF_SOCKS_MAX + 1];
+	char		 password[CONF_SOCKS_MAX + 1];
+	char		 congestion[CONF_CC_MAX];	/* default: client's */
+	unsigned	 connect_timeout_ms;	/* default: client's */
+	unsigned	 padding;		/* padded records per stream, default 8 */
+	unsigned	 pool;			/* warm TLS connections, default 2 */
+	unsigned	 pool_lifetime_ms;	/* default 8000 (< server handshake_timeout) */
+};
+
+/*
  * A loaded configuration: immutable once loaded, and reference counted
  * (loop thread only).  A reload loads a new generation, validates it whole
  * and swaps it in; the old one lives on, untouched, for as long as a flow,
@@ -116,35 +150,22 @@ struct conf {
 	} tun;
 
 	struct {
-		char		*server_host;		/* host name or numeric;
-							 * NULL for direct, block */
-		uint16_t	 server_port;
-		char		*sni;			/* default: server_host */
-		char		*ca_file;		/* NULL: system store */
-		bool		 insecure;		/* skip verification (loudly) */
-		bool		 fp_browser;		/* fingerprint: browser (default curl) */
-		bool		 has_pin;
-		uint8_t		 pin_sha256[32];	/* SHA-256 of the server's SPKI */
-		uint8_t		 key[CONF_KEY_LEN];
-		char		*key_file;		/* where key came from */
-		enum conf_proto	 protocol;
-		char		 trojan_hex[CONF_TROJAN_HEX_LEN + 1]; /* hex(SHA224(password)) */
-		/* socks5: RFC 1929 credentials, "" = none.  The password is
-		 * kept in plain (the proxy needs it); never logged or dumped,
-		 * wiped by conf_free. */
-		char		 username[CONF_SOCKS_MAX + 1];
-		char		 password[CONF_SOCKS_MAX + 1];
+		/* Where flows go: the outbounds, in the order given (the
+		 * single form, server: protocol: ... under client:, is one
+		 * named "default"), and the one flows take when no rule
+		 * matches (client.final). */
+		struct conf_outbound *outbounds;
+		size_t		 noutbounds;	/* >= 1 once loaded */
+		size_t		 final;		/* index into outbounds */
+		/* Defaults of the outbounds that do not set their own. */
 		char		 congestion[CONF_CC_MAX]; /* default "bbr" */
+		unsigned	 connect_timeout_ms;	/* default 10000 */
 		uint32_t	 mark;			/* SO_MARK on outer sockets, 0 = none */
 		unsigned	 max_flows;		/* default 4096 */
-		unsigned	 connect_timeout_ms;	/* default 10000 */
 		unsigned	 idle_timeout_ms;	/* default 300000 */
 		bool		 faithful;		/* connect_mode: faithful (default fast) */
 		int		 sniff;			/* CONF_SNIFF_*, default auto */
 		unsigned	 sniff_timeout_ms;	/* default 50 */
-		unsigned	 padding;		/* padded records per stream, default 8 */
-		unsigned	 pool;			/* warm TLS connections, default 2 */
-		unsigned	 pool_lifetime_ms;	/* default 8000 (< server handshake_timeout) */
 		unsigned	 max_udp;		/* UDP/ICMP associations, default 1024 */
 		size_t		 max_buffer_memory;	/* bytes, 0 = none; default 64M */
 		unsigned	 udp_timeout_ms;	/* default 60000 */
@@ -249,6 +270,11 @@ void conf_unref(const struct conf *c);
 #define CONF_REDACTED	"(redacted)"
 void conf_dump(const struct conf *c, FILE *fp);
 void conf_dump_secrets(const struct conf *c, FILE *fp);
+
+/* The index of the outbound called name in c->client.outbounds, or -1. */
+int conf_outbound_index(const struct conf *c, const char *name);
+/* The outbound flows take when no rule matches (client.final). */
+const struct conf_outbound *conf_final(const struct conf *c);
 
 /* "tunsplit", "trojan", "socks5", "direct", "block". */
 const char *conf_proto_name(enum conf_proto p);

@@ -1,14 +1,21 @@
 /*
- * The client: section: where the outer streams go and how (server, TLS,
- * protocol and its credentials), the client's limits and timeouts, DNS and
- * routing; check_client decides what each protocol needs and rejects what
- * it cannot use.
+ * The client: section: where the outer streams go and how -- the
+ * outbounds, each a protocol with its server, TLS settings and
+ * credentials -- the client's limits and timeouts, DNS and routing.
+ * check_outbound decides what each protocol needs and rejects what it
+ * cannot use.
+ *
+ * Two forms: `outbounds:`, a list of named entries (keys_outbound), or the
+ * single form with those keys right under client:, which is one outbound
+ * named "default" (each such key is handed to keys_outbound's handler by
+ * key_legacy).  A file uses one form or the other.
  */
 #include "config.h"
 
 #include "conf/conf_int.h"
 
 #include <arpa/inet.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <sodium.h>
@@ -17,14 +24,16 @@
 
 _Static_assert(CONF_TROJAN_HEX_LEN == PROTO_TROJAN_HEX_LEN, "trojan hash size");
 
+#define O(f)	offsetof(struct conf_outbound, f)
+
 static int
 key_server_addr(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
     void *base)
 {
+	struct conf_outbound	*ob = base;
+
 	(void)k;
-	(void)base;
-	return conf_hostport(x, n, &x->c->client.server_host,
-	    &x->c->client.server_port);
+	return conf_hostport(x, n, &ob->server_host, &ob->server_port);
 }
 
 /*
@@ -34,12 +43,12 @@ key_server_addr(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
 static int
 key_pin(struct ctx *x, yaml_node_t *n, const struct conf_key *k, void *base)
 {
+	struct conf_outbound	*ob = base;
 	const char	*s = conf_scalar(x, n), *end = NULL;
 	uint8_t		 pin[32];
 	size_t		 binlen = 0;
 
 	(void)k;
-	(void)base;
 	if (s == NULL)
 		return -1;
 	if (strncmp(s, "sha256//", 8) == 0)
@@ -50,8 +59,8 @@ key_pin(struct ctx *x, yaml_node_t *n, const struct conf_key *k, void *base)
 	    *end != '\0')
 		return conf_err(x, n, "'%s' is not a base64 SHA-256 digest "
 		    "(44 characters)", conf_vis(x, s));
-	memcpy(x->c->client.pin_sha256, pin, sizeof(pin));
-	x->c->client.has_pin = true;
+	memcpy(ob->pin_sha256, pin, sizeof(pin));
+	ob->has_pin = true;
 	return 0;
 }
 
@@ -111,7 +120,7 @@ key_password(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
     void *base)
 {
 	const char	*s = conf_scalar(x, n);
-	struct conf	*c = base;
+	struct conf_outbound *ob = base;
 
 	(void)k;
 	if (s == NULL || conf_redacted(x, n, s))
@@ -119,10 +128,10 @@ key_password(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
 	if (conf_seen(x, "password_sha224"))
 		return conf_err(x, n, "password and password_sha224 are "
 		    "mutually exclusive");
-	if (proto_trojan_hash(s, strlen(s), c->client.trojan_hex) == -1)
+	if (proto_trojan_hash(s, strlen(s), ob->trojan_hex) == -1)
 		return conf_err(x, n, "cannot hash the password (SHA-224)");
 	if (strlen(s) <= CONF_SOCKS_MAX)
-		memcpy(c->client.password, s, strlen(s) + 1);
+		memcpy(ob->password, s, strlen(s) + 1);
 	return 0;
 }
 
@@ -133,7 +142,7 @@ key_password_sha224(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
     void *base)
 {
 	const char	*s = conf_scalar(x, n);
-	struct conf	*c = base;
+	struct conf_outbound *ob = base;
 
 	(void)k;
 	if (s == NULL)
@@ -141,7 +150,7 @@ key_password_sha224(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
 	if (conf_seen(x, "password"))
 		return conf_err(x, n, "password and password_sha224 are "
 		    "mutually exclusive");
-	return conf_sha224(x, n, s, c->client.trojan_hex);
+	return conf_sha224(x, n, s, ob->trojan_hex);
 }
 
 static int
@@ -170,7 +179,8 @@ unused_key(struct ctx *x, yaml_node_t *map, const char *key, const char *why)
 }
 
 static int
-check_client_socks5(struct ctx *x, yaml_node_t *map, struct conf *c)
+check_outbound_socks5(struct ctx *x, yaml_node_t *map,
+    const struct conf_outbound *ob)
 {
 	if (conf_seen(x, "username") != conf_seen(x, "password")) {
 		conf_path_push(x, conf_seen(x, "username") ? "password" :
@@ -178,7 +188,7 @@ check_client_socks5(struct ctx *x, yaml_node_t *map, struct conf *c)
 		return conf_err(x, map, "username and password go together "
 		    "(RFC 1929)");
 	}
-	if (conf_seen(x, "password") && c->client.password[0] == '\0') {
+	if (conf_seen(x, "password") && ob->password[0] == '\0') {
 		conf_path_push(x, "password");
 		return conf_err(x, map, "must be 1..%d bytes (RFC 1929)",
 		    CONF_SOCKS_MAX);
@@ -186,26 +196,29 @@ check_client_socks5(struct ctx *x, yaml_node_t *map, struct conf *c)
 	return 0;
 }
 
-/* Per protocol: which credentials it needs, which keys it cannot use. */
+/* Per protocol: which credentials it needs, which keys it cannot use.
+ * map is the mapping that holds the outbound's keys (an entry of
+ * outbounds:, or client: itself in the single form). */
 static int
-check_client_proto(struct ctx *x, yaml_node_t *map, struct conf *c)
+check_outbound_proto(struct ctx *x, yaml_node_t *map,
+    const struct conf_outbound *ob)
 {
-	const char	*name = conf_proto_name(c->client.protocol);
+	const char	*name = conf_proto_name(ob->protocol);
 	char		 why[64];
-	bool		 tls = c->client.protocol <= CONF_PROTO_TROJAN;
+	bool		 tls = ob->protocol <= CONF_PROTO_TROJAN;
 
 	snprintf(why, sizeof(why), "not used with protocol: %s", name);
-	if (c->client.protocol != CONF_PROTO_SOCKS5 &&
+	if (ob->protocol != CONF_PROTO_SOCKS5 &&
 	    unused_key(x, map, "username", "needs protocol: socks5") == -1)
 		return -1;
-	if (c->client.protocol != CONF_PROTO_TROJAN &&
+	if (ob->protocol != CONF_PROTO_TROJAN &&
 	    unused_key(x, map, "password_sha224", "needs protocol: trojan") ==
 	    -1)
 		return -1;
 	if (!tls && (unused_key(x, map, "key", why) == -1 ||
 	    unused_key(x, map, "key_file", why) == -1))
 		return -1;
-	switch (c->client.protocol) {
+	switch (ob->protocol) {
 	case CONF_PROTO_TUNSPLIT:
 		if (conf_check_key(x, map) == -1)
 			return -1;
@@ -218,30 +231,260 @@ check_client_proto(struct ctx *x, yaml_node_t *map, struct conf *c)
 		if (!conf_seen(x, "password_sha224") &&
 		    conf_require(x, map, "password") == -1)
 			return -1;
-		if (c->client.faithful) {
-			conf_path_push(x, "connect_mode");
-			return conf_err(x, map, "faithful needs the connect "
-			    "status, which protocol trojan does not have");
-		}
 		return 0;
 	case CONF_PROTO_SOCKS5:
-		return check_client_socks5(x, map, c);
+		return check_outbound_socks5(x, map, ob);
 	case CONF_PROTO_DIRECT:
 	case CONF_PROTO_BLOCK:
 		if (unused_key(x, map, "server", why) == -1 ||
 		    unused_key(x, map, "password", why) == -1)
 			return -1;
+		return 0;
+	}
+	return 0;
+}
+
+/* One outbound's own keys, whichever form held them. */
+static int
+check_outbound(struct ctx *x, yaml_node_t *map, struct conf_outbound *ob)
+{
+	if (ob->protocol != CONF_PROTO_DIRECT &&
+	    ob->protocol != CONF_PROTO_BLOCK &&
+	    conf_require(x, map, "server") == -1)
+		return -1;
+	if (check_outbound_proto(x, map, ob) == -1)
+		return -1;
+	/* Keep only the form of the password the protocol sends. */
+	if (ob->protocol != CONF_PROTO_SOCKS5)
+		sodium_memzero(ob->password, sizeof(ob->password));
+	if (ob->protocol != CONF_PROTO_TROJAN)
+		sodium_memzero(ob->trojan_hex, sizeof(ob->trojan_hex));
+	if (ob->sni == NULL && ob->server_host != NULL &&
+	    (ob->sni = strdup(ob->server_host)) == NULL)
+		return conf_err(x, map, "out of memory");
+	return 0;
+}
+
+static void
+outbound_defaults(struct conf_outbound *ob, const char *name)
+{
+	memset(ob, 0, sizeof(*ob));
+	snprintf(ob->name, sizeof(ob->name), "%s", name);
+	ob->protocol = CONF_PROTO_TUNSPLIT;
+	ob->padding = 8;
+	ob->pool = 2;
+	ob->pool_lifetime_ms = 8000;
+	/* congestion "" and connect_timeout 0: the client's. */
+}
+
+/* ---- outbounds: the list form ----------------------------------------- */
+
+static int
+check_outbound_entry(struct ctx *x, yaml_node_t *map, void *base)
+{
+	if (conf_require(x, map, "name") == -1)
+		return -1;
+	return check_outbound(x, map, base);
+}
+
+static int
+key_ob_name(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
+    void *base)
+{
+	struct conf_outbound	*ob = base, *v = x->c->client.outbounds;
+	const char		*s = conf_scalar(x, n);
+
+	(void)k;
+	if (s == NULL)
+		return -1;
+	if (strlen(s) > CONF_OB_NAME_MAX ||
+	    strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_-") != strlen(s))
+		return conf_err(x, n, "'%s' is not a name of 1..%d characters "
+		    "a-z, 0-9, '_' or '-'", conf_vis(x, s), CONF_OB_NAME_MAX);
+	for (; v < ob; v++)
+		if (strcmp(v->name, s) == 0)
+			return conf_err(x, n, "'%s': an outbound of that name "
+			    "is listed already", s);
+	memcpy(ob->name, s, strlen(s) + 1);
+	return 0;
+}
+
+static int
+key_fingerprint(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
+    void *base)
+{
+	static const struct conf_word	w[] = {
+		{ "curl", 0 }, { "browser", 1 }, { NULL, 0 }
+	};
+
+	return conf_flag(x, n, k, base, w);
+}
+
+static const struct conf_key keys_outbound[] = {
+	{ "name", key_ob_name, 0, 0, 0, NULL },
+	{ "protocol", key_protocol, O(protocol), 0, 0, NULL },
+	{ "server", key_server_addr, 0, 0, 0, NULL },
+	{ "sni", key_sni, O(sni), 0, 0, NULL },
+	{ "ca", conf_key_filename, O(ca_file), 0, 0, NULL },
+	{ "insecure", conf_key_bool, O(insecure), 0, 0, NULL },
+	{ "pin_sha256", key_pin, 0, 0, 0, NULL },
+	{ "fingerprint", key_fingerprint, O(fp_browser), 0, 0, NULL },
+	{ "key", conf_key_key, O(key), 0, 0, NULL },
+	{ "key_file", conf_key_file, O(key), O(key_file), 0, NULL },
+	{ "username", key_username, O(username), 0, 0, NULL },
+	{ "password", key_password, 0, 0, 0, NULL },
+	{ "password_sha224", key_password_sha224, 0, 0, 0, NULL },
+	{ "padding", conf_key_uint, O(padding), 0, 64, NULL },
+	{ "pool", conf_key_uint, O(pool), 0, 64, NULL },
+	{ "pool_lifetime", conf_key_ms, O(pool_lifetime_ms), 1000, 600000,
+	    NULL },
+	{ "congestion", conf_key_word, O(congestion), 0, CONF_CC_MAX, NULL },
+	{ "connect_timeout", conf_key_ms, O(connect_timeout_ms), 100, 600000,
+	    NULL },
+	{ NULL, NULL, 0, 0, 0, NULL }
+};
+static const struct conf_map map_outbound = { keys_outbound,
+	check_outbound_entry };
+
+/* The keys of one outbound that the single form puts under client:
+ * (congestion and connect_timeout are the client's defaults there). */
+static const char *const legacy_keys[] = {
+	"server", "sni", "ca", "insecure", "pin_sha256", "fingerprint", "key",
+	"key_file",
+	"protocol", "username", "password", "password_sha224", "padding",
+	"pool", "pool_lifetime", NULL
+};
+
+static int
+outbound_item(struct ctx *x, yaml_node_t *n, size_t i, void *arg)
+{
+	struct conf	*c = x->c;
+
+	(void)arg;
+	outbound_defaults(&c->client.outbounds[i], "");
+	c->client.noutbounds = i + 1;	/* conf_unref frees what it holds */
+	return conf_map_walk(x, n, &map_outbound, &c->client.outbounds[i]);
+}
+
+static int
+key_outbounds(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
+    void *base)
+{
+	struct conf	*c = base;
+	size_t		 i;
+
+	(void)k;
+	for (i = 0; legacy_keys[i] != NULL; i++)
+		if (conf_seen(x, legacy_keys[i]))
+			return conf_err(x, x->knode, "cannot be mixed with "
+			    "the single form (client.%s): move that key into "
+			    "an outbound",
+			    legacy_keys[i]);
+	if (n->type != YAML_SEQUENCE_NODE)
+		return conf_err(x, n, "expected a list of outbounds, found %s",
+		    conf_node_kind(n));
+	if (conf_list_count(n) > 0 && conf_list_count(n) <= CONF_MAX_OUTBOUNDS &&
+	    (c->client.outbounds = calloc(conf_list_count(n),
+	    sizeof(*c->client.outbounds))) == NULL)
+		return conf_err(x, n, "out of memory");
+	return conf_list_walk(x, n, 1, CONF_MAX_OUTBOUNDS, outbound_item, NULL);
+}
+
+/* The single form: the key goes to the outbound "default". */
+static int
+key_legacy(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
+    void *base)
+{
+	struct conf	*c = base;
+	size_t		 i;
+
+	if (conf_seen(x, "outbounds"))
+		return conf_err(x, x->knode, "cannot be mixed with "
+		    "client.outbounds: move it into an outbound");
+	if (c->client.outbounds == NULL) {
+		if ((c->client.outbounds = calloc(1,
+		    sizeof(*c->client.outbounds))) == NULL)
+			return conf_err(x, n, "out of memory");
+		outbound_defaults(c->client.outbounds, "default");
+		c->client.noutbounds = 1;
+	}
+	for (i = 0; keys_outbound[i].name != NULL; i++)
+		if (strcmp(keys_outbound[i].name, k->name) == 0)
+			return keys_outbound[i].fn(x, n, &keys_outbound[i],
+			    c->client.outbounds);
+	return conf_err(x, n, "internal error: no such outbound key");
+}
+
+static int
+key_final(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
+    void *base)
+{
+	(void)k;
+	(void)base;
+	if (conf_scalar(x, n) == NULL)
+		return -1;
+	x->final_node = n;	/* resolved once the outbounds are known */
+	return 0;
+}
+
+int
+conf_outbound_index(const struct conf *c, const char *name)
+{
+	size_t	i;
+
+	for (i = 0; i < c->client.noutbounds; i++)
+		if (strcmp(c->client.outbounds[i].name, name) == 0)
+			return (int)i;
+	return -1;
+}
+
+const struct conf_outbound *
+conf_final(const struct conf *c)
+{
+	return &c->client.outbounds[c->client.final];
+}
+
+/* What the outbounds need of the client's own keys. */
+static int
+check_client_outbounds(struct ctx *x, yaml_node_t *map, struct conf *c)
+{
+	struct conf_outbound	*ob;
+	const char		*s;
+	int			 i;
+
+	for (ob = c->client.outbounds;
+	    ob < c->client.outbounds + c->client.noutbounds; ob++) {
+		if (ob->congestion[0] == '\0')
+			memcpy(ob->congestion, c->client.congestion,
+			    sizeof(ob->congestion));
+		if (ob->connect_timeout_ms == 0)
+			ob->connect_timeout_ms = c->client.connect_timeout_ms;
 		/* Without a mark the direct sockets would be routed back
 		 * into the TUN they come from. */
-		if (c->client.protocol == CONF_PROTO_DIRECT &&
-		    c->client.mark == 0) {
+		if (ob->protocol == CONF_PROTO_DIRECT && c->client.mark == 0) {
 			conf_path_push(x, "mark");
 			return conf_err(x, map, "protocol: direct needs a mark "
 			    "(e.g. mark: 0x7353) so that its sockets bypass "
 			    "the TUN");
 		}
-		return 0;
+		if (ob->protocol == CONF_PROTO_TROJAN && c->client.faithful) {
+			conf_path_push(x, "connect_mode");
+			return conf_err(x, map, "faithful needs the connect "
+			    "status, which protocol trojan does not have");
+		}
 	}
+	/* final: named, else "default" if there is one, else the first. */
+	c->client.final = 0;
+	if (x->final_node != NULL) {
+		s = (const char *)x->final_node->data.scalar.value;
+		if ((i = conf_outbound_index(c, s)) < 0) {
+			conf_path_push(x, "final");
+			return conf_err(x, x->final_node, "'%s': no outbound of "
+			    "that name", conf_vis(x, s));
+		}
+		c->client.final = (size_t)i;
+	} else if ((i = conf_outbound_index(c, "default")) >= 0)
+		c->client.final = (size_t)i;
 	return 0;
 }
 
@@ -250,18 +493,20 @@ check_client(struct ctx *x, yaml_node_t *map, void *base)
 {
 	struct conf	*c = base;
 
-	if (c->client.protocol != CONF_PROTO_DIRECT &&
-	    c->client.protocol != CONF_PROTO_BLOCK &&
-	    conf_require(x, map, "server") == -1)
+	/* The single form, or none at all: one outbound, "default". */
+	if (!conf_seen(x, "outbounds")) {
+		if (c->client.outbounds == NULL) {
+			if ((c->client.outbounds = calloc(1,
+			    sizeof(*c->client.outbounds))) == NULL)
+				return conf_err(x, map, "out of memory");
+			outbound_defaults(c->client.outbounds, "default");
+			c->client.noutbounds = 1;
+		}
+		if (check_outbound(x, map, c->client.outbounds) == -1)
+			return -1;
+	}
+	if (check_client_outbounds(x, map, c) == -1)
 		return -1;
-	if (check_client_proto(x, map, c) == -1)
-		return -1;
-	/* Keep only the form of the password the protocol sends. */
-	if (c->client.protocol != CONF_PROTO_SOCKS5)
-		sodium_memzero(c->client.password, sizeof(c->client.password));
-	if (c->client.protocol != CONF_PROTO_TROJAN)
-		sodium_memzero(c->client.trojan_hex,
-		    sizeof(c->client.trojan_hex));
 	/* Without a mark the outer connections would be routed into the
 	 * TUN they come from. */
 	if (c->client.route_auto && c->client.mark == 0) {
@@ -313,17 +558,6 @@ key_sniff(struct ctx *x, yaml_node_t *n, const struct conf_key *k, void *base)
 	};
 
 	return conf_choice(x, n, w, CONF_FIELD(base, k, int));
-}
-
-static int
-key_fingerprint(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
-    void *base)
-{
-	static const struct conf_word	w[] = {
-		{ "curl", 0 }, { "browser", 1 }, { NULL, 0 }
-	};
-
-	return conf_flag(x, n, k, base, w);
 }
 
 static int
@@ -383,19 +617,23 @@ key_route_uids(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
 }
 
 static const struct conf_key keys_client[] = {
-	{ "server", key_server_addr, 0, 0, 0, NULL },
-	{ "sni", key_sni, C(client.sni), 0, 0, NULL },
-	{ "ca", conf_key_filename, C(client.ca_file), 0, 0, NULL },
-	{ "insecure", conf_key_bool, C(client.insecure), 0, 0, NULL },
-	{ "pin_sha256", key_pin, 0, 0, 0, NULL },
-	{ "fingerprint", key_fingerprint, C(client.fp_browser), 0, 0, NULL },
-	{ "key", conf_key_key, C(client.key), 0, 0, NULL },
-	{ "key_file", conf_key_file, C(client.key), C(client.key_file), 0,
-	    NULL },
-	{ "protocol", key_protocol, C(client.protocol), 0, 0, NULL },
-	{ "username", key_username, C(client.username), 0, 0, NULL },
-	{ "password", key_password, 0, 0, 0, NULL },
-	{ "password_sha224", key_password_sha224, 0, 0, 0, NULL },
+	{ "outbounds", key_outbounds, 0, 0, 0, NULL },
+	{ "final", key_final, 0, 0, 0, NULL },
+	{ "server", key_legacy, 0, 0, 0, NULL },
+	{ "sni", key_legacy, 0, 0, 0, NULL },
+	{ "ca", key_legacy, 0, 0, 0, NULL },
+	{ "insecure", key_legacy, 0, 0, 0, NULL },
+	{ "pin_sha256", key_legacy, 0, 0, 0, NULL },
+	{ "fingerprint", key_legacy, 0, 0, 0, NULL },
+	{ "key", key_legacy, 0, 0, 0, NULL },
+	{ "key_file", key_legacy, 0, 0, 0, NULL },
+	{ "protocol", key_legacy, 0, 0, 0, NULL },
+	{ "username", key_legacy, 0, 0, 0, NULL },
+	{ "password", key_legacy, 0, 0, 0, NULL },
+	{ "password_sha224", key_legacy, 0, 0, 0, NULL },
+	{ "padding", key_legacy, 0, 0, 0, NULL },
+	{ "pool", key_legacy, 0, 0, 0, NULL },
+	{ "pool_lifetime", key_legacy, 0, 0, 0, NULL },
 	{ "congestion", conf_key_word, C(client.congestion), 0, CONF_CC_MAX,
 	    NULL },
 	{ "mark", conf_key_u32, C(client.mark), 0, UINT32_MAX, NULL },
@@ -408,10 +646,6 @@ static const struct conf_key keys_client[] = {
 	{ "sniff", key_sniff, C(client.sniff), 0, 0, NULL },
 	{ "sniff_timeout", conf_key_ms, C(client.sniff_timeout_ms), 1, 1000,
 	    NULL },
-	{ "padding", conf_key_uint, C(client.padding), 0, 64, NULL },
-	{ "pool", conf_key_uint, C(client.pool), 0, 64, NULL },
-	{ "pool_lifetime", conf_key_ms, C(client.pool_lifetime_ms), 1000,
-	    600000, NULL },
 	{ "max_udp", conf_key_uint, C(client.max_udp), 1, 1000000, NULL },
 	{ "max_buffer_memory", conf_key_size, C(client.max_buffer_memory),
 	    CONF_SIZE_MIN, CONF_SIZE_MAX, NULL },

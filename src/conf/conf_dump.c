@@ -167,34 +167,85 @@ dump_key(FILE *fp, const char *indent, const uint8_t key[CONF_KEY_LEN],
 }
 
 static void
-dump_client_auth(const struct conf *c, FILE *fp, bool secrets)
+dump_outbound_auth(const struct conf_outbound *ob, FILE *fp, bool secrets)
 {
+	const char	*in = "      ";
+
 	/* trojan uses a key only for what it never sends; none given is
 	 * none printed. */
-	if (c->client.protocol == CONF_PROTO_TUNSPLIT ||
-	    (c->client.protocol == CONF_PROTO_TROJAN &&
-	    !sodium_is_zero(c->client.key, sizeof(c->client.key))))
-		dump_key(fp, "  ", c->client.key, c->client.key_file, secrets);
-	fprintf(fp, "  protocol: %s\n", conf_proto_name(c->client.protocol));
-	if (c->client.username[0] != '\0')
-		dump_kv(fp, "  ", "username", c->client.username);
-	if (c->client.protocol != CONF_PROTO_TROJAN &&
-	    c->client.password[0] == '\0')
+	if (ob->protocol == CONF_PROTO_TUNSPLIT ||
+	    (ob->protocol == CONF_PROTO_TROJAN &&
+	    !sodium_is_zero(ob->key, sizeof(ob->key))))
+		dump_key(fp, in, ob->key, ob->key_file, secrets);
+	if (ob->username[0] != '\0')
+		dump_kv(fp, in, "username", ob->username);
+	if (ob->protocol != CONF_PROTO_TROJAN && ob->password[0] == '\0')
 		return;
 	if (!secrets)
-		fprintf(fp, "  password: %s\n", CONF_REDACTED);
-	else if (c->client.protocol == CONF_PROTO_TROJAN)
-		dump_kv(fp, "  ", "password_sha224", c->client.trojan_hex);
+		fprintf(fp, "%spassword: %s\n", in, CONF_REDACTED);
+	else if (ob->protocol == CONF_PROTO_TROJAN)
+		dump_kv(fp, in, "password_sha224", ob->trojan_hex);
 	else
-		dump_kv(fp, "  ", "password", c->client.password);
+		dump_kv(fp, in, "password", ob->password);
+}
+
+/* One entry of outbounds: (the single form is dumped as this too). */
+static void
+dump_outbound(const struct conf_outbound *ob, FILE *fp, bool secrets)
+{
+	const char	*in = "      ";
+	char		 buf[32];
+	char		 pin[sodium_base64_ENCODED_LEN(32,
+	    sodium_base64_VARIANT_ORIGINAL)];
+
+	fprintf(fp, "    - name: ");
+	conf_dump_str(fp, ob->name);
+	fprintf(fp, "\n%sprotocol: %s\n", in, conf_proto_name(ob->protocol));
+	if (ob->server_host != NULL)	/* none for direct, block */
+		fprintf(fp, "%sserver: \"%s%s%s:%u\"\n", in,
+		    strchr(ob->server_host, ':') != NULL ? "[" : "",
+		    ob->server_host,
+		    strchr(ob->server_host, ':') != NULL ? "]" : "",
+		    ob->server_port);
+	if (ob->sni != NULL)
+		dump_kv(fp, in, "sni", ob->sni);
+	if (ob->protocol == CONF_PROTO_TUNSPLIT ||
+	    ob->protocol == CONF_PROTO_TROJAN) {
+		if (ob->ca_file != NULL)
+			dump_kv(fp, in, "ca", ob->ca_file);
+		else
+			fprintf(fp, "%s# ca: system trust store\n", in);
+		fprintf(fp, "%sinsecure: %s\n", in,
+		    ob->insecure ? "true" : "false");
+		if (ob->has_pin) {
+			sodium_bin2base64(pin, sizeof(pin), ob->pin_sha256,
+			    sizeof(ob->pin_sha256),
+			    sodium_base64_VARIANT_ORIGINAL);
+			fprintf(fp, "%spin_sha256: \"%s\"\n", in, pin);
+		}
+		fprintf(fp, "%sfingerprint: %s\n", in,
+		    ob->fp_browser ? "browser" : "curl");
+	}
+	dump_outbound_auth(ob, fp, secrets);
+	if (ob->protocol == CONF_PROTO_BLOCK)
+		return;
+	dump_kv(fp, in, "congestion", ob->congestion);
+	fprintf(fp, "%sconnect_timeout: %s\n", in,
+	    conf_duration_fmt(ob->connect_timeout_ms, buf, sizeof(buf)));
+	if (ob->protocol != CONF_PROTO_TUNSPLIT &&
+	    ob->protocol != CONF_PROTO_TROJAN)
+		return;
+	fprintf(fp, "%spadding: %u\n", in, ob->padding);
+	fprintf(fp, "%spool: %u\n", in, ob->pool);
+	fprintf(fp, "%spool_lifetime: %s\n", in,
+	    conf_duration_fmt(ob->pool_lifetime_ms, buf, sizeof(buf)));
 }
 
 static void
 dump_client(const struct conf *c, FILE *fp, bool secrets)
 {
 	char	buf[INET6_ADDRSTRLEN + 8];
-	char	pin[sodium_base64_ENCODED_LEN(32,
-	    sodium_base64_VARIANT_ORIGINAL)];
+	size_t	i;
 
 	fprintf(fp, "tun:\n");
 	dump_kv(fp, "  ", "name", c->tun.name);
@@ -206,26 +257,10 @@ dump_client(const struct conf *c, FILE *fp, bool secrets)
 	if (c->tun.has_addr6)
 		fprintf(fp, "    - %s\n",
 		    cidr_fmt(&c->tun.addr6, buf, sizeof(buf)));
-	fprintf(fp, "client:\n");
-	if (c->client.server_host != NULL)	/* none for direct, block */
-		dump_hostport(fp, "server", c->client.server_host,
-		    c->client.server_port);
-	if (c->client.sni != NULL)
-		dump_kv(fp, "  ", "sni", c->client.sni);
-	if (c->client.ca_file != NULL)
-		dump_kv(fp, "  ", "ca", c->client.ca_file);
-	else
-		fprintf(fp, "  # ca: system trust store\n");
-	fprintf(fp, "  insecure: %s\n", c->client.insecure ? "true" : "false");
-	if (c->client.has_pin) {
-		sodium_bin2base64(pin, sizeof(pin), c->client.pin_sha256,
-		    sizeof(c->client.pin_sha256),
-		    sodium_base64_VARIANT_ORIGINAL);
-		fprintf(fp, "  pin_sha256: \"%s\"\n", pin);
-	}
-	fprintf(fp, "  fingerprint: %s\n", c->client.fp_browser ? "browser" :
-	    "curl");
-	dump_client_auth(c, fp, secrets);
+	fprintf(fp, "client:\n  outbounds:\n");
+	for (i = 0; i < c->client.noutbounds; i++)
+		dump_outbound(&c->client.outbounds[i], fp, secrets);
+	dump_kv(fp, "  ", "final", conf_final(c)->name);
 	dump_kv(fp, "  ", "congestion", c->client.congestion);
 	dump_mark(fp, c->client.mark);
 	fprintf(fp, "  max_flows: %u\n", c->client.max_flows);
@@ -235,9 +270,6 @@ dump_client(const struct conf *c, FILE *fp, bool secrets)
 	dump_kv(fp, "  ", "sniff", c->client.sniff == CONF_SNIFF_ALWAYS ?
 	    "always" : c->client.sniff == CONF_SNIFF_NEVER ? "never" : "auto");
 	dump_ms(fp, "sniff_timeout", c->client.sniff_timeout_ms);
-	fprintf(fp, "  padding: %u\n", c->client.padding);
-	fprintf(fp, "  pool: %u\n", c->client.pool);
-	dump_ms(fp, "pool_lifetime", c->client.pool_lifetime_ms);
 	fprintf(fp, "  max_udp: %u\n", c->client.max_udp);
 	dump_size(fp, "max_buffer_memory", c->client.max_buffer_memory);
 	dump_ms(fp, "udp_timeout", c->client.udp_timeout_ms);
@@ -248,8 +280,6 @@ dump_client(const struct conf *c, FILE *fp, bool secrets)
 		dump_cidr_list(fp, "  ", "route_exclude",
 		    c->client.route_exclude, c->client.nroute_exclude);
 	if (c->client.nroute_uids > 0) {
-		size_t i;
-
 		fprintf(fp, "  route_uid_%s:\n",
 		    c->client.route_uids_include ? "include" : "exclude");
 		for (i = 0; i < c->client.nroute_uids; i++)

@@ -39,6 +39,7 @@ struct ctx {
 	yaml_node_t		*tun_knode;
 	yaml_node_t		*dns_knode;	/* client.dns */
 	yaml_node_t		*dns_range4, *dns_range6;
+	yaml_node_t		*final_node;	/* client.final's value */
 	bool			 inline_key;
 	yaml_node_t		*rules_node;	/* client.rules, parsed last */
 	yaml_node_t		*rule_sets_node;

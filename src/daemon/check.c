@@ -231,7 +231,7 @@ check_files(const struct conf *c, const char *who, bool quiet)
 		check_key(&ck, c->server.cert_key_file, leaf,
 		    c->server.cert_file);
 		X509_free(leaf);
-	} else if (c->client.ca_file != NULL)
-		check_ca(&ck, c->client.ca_file);
+	} else if (conf_final(c)->ca_file != NULL)
+		check_ca(&ck, conf_final(c)->ca_file);
 	return ck.rc;
 }

@@ -38,6 +38,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include "core/addr.h"
 #include "conf/conf.h"
 #include "core/log.h"
@@ -575,6 +577,72 @@ cidrs_differ(const struct cidr *a, size_t na, const struct cidr *b, size_t nb)
 	return na != nb || (na > 0 && memcmp(a, b, na * sizeof(*a)) != 0);
 }
 
+static bool
+outbound_differs(const struct conf_outbound *a, const struct conf_outbound *b)
+{
+	return strcmp(a->name, b->name) != 0 || a->protocol != b->protocol ||
+	    str_differ(a->server_host, b->server_host) ||
+	    a->server_port != b->server_port || str_differ(a->sni, b->sni) ||
+	    str_differ(a->ca_file, b->ca_file) || a->insecure != b->insecure ||
+	    a->has_pin != b->has_pin ||
+	    memcmp(a->pin_sha256, b->pin_sha256, sizeof(a->pin_sha256)) != 0 ||
+	    strcmp(a->congestion, b->congestion) != 0 ||
+	    a->padding != b->padding || a->pool != b->pool ||
+	    a->pool_lifetime_ms != b->pool_lifetime_ms;
+}
+
+/* The outbounds' servers, TLS contexts and pools are opened at start. */
+static bool
+outbounds_differ(const struct conf *live, const struct conf *n)
+{
+	size_t i;
+
+	if (live->client.noutbounds != n->client.noutbounds ||
+	    live->client.final != n->client.final)
+		return true;
+	for (i = 0; i < n->client.noutbounds; i++)
+		if (outbound_differs(&live->client.outbounds[i],
+		    &n->client.outbounds[i]))
+			return true;
+	return false;
+}
+
+/* n's outbounds become copies of live's.  0, or -1: out of memory. */
+static int
+carry_outbounds(const struct conf *live, struct conf *n)
+{
+	struct conf_outbound *v, *o;
+	size_t i;
+	int rc = 0;
+
+	if ((v = calloc(live->client.noutbounds, sizeof(*v))) == NULL)
+		return -1;
+	for (i = 0; i < live->client.noutbounds; i++) {
+		o = &v[i];
+		*o = live->client.outbounds[i];
+		o->server_host = o->sni = o->ca_file = o->key_file = NULL;
+		rc |= carry_str(&o->server_host,
+		    live->client.outbounds[i].server_host);
+		rc |= carry_str(&o->sni, live->client.outbounds[i].sni);
+		rc |= carry_str(&o->ca_file, live->client.outbounds[i].ca_file);
+		rc |= carry_str(&o->key_file,
+		    live->client.outbounds[i].key_file);
+	}
+	for (i = 0; i < n->client.noutbounds; i++) {
+		free(n->client.outbounds[i].server_host);
+		free(n->client.outbounds[i].sni);
+		free(n->client.outbounds[i].ca_file);
+		free(n->client.outbounds[i].key_file);
+	}
+	sodium_memzero(n->client.outbounds,
+	    n->client.noutbounds * sizeof(*n->client.outbounds));
+	free(n->client.outbounds);
+	n->client.outbounds = v;
+	n->client.noutbounds = live->client.noutbounds;
+	n->client.final = live->client.final;
+	return rc;
+}
+
 static int
 daemon_carry_client(const struct conf *live, struct conf *n)
 {
@@ -587,26 +655,9 @@ daemon_carry_client(const struct conf *live, struct conf *n)
 	    memcmp(&live->tun.addr4, &n->tun.addr4, sizeof(n->tun.addr4)) ||
 	    memcmp(&live->tun.addr6, &n->tun.addr6, sizeof(n->tun.addr6))))
 		n->tun = live->tun;
-	if (daemon_keeps("client.server",
-	    str_differ(live->client.server_host, n->client.server_host) ||
-	    live->client.server_port != n->client.server_port)) {
-		rc |= carry_str(&n->client.server_host, live->client.server_host);
-		n->client.server_port = live->client.server_port;
-	}
-	if (daemon_keeps("client.sni, ca, insecure or pin_sha256",
-	    str_differ(live->client.sni, n->client.sni) ||
-	    str_differ(live->client.ca_file, n->client.ca_file) ||
-	    live->client.insecure != n->client.insecure ||
-	    live->client.has_pin != n->client.has_pin ||
-	    memcmp(live->client.pin_sha256, n->client.pin_sha256,
-	    sizeof(n->client.pin_sha256)) != 0)) {
-		rc |= carry_str(&n->client.sni, live->client.sni);
-		rc |= carry_str(&n->client.ca_file, live->client.ca_file);
-		n->client.insecure = live->client.insecure;
-		n->client.has_pin = live->client.has_pin;
-		memcpy(n->client.pin_sha256, live->client.pin_sha256,
-		    sizeof(n->client.pin_sha256));
-	}
+	if (daemon_keeps("client.outbounds or final",
+	    outbounds_differ(live, n)))
+		rc |= carry_outbounds(live, n);
 	if (daemon_keeps("client.mark, congestion, route, route_exclude, "
 	    "route_uid_* or ipv6",
 	    live->client.mark != n->client.mark ||
@@ -660,28 +711,6 @@ daemon_carry_client(const struct conf *live, struct conf *n)
 		n->client.fake_ip_size = live->client.fake_ip_size;
 		rc |= carry_str(&n->client.fake_ip_file,
 		    live->client.fake_ip_file);
-	}
-	if (daemon_keeps("client.pool, pool_lifetime or padding",
-	    live->client.pool != n->client.pool ||
-	    live->client.pool_lifetime_ms != n->client.pool_lifetime_ms ||
-	    live->client.padding != n->client.padding)) {
-		n->client.pool = live->client.pool;
-		n->client.pool_lifetime_ms = live->client.pool_lifetime_ms;
-		n->client.padding = live->client.padding;
-	}
-	/* The protocol decides the outbound and connect_mode's meaning; its
-	 * credentials go with it.  With the same protocol, new flows use
-	 * the new key, trojan password and SOCKS5 login. */
-	if (daemon_keeps("client.protocol",
-	    live->client.protocol != n->client.protocol)) {
-		n->client.protocol = live->client.protocol;
-		n->client.faithful = live->client.faithful;
-		memcpy(n->client.trojan_hex, live->client.trojan_hex,
-		    sizeof(n->client.trojan_hex));
-		memcpy(n->client.username, live->client.username,
-		    sizeof(n->client.username));
-		memcpy(n->client.password, live->client.password,
-		    sizeof(n->client.password));
 	}
 	return rc;
 }

@@ -792,14 +792,14 @@ fz_check_up(void)
 	if (ref.trojan) {
 		n = proto_trojan_parse(fz.up, fz.up_len, &t);
 		FZ_CHECK(n > 0 && t.cmd == PROTO_TROJAN_CMD_UDP);
-		FZ_CHECK(memcmp(t.hex, ref.conf->client.trojan_hex,
+		FZ_CHECK(memcmp(t.hex, conf_final(ref.conf)->trojan_hex,
 		    PROTO_TROJAN_HEX_LEN) == 0);
 		FZ_CHECK(fz_dest_eq(&t.dest, &want));
 	} else {
 		n = proto_req_parse(fz.up, fz.up_len, &r);
 		FZ_CHECK(n > 0);
 		FZ_CHECK(proto_req_verify_mac(fz.up, (size_t)n,
-		    ref.conf->client.key) == 0);
+		    conf_final(ref.conf)->key) == 0);
 		FZ_CHECK(r.kind == (ref.icmp ? PROTO_KIND_ICMP :
 		    PROTO_KIND_UDP));
 		FZ_CHECK(fz_dest_eq(&r.dest, &want));
@@ -863,7 +863,7 @@ fz_init(void)
 			abort();
 		}
 	}
-	auth_user_id(fz_confs[0]->client.key, fz_uid);
+	auth_user_id(conf_final(fz_confs[0])->key, fz_uid);
 	memset(&sin, 0, sizeof(sin));
 	sin.sin_family = AF_INET;
 	memcpy(&sin.sin_addr, lo, 4);

@@ -649,7 +649,7 @@ fz_setup(void)
 	    err, sizeof(err))) == NULL)
 		return -1;
 	addr_from_raw(&fz_server, AF_INET, lo, 9);
-	auth_user_id(fz_conf->client.key, fz_uid);
+	auth_user_id(conf_final(fz_conf)->key, fz_uid);
 	fz_ac.conf = fz_conf;
 	fz_ac.server = &fz_server;
 	fz_ac.user_id = fz_uid;

@@ -276,7 +276,7 @@ assoc_on_timer(struct loop_timer *t)
 		return;
 	}
 	if (!a->ready) {
-		at = a->start_ms + c->client.connect_timeout_ms;
+		at = a->start_ms + conf_final(c)->connect_timeout_ms;
 		if (now >= at) {
 			assoc_fail(a, "connect timeout");
 			return;
@@ -328,7 +328,7 @@ assoc_new(struct assoc_env *e, const struct assoc_key *key,
 	e->st.active = e->n;
 	e->st.created++;
 	a->phase = ASSOC_OPEN;
-	loop_timer_set(e->loop, &a->timer, e->conf->client.connect_timeout_ms);
+	loop_timer_set(e->loop, &a->timer, conf_final(e->conf)->connect_timeout_ms);
 	e->tp->open(a);
 	return a;
 }
@@ -419,7 +419,7 @@ assoc_refused(struct assoc_env *e)
 	else if (e->st.drop_proto++ == 0)
 		log_warnx("icmp: echo requests are dropped: protocol %s "
 		    "carries no ICMP (only tunsplit and direct do); each one is "
-		    "counted", conf_proto_name(e->conf->client.protocol));
+		    "counted", conf_proto_name(conf_final(e->conf)->protocol));
 }
 
 /* ---- accessors and the TUN ---------------------------------------------- */
@@ -541,7 +541,7 @@ assoc_env_new(const struct assoc_cfg *cfg)
 		return NULL;
 	e->loop = cfg->loop;
 	e->conf = cfg->conf;
-	e->tp = assoc_tp_of(e->conf->client.protocol);
+	e->tp = assoc_tp_of(conf_final(e->conf)->protocol);
 	e->ssl_ctx = cfg->ssl_ctx;
 	if (cfg->server != NULL)
 		e->server = *cfg->server;

@@ -449,9 +449,9 @@ socks_step(struct assoc *a, const char **why)
 		if ((r = socks5_method_parse(in, len, &v)) <= 0)
 			return (int)r;
 		buf_consume(&a->rx, (size_t)r);
-		if (v == SOCKS5_METHOD_USERPASS && c->client.username[0]) {
+		if (v == SOCKS5_METHOD_USERPASS && conf_final(c)->username[0]) {
 			n = socks5_auth_encode(buf, sizeof(buf),
-			    c->client.username, c->client.password);
+			    conf_final(c)->username, conf_final(c)->password);
 			r = n < 0 ? -1 : socks_write(a, buf, (size_t)n);
 			sodium_memzero(buf, sizeof(buf));	/* the password */
 			if (r < 0) {
@@ -462,7 +462,7 @@ socks_step(struct assoc *a, const char **why)
 			return 1;
 		}
 		if (v != SOCKS5_METHOD_NONE) {
-			*why = c->client.username[0] ? "proxy accepts neither "
+			*why = conf_final(c)->username[0] ? "proxy accepts neither "
 			    "no authentication nor username/password" :
 			    "proxy requires authentication";
 			return -1;
@@ -520,7 +520,7 @@ sock_on_ctl(struct loop_fd *lfd, uint32_t revents)
 			return;
 		}
 		r = socks5_greeting(greet, sizeof(greet),
-		    a->env->conf->client.username[0] != '\0');
+		    conf_final(a->env->conf)->username[0] != '\0');
 		if (r < 0 || socks_write(a, greet, (size_t)r) < 0) {
 			assoc_fail(a, "proxy write failed");
 			return;

@@ -216,7 +216,7 @@ stream_start_relay(struct assoc *a)
 	ssize_t			 n;
 
 	if (is_trojan(a)) {
-		n = proto_trojan_encode(buf, sizeof(buf), c->client.trojan_hex,
+		n = proto_trojan_encode(buf, sizeof(buf), conf_final(c)->trojan_hex,
 		    PROTO_TROJAN_CMD_UDP, a->first);
 	} else {
 		memset(&req, 0, sizeof(req));
@@ -225,7 +225,7 @@ stream_start_relay(struct assoc *a)
 		randombytes_buf(req.nonce, sizeof(req.nonce));
 		memcpy(req.user_id, e->user_id, sizeof(req.user_id));
 		req.dest = *a->first;
-		n = proto_req_encode(buf, sizeof(buf), &req, c->client.key,
+		n = proto_req_encode(buf, sizeof(buf), &req, conf_final(c)->key,
 		    proto_req_pad_random(&req));
 	}
 	if (n < 0 || dq_push(&a->q, buf, (size_t)n, NULL, 0, true) < 0)
@@ -288,14 +288,14 @@ stream_open(struct assoc *a)
 
 	buf_init(&a->rx, is_trojan(a) ? RX_TROJAN : RX_NATIVE);
 	a->step = STEP_CONNECT;
-	a->fd = sock_connect(&e->server, c->client.congestion, c->client.mark);
+	a->fd = sock_connect(&e->server, conf_final(c)->congestion, c->client.mark);
 	if (a->fd < 0) {
 		log_warn("%s %llu: socket to server", assoc_kstr(a),
 		    (unsigned long long)a->id);
 		assoc_fail(a, "server unreachable");
 		return;
 	}
-	a->out = outer_new(e->ssl_ctx, a->fd, true, c->client.sni);
+	a->out = outer_new(e->ssl_ctx, a->fd, true, conf_final(c)->sni);
 	if (a->out == NULL) {
 		a->fd = -1;	/* outer_new closed it */
 		assoc_fail(a, "TLS setup failed");

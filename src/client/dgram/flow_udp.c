@@ -224,7 +224,7 @@ flow_udp_fake_dest(struct flow_udp *u, const struct pkt_ip *ip,
 	const char	*name;
 
 	if ((name = fakeip_name(u->fakeip, ip->family, ip->dst)) == NULL ||
-	    u->conf->client.protocol == CONF_PROTO_DIRECT)
+	    conf_final(u->conf)->protocol == CONF_PROTO_DIRECT)
 		return false;
 	memset(dst, 0, sizeof(*dst));
 	dst->atyp = PROTO_ATYP_DOMAIN;

@@ -75,7 +75,7 @@ flow_socks5_state(const struct flow_socks5 *s)
 static bool
 fs5_userpass(const struct flow_socks5 *s)
 {
-	return s->conf->client.username[0] != '\0';
+	return conf_final(s->conf)->username[0] != '\0';
 }
 
 /* Encodes the message of a sending state into buf.  0 or -1. */
@@ -91,7 +91,7 @@ fs5_encode(struct flow_socks5 *s)
 		break;
 	case FS5_AUTH:
 		n = socks5_auth_encode(s->buf, sizeof(s->buf),
-		    c->client.username, c->client.password);
+		    conf_final(c)->username, conf_final(c)->password);
 		break;
 	case FS5_REQUEST:
 		n = socks5_request(s->buf, sizeof(s->buf), SOCKS5_CMD_CONNECT,
@@ -239,7 +239,7 @@ flow_socks5_step(struct flow_socks5 *s, struct outer *o, const char **why,
 				FS5_FAIL("socks5 authentication failed",
 				    "socks5 proxy rejected username '%s' and "
 				    "its password (status 0x%02x)",
-				    fs5_vis(s->conf->client.username, user,
+				    fs5_vis(conf_final(s->conf)->username, user,
 				    sizeof(user)), v);
 			s->state = FS5_REQUEST;
 			continue;

@@ -796,7 +796,7 @@ flow_alloc(struct flow_env *env, const struct addr *dst)
 	/* The flow's generation of the configuration, for its whole life
 	 * (a reload makes a new one for new flows). */
 	f->conf = conf_ref(env->conf);
-	f->ob = flow_outbound(f->conf->client.protocol);
+	f->ob = flow_outbound(conf_final(f->conf)->protocol);
 	f->dial_us = stats_now_us();
 	loop_timer_init(&f->early, flow_on_early);
 	loop_timer_init(&f->retry, flow_on_retry);

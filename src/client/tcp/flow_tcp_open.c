@@ -196,7 +196,7 @@ flow_admit(struct flow_env *env)
 {
 	if (env->draining)
 		return false;
-	if (flow_outbound(env->conf->client.protocol)->refuse) {
+	if (flow_outbound(conf_final(env->conf)->protocol)->refuse) {
 		env->stats.blocked++;	/* RST on the SYN */
 		return false;
 	}
@@ -291,7 +291,7 @@ flow_register(struct flow_env *env, struct flow *f)
 		f->phase = FLOW_CONNECT;
 	f->start_ms = f->last_ms = loop_now(env->loop);
 	loop_timer_init(&f->timer, flow_on_timer);
-	loop_timer_set(env->loop, &f->timer, f->conf->client.connect_timeout_ms);
+	loop_timer_set(env->loop, &f->timer, conf_final(f->conf)->connect_timeout_ms);
 	env->nflows++;
 	env->stats.accepted++;
 	LIST_INSERT_HEAD(&env->all, f, entry);
@@ -371,7 +371,7 @@ flow_tcp_accept(void *arg, struct tcp_pcb *pcb, err_t err)
 	/* Sniffing: no dial before the first bytes (flow_tcp_sniff.c). */
 	sniff = flow_sniff_wanted(env->conf);
 	if (env->nflows >= env->conf->client.max_flows ||
-	    flow_outbound(env->conf->client.protocol)->refuse ||
+	    flow_outbound(conf_final(env->conf)->protocol)->refuse ||
 	    (f = sniff ? flow_alloc(env, &dst) : flow_new(env, &dst)) == NULL) {
 		env->stats.refused++;
 		tcp_abort(pcb);
@@ -394,7 +394,7 @@ flow_tcp_dial(struct flow *f)
 	int e;
 
 	/* Where client_route() will choose by f->domain. */
-	f->ob = flow_outbound(f->conf->client.protocol);
+	f->ob = flow_outbound(conf_final(f->conf)->protocol);
 	f->dial_us = stats_now_us();
 	if (f->ob->dial(f) < 0) {
 		e = errno;
@@ -415,7 +415,7 @@ flow_tcp_dial(struct flow *f)
 	}
 	f->phase = FLOW_CONNECT;
 	loop_timer_set(env->loop, &f->timer,
-	    f->conf->client.connect_timeout_ms);
+	    conf_final(f->conf)->connect_timeout_ms);
 	if (f->pooled) {
 		env->stats.pooled++;
 		if (flow_start_relay(f) < 0) {

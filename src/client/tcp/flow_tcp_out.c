@@ -119,11 +119,11 @@ out_connect(struct flow *f, const struct addr *to, bool tls)
 {
 	const struct conf *c = f->conf;
 
-	if ((f->fd = sock_connect(to, c->client.congestion,
+	if ((f->fd = sock_connect(to, conf_final(c)->congestion,
 	    c->client.mark)) < 0)
 		return -1;
 	f->out = outer_new(tls ? f->env->ssl_ctx : NULL, f->fd, true,
-	    tls ? c->client.sni : NULL);
+	    tls ? conf_final(c)->sni : NULL);
 	if (f->out == NULL) {
 		f->fd = -1;	/* outer_new closed it */
 		errno = ENOMEM;
@@ -257,7 +257,7 @@ out_hdr_tunsplit(struct flow *f, uint8_t *buf, size_t len)
 	randombytes_buf(req.nonce, sizeof(req.nonce));
 	memcpy(req.user_id, f->env->user_id, sizeof(req.user_id));
 	flow_target_dest(f, &req.dest);
-	n = proto_req_encode(buf, len, &req, f->conf->client.key,
+	n = proto_req_encode(buf, len, &req, conf_final(f->conf)->key,
 	    proto_req_pad_random(&req));
 	sodium_memzero(&req, sizeof(req));
 	return n;
@@ -272,7 +272,7 @@ out_hdr_trojan(struct flow *f, uint8_t *buf, size_t len)
 
 	flow_target_dest(f, &pd);
 	f->status_ok = true;
-	return proto_trojan_encode(buf, len, f->conf->client.trojan_hex,
+	return proto_trojan_encode(buf, len, conf_final(f->conf)->trojan_hex,
 	    PROTO_TROJAN_CMD_CONNECT, &pd);
 }
 

@@ -149,15 +149,15 @@ test_client_values(void **state)
 	    "10.9.0.2/24");
 	assert_string_equal(cidr_fmt(&c->tun.addr6, buf, sizeof(buf)),
 	    "fd00::2/120");
-	assert_string_equal(c->client.server_host, "2001:db8::1");
-	assert_int_equal(c->client.server_port, 8443);
-	assert_string_equal(c->client.sni, "www.example.com");
-	assert_string_equal(c->client.ca_file, "/etc/tunsplit/ca.pem");
-	assert_false(c->client.insecure);
-	assert_true(c->client.has_pin);
-	assert_int_equal(c->client.pin_sha256[0], 0xff);
-	assert_int_equal(c->client.pin_sha256[31], 0xff);
-	assert_memory_equal(c->client.key, k1, 32);
+	assert_string_equal(conf_final(c)->server_host, "2001:db8::1");
+	assert_int_equal(conf_final(c)->server_port, 8443);
+	assert_string_equal(conf_final(c)->sni, "www.example.com");
+	assert_string_equal(conf_final(c)->ca_file, "/etc/tunsplit/ca.pem");
+	assert_false(conf_final(c)->insecure);
+	assert_true(conf_final(c)->has_pin);
+	assert_int_equal(conf_final(c)->pin_sha256[0], 0xff);
+	assert_int_equal(conf_final(c)->pin_sha256[31], 0xff);
+	assert_memory_equal(conf_final(c)->key, k1, 32);
 	assert_string_equal(c->client.congestion, "cubic");
 	assert_int_equal(c->client.mark, 31);
 	assert_int_equal(c->client.max_flows, 100);
@@ -195,12 +195,12 @@ test_client_defaults(void **state)
 	    "198.18.0.1/15");
 	assert_string_equal(cidr_fmt(&c->tun.addr6, buf, sizeof(buf)),
 	    "fdfe:dcba:9876::1/64");
-	assert_string_equal(c->client.server_host, "vpn.example.org");
-	assert_int_equal(c->client.server_port, 443);
-	assert_string_equal(c->client.sni, "vpn.example.org");
-	assert_null(c->client.ca_file);
-	assert_false(c->client.insecure);
-	assert_false(c->client.has_pin);
+	assert_string_equal(conf_final(c)->server_host, "vpn.example.org");
+	assert_int_equal(conf_final(c)->server_port, 443);
+	assert_string_equal(conf_final(c)->sni, "vpn.example.org");
+	assert_null(conf_final(c)->ca_file);
+	assert_false(conf_final(c)->insecure);
+	assert_false(conf_final(c)->has_pin);
 	assert_null(c->path);
 	assert_string_equal(c->client.congestion, "bbr");
 	assert_int_equal(c->client.mark, 0);
@@ -818,8 +818,8 @@ test_key_file(void **state)
 	assert_true(asprintf(&yaml, "client:\n  server: a.example:1\n"
 	    "  key_file: %s\n", kf) > 0);
 	c = load_ok(yaml);
-	assert_int_equal(c->client.key[0], 0xff);
-	assert_int_equal(c->client.key[31], 0xff);
+	assert_int_equal(conf_final(c)->key[0], 0xff);
+	assert_int_equal(conf_final(c)->key[31], 0xff);
 	conf_free(c);
 	free(yaml);
 
@@ -936,15 +936,15 @@ test_relative_paths(void **state)
 	snprintf(want, sizeof(want), "%s/etc/c.yaml", top);
 	assert_string_equal(c->path, want);
 	snprintf(want, sizeof(want), "%s/etc/ca.pem", top);
-	assert_string_equal(c->client.ca_file, want);
-	assert_int_equal(c->client.key[0], 0xff);
+	assert_string_equal(conf_final(c)->ca_file, want);
+	assert_int_equal(conf_final(c)->key[0], 0xff);
 	conf_free(c);
 	assert_int_equal(chdir("/"), 0);
 	snprintf(want, sizeof(want), "%s/etc/c.yaml", top);
 	c = conf_load_file(want, errbuf, sizeof(errbuf));
 	if (c == NULL)
 		fail_msg("%s", errbuf);
-	assert_int_equal(c->client.key[0], 0xff);
+	assert_int_equal(conf_final(c)->key[0], 0xff);
 	conf_free(c);
 	/* A key file that is not there is named in full. */
 	file_in(dir, "c.yaml", "client:\n  server: a.example:1\n"
@@ -1097,9 +1097,9 @@ roundtrip(const char *yaml)
 	d2 = dump(b);
 	assert_string_equal(d1, d2);
 	if (b->role == CONF_ROLE_CLIENT) {
-		assert_memory_equal(a->client.key, b->client.key, CONF_KEY_LEN);
-		assert_string_equal(a->client.trojan_hex, b->client.trojan_hex);
-		assert_string_equal(a->client.password, b->client.password);
+		assert_memory_equal(conf_final(a)->key, conf_final(b)->key, CONF_KEY_LEN);
+		assert_string_equal(conf_final(a)->trojan_hex, conf_final(b)->trojan_hex);
+		assert_string_equal(conf_final(a)->password, conf_final(b)->password);
 	} else {
 		size_t	i;
 
@@ -1274,6 +1274,129 @@ test_dump(void **state)
  * a key_file as itself, so that such a dump loads back as it is; the
  * secrets only with --secrets.
  */
+/* client.outbounds: the list form, the single form as "default", final,
+ * and the errors, each at its position. */
+#define OBS	"client:\n  mark: 0x7353\n  outbounds:\n" \
+		"    - name: tunnel\n      server: vpn.example.org:443\n" \
+		"      key: " K1 "\n      pool: 0\n      congestion: cubic\n" \
+		"    - name: home\n      protocol: direct\n" \
+		"      connect_timeout: 3s\n" \
+		"    - name: ads\n      protocol: block\n"
+
+static void
+test_outbounds(void **state)
+{
+	struct conf	*c, *b;
+	char		*d, *d2;
+
+	(void)state;
+	/* The single form is one outbound, "default", and the final. */
+	c = load_ok(CLIENT);
+	assert_int_equal(c->client.noutbounds, 1);
+	assert_string_equal(conf_final(c)->name, "default");
+	assert_int_equal(conf_outbound_index(c, "default"), 0);
+	assert_int_equal(conf_outbound_index(c, "nope"), -1);
+	assert_string_equal(conf_final(c)->server_host, "vpn.example.org");
+	assert_string_equal(conf_final(c)->sni, "vpn.example.org");
+	assert_string_equal(conf_final(c)->congestion, "bbr");
+	assert_int_equal(conf_final(c)->connect_timeout_ms, 10000);
+	assert_int_equal(conf_final(c)->pool, 2);
+	/* Its dump is the list form, and loads back as the same. */
+	d = dump_secrets(c);
+	b = load_ok(d);
+	d2 = dump_secrets(b);
+	assert_string_equal(d, d2);
+	assert_int_equal(b->client.noutbounds, 1);
+	free(d);
+	free(d2);
+	conf_free(b);
+	conf_free(c);
+
+	/* The list: in order, defaults from the client, final the first
+	 * (no "default" listed) unless named. */
+	c = load_ok(OBS);
+	assert_int_equal(c->client.noutbounds, 3);
+	assert_int_equal(c->client.final, 0);
+	assert_int_equal(conf_outbound_index(c, "home"), 1);
+	assert_int_equal(conf_outbound_index(c, "ads"), 2);
+	assert_int_equal(c->client.outbounds[0].protocol, CONF_PROTO_TUNSPLIT);
+	assert_int_equal(c->client.outbounds[0].pool, 0);
+	assert_string_equal(c->client.outbounds[0].congestion, "cubic");
+	assert_int_equal(c->client.outbounds[0].connect_timeout_ms, 10000);
+	assert_int_equal(c->client.outbounds[1].protocol, CONF_PROTO_DIRECT);
+	assert_null(c->client.outbounds[1].server_host);
+	assert_string_equal(c->client.outbounds[1].congestion, "bbr");
+	assert_int_equal(c->client.outbounds[1].connect_timeout_ms, 3000);
+	assert_int_equal(c->client.outbounds[2].protocol, CONF_PROTO_BLOCK);
+	d = dump_secrets(c);
+	assert_non_null(strstr(d, "    - name: \"home\"\n      protocol: direct\n"));
+	assert_non_null(strstr(d, "  final: \"tunnel\"\n"));
+	b = load_ok(d);
+	d2 = dump_secrets(b);
+	assert_string_equal(d, d2);
+	free(d);
+	free(d2);
+	conf_free(b);
+	conf_free(c);
+	c = load_ok(OBS "  final: home\n");
+	assert_string_equal(conf_final(c)->name, "home");
+	conf_free(c);
+	c = load_ok("client:\n  outbounds:\n    - name: x\n"
+	    "      protocol: block\n    - name: default\n"
+	    "      protocol: block\n");
+	assert_string_equal(conf_final(c)->name, "default");
+	conf_free(c);
+	/* final works with the single form too. */
+	c = load_ok(CLIENT "  final: default\n");
+	assert_int_equal(c->client.final, 0);
+	conf_free(c);
+
+	/* Errors, at the key or value that is wrong. */
+	expect_err(OBS "  final: nope\n", "t.yaml:14:10: client.final: ",
+	    "'nope': no outbound of that name");
+	expect_err(CLIENT "  final: home\n", "t.yaml:4:10: client.final: ",
+	    "'home': no outbound of that name");
+	expect_err(OBS "  protocol: direct\n", "t.yaml:14:3: client.protocol: ",
+	    "cannot be mixed with client.outbounds");
+	expect_err(CLIENT "  outbounds:\n    - name: a\n      protocol: block\n",
+	    "t.yaml:4:3: client.outbounds: ",
+	    "cannot be mixed with the single form (client.server)");
+	expect_err("client:\n  outbounds:\n    - name: a\n      protocol: block\n"
+	    "    - name: a\n      protocol: block\n",
+	    "t.yaml:5:13: client.outbounds[1].name: ",
+	    "'a': an outbound of that name is listed already");
+	expect_err("client:\n  outbounds:\n    - name: Tunnel\n",
+	    "t.yaml:3:13: client.outbounds[0].name: ",
+	    "'Tunnel' is not a name of 1..32 characters");
+	expect_err("client:\n  outbounds:\n    - name: "
+	    "a23456789012345678901234567890123\n",
+	    "t.yaml:3:13: client.outbounds[0].name: ", "is not a name");
+	expect_err("client:\n  outbounds:\n    - protocol: block\n",
+	    "t.yaml:3:7: client.outbounds[0].name: ", "missing required key");
+	expect_err("client:\n  outbounds:\n    - name: a\n",
+	    "t.yaml:3:7: client.outbounds[0].server: ", "missing required key");
+	expect_err("client:\n  outbounds:\n    - name: a\n      server: a.b:1\n",
+	    "t.yaml:3:7: client.outbounds[0].key: ",
+	    "missing required key (or key_file)");
+	expect_err("client:\n  outbounds:\n    - name: a\n      protocol: direct\n",
+	    "t.yaml:2:3: client.mark: ", "protocol: direct needs a mark");
+	expect_err("client:\n  outbounds:\n    - name: a\n      protocol: block\n"
+	    "      server: a.b:1\n",
+	    "t.yaml:3:7: client.outbounds[0].server: ",
+	    "not used with protocol: block");
+	expect_err("client:\n  outbounds:\n    - name: a\n      protocol: block\n"
+	    "      mark: 1\n", "t.yaml:5:7: client.outbounds[0].mark: ",
+	    "unknown key");
+	expect_err("client:\n  outbounds: []\n", "t.yaml:2:14: client.outbounds: ",
+	    "empty list");
+	expect_err("client:\n  outbounds: x\n", "t.yaml:2:14: client.outbounds: ",
+	    "expected a list of outbounds");
+	expect_err("client:\n  connect_mode: faithful\n  outbounds:\n"
+	    "    - name: t\n      protocol: trojan\n      server: a.b:1\n"
+	    "      password: x\n", "t.yaml:2:3: client.connect_mode: ",
+	    "faithful needs the connect status");
+}
+
 static void
 test_dump_complete(void **state)
 {
@@ -1284,7 +1407,10 @@ test_dump_complete(void **state)
 	c = load_ok("user: root\n" CLIENT);
 	d = dump(c);
 	assert_non_null(strstr(d, "\nuser: \"root\"\ngroup: \"root\"\n"));
-	assert_non_null(strstr(d, "  key: (redacted)\n  protocol: tunsplit\n"));
+	assert_non_null(strstr(d, "  outbounds:\n    - name: \"default\"\n"
+	    "      protocol: tunsplit\n"));
+	assert_non_null(strstr(d, "      key: (redacted)\n"));
+	assert_non_null(strstr(d, "  final: \"default\"\n"));
 	assert_non_null(strstr(d, "  # syslog: not set"));
 	assert_non_null(strstr(d, "  flows: false\n"));
 	free(d);
@@ -1321,7 +1447,7 @@ test_dump_complete(void **state)
 	b = load_ok(d);
 	d2 = dump(b);
 	assert_string_equal(d, d2);
-	assert_memory_equal(c->client.key, b->client.key, CONF_KEY_LEN);
+	assert_memory_equal(conf_final(c)->key, conf_final(b)->key, CONF_KEY_LEN);
 	free(d);
 	free(d2);
 	free(yaml);
@@ -1368,7 +1494,7 @@ test_daemon_values(void **state)
 	assert_int_equal(c->drain_timeout_ms, 5000);
 	assert_false(c->client.route_auto);
 	assert_false(c->client.ipv6_bypass);
-	assert_false(c->client.fp_browser);
+	assert_false(conf_final(c)->fp_browser);
 	assert_false(c->log_syslog_set);
 	d = dump(c);
 	assert_non_null(strstr(d, "  ipv6: block\n"));
@@ -1382,7 +1508,7 @@ test_daemon_values(void **state)
 	    "  route_exclude: [192.0.2.0/24, \"2001:db8::/32\"]\n"
 	    "  route_uid_include: [1000-1999, 0]\n"
 	    "  ipv6: bypass\n  fingerprint: browser\n");
-	assert_true(c->client.fp_browser);
+	assert_true(conf_final(c)->fp_browser);
 	assert_true(c->client.route_uids_include);
 	assert_int_equal(c->client.nroute_uids, 2);
 	assert_int_equal(c->client.route_uids[0].lo, 1000);
@@ -1467,6 +1593,7 @@ main(void)
 		cmocka_unit_test(test_relative_paths),
 		cmocka_unit_test(test_duration),
 		cmocka_unit_test(test_dump),
+		cmocka_unit_test(test_outbounds),
 		cmocka_unit_test(test_dump_complete),
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_client_sniff),

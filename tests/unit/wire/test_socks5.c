@@ -405,12 +405,12 @@ test_conf_socks5(void **state)
 	c = load(SCLIENT);
 	if (c == NULL)
 		fail_msg("%s", errbuf);
-	assert_int_equal(c->client.protocol, CONF_PROTO_SOCKS5);
-	assert_string_equal(c->client.server_host, "127.0.0.1");
-	assert_int_equal(c->client.server_port, 1080);
-	assert_string_equal(c->client.username, "");
-	assert_string_equal(c->client.password, "");
-	assert_string_equal(conf_proto_name(c->client.protocol), "socks5");
+	assert_int_equal(conf_final(c)->protocol, CONF_PROTO_SOCKS5);
+	assert_string_equal(conf_final(c)->server_host, "127.0.0.1");
+	assert_int_equal(conf_final(c)->server_port, 1080);
+	assert_string_equal(conf_final(c)->username, "");
+	assert_string_equal(conf_final(c)->password, "");
+	assert_string_equal(conf_proto_name(conf_final(c)->protocol), "socks5");
 	conf_free(c);
 
 	/* Credentials: kept in plain for socks5, never dumped. */
@@ -418,9 +418,9 @@ test_conf_socks5(void **state)
 	    "  connect_mode: faithful\n");
 	if (c == NULL)
 		fail_msg("%s", errbuf);
-	assert_string_equal(c->client.username, "alice");
-	assert_string_equal(c->client.password, "s3cret pw");
-	assert_memory_equal(c->client.trojan_hex, zero_hex, sizeof(zero_hex));
+	assert_string_equal(conf_final(c)->username, "alice");
+	assert_string_equal(conf_final(c)->password, "s3cret pw");
+	assert_memory_equal(conf_final(c)->trojan_hex, zero_hex, sizeof(zero_hex));
 	assert_true(c->client.faithful);
 	d = dump(c);
 	assert_null(strstr(d, "s3cret"));
@@ -435,7 +435,7 @@ test_conf_socks5(void **state)
 	    "  server: \"[::1]:1080\"\n  protocol: socks5\n");
 	if (c == NULL)
 		fail_msg("%s", errbuf);
-	assert_string_equal(c->client.password, "pw");
+	assert_string_equal(conf_final(c)->password, "pw");
 	conf_free(c);
 
 	load_fails("client:\n  protocol: socks5\n", "server: missing required");
@@ -453,7 +453,7 @@ test_conf_socks5(void **state)
 	c = load(y);
 	if (c == NULL)
 		fail_msg("%s", errbuf);
-	assert_int_equal(strlen(c->client.password), 255);
+	assert_int_equal(strlen(conf_final(c)->password), 255);
 	conf_free(c);
 
 	/* username is socks5's; trojan keeps only the password's hash. */
@@ -463,8 +463,8 @@ test_conf_socks5(void **state)
 	    "  password: pw\n");
 	if (c == NULL)
 		fail_msg("%s", errbuf);
-	assert_string_equal(c->client.password, "");
-	assert_int_equal(strlen(c->client.trojan_hex), CONF_TROJAN_HEX_LEN);
+	assert_string_equal(conf_final(c)->password, "");
+	assert_int_equal(strlen(conf_final(c)->trojan_hex), CONF_TROJAN_HEX_LEN);
 	conf_free(c);
 	load_fails("client:\n  server: a.example:443\n  protocol: socks4\n",
 	    "'socks4' is not tunsplit, trojan, socks5, direct or block");
@@ -480,9 +480,9 @@ test_conf_direct_block(void **state)
 	c = load("client:\n  protocol: direct\n  mark: 0x7353\n");
 	if (c == NULL)
 		fail_msg("%s", errbuf);
-	assert_int_equal(c->client.protocol, CONF_PROTO_DIRECT);
-	assert_null(c->client.server_host);
-	assert_null(c->client.sni);
+	assert_int_equal(conf_final(c)->protocol, CONF_PROTO_DIRECT);
+	assert_null(conf_final(c)->server_host);
+	assert_null(conf_final(c)->sni);
 	assert_int_equal(c->client.mark, 0x7353);
 	d = dump(c);
 	assert_null(strstr(d, "server:"));
@@ -491,7 +491,7 @@ test_conf_direct_block(void **state)
 	/* The dump reads back. */
 	if ((c = load(d)) == NULL)
 		fail_msg("%s\n--\n%s", errbuf, d);
-	assert_int_equal(c->client.protocol, CONF_PROTO_DIRECT);
+	assert_int_equal(conf_final(c)->protocol, CONF_PROTO_DIRECT);
 	conf_free(c);
 	free(d);
 
@@ -510,7 +510,7 @@ test_conf_direct_block(void **state)
 	c = load("client:\n  protocol: block\n  connect_mode: faithful\n");
 	if (c == NULL)
 		fail_msg("%s", errbuf);
-	assert_int_equal(c->client.protocol, CONF_PROTO_BLOCK);
+	assert_int_equal(conf_final(c)->protocol, CONF_PROTO_BLOCK);
 	d = dump(c);
 	assert_non_null(strstr(d, "  protocol: block\n"));
 	free(d);

@@ -411,14 +411,14 @@ test_conf_keys(void **state)
 	c = load(TCLIENT "  protocol: trojan\n  password: password\n", err,
 	    sizeof(err));
 	assert_non_null(c);
-	assert_int_equal(c->client.protocol, CONF_PROTO_TROJAN);
-	assert_string_equal(c->client.trojan_hex, HEX_PASSWORD);
+	assert_int_equal(conf_final(c)->protocol, CONF_PROTO_TROJAN);
+	assert_string_equal(conf_final(c)->trojan_hex, HEX_PASSWORD);
 	conf_free(c);
 
 	c = load(TCLIENT "  protocol: tunsplit\n  key: "
 	    "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\n", err, sizeof(err));
 	assert_non_null(c);
-	assert_int_equal(c->client.protocol, CONF_PROTO_TUNSPLIT);
+	assert_int_equal(conf_final(c)->protocol, CONF_PROTO_TUNSPLIT);
 	conf_free(c);
 
 	assert_null(load(TCLIENT "  protocol: trojan\n", err, sizeof(err)));

@@ -340,7 +340,7 @@ client_start(struct client *c, const char *extra)
 	c->conf = conf_load_buf("t.yaml", y, strlen(y), err, sizeof(err));
 	if (c->conf == NULL)
 		fail_msg("%s", err);
-	auth_user_id(c->conf->client.key, c->user_id);
+	auth_user_id(conf_final(c->conf)->key, c->user_id);
 	assert_non_null(c->loop = loop_new());
 	assert_int_equal(addr_from_ip(&c->server, "127.0.0.1", srv.port), 0);
 	memset(&ac, 0, sizeof(ac));

@@ -122,7 +122,7 @@ client_start(unsigned pool)
 	fx.env.conf = fx.conf;
 	fx.env.ssl_ctx = tc.cctx;
 	assert_int_equal(addr_from_ip(&fx.env.server, "127.0.0.1", fx.port), 0);
-	auth_user_id(fx.conf->client.key, fx.env.user_id);
+	auth_user_id(conf_final(fx.conf)->key, fx.env.user_id);
 	assert_int_equal(flow_env_init(&fx.env), 0);
 	if (pool > 0)
 		assert_non_null(fx.env.pool = pool_new(fx.loop, fx.conf,
