@@ -225,13 +225,16 @@ check_files(const struct conf *c, const char *who, bool quiet)
 {
 	struct check	 ck = { who, quiet, 0 };
 	X509		*leaf;
+	size_t		 i;
 
 	if (c->role == CONF_ROLE_SERVER) {
 		leaf = check_cert(&ck, c->server.cert_file);
 		check_key(&ck, c->server.cert_key_file, leaf,
 		    c->server.cert_file);
 		X509_free(leaf);
-	} else if (conf_final(c)->ca_file != NULL)
-		check_ca(&ck, conf_final(c)->ca_file);
+	} else
+		for (i = 0; i < c->client.noutbounds; i++)
+			if (c->client.outbounds[i].ca_file != NULL)
+				check_ca(&ck, c->client.outbounds[i].ca_file);
 	return ck.rc;
 }
