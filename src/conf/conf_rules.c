@@ -334,15 +334,11 @@ rule_key_outbound(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
 	return 0;
 }
 
-/*
- * The outbound a rule names, by name.  Until the client has named
- * outbounds, its one outbound is "default".
- */
+/* The outbound a rule names, by name (client.outbounds). */
 static int
 outbound_index(const struct conf *c, const char *name)
 {
-	(void)c;
-	return strcmp(name, "default") == 0 ? 0 : -1;
+	return conf_outbound_index(c, name);
 }
 
 static int
