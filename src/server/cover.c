@@ -437,9 +437,11 @@ cover_configure(struct cover *cv, const struct conf *c)
 	cv->ctx = ctx;
 	cv->host = host;
 	cv->addr = a;
-	cv->has_plain = c->server.fallback_plain_host != NULL;
-	if (cv->has_plain)
-		cv->plain = plain;
+	/* A TLS cover site's own port answers plain HTTP as its HTTPS port
+	 * does: the default place for bytes that are not TLS. */
+	cv->has_plain = c->server.fallback_plain_host != NULL ||
+	    c->server.fallback_tls;
+	cv->plain = c->server.fallback_plain_host != NULL ? plain : a;
 	cv->tls = c->server.fallback_tls;
 	cv->mark = c->server.mark;
 	snprintf(cv->cc, sizeof(cv->cc), "%s", c->server.congestion);

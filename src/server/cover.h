@@ -55,7 +55,8 @@ int  cover_dial(struct cover *cv);
 /* fallback_plain: where a connection whose first byte cannot start a TLS
  * handshake goes, raw, to be answered as the cover's own HTTPS port
  * answers plain HTTP (nginx: its 400 "plain HTTP request was sent to
- * HTTPS port" page).  cover_dial_plain() is cover_dial() for it. */
+ * HTTPS port" page); by default, for a TLS cover site, the site itself.
+ * cover_dial_plain() is cover_dial() for it. */
 bool cover_has_plain(const struct cover *cv);
 int  cover_dial_plain(struct cover *cv);
 

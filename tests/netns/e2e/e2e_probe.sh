@@ -25,7 +25,8 @@
 # key a tunnel; the client, given the new key by its own SIGHUP, makes new
 # flows again; a broken configuration on SIGHUP changes nothing.
 # A SIGHUP then switches to a cover site that speaks TLS (fallback_tls):
-# the same answers come through the bridge.  Last, the pinned client: the
+# the same answers come through the bridge, and plain HTTP sent to the
+# TLS port gets the cover's own 400 for plain HTTP on its HTTPS port.  Last, the pinned client: the
 # right pin_sha256 works, a wrong one fails.
 . "$(dirname "$0")/../lib.sh"
 ts_init e2e_probe
@@ -321,7 +322,17 @@ line=$(probe -k "$KEY2" -t "$TS_T_ADDR4:8080" -d "$GET" -o "$TS_TMP/righttls") |
     ts_fail "ts_probe right key (TLS cover): $line"
 grep -q 'target page 51c9' "$TS_TMP/righttls.1" ||
     ts_fail "right key with a TLS cover configured: no tunnel: $line"
-ts_log "fallback_tls (switched by SIGHUP): cover page and 400 through the TLS bridge"
+# Plain HTTP on the TLS port goes raw to the TLS cover site's own port,
+# which answers it as nginx answers plain HTTP on an HTTPS port.
+res=$(in_c curl -s --max-time 10 -o "$TS_TMP/plain.out" -w '%{http_code}' \
+    "http://$TS_S_ADDR4:$TS_SERVER_PORT/") ||
+    ts_fail "curl http:// to the TLS port failed"
+[ "$res" = 400 ] && grep -q 'The plain HTTP request was sent to HTTPS port' \
+    "$TS_TMP/plain.out" ||
+    ts_fail "plain HTTP to the TLS port: not the TLS cover's own answer ($res)"
+grep -q 'not TLS: relayed to the cover site' "$slog" ||
+    ts_fail "plain HTTP to the TLS port: no 'not TLS' rejection logged"
+ts_log "fallback_tls (switched by SIGHUP): cover page and 400 through the TLS bridge, plain HTTP answered by the cover's HTTPS port"
 
 for k in "$KEY1" "$KEY2"; do
 	grep -qF "$k" "$TS_TMP"/*.log && ts_fail "a key appears in a log"
