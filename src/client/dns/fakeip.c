@@ -29,6 +29,7 @@
 #include "conf/conf.h"
 #include "core/log.h"
 #include "core/loop.h"
+#include "rules/rules.h"
 #include "wire/dns.h"
 
 #define NIL		UINT32_MAX
@@ -398,6 +399,26 @@ fakeip_excluded(const struct conf *c, const char *name)
 	return false;
 }
 
+/*
+ * A name whose flows the rules send to a direct outbound (by its domain
+ * alone: the address and port are not known yet), or every name when
+ * final is direct and no rule takes it: a direct flow cannot go to a
+ * name, so it needs the real address.
+ */
+bool
+fakeip_direct(const struct conf *c, const char *name)
+{
+	struct rule_query q;
+	struct rule_hit	 h;
+	int		 ob;
+
+	memset(&q, 0, sizeof(q));
+	q.domain = name;
+	ob = rules_match(c->client.rules, &q, (int)c->client.final, &h);
+	return ob >= 0 && (size_t)ob < c->client.noutbounds &&
+	    c->client.outbounds[ob].protocol == CONF_PROTO_DIRECT;
+}
+
 size_t
 fakeip_answer(struct fakeip *t, const struct conf *c, const uint8_t *msg,
     size_t len, uint8_t *out, size_t outlen)
@@ -412,7 +433,7 @@ fakeip_answer(struct fakeip *t, const struct conf *c, const uint8_t *msg,
 	if (dns_query_parse(msg, len, &q) == -1 || DNS_OPCODE(q.flags) != 0 ||
 	    q.qclass != DNS_CLASS_IN || !q.plain ||
 	    (q.qtype != DNS_TYPE_A && q.qtype != DNS_TYPE_AAAA) ||
-	    fakeip_excluded(c, q.name))
+	    fakeip_excluded(c, q.name) || fakeip_direct(c, q.name))
 		return 0;
 	if (q.has_opt && q.opt_version != 0)
 		rcode = DNS_BADVERS;		/* RFC 6891 6.1.3 */

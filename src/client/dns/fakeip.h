@@ -62,7 +62,7 @@ const char *fakeip_name(struct fakeip *t, int family, const void *addr);
 /*
  * The answer to the DNS query msg (a UDP payload an app sent to port 53)
  * when the table answers it: an A or AAAA query of class IN for a host
- * name not in c's fake_ip_exclude, answered with the name's addresses
+ * name not in c's fake_ip_exclude nor sent direct by c's rules, answered with the name's addresses
  * and a TTL of FAKEIP_TTL (AAAA without an IPv6 range: no address).
  * Returns the answer's length in out (DNS_ANSWER_MAX is enough), or 0:
  * not ours, to be forwarded as any other query.
@@ -71,6 +71,9 @@ size_t fakeip_answer(struct fakeip *t, const struct conf *c,
     const uint8_t *msg, size_t len, uint8_t *out, size_t outlen);
 /* Whether name is in c's fake_ip_exclude: itself, or under a ".suffix". */
 bool fakeip_excluded(const struct conf *c, const char *name);
+/* Whether c's rules send name's flows to a direct outbound (by the name
+ * alone), which needs real answers. */
+bool fakeip_direct(const struct conf *c, const char *name);
 
 /* Writes the mapping to path (atomically).  0, or -1 with errno. */
 int  fakeip_save(struct fakeip *t, const char *path);

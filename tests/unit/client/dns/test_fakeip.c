@@ -21,6 +21,7 @@
 #include <sodium.h>
 
 #include "client/dns/fakeip.h"
+#include "conf/conf.h"
 
 static char	 dir[] = "/tmp/test_fakeip.XXXXXX";
 static char	 path[256];
@@ -285,6 +286,62 @@ test_holes(void **state)
 	fakeip_free(u);
 }
 
+static struct conf *
+load(const char *yaml)
+{
+	char		 err[256];
+	struct conf	*c = conf_load_buf("t.yaml", yaml, strlen(yaml), err,
+	    sizeof(err));
+
+	if (c == NULL)
+		fail_msg("%s", err);
+	return c;
+}
+
+#define OBS	"client:\n  mark: 0x7353\n  outbounds:\n" \
+	"    - name: tunnel\n      server: 192.0.2.1:443\n" \
+	"      key: UR8GBfXkCWILEa357of526YctXNYj5edwp3e59D7Z7I=\n" \
+	"    - name: home\n      protocol: direct\n" \
+	"  dns: {mode: fake-ip, fake_ip_file: \"\", fake_ip_exclude: [x.test]}\n"
+
+/* Names the rules send direct, and names excluded, get no fake answer. */
+static void
+test_direct(void **state)
+{
+	static const uint8_t q[] = { 0, 1, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0,
+	    2, 'h', 'i', 4, 'h', 'o', 'm', 'e', 0, 0, 1, 0, 1 };
+	struct fakeip	*t = table("198.19.0.0/16", NULL, 10);
+	struct conf	*c;
+	uint8_t		 out[600];
+
+	(void)state;
+	c = load(OBS "  rules:\n    - domain_suffix: home\n"
+	    "      outbound: home\n  final: tunnel\n");
+	assert_true(fakeip_direct(c, "hi.home"));
+	assert_true(fakeip_direct(c, "home"));
+	assert_false(fakeip_direct(c, "hi.homes"));
+	assert_false(fakeip_direct(c, "a.test"));
+	assert_true(fakeip_excluded(c, "x.test"));
+	assert_false(fakeip_excluded(c, "y.x.test"));
+	assert_int_equal(fakeip_answer(t, c, q, sizeof(q), out, sizeof(out)),
+	    0);
+	assert_int_equal(fakeip_stats(t)->entries, 0);
+	conf_free(c);
+	/* final direct: only what a rule sends to the tunnel is faked. */
+	c = load(OBS "  rules:\n    - domain_suffix: away\n"
+	    "      outbound: tunnel\n  final: home\n");
+	assert_true(fakeip_direct(c, "a.test"));
+	assert_false(fakeip_direct(c, "b.away"));
+	conf_free(c);
+	/* No rules: the single outbound decides. */
+	c = load(OBS "  final: tunnel\n");
+	assert_false(fakeip_direct(c, "a.test"));
+	assert_true(fakeip_answer(t, c, q, sizeof(q), out, sizeof(out)) > 0);
+	assert_int_equal(fakeip_stats(t)->entries, 1);
+	conf_free(c);
+	fakeip_free(t);
+}
+
 static int
 setup(void **state)
 {
@@ -317,6 +374,7 @@ main(void)
 		cmocka_unit_test(test_persist),
 		cmocka_unit_test(test_corrupt),
 		cmocka_unit_test(test_holes),
+		cmocka_unit_test(test_direct),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
