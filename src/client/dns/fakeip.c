@@ -59,6 +59,7 @@ struct fakeip {
 	struct loop	*loop;
 	struct loop_timer timer;
 	char		*path;
+	bool		 save_failing;	/* logged once */
 };
 
 /* ---- ranges ---------------------------------------------------------- */
@@ -638,11 +639,22 @@ fakeip_load(struct fakeip *t, const char *path, char *why, size_t whylen)
 
 /* ---- the client's table ------------------------------------------------ */
 
+/* A failure is logged once until a save works again (the counters have
+ * every one). */
 static void
 fakeip_save_log(struct fakeip *t)
 {
-	if (fakeip_save(t, t->path) == -1)
-		log_warn("dns: cannot save the fake-IP table to %s", t->path);
+	if (fakeip_save(t, t->path) == 0) {
+		if (t->save_failing)
+			log_info("dns: fake-IP table saved to %s again",
+			    t->path);
+		t->save_failing = false;
+		return;
+	}
+	if (!t->save_failing)
+		log_warn("dns: cannot save the fake-IP table to %s (tried "
+		    "again every %d s)", t->path, FAKEIP_SAVE_MS / 1000);
+	t->save_failing = true;
 }
 
 static void
