@@ -493,6 +493,11 @@ sd_flush(struct sess_dgram *d)
 	ssize_t	n;
 
 	d->write_blocked = false;
+	/* The status alone waits (sess_dgram_new); a frame behind it
+	 * takes it along. */
+	if (d->hold && buf_len(&d->tx) <= 1)
+		return 0;
+	d->hold = false;
 	while (buf_len(&d->tx) > 0) {
 		n = outer_write(d->cfg.outer, buf_head(&d->tx), buf_len(&d->tx));
 		if (n < 0) {
@@ -692,6 +697,7 @@ sess_dgram_new(const struct sess_dgram_cfg *cfg, const uint8_t *early,
 		sess_dgram_free(d);
 		return NULL;
 	}
+	d->hold = !cfg->trojan && early_len > 0;
 	/* Admitted with room for this (sess_dgram_start_size): charged
 	 * even past the limit, as a relay's reservation is. */
 	if (cfg->mem != NULL) {
@@ -701,6 +707,23 @@ sess_dgram_new(const struct sess_dgram_cfg *cfg, const uint8_t *early,
 		buf_set_budget(&d->rx, cfg->mem);
 	}
 	return d;
+}
+
+bool
+sess_dgram_held(const struct sess_dgram *d)
+{
+	return d->hold;
+}
+
+void
+sess_dgram_release(struct sess_dgram *d)
+{
+	if (d->stopped || !d->hold)
+		return;
+	d->hold = false;
+	if (sd_flush(d) < 0)
+		return;
+	sd_update(d);
 }
 
 uint64_t

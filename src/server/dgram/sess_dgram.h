@@ -89,10 +89,15 @@ struct sess_dgram_stats {
 size_t sess_dgram_start_size(void);
 /* Starts relaying: queues the OK status byte (not for trojan) and keeps
  * early (the bytes that followed the request header) for the first
- * sess_dgram_on_outer().  NULL on error (logged); the session then answers
+ * sess_dgram_on_outer().  With early bytes the status waits for the first
+ * reply frame, to leave in its record, until sess_dgram_release() (the
+ * session's deadline).  NULL on error (logged); the session then answers
  * PROTO_ERR_GENERAL. */
 struct sess_dgram *sess_dgram_new(const struct sess_dgram_cfg *cfg,
     const uint8_t *early, size_t early_len);
+bool sess_dgram_held(const struct sess_dgram *d);
+/* Sends the waiting status alone; may end the session (cfg.end). */
+void sess_dgram_release(struct sess_dgram *d);
 /* The session's outer stream had an event. */
 void sess_dgram_on_outer(struct sess_dgram *d, uint32_t revents);
 /* Loop time of the last datagram either way (idle expiry). */

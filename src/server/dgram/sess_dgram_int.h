@@ -54,6 +54,7 @@ struct sess_dgram {
 	bool			 stopped;
 	bool			 ended;
 	bool			 write_blocked;
+	bool			 hold;		/* status waits for a reply */
 	bool			 denied_logged;
 	bool			 unresolved_logged;
 	bool			 nomem_logged;

@@ -59,7 +59,6 @@
 #include "core/sock.h"
 
 #define SESS_LINGER_MS	5000	/* error status sent, client to close */
-#define SESS_STATUS_HOLD_MS 50	/* OK status waits for the target's bytes */
 #define SESS_ANSWER_BUF	4096	/* an answer's buffers (not charged) */
 
 static void sess_on_outer(struct loop_fd *, uint32_t);
@@ -752,6 +751,11 @@ sess_on_timer(struct loop_timer *t)
 			sess_timer_set(s, (unsigned)(idle - quiet));
 		break;
 	case SESS_DGRAM:
+		if (sess_dgram_held(s->dg)) {	/* the status, alone */
+			sess_dgram_release(s->dg);
+			if (s->state != SESS_DGRAM)
+				break;
+		}
 		quiet = loop_now(s->env->loop) - sess_dgram_last_io(s->dg);
 		if (quiet >= idle)
 			sess_close(s, "idle timeout", 0);

@@ -9,6 +9,11 @@
 #ifndef TUNSPLIT_SESS_INT_H
 #define TUNSPLIT_SESS_INT_H
 
+/* The longest an OK status waits for the target's first bytes (or the
+ * first reply frame) to leave in their record, when the client sent its
+ * own first bytes with the header: nothing waits for it alone then. */
+#define SESS_STATUS_HOLD_MS	50
+
 /* The reason a session ends for the server's own failure (a malloc), not
  * the client's or the target's: counted apart, logged at warn. */
 #define SESS_OOM	"out of memory"

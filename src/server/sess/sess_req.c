@@ -154,7 +154,9 @@ sess_start_dgram(struct sess *s, const struct proto_req *req)
 	buf_free(&s->relay.to_fd);
 	s->state = SESS_DGRAM;
 	s->last_io_ms = loop_now(s->env->loop);
-	sess_timer_set(s, s->conf->server.idle_timeout_ms);
+	sess_timer_set(s, sess_dgram_held(s->dg) &&
+	    s->conf->server.idle_timeout_ms > SESS_STATUS_HOLD_MS ?
+	    SESS_STATUS_HOLD_MS : s->conf->server.idle_timeout_ms);
 	sess_dgram_on_outer(s->dg, 0);
 }
 

@@ -76,8 +76,12 @@ fx_run(struct fx *f, int n)
 		(void)loop_run_once(f->l, 20);
 }
 
+static void fx_send(struct fx *, const char *);
+
+/* early: the first frame comes with the request header ("ping" to the
+ * target); the status then waits for a reply. */
 static void
-fx_init(struct fx *f, size_t max)
+fx_init_early(struct fx *f, size_t max, bool early)
 {
 	static const char yaml[] = "server:\n  listen: 203.0.113.1:443\n"
 	    "  cert: /c.pem\n  cert_key: /k.pem\n"
@@ -126,7 +130,21 @@ fx_init(struct fx *f, size_t max)
 	dc.mem = &f->m;
 	dc.end = fx_end;
 	dc.arg = f;
+	if (early) {
+		struct proto_dest	 dst;
+		uint8_t			 fr[64];
+		ssize_t			 n;
+
+		frame_dest_from_addr(&dst, &f->taddr);
+		assert_true((n = frame_encode(fr, sizeof(fr), &dst, "ping",
+		    4)) > 0);
+		assert_non_null(f->d = sess_dgram_new(&dc, fr, (size_t)n));
+		assert_true(sess_dgram_held(f->d));
+		sess_dgram_on_outer(f->d, 0);
+		return;
+	}
 	assert_non_null(f->d = sess_dgram_new(&dc, (const uint8_t *)"", 0));
+	assert_false(sess_dgram_held(f->d));
 	/* At the start: its state, the status byte's buffer, the (empty)
 	 * buffer from the client: at most what admission asks room for. */
 	assert_true(f->m.used > sizeof(struct sess_dgram));
@@ -136,6 +154,12 @@ fx_init(struct fx *f, size_t max)
 	assert_int_equal(st, PROTO_OK);
 	/* Idle: only the state. */
 	assert_int_equal(f->m.used, sizeof(struct sess_dgram));
+}
+
+static void
+fx_init(struct fx *f, size_t max)
+{
+	fx_init_early(f, max, false);
 }
 
 static void
@@ -279,12 +303,60 @@ test_budget_full(void **state)
 	fx_free(&f);
 }
 
+/*
+ * The first frame came with the header: the OK status waits, and leaves
+ * with the first reply frame, in one write (one read here: the client's
+ * end is a socketpair, so one write is one read); or alone once the
+ * session's deadline releases it.
+ */
+static void
+test_status_with_reply(void **state)
+{
+	struct proto_dest	 src;
+	const uint8_t		*p;
+	uint8_t			 b[512];
+	size_t			 plen;
+	ssize_t			 n;
+	struct fx		 f;
+
+	(void)state;
+	fx_init_early(&f, 0, true);
+	assert_true(fx_target_got(&f, "ping"));
+	fx_run(&f, 3);
+	assert_int_equal(read(f.cli, b, sizeof(b)), -1);	/* held */
+	assert_true(errno == EAGAIN || errno == EWOULDBLOCK);
+	assert_true(sess_dgram_held(f.d));
+	fx_reply(&f, "pong");
+	assert_false(sess_dgram_held(f.d));
+	n = read(f.cli, b, sizeof(b));
+	assert_true(n > 1);
+	assert_int_equal(b[0], PROTO_OK);
+	assert_int_equal(frame_parse(b + 1, (size_t)n - 1, &src, &p, &plen),
+	    n - 1);
+	assert_int_equal(plen, 4);
+	assert_memory_equal(p, "pong", 4);
+	fx_free(&f);
+
+	fx_init_early(&f, 0, true);
+	assert_true(fx_target_got(&f, "ping"));
+	assert_int_equal(read(f.cli, b, sizeof(b)), -1);
+	sess_dgram_release(f.d);
+	assert_false(sess_dgram_held(f.d));
+	assert_int_equal(read(f.cli, b, sizeof(b)), 1);
+	assert_int_equal(b[0], PROTO_OK);
+	sess_dgram_release(f.d);	/* twice: nothing more */
+	assert_int_equal(read(f.cli, b, sizeof(b)), -1);
+	assert_false(f.ended);
+	fx_free(&f);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_charges),
 		cmocka_unit_test(test_budget_full),
+		cmocka_unit_test(test_status_with_reply),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
