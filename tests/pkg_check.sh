@@ -76,7 +76,8 @@ done
 for u in tunsplit-client.service tunsplit-server.service; do
 	has -rw-r--r-- "/lib/systemd/system/$u"
 done
-for e in client.yaml client-direct.yaml client-socks5.yaml server.yaml; do
+for e in client.yaml client-direct.yaml client-rules.yaml client-socks5.yaml \
+    server.yaml rule-sets/ads.txt rule-sets/domestic-cidr.txt; do
 	has -rw-r--r-- "/usr/share/doc/tunsplit/examples/$e"
 done
 has -rw-r--r-- /usr/share/bash-completion/completions/tunsplit

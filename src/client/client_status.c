@@ -42,15 +42,11 @@ client_on_flow(void *arg, const struct flow_info *fi)
 	status_flow_tcp_info(f, fi->fd);
 }
 
-/*
- * The outbound's name.  Until the client has named outbounds, its one
- * outbound is "default" (index 0).
- */
 static const char *
 client_outbound_name(const struct conf *c, int i)
 {
-	(void)c;
-	return i == 0 ? "default" : "?";
+	return i >= 0 && (size_t)i < c->client.noutbounds ?
+	    c->client.outbounds[i].name : "?";
 }
 
 /* Each rule of the live generation with its hits, then final. */
@@ -76,7 +72,8 @@ client_status_rules(struct client_status *cs, struct status *st)
 		rules_describe(rs, r->index, r->match, sizeof(r->match));
 		snprintf(r->outbound, sizeof(r->outbound), "%s",
 		    client_outbound_name(cs->conf, i < n ?
-		    rules_outbound_index(rs, r->index) : 0));
+		    rules_outbound_index(rs, r->index) :
+		    (int)cs->conf->client.final));
 	}
 	st->rules = cs->rules;
 	st->nrules = n + 1;

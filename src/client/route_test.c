@@ -14,22 +14,17 @@
 #include "conf/conf.h"
 #include "rules/rules.h"
 
-/*
- * The outbound's name.  Until the client has named outbounds, its one
- * outbound is "default" (index 0).
- */
 static const char *
 outbound_name(const struct conf *c, int i)
 {
-	(void)c;
-	return i == 0 ? "default" : "?";
+	return i >= 0 && (size_t)i < c->client.noutbounds ?
+	    c->client.outbounds[i].name : "?";
 }
 
 static int
 final_index(const struct conf *c)
 {
-	(void)c;
-	return 0;
+	return (int)c->client.final;
 }
 
 static int
@@ -76,7 +71,8 @@ route_test_answer(const struct conf *c, const char *req, FILE *fp)
 		q.domain = dest;
 	}
 	rules_match(rs, &q, final_index(c), &h);
-	fprintf(fp, "outbound: %s\n", outbound_name(c, h.outbound));
+	fprintf(fp, "outbound: %s (%s)\n", outbound_name(c, h.outbound),
+	    conf_proto_name(c->client.outbounds[h.outbound].protocol));
 	if (h.rule < 0)
 		fprintf(fp, "rule: final\n");
 	else

@@ -72,7 +72,8 @@ test_decisions(void **state)
 	expect(c, "tcp 22 - 10.1.2.3", "rule: 0 (dst 10.0.0.0/8, port 22)\n"
 	    "flow: tcp to 10.1.2.3 port 22\n"
 	    "why: the first rule that matches (of 3)\n");
-	expect(c, "tcp 23 - 10.1.2.3", "outbound: default\nrule: final\n");
+	expect(c, "tcp 23 - 10.1.2.3",
+	    "outbound: default (tunsplit)\nrule: final\n");
 	expect(c, "tcp 23 - 10.1.2.3", "why: none of the 3 rules matches\n");
 	expect(c, "udp 53 192.168.1.9 2001:db8::1",
 	    "rule: 1 (network udp, src 192.168.1.0/24)\n"
@@ -117,7 +118,8 @@ test_no_rules(void **state)
 
 	(void)state;
 	c = load(CLIENT);
-	expect(c, "icmp 0 - 192.0.2.1", "outbound: default\nrule: final\n"
+	expect(c, "icmp 0 - 192.0.2.1",
+	    "outbound: default (tunsplit)\nrule: final\n"
 	    "flow: icmp to 192.0.2.1 port 0\n"
 	    "why: no rules: every flow takes final\n");
 	expect(c, "tcp 443 - name.example", "note: no rule matches domain "
