@@ -31,6 +31,7 @@ ts_make_pki
 mkdir -p "$TS_TMP/www"
 head -c 100 /dev/urandom >"$TS_TMP/www/f"
 ts_start_http "$TS_TMP/www"
+ts_start_udpecho 7
 ts_prove_no_forward "$TS_HTTP_PORT"
 
 stop_both() {
@@ -187,6 +188,39 @@ check nopad 0 >"$TS_TMP/nopad.txt" 2>&1 || {
 	ts_fail "padding 0: $(grep -m 1 BAD "$TS_TMP/nopad.txt")"
 }
 ts_log "padding 0: $(head -n 2 "$TS_TMP/nopad.txt" | tr '\n' ' ')"
+# A UDP association (a 100-byte datagram echoed: frames of 2 + 1 + 4 + 2
+# + 100 bytes): its status leaves with the echo's frame, 1 + 109 + 17.
+ts_bg "$NS_S" sniff-udp "$TS_PY" -u "$ST" sniff eth0 "$TS_SERVER_PORT" \
+    "$TS_TMP/udp.json" 60
+SNIFF_PID=$TS_LAST_PID
+ts_wait_log "$TS_TMP/sniff-udp.log" ready || ts_fail "sniffer did not start"
+ts_udptool "$TS_TMP/udp.log" echo --host "$TS_T_ADDR4" --port 7 \
+    --sizes 100 || ts_fail "UDP echo: $(tail -n 1 "$TS_TMP/udp.log")"
+sleep 0.5
+kill -TERM "$SNIFF_PID"
+wait "$SNIFF_PID" 2>/dev/null
+"$TS_PY" - "$TS_TMP/udp.json" >"$TS_TMP/udp.txt" 2>&1 <<'EOF' || {
+import json, sys
+frame = 2 + 1 + 4 + 2 + 100
+for l in open(sys.argv[1]):
+    c = json.loads(l)
+    cli = [ln for d, t, ln in c["records"] if d == "c" and t == 23]
+    srv = [ln for d, t, ln in c["records"] if d == "s" and t == 23]
+    if not [ln for ln in cli if ln >= 100]:
+        continue
+    print("association: client %s, server %s" % (cli, srv))
+    if 18 in srv or 1 + frame + 17 not in srv:
+        print("BAD no %d-byte record with the status and the echo: %s"
+              % (1 + frame + 17, srv))
+        sys.exit(1)
+    sys.exit(0)
+print("BAD no association on the wire")
+sys.exit(1)
+EOF
+	cat "$TS_TMP/udp.txt"
+	ts_fail "UDP: $(grep -m 1 BAD "$TS_TMP/udp.txt")"
+}
+ts_log "padding 0, UDP: $(cat "$TS_TMP/udp.txt")"
 stop_both
 
 # 2. The default record padding.
@@ -199,4 +233,4 @@ check pad 8 >"$TS_TMP/pad.txt" 2>&1 || {
 	ts_fail "default padding: $(grep -m 1 BAD "$TS_TMP/pad.txt")"
 }
 ts_log "padding 8: $(head -n 2 "$TS_TMP/pad.txt" | tr '\n' ' ')"
-ts_pass "headers padded to 256..511 bytes, status coalesced with the first reply (no 18-byte record), both records padded by default"
+ts_pass "headers padded to 256..511 bytes, status coalesced with the first reply (TCP and UDP, no 18-byte record), both records padded by default"
