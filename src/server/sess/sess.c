@@ -60,6 +60,8 @@
 
 #define SESS_LINGER_MS	5000	/* error status sent, client to close */
 #define SESS_ANSWER_BUF	4096	/* an answer's buffers (not charged) */
+/* OpenSSL's record buffer with read-ahead: 16 KiB, overhead, header. */
+#define SESS_NGINX_READ_AHEAD	(16384 + 2048 + 5)
 
 static void sess_on_outer(struct loop_fd *, uint32_t);
 static void sess_relay(struct sess *, uint32_t, uint32_t);
@@ -600,6 +602,26 @@ sess_peek(struct sess *s)
 	return 1;
 }
 
+/*
+ * A failed handshake: nginx's OpenSSL reads ahead (up to a record buffer,
+ * about 18 KiB, in one recv) and so has taken in what the prober sent when
+ * it gives up, and its close is a FIN.  Ours reads lean before the
+ * authentication (one record header at a time), so the rest would still
+ * sit in the socket and turn the close into an RST: read it as nginx
+ * would have, then close.
+ */
+static void
+sess_drain(struct sess *s)
+{
+	uint8_t	 b[4096];
+	size_t	 left = SESS_NGINX_READ_AHEAD;
+	ssize_t	 n;
+
+	while (left > 0 && (n = recv(outer_fd(s->outer), b, left < sizeof(b) ?
+	    left : sizeof(b), MSG_DONTWAIT)) > 0)
+		left -= (size_t)n;
+}
+
 static void
 sess_handshake(struct sess *s)
 {
@@ -618,6 +640,7 @@ sess_handshake(struct sess *s)
 		sess_watch_outer(s);
 		return;
 	default:
+		sess_drain(s);
 		sess_close(s, "tls handshake failed", 0);
 		return;
 	}
