@@ -31,7 +31,26 @@ struct rules_domain {
 	char		**kw;
 	size_t		 nkw;
 	size_t		 count;
+	/* Bit k: some name has k labels (1..127); a suffix of a query
+	 * with a label count no name has is not probed. */
+	uint64_t	 nlabels[2];
 };
+
+static unsigned
+label_count(const char *s, size_t len)
+{
+	unsigned	n = 1;
+
+	while (len-- > 0)
+		n += s[len] == '.';
+	return n;
+}
+
+static bool
+has_labels(const struct rules_domain *d, unsigned k)
+{
+	return k < 128 && (d->nlabels[k >> 6] >> (k & 63)) & 1;
+}
 
 /* FNV-1a, fed right to left. */
 #define DOM_H0		2166136261u
@@ -181,6 +200,7 @@ rules_domain_add(struct rules_domain *d, enum rules_domain_kind kind,
 	struct dslot	*e;
 	uint32_t	 h;
 	size_t		 len, cap;
+	unsigned	 k;
 
 	if (!rules_domain_norm(name, norm)) {
 		*why = strlen(name) > RULES_NAME_MAX + 1 ? "name too long" :
@@ -210,6 +230,8 @@ rules_domain_add(struct rules_domain *d, enum rules_domain_kind kind,
 		d->acap = cap;
 	}
 	memcpy(d->arena + d->alen, norm, len);
+	k = label_count(norm, len);
+	d->nlabels[k >> 6] |= (uint64_t)1 << (k & 63);
 	e->hash = h;
 	e->off = (uint32_t)d->alen;
 	e->len = (uint8_t)len;
@@ -226,16 +248,20 @@ rules_domain_match(const struct rules_domain *d, const char *norm)
 	const struct dslot	*e;
 	size_t			 len, i;
 	uint32_t		 h = DOM_H0;
+	unsigned		 k = 0;
 
 	if (d == NULL)
 		return false;
 	len = strlen(norm);
 	if (d->used > 0) {
 		/* i walks down from the end; norm + i is a suffix, and a
-		 * label starts there when i is 0 or follows a dot. */
+		 * label starts there when i is 0 or follows a dot: the
+		 * suffix's k-th label from the right. */
 		for (i = len; i > 0; i--) {
 			h = DOM_STEP(h, norm[i - 1]);
 			if (i - 1 != 0 && norm[i - 2] != '.')
+				continue;
+			if (!has_labels(d, ++k))
 				continue;
 			e = dom_find(d, h, norm + i - 1, len - (i - 1));
 			if (e == NULL || e->off == DOM_EMPTY)
