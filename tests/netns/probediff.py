@@ -350,10 +350,13 @@ def summary(o):
 
 # ---- TLS client contexts ------------------------------------------------------
 
-def ctx_for(tls12=False, tls13=False, alpn=None, ciphers=None):
+def ctx_for(tls12=False, tls13=False, alpn=None, ciphers=None,
+            no_ticket=False):
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE
+    if no_ticket:
+        ctx.options |= ssl.OP_NO_TICKET
     if tls12:
         ctx.maximum_version = ssl.TLSVersion.TLSv1_2
     if tls13:
@@ -493,6 +496,18 @@ def send_wait(data, close_notify=False, fin=False):
     return after
 
 
+def send_in_pieces(*pieces, gap=0.3):
+    """After the handshake: each piece in its own record, gap seconds
+    apart, then read until the connection ends."""
+    def after(c, t, a):
+        for i, p in enumerate(pieces):
+            if i:
+                time.sleep(gap)
+            t.write(p)
+        c.wait_close()
+    return after
+
+
 def send_then_close(data):
     def after(c, t, a):
         t.write(data)
@@ -557,6 +572,9 @@ PROBES = {
     'tls12-rsa-kx': tls_probe(dict(tls12=True, ciphers='AES256-GCM-SHA384')),
     'tls12-resume': tls_probe(dict(tls12=True, alpn=['http/1.1']),
                               resume=True),
+    'tls12-resume-session-id': tls_probe(dict(tls12=True, no_ticket=True,
+                                              alpn=['http/1.1']),
+                                         resume=True),
     'tls12-hello-raw': raw_probe(None),             # set in main (needs SNI)
     'tls13-hello-client-order': raw_probe(None),    # the server's order?
     'tls13-hello-retry': raw_probe(None),           # no key share: HRR
@@ -604,6 +622,10 @@ PROBES = {
     'get-then-close-notify': tls_probe(DEF, after=send_then_close(
         b'GET / HTTP/1.1\r\nHost: x\r\n\r\n')),
     'pipelined': http_probe(get() + get('/no-such-page', close=True)),
+    'request-in-pieces': tls_probe(DEF, after=send_in_pieces(
+        b'GE', b'T / HTTP/1.1\r\nHost: x\r\n', b'Connection: close\r\n\r\n')),
+    'byte-01-then-rest': tls_probe(DEF, after=send_in_pieces(
+        b'\x01', noise(13, 80))),
     'post': http_probe('POST / HTTP/1.1\r\nHost: %s\r\nContent-Length: 5'
                        '\r\nConnection: close\r\n\r\nhello'),
     'tls12-fin-after-tls': tls_probe(dict(tls12=True, alpn=['http/1.1']),
