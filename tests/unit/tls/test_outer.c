@@ -713,6 +713,100 @@ test_record_padding(void **state)
 	outer_free(p.s);
 }
 
+/* n bytes (<= 100) from the server -> one record; its length. */
+static size_t
+send_back_n(struct pair *p, size_t n)
+{
+	char	 out[100], in[100];
+	size_t	 len;
+
+	memset(out, 'q', n);
+	write_all(p->s, out, n);
+	len = peek_record_len(p->c);
+	assert_int_equal(read_wait(p->c, in, n), n);
+	assert_memory_equal(in, out, n);
+	return len;
+}
+
+/*
+ * A server stream is nginx's until outer_trust(): no record padding, and a
+ * FIN without close_notify is a clean end (no alert); trusted, it pads and
+ * reports such a FIN as a truncation.  outer_untls() turns a server stream
+ * whose peer does not speak TLS into plain TCP.
+ */
+static void
+test_server_trust(void **state)
+{
+	struct ctxs	*x = *state;
+	struct pair	 p;
+	SSL_CTX		*s;
+	struct outer	*o;
+	size_t		 plain = 100 + 1 + 16, len;
+	char		 buf[16];
+	int		 i, fds[2];
+
+	assert_non_null(s = outer_ctx_server(cert_pem, key_pem));
+	assert_int_equal(outer_ctx_padding(s, 4, 200), 0);
+	pair_connect(&p, x->c, s, false);
+	/* The client's first read takes the session tickets in too. */
+	write_all(p.s, "w", 1);
+	assert_int_equal(read_wait(p.c, buf, 1), 1);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(send_back_n(&p, 100), plain);
+	outer_trust(p.s);
+	for (i = 0; i < 4; i++) {
+		len = send_back_n(&p, 100);
+		assert_true(len > plain && len <= plain + 200);
+	}
+	assert_int_equal(send_back_n(&p, 100), plain);
+	pair_free(&p);
+
+	/* Untrusted: the peer's FIN is the end of the stream.  (The client
+	 * reads its tickets first: a socket closed with unread bytes would
+	 * reset the stream.) */
+	pair_connect(&p, x->c, s, false);
+	write_all(p.s, "w", 1);
+	assert_int_equal(read_wait(p.c, buf, 1), 1);
+	write_all(p.c, "bye", 3);
+	outer_free(p.c);
+	p.c = NULL;
+	assert_int_equal(read_wait(p.s, buf, sizeof(buf)), 3);
+	assert_int_equal(read_wait(p.s, buf, sizeof(buf)), 0);
+	outer_free(p.s);
+
+	/* Trusted: the same FIN is a truncation. */
+	pair_connect(&p, x->c, s, false);
+	outer_trust(p.s);
+	write_all(p.s, "w", 1);
+	assert_int_equal(read_wait(p.c, buf, 1), 1);
+	write_all(p.c, "bye", 3);
+	outer_free(p.c);
+	assert_int_equal(read_wait(p.s, buf, sizeof(buf)), 3);
+	errno = 0;
+	assert_int_equal(read_wait(p.s, buf, sizeof(buf)), -1);
+	assert_true(errno == EPROTO || errno == ECONNRESET);
+	outer_free(p.s);
+
+	/* Not TLS: plain bytes both ways on the same socket. */
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+	nonblock(fds[1]);
+	assert_non_null(o = outer_new(s, fds[1], false, NULL));
+	assert_int_equal(outer_untls(o), 0);
+	assert_true(outer_handshake_done(o));
+	assert_int_equal(write(fds[0], "GET /", 5), 5);
+	assert_int_equal(read_wait(o, buf, sizeof(buf)), 5);
+	assert_memory_equal(buf, "GET /", 5);
+	write_all(o, "400", 3);
+	assert_int_equal(read(fds[0], buf, sizeof(buf)), 3);
+	errno = 0;
+	assert_int_equal(outer_untls(o), -1);	/* once only */
+	assert_int_equal(errno, EINVAL);
+	outer_free(o);
+	close(fds[0]);
+	assert_int_equal(outer_untls(NULL), -1);
+	outer_ctx_free(s);
+}
+
 static void
 test_abort_is_reset(void **state)
 {
@@ -1318,6 +1412,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_eof_without_close_notify,
 		    setup_ctxs, teardown_ctxs),
 		cmocka_unit_test_setup_teardown(test_record_padding,
+		    setup_ctxs, teardown_ctxs),
+		cmocka_unit_test_setup_teardown(test_server_trust,
 		    setup_ctxs, teardown_ctxs),
 		cmocka_unit_test_setup_teardown(test_abort_is_reset,
 		    setup_ctxs, teardown_ctxs),
