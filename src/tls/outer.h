@@ -29,7 +29,9 @@ struct ssl_ctx_st *outer_ctx_client(const char *ca_file, bool insecure);
 /* Which ClientHello a client context sends (client.fingerprint):
  * byte for byte curl's on Debian 12 (the default), or the closest to
  * Chrome that OpenSSL allows.  Either way only TLS 1.3 is accepted.
- * Call before the first outer_new() on ctx.  0 or -1 (logged). */
+ * Call at most once, on a context fresh from outer_ctx_client() (which
+ * sends curl's already: OUTER_FP_CURL then changes nothing), before the
+ * first outer_new() on it.  0 or -1 (logged). */
 enum outer_fp {
 	OUTER_FP_CURL,
 	OUTER_FP_BROWSER
