@@ -286,8 +286,6 @@ test_server_values(void **state)
 	assert_string_equal(c->server.fallback_host, "::1");
 	assert_int_equal(c->server.fallback_port, 8080);
 	assert_true(c->server.fallback_tls);
-	conf_free(c);
-
 	assert_null(c->server.fallback_plain_host);
 	conf_free(c);
 
