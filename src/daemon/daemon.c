@@ -650,6 +650,7 @@ daemon_carry_client(const struct conf *live, struct conf *n)
 
 	if (daemon_keeps("tun", strcmp(live->tun.name, n->tun.name) != 0 ||
 	    live->tun.mtu != n->tun.mtu ||
+	    live->tun.offload != n->tun.offload ||
 	    live->tun.has_addr4 != n->tun.has_addr4 ||
 	    live->tun.has_addr6 != n->tun.has_addr6 ||
 	    memcmp(&live->tun.addr4, &n->tun.addr4, sizeof(n->tun.addr4)) ||
