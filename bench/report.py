@@ -845,6 +845,8 @@ def lfl_seeds_text(meta, rs=()):
     hi = meta.get("lfl_seeds_hi", "").split()
     if len(seeds) < 2 and len(hi) < 2:
         return ""
+    if rs and not any(r.get("scenario") in ("lfl", "hiloss") for r in rs):
+        return ""	# no lossy cell in this run: no seeds to speak of
     # Only the seed rules of losses this run measured (all, for a file
     # without results).
     losses = {r["loss"] for r in rs if r.get("scenario") == "lfl"
