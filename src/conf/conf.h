@@ -95,6 +95,7 @@ struct conf_outbound {
 	uint8_t		 key[CONF_KEY_LEN];
 	char		*key_file;		/* where key came from */
 	char		 trojan_hex[CONF_TROJAN_HEX_LEN + 1]; /* hex(SHA224(password)) */
+	unsigned	 header_version;	/* tunsplit: 2, or 1 for old servers */
 	/* socks5: RFC 1929 credentials, "" = none.  The password is kept in
 	 * plain (the proxy needs it); never logged or dumped, wiped by
 	 * conf_unref. */
@@ -229,6 +230,7 @@ struct conf {
 		unsigned	 idle_timeout_ms;	/* default 300000 */
 		unsigned	 handshake_timeout_ms;	/* default 60000 */
 		unsigned	 time_window_s;		/* header timestamp skew, default 120 */
+		bool		 accept_v1;		/* unbound version 1 headers, default off */
 		struct cidr	*egress_allow;		/* overrides the default deny list */
 		size_t		 negress_allow;
 		struct cidr	*egress_deny;		/* extra denies */

@@ -271,6 +271,7 @@ outbound_defaults(struct conf_outbound *ob, const char *name)
 	memset(ob, 0, sizeof(*ob));
 	snprintf(ob->name, sizeof(ob->name), "%s", name);
 	ob->protocol = CONF_PROTO_TUNSPLIT;
+	ob->header_version = 2;
 	ob->padding = 8;
 	ob->pool = 2;
 	ob->pool_lifetime_ms = 8000;
@@ -331,6 +332,7 @@ static const struct conf_key keys_outbound[] = {
 	{ "fingerprint", key_fingerprint, O(fp_browser), 0, 0, NULL },
 	{ "key", conf_key_key, O(key), 0, 0, NULL },
 	{ "key_file", conf_key_file, O(key), O(key_file), 0, NULL },
+	{ "header_version", conf_key_uint, O(header_version), 1, 2, NULL },
 	{ "username", key_username, O(username), 0, 0, NULL },
 	{ "password", key_password, 0, 0, 0, NULL },
 	{ "password_sha224", key_password_sha224, 0, 0, 0, NULL },
@@ -350,7 +352,7 @@ static const struct conf_map map_outbound = { keys_outbound,
  * (congestion and connect_timeout are the client's defaults there). */
 static const char *const legacy_keys[] = {
 	"server", "sni", "ca", "insecure", "pin_sha256", "fingerprint", "key",
-	"key_file",
+	"key_file", "header_version",
 	"protocol", "username", "password", "password_sha224", "padding",
 	"pool", "pool_lifetime", NULL
 };
@@ -627,6 +629,7 @@ static const struct conf_key keys_client[] = {
 	{ "fingerprint", key_legacy, 0, 0, 0, NULL },
 	{ "key", key_legacy, 0, 0, 0, NULL },
 	{ "key_file", key_legacy, 0, 0, 0, NULL },
+	{ "header_version", key_legacy, 0, 0, 0, NULL },
 	{ "protocol", key_legacy, 0, 0, 0, NULL },
 	{ "username", key_legacy, 0, 0, 0, NULL },
 	{ "password", key_legacy, 0, 0, 0, NULL },

@@ -177,6 +177,8 @@ dump_outbound_auth(const struct conf_outbound *ob, FILE *fp, bool secrets)
 	    (ob->protocol == CONF_PROTO_TROJAN &&
 	    !sodium_is_zero(ob->key, sizeof(ob->key))))
 		dump_key(fp, in, ob->key, ob->key_file, secrets);
+	if (ob->protocol == CONF_PROTO_TUNSPLIT)
+		fprintf(fp, "%sheader_version: %u\n", in, ob->header_version);
 	if (ob->username[0] != '\0')
 		dump_kv(fp, in, "username", ob->username);
 	if (ob->protocol != CONF_PROTO_TROJAN && ob->password[0] == '\0')
@@ -362,6 +364,7 @@ dump_server(const struct conf *c, FILE *fp, bool secrets)
 	dump_ms(fp, "idle_timeout", c->server.idle_timeout_ms);
 	dump_ms(fp, "handshake_timeout", c->server.handshake_timeout_ms);
 	dump_ms(fp, "time_window", c->server.time_window_s * 1000);
+	fprintf(fp, "  accept_v1: %s\n", c->server.accept_v1 ? "true" : "false");
 	fprintf(fp, "  egress:\n");
 	dump_cidr_list(fp, "    ", "allow", c->server.egress_allow,
 	    c->server.negress_allow);

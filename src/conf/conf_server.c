@@ -403,6 +403,7 @@ static const struct conf_key keys_server[] = {
 	    600000, NULL },
 	{ "time_window", conf_key_secs, C(server.time_window_s), 1000, 3600000,
 	    NULL },
+	{ "accept_v1", conf_key_bool, C(server.accept_v1), 0, 0, NULL },
 	{ "egress", conf_key_map, 0, 0, 0, &map_egress },
 	{ "resolver", conf_key_map, 0, 0, 0, &map_resolver },
 	{ "fallback", key_fallback, 0, 0, 0, NULL },

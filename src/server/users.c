@@ -63,6 +63,7 @@ struct users {
 	char			(*names)[CONF_NAME_MAX]; /* by conf index */
 	size_t			 nusers;
 	uint64_t		 window_s;
+	bool			 accept_v1;	/* server.accept_v1 */
 	uint64_t		 keep_s;	/* replay entries: 2 x the
 						 * largest window ever used */
 
@@ -149,6 +150,7 @@ users_new(const struct conf *c)
 		return NULL;
 	}
 	a->window_s = c->server.time_window_s;
+	a->accept_v1 = c->server.accept_v1;
 	a->keep_s = 2 * a->window_s;
 	if (users_table_make(c, &a->users, &a->names) == -1)
 		goto fail;
@@ -195,6 +197,7 @@ users_reload(struct users *a, const struct conf *c)
 	a->names = names;
 	a->nusers = c->server.nusers;
 	a->window_s = c->server.time_window_s;
+	a->accept_v1 = c->server.accept_v1;
 	pthread_rwlock_unlock(&a->users_lock);
 	/* A shorter window must not expire nonces that the old one could
 	 * still let through. */
@@ -333,7 +336,8 @@ users_find(const struct users *a, const uint8_t id[PROTO_USER_ID_LEN])
 
 int
 users_check(struct users *a, const uint8_t *hdr, size_t len,
-    const struct proto_req *r, uint64_t now_s, size_t *user)
+    const struct proto_req *r, const uint8_t *bind, uint64_t now_s,
+    size_t *user)
 {
 	const struct users_ent	*u, *end;
 	uint64_t		 skew;
@@ -344,6 +348,12 @@ users_check(struct users *a, const uint8_t *hdr, size_t len,
 	if (a == NULL || hdr == NULL || r == NULL)
 		return USERS_UNKNOWN;
 	pthread_rwlock_rdlock(&a->users_lock);
+	/* Version 1 is valid on any TLS connection: after a restart (an
+	 * empty replay cache) a recorded one would pass again. */
+	if (r->version == PROTO_VERSION_1 && !a->accept_v1) {
+		rc = USERS_V1;
+		goto out;
+	}
 	if ((u = users_find(a, r->user_id)) == NULL) {
 		rc = USERS_UNKNOWN;
 		goto out;
@@ -354,7 +364,7 @@ users_check(struct users *a, const uint8_t *hdr, size_t len,
 	for (end = a->users + a->nusers; u < end; u++) {
 		if (memcmp(u->id, r->user_id, PROTO_USER_ID_LEN) != 0)
 			goto out;
-		if (proto_req_verify_mac(hdr, r->len, u->key) == 0)
+		if (proto_req_verify_mac(hdr, r->len, u->key, bind) == 0)
 			break;
 	}
 	if (u == end)
@@ -398,6 +408,8 @@ users_result_str(int res)
 		return "timestamp outside the window";
 	case USERS_REPLAY:
 		return "replayed header";
+	case USERS_V1:
+		return "version 1 header";
 	default:
 		return "unknown result";
 	}

@@ -19,16 +19,21 @@ enum users_result {
 	USERS_BAD_MAC = -2,
 	USERS_STALE = -3,
 	USERS_REPLAY = -4,
+	USERS_V1 = -5,		/* version 1 header, server.accept_v1 off */
 };
 
 struct users;
 struct users *users_new(const struct conf *c);	/* server users */
 void users_free(struct users *a);
-/* Checks a complete header (hdr/len, already parsed into r).  On USERS_OK,
+/* Checks a complete header (hdr/len, already parsed into r) that came on
+ * the TLS connection whose exporter value (PROTO_BIND_LABEL) is
+ * bind[PROTO_BIND_LEN] (NULL: none, only a version 1 header can pass).
+ * A version 1 header is refused unless server.accept_v1.  On USERS_OK,
  * *user is the index of the user in conf->server.users. */
 int  users_check(struct users *a, const uint8_t *hdr, size_t len,
-    const struct proto_req *r, uint64_t now_s, size_t *user);
-/* Replaces the user table (keys) and the time window with c's; the replay
+    const struct proto_req *r, const uint8_t *bind, uint64_t now_s,
+    size_t *user);
+/* Replaces the user table (keys), the time window and accept_v1 with c's; the replay
  * cache is kept.  Until the next reload, user indices (users_check's
  * *user) refer to c->server.users.  0, or -1 (logged; nothing changed). */
 int  users_reload(struct users *a, const struct conf *c);

@@ -491,6 +491,27 @@ outer_session_reused(const struct outer *o)
 	return o->ssl != NULL && SSL_session_reused(o->ssl) == 1;
 }
 
+bool
+outer_tls13(const struct outer *o)
+{
+	return o != NULL && o->ssl != NULL && SSL_is_init_finished(o->ssl) &&
+	    SSL_version(o->ssl) == TLS1_3_VERSION;
+}
+
+int
+outer_export(const struct outer *o, const char *label, uint8_t *out,
+    size_t len)
+{
+	if (o == NULL || o->ssl == NULL || !SSL_is_init_finished(o->ssl) ||
+	    label == NULL ||
+	    SSL_export_keying_material(o->ssl, out, len, label,
+	    strlen(label), NULL, 0, 0) != 1) {
+		errno = EINVAL;
+		return -1;
+	}
+	return 0;
+}
+
 ssize_t
 outer_read(struct outer *o, void *buf, size_t len)
 {

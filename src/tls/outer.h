@@ -93,6 +93,14 @@ void outer_trust(struct outer *o);
  * 0, or -1 with EINVAL. */
 int  outer_untls(struct outer *o);
 bool outer_session_reused(const struct outer *o);
+/* The handshake is done and negotiated TLS 1.3 (false for plain TCP). */
+bool outer_tls13(const struct outer *o);
+/* The TLS exporter (RFC 8446 section 7.5, RFC 5705 for TLS 1.2) of a
+ * completed handshake: len bytes for label, no context.  Both ends of one
+ * connection get the same bytes, any other connection different ones.
+ * 0, or -1 (plain TCP, handshake not done) with EINVAL. */
+int  outer_export(const struct outer *o, const char *label, uint8_t *out,
+    size_t len);
 
 /* > 0 bytes read; 0 end of stream (close_notify); -1 with errno
  * EAGAIN (retry when outer_events() fires), ECONNRESET or EPROTO (also for

@@ -1,5 +1,5 @@
 /*
- * The tunsplit request header, version 1 (layout in proto.h, rationale in
+ * The tunsplit request header, versions 2 and 1 (layout in proto.h, rationale in
  * doc/PROTOCOL.md).  Pure functions over byte buffers: no I/O, no state.
  *
  * The parser is written for hostile input.  It looks at a prefix and
@@ -76,16 +76,31 @@ proto_kind_valid(uint8_t kind)
 	    kind == PROTO_KIND_ICMP;
 }
 
+static bool
+proto_version_valid(uint8_t v)
+{
+	return v == PROTO_VERSION || v == PROTO_VERSION_1;
+}
+
+/* Version 2 appends the connection's exporter value to the MAC input
+ * (bind); version 1 passes NULL. */
 static void
 proto_mac(uint8_t mac[PROTO_MAC_LEN], const uint8_t *in, size_t len,
-    const uint8_t key[PROTO_KEY_LEN])
+    const uint8_t key[PROTO_KEY_LEN], const uint8_t *bind)
 {
-	crypto_generichash(mac, PROTO_MAC_LEN, in, len, key, PROTO_KEY_LEN);
+	crypto_generichash_state st;
+
+	crypto_generichash_init(&st, key, PROTO_KEY_LEN, PROTO_MAC_LEN);
+	crypto_generichash_update(&st, in, len);
+	if (bind != NULL)
+		crypto_generichash_update(&st, bind, PROTO_BIND_LEN);
+	crypto_generichash_final(&st, mac, PROTO_MAC_LEN);
+	sodium_memzero(&st, sizeof(st));
 }
 
 ssize_t
 proto_req_encode(uint8_t *out, size_t outlen, const struct proto_req *r,
-    const uint8_t key[PROTO_KEY_LEN], size_t pad_len)
+    const uint8_t key[PROTO_KEY_LEN], const uint8_t *bind, size_t pad_len)
 {
 	size_t	 alen, total;
 	uint8_t	*p;
@@ -102,7 +117,7 @@ proto_req_encode(uint8_t *out, size_t outlen, const struct proto_req *r,
 	if (total > PROTO_REQ_MAX || total > outlen)
 		goto inval;
 
-	out[OFF_VERSION] = PROTO_VERSION;
+	out[OFF_VERSION] = bind != NULL ? PROTO_VERSION : PROTO_VERSION_1;
 	out[OFF_KIND] = r->kind;
 	put16(out + OFF_LEN, (uint16_t)total);
 	put64(out + OFF_TS, r->ts);
@@ -115,7 +130,7 @@ proto_req_encode(uint8_t *out, size_t outlen, const struct proto_req *r,
 	if (pad_len > 0)
 		randombytes_buf(p, pad_len);
 	p += pad_len;
-	proto_mac(p, out, total - PROTO_MAC_LEN, key);
+	proto_mac(p, out, total - PROTO_MAC_LEN, key, bind);
 	return (ssize_t)total;
 
 inval:
@@ -149,7 +164,7 @@ proto_req_parse(const uint8_t *in, size_t len, struct proto_req *r)
 	/* Each field is judged as soon as it has arrived. */
 	if (len < 1)
 		return 0;
-	if (in[OFF_VERSION] != PROTO_VERSION)
+	if (!proto_version_valid(in[OFF_VERSION]))
 		return -1;
 	if (len < 2)
 		return 0;
@@ -199,7 +214,7 @@ proto_req_parse(const uint8_t *in, size_t len, struct proto_req *r)
  */
 int
 proto_req_verify_mac(const uint8_t *in, size_t len,
-    const uint8_t key[PROTO_KEY_LEN])
+    const uint8_t key[PROTO_KEY_LEN], const uint8_t *bind)
 {
 	uint8_t	 mac[PROTO_MAC_LEN];
 	size_t	 hlen;
@@ -210,7 +225,11 @@ proto_req_verify_mac(const uint8_t *in, size_t len,
 	hlen = get16(in + OFF_LEN);
 	if (hlen < PROTO_REQ_MIN || hlen > PROTO_REQ_MAX || hlen > len)
 		return -1;
-	proto_mac(mac, in, hlen - PROTO_MAC_LEN, key);
+	if (in[OFF_VERSION] == PROTO_VERSION_1)
+		bind = NULL;
+	else if (in[OFF_VERSION] != PROTO_VERSION || bind == NULL)
+		return -1;
+	proto_mac(mac, in, hlen - PROTO_MAC_LEN, key, bind);
 	rc = crypto_verify_32(mac, in + hlen - PROTO_MAC_LEN);
 	sodium_memzero(mac, sizeof(mac));
 	return rc == 0 ? 0 : -1;

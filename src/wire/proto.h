@@ -1,9 +1,9 @@
 /*
  * The tunsplit wire format (pure encode/decode, no I/O).  See
- * doc/PROTOCOL.md.  Request header, client -> server, version 1:
+ * doc/PROTOCOL.md.  Request header, client -> server, version 2 (1):
  *
  *   off  size
- *   0    1    version (1)
+ *   0    1    version (2; 1 for old peers)
  *   1    1    kind: 1 TCP, 2 UDP association, 3 ICMP echo
  *   2    2    total header length H, big endian (incl. MAC), <= PROTO_REQ_MAX
  *   4    8    timestamp, unix seconds, big endian
@@ -15,6 +15,9 @@
  *   ..   2    padding length P, big endian
  *   ..   P    padding (random bytes)
  *   H-32 32   MAC: BLAKE2b-256 keyed with the user key over bytes [0, H-32)
+ *             followed (version 2) by the 32-byte TLS exporter value of
+ *             the connection carrying the header (PROTO_BIND_LABEL, no
+ *             context), so a version 2 header is valid on one connection
  *
  * Response, server -> client: one status byte (enum proto_status), then the
  * relayed stream.
@@ -26,7 +29,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define PROTO_VERSION		1
+#define PROTO_VERSION		2	/* bound to its TLS connection */
+#define PROTO_VERSION_1		1	/* unbound: valid on any connection */
+#define PROTO_BIND_LEN		32
+/* RFC 8446 section 7.5 exporter label of the binding (no context). */
+#define PROTO_BIND_LABEL	"EXPORTER-tunsplit-header"
 #define PROTO_REQ_MAX		1024
 #define PROTO_REQ_FIXED		37	/* bytes before the address */
 #define PROTO_MAC_LEN		32
@@ -67,11 +74,13 @@ struct proto_req {
 	struct proto_dest dest;
 };
 
-/* Encodes r (version/len computed; ts/nonce as given) with pad_len random
- * padding bytes and the MAC under key.  Returns the length, or -1 if out
- * is too small or a field is invalid. */
+/* Encodes r (len computed; ts/nonce as given) with pad_len random padding
+ * bytes and the MAC under key: a version 2 header bound to the TLS
+ * exporter value bind[PROTO_BIND_LEN] of its connection, or with bind
+ * NULL a version 1 header (for old servers).  Returns the length, or -1
+ * if out is too small or a field is invalid. */
 ssize_t proto_req_encode(uint8_t *out, size_t outlen, const struct proto_req *r,
-    const uint8_t key[PROTO_KEY_LEN], size_t pad_len);
+    const uint8_t key[PROTO_KEY_LEN], const uint8_t *bind, size_t pad_len);
 
 /*
  * A random padding length for r, as a client chooses it: the whole header
@@ -85,14 +94,19 @@ ssize_t proto_req_encode(uint8_t *out, size_t outlen, const struct proto_req *r,
 #define PROTO_PAD_SPAN		256
 size_t proto_req_pad_random(const struct proto_req *r);
 
-/* Parses a header prefix without checking the MAC.  Returns the total
- * header length when complete, 0 when more bytes are needed, -1 when
- * malformed (bad version, kind, atyp, lengths). */
+/* Parses a header prefix (version 1 or 2) without checking the MAC.
+ * Returns the total header length when complete, 0 when more bytes are
+ * needed, -1 when malformed (bad version, kind, atyp, lengths).  Whether
+ * a version 1 header is acceptable is the server's policy, not the
+ * parser's. */
 ssize_t proto_req_parse(const uint8_t *in, size_t len, struct proto_req *r);
 
-/* Constant-time MAC check of a complete header of length r->len. 0 or -1. */
+/* Constant-time MAC check of a complete header of length r->len: a
+ * version 2 header against the exporter value bind of the connection it
+ * came on (bind NULL: fails), a version 1 header without it (bind is
+ * ignored).  0 or -1. */
 int proto_req_verify_mac(const uint8_t *in, size_t len,
-    const uint8_t key[PROTO_KEY_LEN]);
+    const uint8_t key[PROTO_KEY_LEN], const uint8_t *bind);
 
 const char *proto_status_str(uint8_t status);
 /* A refusal's short name as a counter's reason ("egress denied", "target

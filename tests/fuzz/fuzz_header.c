@@ -15,11 +15,15 @@
  *   - a complete header has a length in [75, 1024] that fits the input,
  *     and its fields are ones the wire format allows;
  *   - users_check() only says OK for the harness's own user id (seeds made
- *     with its key), never for a forged one.
+ *     with its key and, for version 2, bound to the harness's exporter
+ *     value FZ_BIND), never for a forged one; a server without accept_v1
+ *     refuses every version 1 header before looking at it.
  * Stage 2, the parsed request encoded again under the harness's key (so
  * that the checks behind the MAC are reached):
  *   - the encoding has the same length and parses back to the same fields;
- *   - the MAC verifies, and fails once any byte is flipped;
+ *   - the MAC verifies (version 2: with the exporter value it was made
+ *     with), and fails once any byte is flipped, and for version 2 with
+ *     another connection's value or none;
  *   - users_check() says STALE exactly when the clock is outside the window,
  *     and a second check of the same bytes is a REPLAY whenever the first
  *     one was accepted.  The replay cache lives across inputs, so long runs
@@ -45,8 +49,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define FZ_WINDOW_S	120
 #define FZ_TS_BASE	1700000000ULL
 
-static struct users	*fz_auth;
+static struct users	*fz_auth;	/* accept_v1: true */
+static struct users	*fz_strict;	/* accept_v1: false, the default */
 static uint8_t		 fz_key[PROTO_KEY_LEN];
+/* The exporter value of the harness's "connection": 40 41 .. 5f, as in
+ * tests/unit/wire/test_proto.c (seeds are made with it). */
+static uint8_t		 fz_bind[PROTO_BIND_LEN];
 static uint8_t		 fz_id[PROTO_USER_ID_LEN];
 
 #define FZ_CHECK(cond) do {						\
@@ -73,8 +81,13 @@ fz_init(void)
 	c.server.users = &user;
 	c.server.nusers = 1;
 	c.server.time_window_s = FZ_WINDOW_S;
+	if ((fz_strict = users_new(&c)) == NULL)
+		abort();
+	c.server.accept_v1 = true;
 	if ((fz_auth = users_new(&c)) == NULL)
 		abort();
+	for (i = 0; i < PROTO_BIND_LEN; i++)
+		fz_bind[i] = (uint8_t)(0x40 + i);
 	auth_user_id(fz_key, fz_id);
 }
 
@@ -106,7 +119,7 @@ fz_check_fields(const struct proto_req *r, size_t hlen)
 
 	FZ_CHECK(hlen >= 75 && hlen <= PROTO_REQ_MAX);
 	FZ_CHECK(r->len == hlen);
-	FZ_CHECK(r->version == PROTO_VERSION);
+	FZ_CHECK(r->version == PROTO_VERSION || r->version == PROTO_VERSION_1);
 	FZ_CHECK(fz_kind_ok(r->kind));
 	FZ_CHECK(r->dest.atyp == PROTO_ATYP_IPV4 ||
 	    r->dest.atyp == PROTO_ATYP_IPV6 ||
@@ -150,7 +163,8 @@ static void
 fz_stage2(const struct proto_req *r, size_t hlen, uint8_t clock)
 {
 	struct proto_req	 req = *r, back;
-	uint8_t			 hdr[PROTO_REQ_MAX];
+	uint8_t			 hdr[PROTO_REQ_MAX], other[PROTO_BIND_LEN];
+	const uint8_t		*bind;
 	size_t			 pad, user;
 	ssize_t			 n;
 	uint64_t		 now, d;
@@ -159,7 +173,8 @@ fz_stage2(const struct proto_req *r, size_t hlen, uint8_t clock)
 	memcpy(req.user_id, fz_id, sizeof(req.user_id));
 	pad = hlen - (PROTO_REQ_FIXED + fz_addr_len(&req.dest) + 4 +
 	    PROTO_MAC_LEN);
-	n = proto_req_encode(hdr, sizeof(hdr), &req, fz_key, pad);
+	bind = req.version == PROTO_VERSION ? fz_bind : NULL;
+	n = proto_req_encode(hdr, sizeof(hdr), &req, fz_key, bind, pad);
 	FZ_CHECK(n == (ssize_t)hlen);
 	FZ_CHECK(proto_req_parse(hdr, hlen, &back) == (ssize_t)hlen);
 	FZ_CHECK(back.version == req.version && back.kind == req.kind &&
@@ -168,10 +183,21 @@ fz_stage2(const struct proto_req *r, size_t hlen, uint8_t clock)
 	    memcmp(back.user_id, req.user_id, sizeof(req.user_id)) == 0 &&
 	    memcmp(&back.dest, &req.dest, sizeof(req.dest)) == 0);
 
-	FZ_CHECK(proto_req_verify_mac(hdr, hlen, fz_key) == 0);
+	FZ_CHECK(proto_req_verify_mac(hdr, hlen, fz_key, bind) == 0);
 	hdr[clock % hlen] ^= 0x80;
-	FZ_CHECK(proto_req_verify_mac(hdr, hlen, fz_key) == -1);
+	FZ_CHECK(proto_req_verify_mac(hdr, hlen, fz_key, bind) == -1);
 	hdr[clock % hlen] ^= 0x80;
+	if (bind != NULL) {
+		/* Another connection's value, or none: no MAC matches. */
+		memcpy(other, fz_bind, sizeof(other));
+		other[clock % PROTO_BIND_LEN] ^= (uint8_t)(1 << (clock % 8));
+		FZ_CHECK(proto_req_verify_mac(hdr, hlen, fz_key, other) == -1);
+		FZ_CHECK(proto_req_verify_mac(hdr, hlen, fz_key, NULL) == -1);
+		FZ_CHECK(users_check(fz_auth, hdr, hlen, &back, other,
+		    back.ts, &user) == USERS_BAD_MAC);
+	} else
+		FZ_CHECK(users_check(fz_strict, hdr, hlen, &back, fz_bind,
+		    back.ts, &user) == USERS_V1);
 
 	/* -256 .. +254 s around the timestamp (saturating at the ends of
 	 * the clock); the window is 120 s. */
@@ -181,7 +207,7 @@ fz_stage2(const struct proto_req *r, size_t hlen, uint8_t clock)
 	else
 		now = back.ts >= d ? back.ts - d : 0;
 	d = now > back.ts ? now - back.ts : back.ts - now;
-	rc = users_check(fz_auth, hdr, hlen, &back, now, &user);
+	rc = users_check(fz_auth, hdr, hlen, &back, bind, now, &user);
 	if (d > FZ_WINDOW_S) {
 		FZ_CHECK(rc == USERS_STALE);
 		return;
@@ -189,7 +215,7 @@ fz_stage2(const struct proto_req *r, size_t hlen, uint8_t clock)
 	FZ_CHECK(rc == USERS_OK || rc == USERS_REPLAY);
 	if (rc == USERS_OK)
 		FZ_CHECK(user == 0);
-	rc2 = users_check(fz_auth, hdr, hlen, &back, now, &user);
+	rc2 = users_check(fz_auth, hdr, hlen, &back, bind, now, &user);
 	FZ_CHECK(rc2 == USERS_REPLAY);
 }
 
@@ -208,11 +234,17 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 
 	/* As the server sees it: a real clock far from any seed's time. */
-	rc = users_check(fz_auth, data, hlen, &r, FZ_TS_BASE, &user);
+	rc = users_check(fz_auth, data, hlen, &r, fz_bind, FZ_TS_BASE, &user);
 	FZ_CHECK(rc == USERS_OK || rc == USERS_UNKNOWN ||
 	    rc == USERS_BAD_MAC || rc == USERS_STALE || rc == USERS_REPLAY);
 	if (rc == USERS_OK || rc == USERS_STALE || rc == USERS_REPLAY)
 		FZ_CHECK(memcmp(r.user_id, fz_id, sizeof(fz_id)) == 0);
+	rc = users_check(fz_strict, data, hlen, &r, fz_bind, FZ_TS_BASE,
+	    &user);
+	if (r.version == PROTO_VERSION_1)
+		FZ_CHECK(rc == USERS_V1);
+	else
+		FZ_CHECK(rc != USERS_V1);
 
 	fz_stage2(&r, hlen, data[size - 1]);
 	return 0;

@@ -199,6 +199,26 @@ outer_write(struct outer *o, const void *buf, size_t len)
 	return (ssize_t)len;
 }
 
+/* The connection's exporter value: fixed, the label's bytes repeated.
+ * The oracle checks the header's MAC against it. */
+static void
+fz_bind(const char *label, uint8_t *out, size_t len)
+{
+	size_t i, l = strlen(label);
+
+	for (i = 0; i < len; i++)
+		out[i] = (uint8_t)label[i % l];
+}
+
+int
+outer_export(const struct outer *o, const char *label, uint8_t *out,
+    size_t len)
+{
+	FZ_CHECK(o == fz.live && strcmp(label, PROTO_BIND_LABEL) == 0);
+	fz_bind(label, out, len);
+	return 0;
+}
+
 uint32_t
 outer_events(const struct outer *o)
 {
@@ -778,6 +798,7 @@ fz_check_up(void)
 	struct proto_req r;
 	struct proto_trojan_req t;
 	struct proto_dest d, want;
+	uint8_t bind[PROTO_BIND_LEN];
 	const uint8_t *pl;
 	size_t off, plen, i;
 	ssize_t n;
@@ -798,8 +819,11 @@ fz_check_up(void)
 	} else {
 		n = proto_req_parse(fz.up, fz.up_len, &r);
 		FZ_CHECK(n > 0);
+		/* Version 2, bound to the stream's exporter value. */
+		fz_bind(PROTO_BIND_LABEL, bind, sizeof(bind));
+		FZ_CHECK(r.version == PROTO_VERSION);
 		FZ_CHECK(proto_req_verify_mac(fz.up, (size_t)n,
-		    conf_final(ref.conf)->key) == 0);
+		    conf_final(ref.conf)->key, bind) == 0);
 		FZ_CHECK(r.kind == (ref.icmp ? PROTO_KIND_ICMP :
 		    PROTO_KIND_UDP));
 		FZ_CHECK(fz_dest_eq(&r.dest, &want));

@@ -7,6 +7,11 @@ by fuzzing are committed next to them under their own names and are never
 touched here: fz_* (a campaign's merge, chosen for new coverage) and
 crash reproducers (tests/fuzz/crashes/).
 
+fuzz_header input: what a client sends after the TLS handshake.  The
+version 1 seeds (no seed_ prefix) predate this script; the seed_v2-*
+ones are version 2 headers under the harness's key, bound to its
+exporter value (40 41 .. 5f), some followed by stream bytes.
+
 fuzz_frame input: datagram frames as they arrive on a stream (frame.h).
 fuzz_trojan input: the first bytes of a connection (proto_trojan.h): a
 request, then (or, when it is none, instead) trojan UDP packets.
@@ -24,6 +29,7 @@ the fake app.  ACK numbers are relative to lwIP's ISN; addresses are
 from the documentation/benchmark ranges and never leave the process.
 """
 import argparse
+import hashlib
 import os
 import struct
 
@@ -340,6 +346,43 @@ server:
 }
 
 
+HDR_KEY = bytes(range(32))
+HDR_BIND = bytes(range(0x40, 0x60))
+
+
+def header(version, kind, addr, port, pad=0, ts=1700000000,
+           nonce=bytes(range(0xa0, 0xb0)), key=HDR_KEY, bind=HDR_BIND):
+    """A request header (doc/PROTOCOL.md); version 2 MACs bind after it."""
+    uid = hashlib.blake2b(b"tunsplit user id", key=key,
+                          digest_size=32).digest()[:8]
+    body = addr + struct.pack("!H", port) + struct.pack("!H", pad) + \
+        bytes((i * 7 + 3) & 0xff for i in range(pad))
+    hlen = 36 + len(body) + 32
+    h = bytes([version, kind]) + struct.pack("!HQ", hlen, ts) + nonce + \
+        uid + body
+    mac = hashlib.blake2b(h + (bind if version == 2 else b""), key=key,
+                          digest_size=32).digest()
+    return h + mac
+
+
+def header_seeds():
+    v4 = bytes([1, 192, 0, 2, 1])
+    v6 = bytes([4]) + bytes.fromhex("20010db8000000000000000000000001")
+    dom = bytes([3, 11]) + b"example.com"
+    return {
+        "v2-v4": header(2, 1, v4, 443),
+        "v2-v6-udp": header(2, 2, v6, 8080, pad=200),
+        "v2-domain-icmp": header(2, 3, dom, 0, pad=17),
+        "v2-v4-early": header(2, 1, v4, 80, pad=300) +
+        b"GET / HTTP/1.1\r\n\r\n",
+        "v2-other-bind": header(2, 1, v4, 443, bind=bytes(32)),
+        "v2-fresh": header(2, 1, v4, 443, ts=1700000060,
+                           nonce=bytes(range(16))),
+        "v1-fresh": header(1, 1, v4, 443, ts=1700000060,
+                           nonce=bytes(range(1, 17))),
+    }
+
+
 def frame(atyp, addr, port, payload):
     if atyp == 3:
         a = bytes([len(addr)]) + addr
@@ -589,6 +632,7 @@ def main():
     ap.add_argument("--out", default=os.path.join(here, "corpus"))
     a = ap.parse_args()
     for harness, seeds in (("tun", tun_seeds()), ("conf", CONF_SEEDS),
+                           ("header", header_seeds()),
                            ("frame", frame_seeds()),
                            ("trojan", trojan_seeds()),
                            ("resp", resp_seeds()),

@@ -33,7 +33,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from soak import native_header  # noqa: E402
-from tools import StreamCheck, errname, parse_size  # noqa: E402
+from tools import StreamCheck, errname, parse_size, tls_exporter  # noqa: E402
 
 KIND = {"tcp": 1, "udp": 2}
 
@@ -95,7 +95,7 @@ def cmd_native(args):
                 st = 0
             else:
                 s.sendall(native_header(key, KIND[args.kind], args.target,
-                                        args.tport))
+                                        args.tport, bind=tls_exporter(s)))
                 st = recv_exact(s, 1)[0]
             what = {0: "ok", 9: "limit"}.get(st, "status%d" % st)
             if st == 0 and args.kind == "tcp":

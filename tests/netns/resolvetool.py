@@ -33,7 +33,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tools import stream_hash  # noqa: E402
+from tools import stream_hash, tls_exporter  # noqa: E402
 
 STATUS = {0: "ok", 1: "general", 2: "denied", 3: "net unreachable",
           4: "host unreachable", 5: "refused", 6: "timeout",
@@ -57,14 +57,16 @@ def dest(host, port):
     return struct.pack("!BB", 3, len(name)) + name + struct.pack("!H", port)
 
 
-def native_header(key, kind, host, port):
+def native_header(key, kind, host, port, s):
+    """Version 2, bound to the TLS connection s."""
     uid = hashlib.blake2b(b"tunsplit user id", key=key,
                           digest_size=32).digest()[:8]
-    body = struct.pack("!BBHQ16s8s", 1, kind, 0, int(time.time()),
+    body = struct.pack("!BBHQ16s8s", 2, kind, 0, int(time.time()),
                        os.urandom(16), uid) + dest(host, port) + \
         struct.pack("!H", 0)
     body = body[:2] + struct.pack("!H", len(body) + 32) + body[4:]
-    return body + hashlib.blake2b(body, key=key, digest_size=32).digest()
+    return body + hashlib.blake2b(body + tls_exporter(s), key=key,
+                                  digest_size=32).digest()
 
 
 def tls(args):
@@ -127,7 +129,7 @@ def cmd_tcp(args):
     key = base64.b64decode(args.key)
     s = tls(args)
     req = ("SEND %d %d 0\n" % (args.bytes, args.seed)).encode()
-    s.sendall(native_header(key, 1, args.host, args.tport) + req)
+    s.sendall(native_header(key, 1, args.host, args.tport, s) + req)
     if args.hangup:
         # Gone while the server still works on the request.
         time.sleep(0.2)
@@ -252,7 +254,7 @@ def udp_common(args, s, encode, parse):
 def cmd_udp(args):
     key = base64.b64decode(args.key)
     s = tls(args)
-    s.sendall(native_header(key, 2, args.host[0], args.tport))
+    s.sendall(native_header(key, 2, args.host[0], args.tport, s))
     st = recv_exact(s, 1)[0]
     log("udp association: status %d (%s)" % (st, STATUS.get(st, "?")))
     if st != 0:

@@ -34,6 +34,9 @@ import struct
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tools import tls_exporter  # noqa: E402
+
 BLOCK = 65536
 
 
@@ -399,46 +402,59 @@ async def loris(args):
     return 0 if len(closed) == args.conns else 1
 
 
-def native_header(key, kind, ip, port, ts=None, nonce=None):
-    """A request header of the native protocol (doc/PROTOCOL.md): version
-    1, the user id and MAC keyed BLAKE2b-256 with the user key."""
+def native_header(key, kind, ip, port, ts=None, nonce=None, bind=None):
+    """A request header of the native protocol (doc/PROTOCOL.md): the user
+    id and MAC keyed BLAKE2b-256 with the user key; version 2, bound to
+    the TLS exporter value bind (tools.tls_exporter) of its connection,
+    or version 1 without one (for a server with accept_v1)."""
     uid = hashlib.blake2b(b"tunsplit user id", key=key,
                           digest_size=32).digest()[:8]
     raw = socket.inet_pton(socket.AF_INET6 if ":" in ip else socket.AF_INET,
                            ip)
     atyp = 4 if len(raw) == 16 else 1
-    body = struct.pack("!BBHQ16s8sB", 1, kind, 0, int(ts or time.time()),
-                       nonce or os.urandom(16), uid, atyp) + raw + \
-        struct.pack("!HH", port, 0)
+    body = struct.pack("!BBHQ16s8sB", 1 if bind is None else 2, kind, 0,
+                       int(ts or time.time()), nonce or os.urandom(16), uid,
+                       atyp) + raw + struct.pack("!HH", port, 0)
     h = len(body) + 32
     body = body[:2] + struct.pack("!H", h) + body[4:]
-    return body + hashlib.blake2b(body, key=key, digest_size=32).digest()
+    return body + hashlib.blake2b(body + (bind or b""), key=key,
+                                  digest_size=32).digest()
 
 
 def auth_cases(key, target):
     """Authenticated streams that go wrong after the header: malformed and
-    truncated datagram frames (frame.h), replayed and stale headers."""
-    def good():	# a fresh nonce each time: no accidental replays
-        return native_header(key, 2, target, 7)
-    replayed = good()
+    truncated datagram frames (frame.h), replayed and stale headers.  Each
+    payload is made from the exporter value of its connection."""
+    def good(b):	# a fresh nonce each time: no accidental replays
+        return native_header(key, 2, target, 7, bind=b)
+    first = {}
+
+    def replayed(b):	# made on the first connection, sent on both
+        return first.setdefault("hdr", good(b))
     dst = socket.inet_aton(target)
     frame = struct.pack("!HB", 5, 1) + dst + struct.pack("!H", 7) + b"hello"
     return [
         # A valid frame, then one that is malformed in each way the
         # receiver must notice as soon as the field arrives.
-        ("auth-udp-length", good() + frame + b"\xff\xff\x01"),
-        ("auth-udp-atyp", good() + frame + b"\x00\x01\x07"),
-        ("auth-udp-name-empty", good() + b"\x00\x01\x03\x00"),
-        ("auth-udp-name-nul", good() + b"\x00\x01\x03\x03a\x00b\x00\x07x"),
+        ("auth-udp-length", lambda b: good(b) + frame + b"\xff\xff\x01"),
+        ("auth-udp-atyp", lambda b: good(b) + frame + b"\x00\x01\x07"),
+        ("auth-udp-name-empty", lambda b: good(b) + b"\x00\x01\x03\x00"),
+        ("auth-udp-name-nul",
+         lambda b: good(b) + b"\x00\x01\x03\x03a\x00b\x00\x07x"),
         # A frame cut short by the end of the stream.
-        ("auth-udp-truncated", good() + frame[:9]),
-        ("auth-icmp-truncated", native_header(key, 3, target, 0) + frame[:3]),
-        # The same header twice: the second is a replay.
+        ("auth-udp-truncated", lambda b: good(b) + frame[:9]),
+        ("auth-icmp-truncated",
+         lambda b: native_header(key, 3, target, 0, bind=b) + frame[:3]),
+        # The same header twice: the second, on another TLS connection,
+        # does not verify there (bound to the first).
         ("auth-replay-first", replayed),
         ("auth-replay-second", replayed),
-        ("auth-stale", native_header(key, 1, target, 7,
-                                     ts=time.time() - 100000)),
-        ("auth-kind", native_header(key, 9, target, 7)),
+        ("auth-stale", lambda b: native_header(key, 1, target, 7,
+                                               ts=time.time() - 100000,
+                                               bind=b)),
+        ("auth-kind", lambda b: native_header(key, 9, target, 7, bind=b)),
+        # Version 1, unbound: refused by a server without accept_v1.
+        ("auth-v1", lambda b: native_header(key, 1, target, 7)),
     ]
 
 
@@ -479,6 +495,9 @@ async def garbage(args):
             else:
                 r, w = await asyncio.wait_for(asyncio.open_connection(
                     args.host, args.port), args.timeout)
+            if callable(payload):
+                payload = payload(tls_exporter(
+                    w.get_extra_info("ssl_object")))
             w.write(payload)
             try:
                 await w.drain()

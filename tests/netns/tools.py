@@ -33,6 +33,42 @@ import time
 CHUNK = 256 * 1024
 
 
+# The request header's TLS binding (doc/PROTOCOL.md, version 2).
+BIND_LABEL = b"EXPORTER-tunsplit-header"
+BIND_LEN = 32
+
+
+def tls_exporter(sslsock, label=BIND_LABEL, n=BIND_LEN):
+    """The TLS exporter value (RFC 8446 section 7.5, no context) of a
+    connected ssl.SSLSocket or ssl.SSLObject, which Python's ssl module
+    does not offer: libssl's SSL_export_keying_material() on the SSL *
+    that CPython's _ssl object holds right after its object header and
+    the weak reference to its socket.  The pointer is checked first: it
+    must be TLS 1.3 with the cipher Python reports, or this raises."""
+    import ctypes
+    lib = ctypes.CDLL("libssl.so.3")
+    lib.SSL_version.argtypes = [ctypes.c_void_p]
+    lib.SSL_get_current_cipher.argtypes = [ctypes.c_void_p]
+    lib.SSL_get_current_cipher.restype = ctypes.c_void_p
+    lib.SSL_CIPHER_get_name.argtypes = [ctypes.c_void_p]
+    lib.SSL_CIPHER_get_name.restype = ctypes.c_char_p
+    lib.SSL_export_keying_material.argtypes = [
+        ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p,
+        ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    obj = sslsock._sslobj
+    ptr = ctypes.c_void_p.from_address(
+        id(obj) + 3 * ctypes.sizeof(ctypes.c_void_p)).value
+    if not ptr or lib.SSL_version(ptr) != 0x0304 or \
+            lib.SSL_CIPHER_get_name(lib.SSL_get_current_cipher(ptr)) != \
+            sslsock.cipher()[0].encode():
+        raise RuntimeError("tls_exporter: no TLS 1.3 SSL object found")
+    out = ctypes.create_string_buffer(n)
+    if lib.SSL_export_keying_material(ptr, out, n, label, len(label),
+                                      None, 0, 0) != 1:
+        raise RuntimeError("tls_exporter: SSL_export_keying_material")
+    return out.raw
+
+
 def parse_size(s):
     mult = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
     s = s.strip().lower().rstrip("ib")

@@ -5,7 +5,11 @@
  *   ts_probe -c host:port [options]
  *     -s name     SNI and name to verify (default tunsplit.test)
  *     -C file     CA file; -K: do not verify at all
- *     -k key      base64 user key: send a request header first
+ *     -k key      base64 user key: send a request header first, version
+ *                 2, bound to the first connection's TLS exporter value
+ *     -1          ... version 1 instead (unbound, for accept_v1)
+ *     -S file     write the header as sent (plaintext) to file: a capture
+ *     -L file     send file's bytes as the header, verbatim: a replay
  *     -t ip:port  the header's destination (default 192.0.2.1:80)
  *     -p n        send only the first n bytes of the header ...
  *     -W ms       ... then wait ms before sending the rest and the data
@@ -13,6 +17,7 @@
  *     -d text     data after the header (\r \n \\ and \xHH understood)
  *     -n count    connections, one after the other, each sending the same
  *                 bytes -- the same header, so the second one is a replay
+ *                 (on another TLS connection)
  *     -o prefix   write what connection i received to prefix.i
  *     -T ms       give up reading after ms of silence (default 5000)
  *
@@ -52,7 +57,12 @@ struct probe {
 	bool		 insecure;
 	struct addr	 server;
 	uint8_t		 hdr[PROTO_REQ_MAX];
-	size_t		 hdrlen;
+	size_t		 hdrlen;	/* 0: none (yet) */
+	bool		 has_key;	/* make one after the first handshake */
+	bool		 v1;
+	uint8_t		 key[PROTO_KEY_LEN];
+	struct proto_req req;
+	const char	*save;
 	size_t		 prefix;	/* header bytes sent before the pause */
 	unsigned	 pause_ms;
 	unsigned	 wait_ms;
@@ -66,8 +76,8 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: ts_probe -c host:port [-s sni] [-C ca | -K] "
-	    "[-k key [-t ip:port] [-p n -W ms]] [-w ms] [-d text] [-n count] "
-	    "[-o prefix] [-T ms]\n");
+	    "[-k key [-1] [-t ip:port] [-p n -W ms] | -L file] [-S file] "
+	    "[-w ms] [-d text] [-n count] [-o prefix] [-T ms]\n");
 	exit(2);
 }
 
@@ -116,33 +126,64 @@ unescape(const char *s, uint8_t *out, size_t outlen)
 	return n;
 }
 
+/* The request (-k, -t); the header itself is made on the first
+ * connection, once its TLS exporter value is known. */
 static void
-make_header(struct probe *p, const char *b64, const char *target)
+make_request(struct probe *p, const char *b64, const char *target)
 {
-	struct proto_req	 r;
+	struct proto_req	*r = &p->req;
 	struct addr		 a;
-	uint8_t			 key[PROTO_KEY_LEN];
 	const void		*ip;
 	size_t			 iplen;
-	ssize_t			 n;
 
-	if (auth_key_parse(b64, key) == -1)
+	if (auth_key_parse(b64, p->key) == -1)
 		fatalx("-k: not a key");
 	if (addr_parse(&a, target) == -1)
 		fatalx("-t: not a numeric ip:port");
-	memset(&r, 0, sizeof(r));
-	r.kind = PROTO_KIND_TCP;
-	r.ts = (uint64_t)time(NULL);
-	randombytes_buf(r.nonce, sizeof(r.nonce));
-	auth_user_id(key, r.user_id);
+	memset(r, 0, sizeof(*r));
+	r->kind = PROTO_KIND_TCP;
+	r->ts = (uint64_t)time(NULL);
+	randombytes_buf(r->nonce, sizeof(r->nonce));
+	auth_user_id(p->key, r->user_id);
 	ip = addr_ip(&a, &iplen);
-	r.dest.atyp = iplen == 4 ? PROTO_ATYP_IPV4 : PROTO_ATYP_IPV6;
-	memcpy(r.dest.ip, ip, iplen);
-	r.dest.port = addr_port(&a);
-	if ((n = proto_req_encode(p->hdr, sizeof(p->hdr), &r, key, 16)) < 0)
+	r->dest.atyp = iplen == 4 ? PROTO_ATYP_IPV4 : PROTO_ATYP_IPV6;
+	memcpy(r->dest.ip, ip, iplen);
+	r->dest.port = addr_port(&a);
+	p->has_key = true;
+}
+
+static void
+make_header(struct probe *p, struct outer *o)
+{
+	uint8_t	 bind[PROTO_BIND_LEN];
+	ssize_t	 n;
+	FILE	*fp;
+
+	if (!p->v1 && outer_export(o, PROTO_BIND_LABEL, bind,
+	    sizeof(bind)) == -1)
+		fatalx("no TLS exporter");
+	if ((n = proto_req_encode(p->hdr, sizeof(p->hdr), &p->req, p->key,
+	    p->v1 ? NULL : bind, 16)) < 0)
 		fatalx("cannot encode the header");
 	p->hdrlen = (size_t)n;
-	sodium_memzero(key, sizeof(key));
+	sodium_memzero(p->key, sizeof(p->key));
+	p->has_key = false;
+	if (p->save != NULL && ((fp = fopen(p->save, "wb")) == NULL ||
+	    fwrite(p->hdr, 1, p->hdrlen, fp) != p->hdrlen || fclose(fp) != 0))
+		fatal("%s", p->save);
+}
+
+static void
+load_header(struct probe *p, const char *path)
+{
+	FILE	*fp;
+
+	if ((fp = fopen(path, "rb")) == NULL)
+		fatal("%s", path);
+	p->hdrlen = fread(p->hdr, 1, sizeof(p->hdr), fp);
+	fclose(fp);
+	if (p->hdrlen == 0)
+		fatalx("%s: empty", path);
 }
 
 static int
@@ -190,6 +231,8 @@ run_one(struct probe *p, struct ssl_ctx_st *ctx, int i)
 	}
 	if (p->wait_ms > 0)
 		sleep_ms(p->wait_ms);
+	if (p->has_key)
+		make_header(p, o);
 	if (p->hdrlen > 0 && p->prefix > 0 && p->prefix < p->hdrlen) {
 		if (send_all(o, p->hdr, p->prefix) == -1)
 			goto read;
@@ -245,13 +288,14 @@ main(int argc, char **argv)
 	struct probe		 p = { .sni = "tunsplit.test", .timeout_ms = 5000 };
 	struct ssl_ctx_st	*ctx;
 	const char		*key = NULL, *target = "192.0.2.1:80";
+	const char		*load = NULL;
 	const char		*server = NULL;
 	int			 ch, i, count = 1, rc = 0;
 
 	log_init(LOG_LVL_WARN, false, "ts_probe");
 	if (sodium_init() < 0)
 		fatalx("libsodium");
-	while ((ch = getopt(argc, argv, "c:s:C:Kk:t:p:W:w:d:n:o:T:")) != -1) {
+	while ((ch = getopt(argc, argv, "c:s:C:Kk:1S:L:t:p:W:w:d:n:o:T:")) != -1) {
 		switch (ch) {
 		case 'c':
 			server = optarg;
@@ -267,6 +311,15 @@ main(int argc, char **argv)
 			break;
 		case 'k':
 			key = optarg;
+			break;
+		case '1':
+			p.v1 = true;
+			break;
+		case 'S':
+			p.save = optarg;
+			break;
+		case 'L':
+			load = optarg;
 			break;
 		case 't':
 			target = optarg;
@@ -300,8 +353,12 @@ main(int argc, char **argv)
 		usage();
 	if (addr_parse(&p.server, server) == -1)
 		fatalx("-c: not a numeric host:port");
+	if (key != NULL && load != NULL)
+		usage();
 	if (key != NULL)
-		make_header(&p, key, target);
+		make_request(&p, key, target);
+	if (load != NULL)
+		load_header(&p, load);
 	if ((ctx = outer_ctx_client(p.ca, p.insecure)) == NULL)
 		fatalx("TLS context");
 	for (i = 1; i <= count; i++)

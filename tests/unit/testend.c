@@ -124,6 +124,8 @@ testend_step(struct testend *e)
 		assert_int_not_equal(e->hs, -1);
 		if (e->hs != 1)
 			return;
+		if (e->on_hs != NULL)
+			e->on_hs(e);
 	}
 	testend_read(e);
 	testend_write(e);

@@ -34,6 +34,9 @@ struct testend {
 	int		 err;		/* errno of a failed read */
 	size_t		 rx_after_shut;	/* read after our own end */
 	size_t		 tx_after_eof;	/* pattern sent after the peer's end */
+	/* Called once the handshake is done, before anything is sent (a
+	 * request header bound to the connection is made there). */
+	void		(*on_hs)(struct testend *e);
 };
 
 /* Byte off of pattern seed. */

@@ -204,21 +204,27 @@ stream_work(struct assoc *a)
 }
 
 /* The request goes in front of the datagrams queued during the
- * handshake.  It holds no secret worth wiping: the native MAC and the
- * trojan hash go on the wire anyway. */
+ * handshake, bound (version 2) to the TLS connection just made.  It holds
+ * no secret worth wiping: the native MAC and the trojan hash go on the
+ * wire anyway, and the exporter value is good for this connection only. */
 static int
 stream_start_relay(struct assoc *a)
 {
 	struct assoc_env	*e = a->env;
 	const struct conf	*c = e->conf;
 	struct proto_req	 req;
-	uint8_t			 buf[PROTO_REQ_MAX];
+	uint8_t			 buf[PROTO_REQ_MAX], bind[PROTO_BIND_LEN];
 	ssize_t			 n;
+	bool			 v1;
 
 	if (is_trojan(a)) {
 		n = proto_trojan_encode(buf, sizeof(buf), conf_final(c)->trojan_hex,
 		    PROTO_TROJAN_CMD_UDP, a->first);
 	} else {
+		v1 = conf_final(c)->header_version == PROTO_VERSION_1;
+		if (!v1 && outer_export(a->out, PROTO_BIND_LABEL, bind,
+		    sizeof(bind)) < 0)
+			return -1;
 		memset(&req, 0, sizeof(req));
 		req.kind = a->key.kind;
 		req.ts = (uint64_t)time(NULL);
@@ -226,7 +232,7 @@ stream_start_relay(struct assoc *a)
 		memcpy(req.user_id, e->user_id, sizeof(req.user_id));
 		req.dest = *a->first;
 		n = proto_req_encode(buf, sizeof(buf), &req, conf_final(c)->key,
-		    proto_req_pad_random(&req));
+		    v1 ? NULL : bind, proto_req_pad_random(&req));
 	}
 	if (n < 0 || dq_push(&a->q, buf, (size_t)n, NULL, 0, true) < 0)
 		return -1;

@@ -248,18 +248,27 @@ out_socks(struct flow *f, const char **why)
 static ssize_t
 out_hdr_tunsplit(struct flow *f, uint8_t *buf, size_t len)
 {
+	const struct conf_outbound *ob = conf_final(f->conf);
 	struct proto_req req;
+	uint8_t bind[PROTO_BIND_LEN];
+	bool v1 = ob->header_version == PROTO_VERSION_1;
 	ssize_t n;
 
+	/* Version 2: bound to this TLS connection (done: a pooled one, or
+	 * ours after out_tls). */
+	if (!v1 && outer_export(f->out, PROTO_BIND_LABEL, bind,
+	    sizeof(bind)) < 0)
+		return -1;
 	memset(&req, 0, sizeof(req));
 	req.kind = PROTO_KIND_TCP;
 	req.ts = (uint64_t)time(NULL);
 	randombytes_buf(req.nonce, sizeof(req.nonce));
 	memcpy(req.user_id, f->env->user_id, sizeof(req.user_id));
 	flow_target_dest(f, &req.dest);
-	n = proto_req_encode(buf, len, &req, conf_final(f->conf)->key,
+	n = proto_req_encode(buf, len, &req, ob->key, v1 ? NULL : bind,
 	    proto_req_pad_random(&req));
 	sodium_memzero(&req, sizeof(req));
+	sodium_memzero(bind, sizeof(bind));
 	return n;
 }
 

@@ -16,6 +16,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <sodium.h>
+
 #include "wire/auth.h"
 #include "server/users.h"
 #include "core/buf.h"
@@ -183,11 +185,24 @@ sess_request(struct sess *s, const struct proto_req *req, size_t hlen)
 {
 	const struct conf	*c = s->conf;
 	const uint8_t	*hdr = buf_head(&s->hdr);
+	uint8_t		 bind[PROTO_BIND_LEN];
 	size_t		 early = buf_len(&s->hdr) - hlen, user;
 	int		 rc;
 
-	rc = users_check(s->env->auth, hdr, hlen, req, (uint64_t)time(NULL),
-	    &user);
+	/* The front completes TLS 1.2 for looks (probers, trojan clients);
+	 * a native session is TLS 1.3 only, as the client insists. */
+	if (!outer_tls13(s->outer)) {
+		sess_reject(s, "not TLS 1.3");
+		return;
+	}
+	/* Version 2 headers are bound to this connection (PROTOCOL.md). */
+	if (outer_export(s->outer, PROTO_BIND_LABEL, bind, sizeof(bind)) < 0) {
+		sess_reject(s, "no TLS exporter");
+		return;
+	}
+	rc = users_check(s->env->auth, hdr, hlen, req, bind,
+	    (uint64_t)time(NULL), &user);
+	sodium_memzero(bind, sizeof(bind));
 	if (rc != USERS_OK) {
 		sess_reject(s, users_result_str(rc));
 		return;

@@ -14,7 +14,8 @@
 #     from h2,http/1.1, the certificate verifies for the SNI;
 #   - curl without credentials gets the cover page;
 #   - openssl s_client sending garbage gets nginx's 400 Bad Request (not a
-#     bare close), and so do a wrong key, a replayed valid header and half
+#     bare close), and so do a wrong key, a valid header replayed on another
+#     TLS connection (version 2 binds it to the first) and half
 #     a header left hanging; silence past the deadline is closed with
 #     close_notify, as nginx closes it;
 #   - the right key gets a tunnel (status 0, then the target's page);
@@ -161,7 +162,7 @@ first=$TS_TMP/replay.1
 tail -c +2 "$first" | grep -q 'target page 51c9' ||
     ts_fail "replay: first use did not reach the target page"
 is_400 "$TS_TMP/replay.2" || ts_fail "replay: second use not the cover's 400: $lines"
-ts_log "same header twice: tunnel to the target, then the cover site"
+ts_log "same header on two TLS connections: tunnel to the target, then the cover site"
 
 line=$(probe -k "$KEY1" -t "$TS_T_ADDR4:8080" -p 20 -W 2000 -d '\r\n\r\n' \
     -o "$TS_TMP/half") || ts_fail "ts_probe half header: $line"
@@ -199,7 +200,8 @@ ts_log "through the tunnel: the target's page"
 
 # ---- logs: every rejection counted with its reason, no key logged -----------------
 slog=$TS_TMP/server.log
-for reason in 'unknown user' 'replayed header' 'malformed header' \
+# The replayed header is a bad MAC: bound to the first TLS connection.
+for reason in 'unknown user' 'bad MAC' 'malformed header' \
     'incomplete header'; do
 	grep -q "rejected .*: $reason: relayed to the cover site" "$slog" ||
 	    ts_fail "server log: no rejection for '$reason'"

@@ -3,8 +3,10 @@
 # several sizes, TLS record headers with nothing or nonsense behind them,
 # and -- inside completed TLS sessions -- random, truncated and all-zero
 # request headers, and authenticated (soak.py computes the MAC) UDP and
-# ICMP streams whose frames are malformed or cut short, a replayed header,
-# a stale one and one of an unknown kind.  Every such connection must be closed by the server
+# ICMP streams whose frames are malformed or cut short, a header replayed
+# on another TLS connection (a bad MAC there: it is bound to the first), a
+# stale one, one of an unknown kind and a version 1 one (refused: no
+# accept_v1).  Every such connection must be closed by the server
 # (handshake_timeout 3s here) within 10 s, the server must survive it with
 # no descriptor left behind, and real flows must work afterwards.
 . "$(dirname "$0")/../lib.sh"
@@ -42,7 +44,7 @@ TS_APP_TIMEOUT=30
 ts_soak_app churn --host "$TS_T_ADDR4" --port "$TS_SOAK_PORT" --conns 100 \
     --parallel 8 >"$TS_TMP/churn.log" 2>&1 ||
     ts_fail "real flows after the garbage: $(tail -n 1 "$TS_TMP/churn.log")"
-for why in "replayed header" "outside the window"; do
+for why in "bad MAC" "outside the window" "version 1 header"; do
 	grep -q "rejected .*$why" "$TS_TMP/server.log" ||
 	    ts_fail "no '$why' rejection in the server log"
 done

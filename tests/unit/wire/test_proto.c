@@ -1,4 +1,5 @@
-/* proto: v1 request header encode/parse/MAC; auth: keys, ids, users_check. */
+/* proto: request header (v2 bound, v1) encode/parse/MAC; auth: keys, ids,
+ * users_check. */
 #include "config.h"
 
 #include <errno.h>
@@ -44,6 +45,25 @@ static const char VEC_DOM[] =
     "a0a1a2a3a4a5a6a7a8a9aaabacadaeaf" "72e816471195b814"
     "03" "0b" "6578616d706c652e636f6d" "0050" "0000"
     "6c8e52e6cce1add025ba9b824f5f11cad356bda7acb8c10fcb94f025729c7922";
+
+/*
+ * Version 2: the same headers with version 2, the MAC taken over the
+ * header and then the connection's exporter value, here VB = 40 41 .. 5f
+ * (recomputed with hashlib.blake2b as above).
+ */
+static const char VEC2_V4[] =
+    "02" "01" "004d" "000000006553f100"
+    "a0a1a2a3a4a5a6a7a8a9aaabacadaeaf" "72e816471195b814"
+    "01" "c0000201" "01bb" "0000"
+    "81b8f35e24326fbeb088684421ecd30cf3c92807b37d4f48c114847fd17a34fe";
+static const char VEC2_DOM[] =
+    "02" "01" "0055" "000000006553f100"
+    "a0a1a2a3a4a5a6a7a8a9aaabacadaeaf" "72e816471195b814"
+    "03" "0b" "6578616d706c652e636f6d" "0050" "0000"
+    "4ee18d59c6dca34aca23626f0c34c7f3d482661d01389fe919f52416c4d1b958";
+
+/* The exporter value the tests bind version 2 headers to. */
+static uint8_t VB[PROTO_BIND_LEN];
 
 #define TS0	1700000000ull
 
@@ -167,33 +187,99 @@ test_vectors(void **state)
 	dest_v4(&r.dest, 443);
 	n = unhex(VEC_V4, want, sizeof(want));
 	assert_int_equal(n, 77);
-	assert_int_equal(proto_req_encode(out, sizeof(out), &r, key, 0), 77);
+	assert_int_equal(proto_req_encode(out, sizeof(out), &r, key, NULL, 0), 77);
 	assert_memory_equal(out, want, n);
 	assert_int_equal(proto_req_parse(want, n, &p), 77);
-	assert_int_equal(p.version, PROTO_VERSION);
+	assert_int_equal(p.version, PROTO_VERSION_1);
 	assert_int_equal(p.len, 77);
 	assert_req_equal(&p, &r);
-	assert_int_equal(proto_req_verify_mac(want, n, key), 0);
+	assert_int_equal(proto_req_verify_mac(want, n, key, NULL), 0);
 
 	r.kind = PROTO_KIND_UDP;
 	dest_v6(&r.dest, 8080);
 	n = unhex(VEC_V6, want, sizeof(want));
 	assert_int_equal(n, 89);
-	assert_int_equal(proto_req_encode(out, sizeof(out), &r, key, 0), 89);
+	assert_int_equal(proto_req_encode(out, sizeof(out), &r, key, NULL, 0), 89);
 	assert_memory_equal(out, want, n);
 	assert_int_equal(proto_req_parse(want, n, &p), 89);
 	assert_req_equal(&p, &r);
-	assert_int_equal(proto_req_verify_mac(want, n, key), 0);
+	assert_int_equal(proto_req_verify_mac(want, n, key, NULL), 0);
 
 	r.kind = PROTO_KIND_TCP;
 	dest_dom(&r.dest, "example.com", 80);
 	n = unhex(VEC_DOM, want, sizeof(want));
 	assert_int_equal(n, 85);
-	assert_int_equal(proto_req_encode(out, sizeof(out), &r, key, 0), 85);
+	assert_int_equal(proto_req_encode(out, sizeof(out), &r, key, NULL, 0), 85);
 	assert_memory_equal(out, want, n);
 	assert_int_equal(proto_req_parse(want, n, &p), 85);
 	assert_req_equal(&p, &r);
-	assert_int_equal(proto_req_verify_mac(want, n, key), 0);
+	assert_int_equal(proto_req_verify_mac(want, n, key, NULL), 0);
+
+	/* Version 1 is unbound: whatever the caller passes is ignored. */
+	assert_int_equal(proto_req_verify_mac(want, n, key, VB), 0);
+
+	/* Version 2. */
+	vec_req(&r, key);
+	dest_v4(&r.dest, 443);
+	n = unhex(VEC2_V4, want, sizeof(want));
+	assert_int_equal(proto_req_encode(out, sizeof(out), &r, key, VB, 0), 77);
+	assert_memory_equal(out, want, n);
+	assert_int_equal(proto_req_parse(want, n, &p), 77);
+	assert_int_equal(p.version, PROTO_VERSION);
+	assert_req_equal(&p, &r);
+	assert_int_equal(proto_req_verify_mac(want, n, key, VB), 0);
+	dest_dom(&r.dest, "example.com", 80);
+	n = unhex(VEC2_DOM, want, sizeof(want));
+	assert_int_equal(proto_req_encode(out, sizeof(out), &r, key, VB, 0), 85);
+	assert_memory_equal(out, want, n);
+	assert_int_equal(proto_req_parse(want, n, &p), 85);
+	assert_int_equal(proto_req_verify_mac(want, n, key, VB), 0);
+}
+
+/*
+ * A version 2 header verifies with the exporter value it was made with
+ * and no other: not another connection's (any bit flipped), not none, not
+ * as version 1 (the version byte is under the MAC), and a version 1 MAC
+ * does not pass as version 2.
+ */
+static void
+test_binding(void **state)
+{
+	uint8_t			 key[PROTO_KEY_LEN], hdr[PROTO_REQ_MAX];
+	uint8_t			 other[PROTO_BIND_LEN];
+	struct proto_req	 r;
+	size_t			 i;
+	ssize_t			 n;
+
+	(void)state;
+	vec_key(key);
+	vec_req(&r, key);
+	dest_v4(&r.dest, 443);
+	n = proto_req_encode(hdr, sizeof(hdr), &r, key, VB, 40);
+	assert_int_equal(n, 77 + 40);
+	assert_int_equal(hdr[0], PROTO_VERSION);
+	assert_int_equal(proto_req_verify_mac(hdr, (size_t)n, key, VB), 0);
+	assert_int_equal(proto_req_verify_mac(hdr, (size_t)n, key, NULL), -1);
+	for (i = 0; i < PROTO_BIND_LEN * 8; i++) {
+		memcpy(other, VB, sizeof(other));
+		other[i / 8] ^= (uint8_t)(1 << (i % 8));
+		assert_int_equal(proto_req_verify_mac(hdr, (size_t)n, key,
+		    other), -1);
+	}
+	hdr[0] = PROTO_VERSION_1;
+	assert_int_equal(proto_req_verify_mac(hdr, (size_t)n, key, VB), -1);
+	assert_int_equal(proto_req_verify_mac(hdr, (size_t)n, key, NULL), -1);
+
+	n = proto_req_encode(hdr, sizeof(hdr), &r, key, NULL, 40);
+	assert_int_equal(hdr[0], PROTO_VERSION_1);
+	assert_int_equal(proto_req_verify_mac(hdr, (size_t)n, key, NULL), 0);
+	hdr[0] = PROTO_VERSION;
+	assert_int_equal(proto_req_verify_mac(hdr, (size_t)n, key, VB), -1);
+	assert_int_equal(proto_req_verify_mac(hdr, (size_t)n, key, NULL), -1);
+	/* Any other version byte verifies under nothing. */
+	hdr[0] = 3;
+	assert_int_equal(proto_req_verify_mac(hdr, (size_t)n, key, VB), -1);
+	assert_int_equal(proto_req_verify_mac(hdr, (size_t)n, key, NULL), -1);
 }
 
 static void
@@ -209,17 +295,17 @@ test_roundtrip_padding(void **state)
 	vec_req(&r, key);
 	r.kind = PROTO_KIND_ICMP;
 	dest_v6(&r.dest, 0);
-	n = proto_req_encode(a, sizeof(a), &r, key, 100);
+	n = proto_req_encode(a, sizeof(a), &r, key, VB, 100);
 	assert_int_equal(n, 89 + 100);
 	assert_int_equal(a[2] << 8 | a[3], n);
 	assert_int_equal(a[PROTO_REQ_FIXED + 16 + 2] << 8 |
 	    a[PROTO_REQ_FIXED + 16 + 3], 100);
 	assert_int_equal(proto_req_parse(a, (size_t)n, &p), n);
 	assert_req_equal(&p, &r);
-	assert_int_equal(proto_req_verify_mac(a, (size_t)n, key), 0);
+	assert_int_equal(proto_req_verify_mac(a, (size_t)n, key, VB), 0);
 	check_prefixes(a, (size_t)n);
 	/* The padding is random: two encodings differ in it (and the MAC). */
-	assert_int_equal(proto_req_encode(b, sizeof(b), &r, key, 100), n);
+	assert_int_equal(proto_req_encode(b, sizeof(b), &r, key, VB, 100), n);
 	assert_memory_equal(a, b, 89 - PROTO_MAC_LEN);
 	assert_memory_not_equal(a + 57, b + 57, 100);
 }
@@ -253,16 +339,16 @@ test_pad_random(void **state)
 		default: name[180] = 'a'; name[255] = '\0';
 			dest_dom(&r.dest, name, 443); break;
 		}
-		bare = (size_t)proto_req_encode(out, sizeof(out), &r, key, 0);
+		bare = (size_t)proto_req_encode(out, sizeof(out), &r, key, VB, 0);
 		lo = SIZE_MAX;
 		hi = 0;
 		for (i = 0; i < 4000; i++) {
 			pad = proto_req_pad_random(&r);
-			n = proto_req_encode(out, sizeof(out), &r, key, pad);
+			n = proto_req_encode(out, sizeof(out), &r, key, VB, pad);
 			assert_int_equal(n, bare + pad);
 			assert_int_equal(proto_req_parse(out, (size_t)n, &p), n);
 			assert_int_equal(proto_req_verify_mac(out, (size_t)n,
-			    key), 0);
+			    key, VB), 0);
 			lo = (size_t)n < lo ? (size_t)n : lo;
 			hi = (size_t)n > hi ? (size_t)n : hi;
 		}
@@ -293,71 +379,71 @@ test_limits(void **state)
 
 	/* Ports at both ends. */
 	dest_v4(&r.dest, 0);
-	n = proto_req_encode(out, sizeof(out), &r, key, 0);
+	n = proto_req_encode(out, sizeof(out), &r, key, VB, 0);
 	assert_int_equal(n, 77);
 	assert_int_equal(proto_req_parse(out, (size_t)n, &p), n);
 	assert_int_equal(p.dest.port, 0);
 	dest_v4(&r.dest, 65535);
-	n = proto_req_encode(out, sizeof(out), &r, key, 0);
+	n = proto_req_encode(out, sizeof(out), &r, key, VB, 0);
 	assert_int_equal(proto_req_parse(out, (size_t)n, &p), n);
 	assert_int_equal(p.dest.port, 65535);
 
 	/* Maximum padding for IPv4 fits exactly; one more does not. */
 	maxpad = PROTO_REQ_MAX - 77;
-	n = proto_req_encode(out, sizeof(out), &r, key, maxpad);
+	n = proto_req_encode(out, sizeof(out), &r, key, VB, maxpad);
 	assert_int_equal(n, PROTO_REQ_MAX);
 	assert_int_equal(proto_req_parse(out, (size_t)n, &p), PROTO_REQ_MAX);
-	assert_int_equal(proto_req_verify_mac(out, (size_t)n, key), 0);
+	assert_int_equal(proto_req_verify_mac(out, (size_t)n, key, VB), 0);
 	check_prefixes(out, (size_t)n);
 	errno = 0;
 	assert_int_equal(proto_req_encode(out, sizeof(out), &r, key,
-	    maxpad + 1), -1);
+	    VB, maxpad + 1), -1);
 	assert_int_equal(errno, EINVAL);
 	assert_int_equal(proto_req_encode(out, sizeof(out), &r, key,
-	    (size_t)-1), -1);
+	    VB, (size_t)-1), -1);
 	/* Output buffer one byte short. */
-	assert_int_equal(proto_req_encode(out, 76, &r, key, 0), -1);
-	assert_int_equal(proto_req_encode(out, 77, &r, key, 0), 77);
+	assert_int_equal(proto_req_encode(out, 76, &r, key, VB, 0), -1);
+	assert_int_equal(proto_req_encode(out, 77, &r, key, VB, 0), 77);
 
 	/* 255-byte domain with the most padding that still fits. */
 	memset(name, 'a', 255);
 	name[255] = '\0';
 	dest_dom(&r.dest, name, 443);
 	maxpad = PROTO_REQ_MAX - (PROTO_REQ_FIXED + 1 + 255 + 4 + 32);
-	n = proto_req_encode(out, sizeof(out), &r, key, maxpad);
+	n = proto_req_encode(out, sizeof(out), &r, key, VB, maxpad);
 	assert_int_equal(n, PROTO_REQ_MAX);
 	assert_int_equal(proto_req_parse(out, (size_t)n, &p), n);
 	assert_int_equal(strlen(p.dest.domain), 255);
 	assert_string_equal(p.dest.domain, name);
 	check_prefixes(out, (size_t)n);
 	assert_int_equal(proto_req_encode(out, sizeof(out), &r, key,
-	    maxpad + 1), -1);
+	    VB, maxpad + 1), -1);
 	/* One-byte domain. */
 	dest_dom(&r.dest, "x", 1);
-	n = proto_req_encode(out, sizeof(out), &r, key, 0);
+	n = proto_req_encode(out, sizeof(out), &r, key, VB, 0);
 	assert_int_equal(n, PROTO_REQ_FIXED + 2 + 4 + 32);
 	assert_int_equal(proto_req_parse(out, (size_t)n, &p), n);
 	assert_string_equal(p.dest.domain, "x");
-	assert_int_equal(proto_req_verify_mac(out, (size_t)n, key), 0);
+	assert_int_equal(proto_req_verify_mac(out, (size_t)n, key, VB), 0);
 	check_prefixes(out, (size_t)n);	/* the shortest header there is */
 
 	/* Invalid fields refused by the encoder. */
 	dest_dom(&r.dest, "", 1);
-	assert_int_equal(proto_req_encode(out, sizeof(out), &r, key, 0), -1);
+	assert_int_equal(proto_req_encode(out, sizeof(out), &r, key, VB, 0), -1);
 	/* 256 bytes, no NUL */
 	memset(r.dest.domain, 'a', sizeof(r.dest.domain));
-	assert_int_equal(proto_req_encode(out, sizeof(out), &r, key, 0), -1);
+	assert_int_equal(proto_req_encode(out, sizeof(out), &r, key, VB, 0), -1);
 	dest_v4(&r.dest, 1);
 	r.dest.atyp = 2;
-	assert_int_equal(proto_req_encode(out, sizeof(out), &r, key, 0), -1);
+	assert_int_equal(proto_req_encode(out, sizeof(out), &r, key, VB, 0), -1);
 	dest_v4(&r.dest, 1);
 	r.kind = 0;
-	assert_int_equal(proto_req_encode(out, sizeof(out), &r, key, 0), -1);
+	assert_int_equal(proto_req_encode(out, sizeof(out), &r, key, VB, 0), -1);
 	r.kind = 4;
-	assert_int_equal(proto_req_encode(out, sizeof(out), &r, key, 0), -1);
+	assert_int_equal(proto_req_encode(out, sizeof(out), &r, key, VB, 0), -1);
 	r.kind = PROTO_KIND_TCP;
-	assert_int_equal(proto_req_encode(NULL, sizeof(out), &r, key, 0), -1);
-	assert_int_equal(proto_req_encode(out, sizeof(out), NULL, key, 0), -1);
+	assert_int_equal(proto_req_encode(NULL, sizeof(out), &r, key, VB, 0), -1);
+	assert_int_equal(proto_req_encode(out, sizeof(out), NULL, key, VB, 0), -1);
 }
 
 static void
@@ -404,11 +490,17 @@ test_malformed(void **state)
 
 	/* version */
 	assert_int_equal(parse_mut(v4, n4, 0, 0), -1);
-	assert_int_equal(parse_mut(v4, n4, 0, 2), -1);
+	assert_int_equal(parse_mut(v4, n4, 0, 3), -1);
 	assert_int_equal(parse_mut(v4, n4, 0, 0xff), -1);
+	/* both versions share the layout */
+	assert_int_equal(parse_mut(v4, n4, 0, PROTO_VERSION), (ssize_t)n4);
+	assert_int_equal(parse_mut(v4, n4, 0, PROTO_VERSION_1), (ssize_t)n4);
 	/* detected from the first byte alone */
-	buf[0] = 2;
-	assert_int_equal(proto_req_parse(buf, 1, &r), -1);
+	for (v = 0; v < 256; v++) {
+		buf[0] = (uint8_t)v;
+		assert_int_equal(proto_req_parse(buf, 1, &r),
+		    v == PROTO_VERSION || v == PROTO_VERSION_1 ? 0 : -1);
+	}
 	/* kind */
 	assert_int_equal(parse_mut(v4, n4, 1, 0), -1);
 	assert_int_equal(parse_mut(v4, n4, 1, 4), -1);
@@ -458,33 +550,34 @@ test_mac_bit_flips(void **state)
 	uint8_t	 key[PROTO_KEY_LEN], hdr[PROTO_REQ_MAX], other[PROTO_KEY_LEN];
 	size_t	 n, i;
 	int	 bit;
-	const char *const vecs[] = { VEC_V4, VEC_V6, VEC_DOM };
+	const char *const vecs[] = { VEC_V4, VEC_V6, VEC_DOM, VEC2_V4,
+	    VEC2_DOM };
 	size_t	 k;
 
 	(void)state;
 	vec_key(key);
-	for (k = 0; k < 3; k++) {
+	for (k = 0; k < 5; k++) {
 		n = unhex(vecs[k], hdr, sizeof(hdr));
-		assert_int_equal(proto_req_verify_mac(hdr, n, key), 0);
+		assert_int_equal(proto_req_verify_mac(hdr, n, key, VB), 0);
 		for (i = 0; i < n; i++)
 			for (bit = 0; bit < 8; bit++) {
 				hdr[i] ^= (uint8_t)(1 << bit);
 				assert_int_equal(proto_req_verify_mac(hdr, n,
-				    key), -1);
+				    key, VB), -1);
 				hdr[i] ^= (uint8_t)(1 << bit);
 			}
 		/* and every bit of the key */
 		for (i = 0; i < PROTO_KEY_LEN * 8; i++) {
 			memcpy(other, key, sizeof(other));
 			other[i / 8] ^= (uint8_t)(1 << (i % 8));
-			assert_int_equal(proto_req_verify_mac(hdr, n, other),
+			assert_int_equal(proto_req_verify_mac(hdr, n, other, VB),
 			    -1);
 		}
 		/* buffer shorter than the declared length */
-		assert_int_equal(proto_req_verify_mac(hdr, n - 1, key), -1);
-		assert_int_equal(proto_req_verify_mac(hdr, 0, key), -1);
+		assert_int_equal(proto_req_verify_mac(hdr, n - 1, key, VB), -1);
+		assert_int_equal(proto_req_verify_mac(hdr, 0, key, VB), -1);
 	}
-	assert_int_equal(proto_req_verify_mac(NULL, n, key), -1);
+	assert_int_equal(proto_req_verify_mac(NULL, n, key, VB), -1);
 }
 
 /* Random and mutated input: the parser answers -1/0/length and never reads
@@ -503,7 +596,7 @@ test_garbage(void **state)
 	vec_key(key);
 	vec_req(&r, key);
 	dest_dom(&r.dest, "fuzz.example", 9);
-	n = proto_req_encode(valid, sizeof(valid), &r, key, 17);
+	n = proto_req_encode(valid, sizeof(valid), &r, key, VB, 17);
 	assert_true(n > 0);
 	for (i = 0; i < 200000; i++) {
 		len = randombytes_uniform(PROTO_REQ_MAX + 8);
@@ -529,7 +622,7 @@ test_garbage(void **state)
 				assert_true(strlen(p.dest.domain) >= 1);
 				assert_true(strlen(p.dest.domain) <= 255);
 			}
-			(void)proto_req_verify_mac(buf, len, key);
+			(void)proto_req_verify_mac(buf, len, key, VB);
 		}
 		free(buf);
 	}
@@ -690,7 +783,7 @@ mkhdr(uint8_t *out, const uint8_t key[PROTO_KEY_LEN], uint64_t ts,
 	r.nonce[15] = 0x77;
 	auth_user_id(key, r.user_id);
 	dest_v4(&r.dest, 443);
-	n = proto_req_encode(out, PROTO_REQ_MAX, &r, key, seq % 7);
+	n = proto_req_encode(out, PROTO_REQ_MAX, &r, key, VB, seq % 7);
 	assert_true(n > 0);
 	assert_int_equal(proto_req_parse(out, (size_t)n, p), n);
 	return (size_t)n;
@@ -705,7 +798,7 @@ check(struct fixture *f, const uint8_t key[PROTO_KEY_LEN], uint64_t ts,
 	size_t			n;
 
 	n = mkhdr(hdr, key, ts, seq, &p);
-	return users_check(f->auth, hdr, n, &p, now, user);
+	return users_check(f->auth, hdr, n, &p, VB, now, user);
 }
 
 static void
@@ -730,18 +823,18 @@ test_auth_users(void **state)
 	n = mkhdr(hdr, stranger, NOW, 11, &p);
 	auth_user_id(f->users[1].key, p.user_id);
 	memcpy(hdr + 28, p.user_id, PROTO_USER_ID_LEN);
-	assert_int_equal(users_check(f->auth, hdr, n, &p, NOW, &user),
+	assert_int_equal(users_check(f->auth, hdr, n, &p, VB, NOW, &user),
 	    USERS_BAD_MAC);
 	/* Valid header, one bit of the padding flipped. */
 	n = mkhdr(hdr, f->users[2].key, NOW, 12 * 7 + 3, &p);
 	hdr[n - PROTO_MAC_LEN - 1] ^= 0x10;
-	assert_int_equal(users_check(f->auth, hdr, n, &p, NOW, &user),
+	assert_int_equal(users_check(f->auth, hdr, n, &p, VB, NOW, &user),
 	    USERS_BAD_MAC);
 	/* Truncated buffer. */
 	hdr[n - PROTO_MAC_LEN - 1] ^= 0x10;
-	assert_int_equal(users_check(f->auth, hdr, n - 1, &p, NOW, &user),
+	assert_int_equal(users_check(f->auth, hdr, n - 1, &p, VB, NOW, &user),
 	    USERS_BAD_MAC);
-	assert_int_equal(users_check(f->auth, hdr, n, &p, NOW, &user), USERS_OK);
+	assert_int_equal(users_check(f->auth, hdr, n, &p, VB, NOW, &user), USERS_OK);
 	assert_int_equal(user, 2);
 
 	assert_string_equal(users_result_str(USERS_OK), "ok");
@@ -778,12 +871,12 @@ test_auth_replay(void **state)
 	size_t			 n;
 
 	n = mkhdr(hdr, k, NOW, 1, &p);
-	assert_int_equal(users_check(f->auth, hdr, n, &p, NOW, NULL), USERS_OK);
-	assert_int_equal(users_check(f->auth, hdr, n, &p, NOW, NULL),
+	assert_int_equal(users_check(f->auth, hdr, n, &p, VB, NOW, NULL), USERS_OK);
+	assert_int_equal(users_check(f->auth, hdr, n, &p, VB, NOW, NULL),
 	    USERS_REPLAY);
-	assert_int_equal(users_check(f->auth, hdr, n, &p, NOW + WINDOW, NULL),
+	assert_int_equal(users_check(f->auth, hdr, n, &p, VB, NOW + WINDOW, NULL),
 	    USERS_REPLAY);
-	assert_int_equal(users_check(f->auth, hdr, n, &p, NOW + WINDOW + 1,
+	assert_int_equal(users_check(f->auth, hdr, n, &p, VB, NOW + WINDOW + 1,
 	    NULL), USERS_STALE);
 	/* Same nonce from another user is a replay too (nonces are global). */
 	assert_int_equal(check(f, f->users[1].key, NOW, 1, NOW, NULL),
@@ -794,10 +887,10 @@ test_auth_replay(void **state)
 	 * replayable until ts + W, i.e. 2W after it entered the cache.
 	 */
 	n = mkhdr(hdr, k, NOW + WINDOW, 2, &p);
-	assert_int_equal(users_check(f->auth, hdr, n, &p, NOW, NULL), USERS_OK);
-	assert_int_equal(users_check(f->auth, hdr, n, &p, NOW + 2 * WINDOW,
+	assert_int_equal(users_check(f->auth, hdr, n, &p, VB, NOW, NULL), USERS_OK);
+	assert_int_equal(users_check(f->auth, hdr, n, &p, VB, NOW + 2 * WINDOW,
 	    NULL), USERS_REPLAY);
-	assert_int_equal(users_check(f->auth, hdr, n, &p, NOW + 2 * WINDOW + 1,
+	assert_int_equal(users_check(f->auth, hdr, n, &p, VB, NOW + 2 * WINDOW + 1,
 	    NULL), USERS_STALE);
 
 	/* After 2W the entry is gone: a (buggy) reuse of the nonce with a
@@ -866,10 +959,10 @@ test_auth_reload(void **state)
 	assert_string_equal(users_name(f->auth, 1), "u1");
 	assert_string_equal(users_name(f->auth, 3), "?");
 	n = mkhdr(hdr, f->users[0].key, NOW, 500, &p);
-	assert_int_equal(users_check(f->auth, hdr, n, &p, NOW, NULL), USERS_OK);
+	assert_int_equal(users_check(f->auth, hdr, n, &p, VB, NOW, NULL), USERS_OK);
 	/* Client clock a whole (old) window ahead. */
 	n2 = mkhdr(hdr2, f->users[0].key, NOW + WINDOW, 510, &p2);
-	assert_int_equal(users_check(f->auth, hdr2, n2, &p2, NOW, NULL),
+	assert_int_equal(users_check(f->auth, hdr2, n2, &p2, VB, NOW, NULL),
 	    USERS_OK);
 
 	memset(&c, 0, sizeof(c));
@@ -900,7 +993,7 @@ test_auth_reload(void **state)
 	assert_int_equal(user, 1);
 	assert_string_equal(users_name(f->auth, user), "u0");
 	/* Accepted before the reload: still a replay after it. */
-	assert_int_equal(users_check(f->auth, hdr, n, &p, NOW, NULL),
+	assert_int_equal(users_check(f->auth, hdr, n, &p, VB, NOW, NULL),
 	    USERS_REPLAY);
 	/* The new, shorter window applies to timestamps... */
 	assert_int_equal(check(f, f->users[0].key, NOW - WINDOW / 2 - 1, 505,
@@ -908,9 +1001,9 @@ test_auth_reload(void **state)
 	/* ...but nonces live as long as the longest window needs: a header
 	 * the old window accepted at ts - W passes the new one until
 	 * ts + W/2, 1.5 W after it entered the cache (more than 2 x W/2). */
-	assert_int_equal(users_check(f->auth, hdr2, n2, &p2,
+	assert_int_equal(users_check(f->auth, hdr2, n2, &p2, VB,
 	    NOW + WINDOW + WINDOW / 2, NULL), USERS_REPLAY);
-	assert_int_equal(users_check(f->auth, hdr2, n2, &p2,
+	assert_int_equal(users_check(f->auth, hdr2, n2, &p2, VB,
 	    NOW + WINDOW + WINDOW / 2 + 1, NULL), USERS_STALE);
 
 	assert_int_equal(users_reload(NULL, &c), -1);
@@ -922,6 +1015,67 @@ test_auth_reload(void **state)
 	assert_int_equal(check(f, f->users[0].key, NOW, 506, NOW, NULL),
 	    USERS_UNKNOWN);
 	assert_string_equal(users_name(f->auth, 0), "?");
+}
+
+/*
+ * The binding at the server: a version 2 header passes only with the
+ * exporter value it was made for (another connection's, or none, is a
+ * bad MAC, and does not enter the replay cache); version 1 is refused
+ * before anything else unless accept_v1, which a reload switches.
+ */
+static void
+test_auth_binding(void **state)
+{
+	struct fixture		*f = *state;
+	const uint8_t		*k = f->users[0].key;
+	uint8_t			 hdr[PROTO_REQ_MAX], other[PROTO_BIND_LEN];
+	struct proto_req	 r, p;
+	size_t			 user = 99;
+	ssize_t			 n;
+
+	n = (ssize_t)mkhdr(hdr, k, NOW, 900, &p);
+	memcpy(other, VB, sizeof(other));
+	other[31] ^= 1;
+	assert_int_equal(users_check(f->auth, hdr, (size_t)n, &p, other, NOW,
+	    &user), USERS_BAD_MAC);
+	assert_int_equal(users_check(f->auth, hdr, (size_t)n, &p, NULL, NOW,
+	    &user), USERS_BAD_MAC);
+	/* Not remembered: on its own connection it still passes, once. */
+	assert_int_equal(users_check(f->auth, hdr, (size_t)n, &p, VB, NOW,
+	    &user), USERS_OK);
+	assert_int_equal(user, 0);
+	assert_int_equal(users_check(f->auth, hdr, (size_t)n, &p, VB, NOW,
+	    &user), USERS_REPLAY);
+
+	/* Version 1, refused by default, for any user, any key. */
+	memset(&r, 0, sizeof(r));
+	r.kind = PROTO_KIND_TCP;
+	r.ts = NOW;
+	r.nonce[0] = 0x91;
+	auth_user_id(k, r.user_id);
+	dest_v4(&r.dest, 443);
+	n = proto_req_encode(hdr, sizeof(hdr), &r, k, NULL, 3);
+	assert_true(n > 0);
+	assert_int_equal(proto_req_parse(hdr, (size_t)n, &p), n);
+	assert_int_equal(p.version, PROTO_VERSION_1);
+	assert_int_equal(users_check(f->auth, hdr, (size_t)n, &p, VB, NOW,
+	    &user), USERS_V1);
+	assert_string_equal(users_result_str(USERS_V1), "version 1 header");
+
+	/* accept_v1 (on reload): it passes, once, with or without a value. */
+	f->conf.server.accept_v1 = true;
+	assert_int_equal(users_reload(f->auth, &f->conf), 0);
+	assert_int_equal(users_check(f->auth, hdr, (size_t)n, &p, NULL, NOW,
+	    &user), USERS_OK);
+	assert_int_equal(users_check(f->auth, hdr, (size_t)n, &p, VB, NOW,
+	    &user), USERS_REPLAY);
+	f->conf.server.accept_v1 = false;
+	assert_int_equal(users_reload(f->auth, &f->conf), 0);
+	r.nonce[0] = 0x92;
+	n = proto_req_encode(hdr, sizeof(hdr), &r, k, NULL, 3);
+	assert_int_equal(proto_req_parse(hdr, (size_t)n, &p), n);
+	assert_int_equal(users_check(f->auth, hdr, (size_t)n, &p, NULL, NOW,
+	    &user), USERS_V1);
 }
 
 static void
@@ -940,9 +1094,9 @@ test_auth_empty(void **state)
 	assert_non_null(a);
 	vec_key(key);
 	n = mkhdr(hdr, key, NOW, 1, &p);
-	assert_int_equal(users_check(a, hdr, n, &p, NOW, NULL),
+	assert_int_equal(users_check(a, hdr, n, &p, VB, NOW, NULL),
 	    USERS_UNKNOWN);
-	assert_int_equal(users_check(NULL, hdr, n, &p, NOW, NULL),
+	assert_int_equal(users_check(NULL, hdr, n, &p, VB, NOW, NULL),
 	    USERS_UNKNOWN);
 	users_free(a);
 	users_free(NULL);
@@ -954,6 +1108,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_vectors),
+		cmocka_unit_test(test_binding),
 		cmocka_unit_test(test_roundtrip_padding),
 		cmocka_unit_test(test_pad_random),
 		cmocka_unit_test(test_limits),
@@ -973,10 +1128,16 @@ main(void)
 		    teardown_auth),
 		cmocka_unit_test_setup_teardown(test_auth_reload, setup_auth,
 		    teardown_auth),
+		cmocka_unit_test_setup_teardown(test_auth_binding, setup_auth,
+		    teardown_auth),
 		cmocka_unit_test(test_auth_empty),
 	};
 
+	size_t	i;
+
 	if (sodium_init() < 0)
 		return 1;
+	for (i = 0; i < PROTO_BIND_LEN; i++)
+		VB[i] = (uint8_t)(0x40 + i);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

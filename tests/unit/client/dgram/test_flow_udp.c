@@ -213,12 +213,17 @@ srv_conn(void *arg)
 			break;
 	}
 	{
-		uint8_t	key[32];
+		uint8_t	key[32], bind[PROTO_BIND_LEN];
 		size_t	kl = 0;
 
+		/* Version 2, bound to this connection. */
 		sodium_base642bin(key, sizeof(key), K1, strlen(K1), NULL, &kl,
 		    NULL, sodium_base64_VARIANT_ORIGINAL);
-		if (proto_req_verify_mac(buf, len, key) != 0)
+		if (buf[0] != PROTO_VERSION ||
+		    SSL_export_keying_material(ssl, bind, sizeof(bind),
+		    PROTO_BIND_LABEL, strlen(PROTO_BIND_LABEL), NULL, 0,
+		    0) != 1 ||
+		    proto_req_verify_mac(buf, len, key, bind) != 0)
 			srv_error("bad MAC");
 	}
 	pthread_mutex_lock(&srv.mu);

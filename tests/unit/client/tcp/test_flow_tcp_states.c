@@ -173,12 +173,12 @@ cleanup(void **state)
 /* ---- one round --------------------------------------------------------- */
 
 /* The server reads the request header whole before it answers: version,
- * MAC under K1, the app's destination. */
+ * MAC under K1 bound to the connection, the app's destination. */
 static void
 srv_header(void)
 {
 	struct proto_req req;
-	uint8_t key[PROTO_KEY_LEN];
+	uint8_t key[PROTO_KEY_LEN], bind[PROTO_BIND_LEN];
 	size_t kl;
 	ssize_t n;
 
@@ -189,7 +189,15 @@ srv_header(void)
 	assert_true(n > 0);
 	assert_int_equal(sodium_base642bin(key, sizeof(key), K1, strlen(K1),
 	    NULL, &kl, NULL, sodium_base64_VARIANT_ORIGINAL), 0);
-	assert_int_equal(proto_req_verify_mac(fx.srv.rx, (size_t)n, key), 0);
+	/* Version 2: the MAC takes the exporter value of this very
+	 * connection, which the server's end derives too. */
+	assert_int_equal(fx.srv.rx[0], PROTO_VERSION);
+	assert_int_equal(outer_export(fx.srv.o, PROTO_BIND_LABEL, bind,
+	    sizeof(bind)), 0);
+	assert_int_equal(proto_req_verify_mac(fx.srv.rx, (size_t)n, key, bind),
+	    0);
+	assert_int_equal(proto_req_verify_mac(fx.srv.rx, (size_t)n, key, NULL),
+	    -1);
 	assert_int_equal(req.kind, PROTO_KIND_TCP);
 	assert_int_equal(req.dest.atyp, PROTO_ATYP_IPV4);
 	assert_memory_equal(req.dest.ip, TCP_DST4, 4);

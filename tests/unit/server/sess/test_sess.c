@@ -13,6 +13,9 @@
  *   auth fail        a header with a wrong MAC: everything goes to the
  *                    cover site verbatim, its answer comes back (no status
  *                    byte), the target is never dialed
+ *   binding          a header bound to another TLS connection, a version
+ *                    1 header (refused unless accept_v1) and a native
+ *                    header over TLS 1.2 are refused the same way
  *   target refused   status PROTO_ERR_REFUSED, then a clean end of stream
  *   resets           the target's RST reaches the client as an RST
  *                    (not a FIN, with or without close_notify), and the
@@ -42,6 +45,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/ssl.h>
 #include <sodium.h>
 
 #include "core/addr.h"
@@ -88,7 +92,17 @@ static struct fx {
 	uint16_t	 target_port, cover_port;
 	unsigned	 target_conns, cover_conns;
 	struct testend	 cli, tgt, cov;
+	struct ssl_ctx_st *cctx;	/* the client's, NULL: tc.cctx */
 	bool		 up;
+	/* The request header (header()), encoded again once the client's
+	 * handshake is done: version 2 binds it to the connection. */
+	struct {
+		uint8_t		*buf;
+		size_t		 cap, len;
+		struct proto_req req;
+		uint8_t		 key[PROTO_KEY_LEN];
+		enum { BIND_SAME, BIND_OTHER, BIND_V1 } mode;
+	} hx;
 } fx;
 
 /* A loopback port nothing listens on (bound, then closed). */
@@ -108,7 +122,7 @@ closed_port(void)
 }
 
 static void
-server_start(void)
+server_start_with(const char *extra)
 {
 	char	 y[1024], err[256];
 
@@ -119,8 +133,8 @@ server_start(void)
 	    "  cert: %s\n  cert_key: %s\n"
 	    "  users:\n    - name: a\n      key: " K1 "\n"
 	    "  egress:\n    allow: [127.0.0.0/8]\n"
-	    "  fallback: 127.0.0.1:%u\n", tc.cert_pem, tc.key_pem,
-	    fx.cover_port);
+	    "  fallback: 127.0.0.1:%u\n%s", tc.cert_pem, tc.key_pem,
+	    fx.cover_port, extra);
 	fx.conf = conf_load_buf("t.yaml", y, strlen(y), err, sizeof(err));
 	if (fx.conf == NULL)
 		fail_msg("%s", err);
@@ -132,6 +146,42 @@ server_start(void)
 	fx.env.cover = fx.cover;
 	assert_int_equal(loop_on_iteration(fx.loop, sess_reap, &fx.env), 0);
 	fx.up = true;
+}
+
+static void
+server_start(void)
+{
+	server_start_with("");
+}
+
+/* Encodes the request header into fx.hx.buf: version 2 bound to o's
+ * exporter value (NULL: not known yet, a placeholder of the same length),
+ * to some other connection's, or version 1. */
+static void
+hdr_encode(const struct outer *o)
+{
+	uint8_t	 bind[PROTO_BIND_LEN];
+	ssize_t	 n;
+
+	memset(bind, 0, sizeof(bind));
+	if (fx.hx.mode == BIND_OTHER)
+		randombytes_buf(bind, sizeof(bind));
+	else if (o != NULL)
+		assert_int_equal(outer_export(o, PROTO_BIND_LABEL, bind,
+		    sizeof(bind)), 0);
+	n = proto_req_encode(fx.hx.buf, fx.hx.cap, &fx.hx.req, fx.hx.key,
+	    fx.hx.mode == BIND_V1 ? NULL : bind, 7);
+	assert_true(n > 0);
+	if (fx.hx.len != 0)
+		assert_int_equal((size_t)n, fx.hx.len);
+	fx.hx.len = (size_t)n;
+}
+
+static void
+cli_on_hs(struct testend *e)
+{
+	if (fx.hx.buf != NULL)
+		hdr_encode(e->o);
 }
 
 /*
@@ -166,8 +216,9 @@ client_connect(const uint8_t *pre, size_t pre_len, size_t up, size_t rx_cap,
 	testend_init(&fx.cli, 1, up, rx_cap);
 	fx.cli.pre = pre;
 	fx.cli.pre_len = pre_len;
-	assert_non_null(fx.cli.o = outer_new(tc.cctx, fds[1], true,
-	    "sess.test"));
+	fx.cli.on_hs = cli_on_hs;
+	assert_non_null(fx.cli.o = outer_new(fx.cctx != NULL ? fx.cctx :
+	    tc.cctx, fds[1], true, "sess.test"));
 }
 
 /* One round: the session's loop, then each of the test's ends. */
@@ -208,6 +259,7 @@ cleanup(void **state)
 	sess_close_all(&fx.env, "shutdown");
 	sess_reap(&fx.env);
 	testend_free(&fx.cli);
+	outer_ctx_free(fx.cctx);	/* accepts NULL */
 	testend_free(&fx.tgt);
 	testend_free(&fx.cov);
 	cover_free(fx.cover);
@@ -219,14 +271,14 @@ cleanup(void **state)
 	return 0;
 }
 
-/* A TCP request for 127.0.0.1:port, MAC'd with key (base64). */
+/* A TCP request for 127.0.0.1:port, MAC'd with key (base64), bound as
+ * fx.hx.mode says to the client's connection once it is up. */
 static size_t
 header(uint8_t *out, size_t len, uint16_t port, const char *key_b64)
 {
 	struct proto_req	 req;
 	uint8_t			 key[PROTO_KEY_LEN], k1[PROTO_KEY_LEN];
 	size_t			 kl;
-	ssize_t			 n;
 
 	assert_int_equal(sodium_base642bin(k1, sizeof(k1), K1, strlen(K1),
 	    NULL, &kl, NULL, sodium_base64_VARIANT_ORIGINAL), 0);
@@ -241,8 +293,13 @@ header(uint8_t *out, size_t len, uint16_t port, const char *key_b64)
 	req.dest.ip[0] = 127;
 	req.dest.ip[3] = 1;
 	req.dest.port = port;
-	assert_true((n = proto_req_encode(out, len, &req, key, 7)) > 0);
-	return (size_t)n;
+	fx.hx.buf = out;
+	fx.hx.cap = len;
+	fx.hx.len = 0;
+	fx.hx.req = req;
+	memcpy(fx.hx.key, key, sizeof(key));
+	hdr_encode(fx.cli.o != NULL && fx.cli.hs == 1 ? fx.cli.o : NULL);
+	return fx.hx.len;
 }
 
 /* ---- auth ok: relay both ways, half-close each way ------------------------ */
@@ -365,17 +422,15 @@ done_cover(void)
 	    fx.cov.eof;
 }
 
+/* The request header as fx.hx.mode makes it, with key_b64: everything
+ * goes to the cover site verbatim, rejected for reason. */
 static void
-test_auth_fail_cover(void **state)
+expect_cover(const char *key_b64, const char *reason)
 {
-	static const char	 wrong[] =
-	    "ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8=";
 	uint8_t			 hdr[PROTO_REQ_MAX];
 	size_t			 hl;
 
-	(void)state;
-	server_start();
-	hl = header(hdr, sizeof(hdr), fx.target_port, wrong);
+	hl = header(hdr, sizeof(hdr), fx.target_port, key_b64);
 	client_connect(hdr, hl, 3000, sizeof(COVER_ANSWER) - 1, false);
 	fx.cli.shut_when_sent = true;
 	testend_init(&fx.cov, 0, 0, hl + 3000);
@@ -397,8 +452,77 @@ test_auth_fail_cover(void **state)
 	assert_int_equal(fx.target_conns, 0);
 	assert_int_equal(fx.cover_conns, 1);
 	assert_int_equal(fx.env.stats.fallback, 1);
-	assert_int_equal(stats_reason_get(&fx.env.stats.rejects, "bad MAC"), 1);
+	assert_int_equal(stats_reason_get(&fx.env.stats.rejects, reason), 1);
 	assert_int_equal(fx.env.stats.failed, 0);
+}
+
+static void
+test_auth_fail_cover(void **state)
+{
+	(void)state;
+	server_start();
+	expect_cover("ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8=", "bad MAC");
+}
+
+/* ---- the header's binding to its TLS connection --------------------------- */
+
+/* A header made for another TLS connection (a recorded one, replayed on a
+ * new connection, even after a restart emptied the replay cache): its MAC
+ * does not verify here, so it is treated exactly as a wrong key. */
+static void
+test_bound_elsewhere(void **state)
+{
+	(void)state;
+	server_start();
+	fx.hx.mode = BIND_OTHER;
+	expect_cover(K1, "bad MAC");
+}
+
+/* Version 1 (unbound) is refused by default, like any bad header. */
+static void
+test_v1_refused(void **state)
+{
+	(void)state;
+	server_start();
+	fx.hx.mode = BIND_V1;
+	expect_cover(K1, "version 1 header");
+	assert_int_equal(stats_reason_get(&fx.env.stats.rejects, "bad MAC"), 0);
+}
+
+/* ... and accepted with server.accept_v1 (old clients). */
+static void
+test_v1_accepted(void **state)
+{
+	uint8_t	 hdr[PROTO_REQ_MAX];
+	size_t	 hl;
+
+	(void)state;
+	server_start_with("  accept_v1: true\n");
+	fx.hx.mode = BIND_V1;
+	hl = header(hdr, sizeof(hdr), fx.target_port, K1);
+	assert_int_equal(hdr[0], PROTO_VERSION_1);
+	client_connect(hdr, hl, UP_LEN, 1 + DOWN_LEN, false);
+	fx.cli.shut_when_sent = true;
+	testend_init(&fx.tgt, 2, DOWN_LEN, UP_LEN);
+	fx.tgt.shut_when_sent = true;
+	run_until(done_session, "the end of the session");
+	expect_clean_end();
+}
+
+/* The front completes TLS 1.2 (nginx does), but a native session is TLS
+ * 1.3 only: a header that would verify (bound to this TLS 1.2
+ * connection's exporter) goes to the cover site all the same. */
+static void
+test_tls12_refused(void **state)
+{
+	(void)state;
+	server_start_with("  accept_v1: true\n");
+	assert_non_null(fx.cctx = outer_ctx_client(NULL, true));
+	assert_int_equal(outer_ctx_allow_tls12(fx.cctx), 0);
+	assert_int_equal(SSL_CTX_set_max_proto_version(fx.cctx,
+	    TLS1_2_VERSION), 1);
+	expect_cover(K1, "not TLS 1.3");
+	assert_false(outer_tls13(fx.cli.o));
 }
 
 /* ---- target refused: the status byte, then the end ------------------------ */
@@ -673,6 +797,10 @@ main(void)
 		cmocka_unit_test_teardown(test_auth_ok_target_ends_first,
 		    cleanup),
 		cmocka_unit_test_teardown(test_auth_fail_cover, cleanup),
+		cmocka_unit_test_teardown(test_bound_elsewhere, cleanup),
+		cmocka_unit_test_teardown(test_v1_refused, cleanup),
+		cmocka_unit_test_teardown(test_v1_accepted, cleanup),
+		cmocka_unit_test_teardown(test_tls12_refused, cleanup),
 		cmocka_unit_test_teardown(test_target_refused, cleanup),
 		cmocka_unit_test_teardown(test_request_takes_live_generation,
 		    cleanup),
