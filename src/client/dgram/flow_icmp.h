@@ -23,7 +23,11 @@ struct pkt_ip;
 void flow_icmp_init(struct assoc_env *e);
 /* An ICMP/ICMPv6 message in ip (not a fragment).  Returns a PKT_* result:
  * PKT_OK forwarded (or dropped and counted by the associations),
- * PKT_OTHER not an echo request, PKT_MALFORMED, PKT_BADSUM. */
-int  flow_icmp_input(struct assoc_env *e, const struct pkt_ip *ip);
+ * PKT_OTHER not an echo request, PKT_MALFORMED, PKT_BADSUM.  name: the
+ * name ip's destination, a fake-IP address, stands for (the server pings
+ * what it resolves to, and the replies come back from the fake address),
+ * or NULL. */
+int  flow_icmp_input(struct assoc_env *e, const struct pkt_ip *ip,
+    const char *name);
 
 #endif

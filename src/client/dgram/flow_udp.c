@@ -233,6 +233,22 @@ flow_udp_fake_dest(struct flow_udp *u, const struct pkt_ip *ip,
 	return true;
 }
 
+/* ICMP: an echo to a fake address pings its name; one without a name
+ * (or under direct, which pings by address) is dropped, counted as a
+ * miss. */
+static int
+flow_udp_icmp(struct flow_udp *u, const struct pkt_ip *ip)
+{
+	const char	*name = NULL;
+
+	if (u->fakeip != NULL &&
+	    fakeip_contains(u->fakeip, ip->family, ip->dst) &&
+	    ((name = fakeip_name(u->fakeip, ip->family, ip->dst)) == NULL ||
+	    conf_final(u->conf)->protocol == CONF_PROTO_DIRECT))
+		return PKT_OK;
+	return flow_icmp_input(u->assoc, ip, name);
+}
+
 void
 flow_udp_set_fakeip(struct flow_udp *u, struct fakeip *t)
 {
@@ -459,7 +475,7 @@ flow_udp_input(struct flow_udp *u, const uint8_t *pkt, size_t len)
 		rc = flow_udp_datagram(u, &ip);
 	else if (ip.proto == (ip.family == AF_INET ? PKT_PROTO_ICMP :
 	    PKT_PROTO_ICMP6))
-		rc = flow_icmp_input(u->assoc, &ip);
+		rc = flow_udp_icmp(u, &ip);
 	else
 		rc = PKT_OTHER;
 	switch (rc) {

@@ -13,7 +13,8 @@
 #     (dnsmasq on the target) and get its real answers;
 #  2. TCP to the fake IPv4 and IPv6 addresses: 4 MiB each way, SHA-256
 #     checked; the server's log names app.test, not the fake address;
-#  3. UDP echo to the fake address: the replies come back from it;
+#  3. UDP echo and ping to the fake address: the replies come back from
+#     it;
 #  4. a fake address that was never issued is refused at once (RST, ICMP)
 #     and counted; status shows the table's counters;
 #  5. after a client restart the names keep their fake addresses (the
@@ -118,6 +119,14 @@ udp=$TS_TMP/udp.log
 ts_udptool "$udp" echo --host "$a4" --sizes 1,1400,8000 ||
     ts_fail "UDP echo via $a4: $(tail -n 3 "$udp")"
 ts_log "UDP echo via $a4: replies from the fake address, intact"
+# ping: the server pings the name; the replies come from the fake address.
+if command -v ping >/dev/null 2>&1; then
+	p=$(ip netns exec "$NS_C" timeout 20 ping -n -c 3 -i 0.2 -W 3 "$a4" 2>&1)
+	printf '%s\n' "$p" | grep -q "^64 bytes from $a4: icmp_seq=" ||
+	    ts_fail "ping $a4: $p"
+	printf '%s\n' "$p" | grep -q ' 0% packet loss' || ts_fail "ping $a4: $p"
+	ts_log "ping $a4: 3 replies from the fake address"
+fi
 
 # 4. Never issued: refused at once, counted.
 t0=$(date +%s%N)
