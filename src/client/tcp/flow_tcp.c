@@ -29,7 +29,7 @@
 #include "core/sock.h"
 #include "stack/tsnetif.h"
 
-#define FLOW_EARLY_MS	2	/* header waits this long for first bytes */
+#define FLOW_EARLY_MS	10	/* header waits this long for first bytes */
 #define FLOW_MEM_MIN	1024	/* smallest download read under a budget */
 #define FLOW_ROOM_MIN	1024	/* smaller lwIP room: wait for the app's acks */
 #define FLOW_RETRY_MS	20	/* lwIP out of memory: try again after */
@@ -347,7 +347,12 @@ flow_on_early(struct loop_timer *t)
  * On a warm connection the header could leave the moment the app's
  * handshake completes, a moment before the app's first bytes arrive.
  * Holding it for FLOW_EARLY_MS lets both share one TLS record, so the
- * server can forward the request as soon as the target answers.
+ * server can forward the request as soon as the target answers, and
+ * send its status with the answer (sess.c).  A header alone shows on
+ * the wire as an exchange no app made: a small record, the server's
+ * status at once, then the app's own first record (curl's ClientHello
+ * takes a few ms after its connect).  Only a server-speaks-first
+ * protocol, whose app sends nothing, pays the wait.
  */
 static bool
 flow_header_waits(struct flow *f)

@@ -16,7 +16,7 @@
 # With the default padding (8 records each way) neither record has its
 # exact length: both are padded, and a short one (the header record) to at
 # least 512 + 1 bytes of content.  A flow whose request left after the
-# header on its own (the client waits 2 ms for an app's first bytes) gets
+# header on its own (the client waits 10 ms for an app's first bytes) gets
 # its status alone, by design; most flows must not.
 #
 # Same topology as lib.sh (client tsc, server tss, target tst).
