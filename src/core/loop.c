@@ -43,6 +43,7 @@ struct loop {
 
 	struct loop_hook	 *hooks;
 	size_t			 nhooks;
+	bool			 hooks_blank;	/* some were dropped */
 
 	struct loop_timer	 trim;
 	unsigned		 trim_ms;
@@ -390,6 +391,20 @@ loop_on_iteration(struct loop *l, void (*cb)(void *arg), void *arg)
 	return 0;
 }
 
+void
+loop_off_iteration(struct loop *l, void (*cb)(void *arg), void *arg)
+{
+	size_t	i;
+
+	/* Only blanked here: the hooks may be running (by index); the run
+	 * drops blank ones once it is done. */
+	for (i = 0; l != NULL && i < l->nhooks; i++)
+		if (l->hooks[i].cb == cb && l->hooks[i].arg == arg) {
+			l->hooks[i].cb = NULL;
+			l->hooks_blank = true;
+		}
+}
+
 static void
 loop_dispatch(struct loop *l, struct epoll_event *evs, int n)
 {
@@ -414,7 +429,7 @@ int
 loop_run_once(struct loop *l, int timeout_ms)
 {
 	struct epoll_event	evs[LOOP_MAX_EVENTS];
-	size_t			i;
+	size_t			i, j;
 	int			n;
 
 	/* Callbacks and hooks may have taken a while since the last read. */
@@ -430,9 +445,17 @@ loop_run_once(struct loop *l, int timeout_ms)
 	}
 	loop_dispatch(l, evs, n);
 	loop_fire_timers(l);
-	/* By index: a hook may register another hook. */
+	/* By index: a hook may register another hook, or drop one. */
 	for (i = 0; i < l->nhooks; i++)
-		l->hooks[i].cb(l->hooks[i].arg);
+		if (l->hooks[i].cb != NULL)
+			l->hooks[i].cb(l->hooks[i].arg);
+	if (l->hooks_blank) {
+		for (i = j = 0; i < l->nhooks; i++)
+			if (l->hooks[i].cb != NULL)
+				l->hooks[j++] = l->hooks[i];
+		l->nhooks = j;
+		l->hooks_blank = false;
+	}
 	return 0;
 }
 

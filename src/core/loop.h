@@ -67,6 +67,8 @@ bool loop_timer_armed(const struct loop_timer *t);
 /* Called once at the end of every iteration, after fds and timers, in
  * registration order (e.g. reap closed flows, flush TUN writes). */
 int  loop_on_iteration(struct loop *l, void (*cb)(void *arg), void *arg);
+/* Drops the hook (cb, arg): it runs no more, from now on. */
+void loop_off_iteration(struct loop *l, void (*cb)(void *arg), void *arg);
 
 /* Every interval_ms, hand freed heap memory back to the kernel
  * (malloc_trim, when there is some worth it): flows come and go in
