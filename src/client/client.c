@@ -30,7 +30,9 @@
 #include "core/log.h"
 #include "core/loop.h"
 #include "tls/outer.h"
+#include "client/outbound.h"
 #include "client/pool.h"
+#include "rules/rules.h"
 #include "client/route_test.h"
 #include "stack/tsnetif.h"
 #include "tun.h"
@@ -49,6 +51,7 @@ struct client {
 	struct daemon_drain	 drain;	/* SIGTERM */
 	struct daemon_signals	 sig;	/* SIGHUP, SIGINT, SIGTERM */
 	struct flow_udp		*udp;	/* UDP, ICMP echo: tsnetif_ops.other */
+	struct outbounds	*obs;	/* the live generation's outbounds */
 	struct client_status	 status;	/* what the control socket reads */
 	struct flow_env		 env;	/* last: holds the staging buffer */
 };
@@ -78,19 +81,29 @@ client_on_lwip_timer(struct loop_timer *t)
 
 /*
  * A new generation of the configuration (SIGHUP): new flows and the
- * datagram associations use it; live TCP flows keep the one they started
- * with until they end.
+ * datagram associations use it and its outbounds, built afresh (servers
+ * resolved, TLS contexts and pools made); live flows and associations
+ * keep the generation and the outbound they started with until they end.
+ * Outbounds that cannot be built (a server name that does not resolve)
+ * leave the running ones, and their generation's rules, in place.
  */
 static void
 client_adopt(void *arg, const struct conf *n)
 {
 	struct client *cl = arg;
+	struct outbounds *obs;
 
 	cl->conf = n;
 	cl->env.conf = n;
-	auth_user_id(conf_final(n)->key, cl->env.user_id);
-	pool_reconfigure(cl->env.pool, n);
-	flow_udp_reconfigure(cl->udp, n);
+	if ((obs = outbounds_new(cl->loop, n, cl->obs)) == NULL)
+		log_warnx("reload: the outbounds of the new configuration "
+		    "cannot be made: new flows keep the running ones");
+	else {
+		outbounds_retire(cl->obs);
+		cl->obs = obs;
+		cl->env.obs = obs;
+	}
+	flow_udp_reconfigure(cl->udp, n, cl->obs);
 }
 
 /* Draining: new SYNs get an RST, live flows run on. */
@@ -137,21 +150,6 @@ client_on_other(void *arg, const uint8_t *pkt, size_t len)
 	return flow_udp_input(cl->udp, pkt, len);
 }
 
-/* direct and block have no server (nor proxy) to talk to. */
-static bool
-client_has_server(const struct conf *c)
-{
-	return conf_final(c)->server_host != NULL;
-}
-
-/* Only tunsplit and trojan flows speak TLS (and have a warm pool). */
-static bool
-client_tls(const struct conf *c)
-{
-	return conf_final(c)->protocol == CONF_PROTO_TUNSPLIT ||
-	    conf_final(c)->protocol == CONF_PROTO_TROJAN;
-}
-
 static int
 client_udp_new(struct client *cl)
 {
@@ -160,36 +158,13 @@ client_udp_new(struct client *cl)
 	memset(&ac, 0, sizeof(ac));
 	ac.loop = cl->loop;
 	ac.conf = cl->conf;
-	ac.ssl_ctx = cl->env.ssl_ctx;
-	ac.server = client_has_server(cl->conf) ? &cl->env.server : NULL;
-	ac.user_id = cl->env.user_id;
+	ac.obs = cl->obs;
 	ac.mem = &cl->env.mem;		/* set up by flow_env_init */
 	ac.lst = &cl->env.lst;
 	if ((cl->udp = flow_udp_new(&ac)) == NULL) {
 		log_warnx("cannot set up UDP associations");
 		return -1;
 	}
-	return 0;
-}
-
-static int
-client_resolve(const struct conf *c, struct addr *out)
-{
-	struct addrinfo hints, *res;
-	char port[8];
-	int rc;
-
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_ADDRCONFIG;
-	snprintf(port, sizeof(port), "%u", conf_final(c)->server_port);
-	if ((rc = getaddrinfo(conf_final(c)->server_host, port, &hints, &res)) != 0) {
-		log_warnx("server %s: %s", conf_final(c)->server_host, gai_strerror(rc));
-		return -1;
-	}
-	memcpy(&out->u.ss, res->ai_addr, res->ai_addrlen);
-	out->len = res->ai_addrlen;
-	freeaddrinfo(res);
 	return 0;
 }
 
@@ -259,57 +234,43 @@ client_fake_routes(struct client *cl)
 	return 0;
 }
 
-static int
-client_tls_setup(struct client *cl)
-{
-	const struct conf *c = cl->conf;
-
-	if (conf_final(c)->insecure)
-		log_warnx("client.insecure is set: the server's certificate "
-		    "is NOT verified; anyone on the path can impersonate it");
-	if ((cl->env.ssl_ctx = outer_ctx_client(conf_final(c)->ca_file,
-	    conf_final(c)->insecure)) == NULL)
-		return -1;
-	if (conf_final(c)->fp_browser &&
-	    outer_ctx_fingerprint(cl->env.ssl_ctx, OUTER_FP_BROWSER) == -1)
-		return -1;
-	if (outer_ctx_padding(cl->env.ssl_ctx, conf_final(c)->padding,
-	    OUTER_PAD_MAX) == -1)
-		return -1;
-	if (conf_final(c)->has_pin) {
-		if (outer_ctx_pin(cl->env.ssl_ctx, conf_final(c)->pin_sha256) == -1)
-			return -1;
-		log_info("server public key pinned (pin_sha256)%s",
-		    conf_final(c)->insecure ? "; with insecure, the pin is the "
-		    "only check" : "");
-	}
-	return 0;
-}
-
 /* Once up: where the flows go. */
 static void
 client_log_ready(struct client *cl)
 {
 	const struct conf *c = cl->conf;
+	const struct outbound *ob;
 	char sbuf[ADDR_STRLEN];
+	size_t i;
 
-	if (conf_final(c)->protocol == CONF_PROTO_BLOCK)
-		log_info("client ready: block (every TCP flow is refused)");
-	else if (!client_has_server(c))
-		log_info("client ready: direct (mark 0x%x), max %u flows",
-		    c->client.mark, c->client.max_flows);
-	else if (!client_tls(c))
-		log_info("client ready: socks5 proxy %s%s, max %u flows",
-		    addr_fmt(&cl->env.server, sbuf, sizeof(sbuf)),
-		    conf_final(c)->username[0] != '\0' ? " (username/password)" :
-		    "", c->client.max_flows);
-	else
-		log_info("client ready: server %s (sni %s%s), max %u flows",
-		    addr_fmt(&cl->env.server, sbuf, sizeof(sbuf)),
-		    conf_final(c)->sni != NULL ? conf_final(c)->sni :
-		    conf_final(c)->server_host,
-		    conf_final(c)->protocol == CONF_PROTO_TROJAN ? ", trojan" : "",
-		    c->client.max_flows);
+	for (i = 0; i < cl->obs->n; i++) {
+		ob = cl->obs->v[i];
+		if (!ob->has_server)
+			log_info("outbound %s: %s%s", ob->co->name,
+			    conf_proto_name(ob->co->protocol),
+			    i == c->client.final ? " (final)" : "");
+		else
+			log_info("outbound %s: %s %s%s%s%s", ob->co->name,
+			    conf_proto_name(ob->co->protocol),
+			    addr_fmt(&ob->server, sbuf, sizeof(sbuf)),
+			    ob->ssl_ctx != NULL ? " sni " : "",
+			    ob->ssl_ctx != NULL ? ob->co->sni : "",
+			    i == c->client.final ? " (final)" : "");
+	}
+	log_info("client ready: %zu outbound%s, %zu rule%s, final %s, "
+	    "mark 0x%x, max %u flows", cl->obs->n, cl->obs->n == 1 ? "" : "s",
+	    rules_count(c->client.rules), rules_count(c->client.rules) == 1 ?
+	    "" : "s", conf_final(c)->name, c->client.mark,
+	    c->client.max_flows);
+}
+
+/* The final outbound's server, for the route helper's log line. */
+static const struct addr *
+client_final_server(const struct client *cl)
+{
+	const struct outbound *ob = cl->obs->v[cl->conf->client.final];
+
+	return ob->has_server ? &ob->server : NULL;
 }
 
 static int
@@ -321,6 +282,7 @@ client_setup(struct client *cl)
 		.live = client_live, .fill = client_status,
 		.route_test = client_route_test, .arg = cl,
 	};
+	size_t i;
 
 	if ((cl->loop = loop_new()) == NULL ||
 	    daemon_signals_open(&cl->sig, cl->loop, &cl->drain, client_adopt,
@@ -329,11 +291,9 @@ client_setup(struct client *cl)
 	loop_trim_memory(cl->loop, 10000);
 	cl->env.loop = cl->loop;
 	cl->env.conf = c;
-	if (client_has_server(c) && client_resolve(c, &cl->env.server) < 0)
+	if ((cl->obs = outbounds_new(NULL, c, NULL)) == NULL)
 		return -1;
-	if (client_tls(c) && client_tls_setup(cl) < 0)
-		return -1;
-	auth_user_id(conf_final(c)->key, cl->env.user_id);
+	cl->env.obs = cl->obs;
 	if (flow_env_init(&cl->env) < 0 || client_udp_new(cl) < 0 ||
 	    client_open_tun(cl) < 0)
 		return -1;
@@ -343,15 +303,15 @@ client_setup(struct client *cl)
 			return -1;
 		flow_udp_set_fakeip(cl->udp, cl->env.fakeip);
 	}
-	if (client_tls(c) && conf_final(c)->pool > 0 &&
-	    (cl->env.pool = pool_new(cl->loop, c,
-	    cl->env.ssl_ctx, &cl->env.server)) == NULL)
-		return -1;
+	for (i = 0; i < cl->obs->n; i++)
+		if (outbound_pool_start(cl->obs->v[i], cl->loop) == -1)
+			return -1;
 	memset(&ops, 0, sizeof(ops));
 	ops.accept = flow_tcp_accept;
 	ops.syn_allowed = flow_tcp_syn_allowed;
-	if (c->client.faithful)
-		ops.syn = flow_tcp_syn;
+	/* Every new SYN: faithful holds it, and a block outbound refuses it
+	 * with an RST before lwIP answers. */
+	ops.syn = flow_tcp_syn;
 	ops.other = client_on_other;
 	ops.arg = &cl->env;
 	if (tsnetif_init(cl->tun_fd, c->tun.mtu, &ops) < 0)
@@ -367,8 +327,7 @@ client_setup(struct client *cl)
 	if (daemon_drain_init(&cl->drain, cl->loop, client_stop_accepting,
 	    client_live, cl) < 0 ||
 	    (cl->ctl = control_new(cl->loop, c, &role)) == NULL ||
-	    daemon_up(c->tun.name, client_has_server(c) ? &cl->env.server :
-	    NULL) < 0)
+	    daemon_up(c->tun.name, client_final_server(cl)) < 0)
 		return -1;
 	client_log_ready(cl);
 	return 0;
@@ -389,7 +348,6 @@ client_run(const struct conf *c)
 	if (client_setup(cl) == 0 && loop_run(cl->loop) == 0)
 		rc = 0;
 	if (cl->loop != NULL) {
-		pool_free(cl->env.pool);
 		flow_close_all(&cl->env);
 		loop_fd_del(cl->loop, &cl->tun_lfd);
 		if (cl->lwip_up)
@@ -401,7 +359,7 @@ client_run(const struct conf *c)
 	if (cl->tun_fd >= 0)
 		close(cl->tun_fd);
 	daemon_signals_close(&cl->sig);
-	outer_ctx_free(cl->env.ssl_ctx);
+	outbounds_free(cl->obs);
 	control_free(cl->ctl);
 	client_status_free(&cl->status);
 	loop_free(cl->loop);

@@ -15,6 +15,8 @@
 #include "client/dgram/assoc.h"
 #include "client/dgram/flow_udp.h"
 #include "client/dns/fakeip.h"
+#include "client/outbound.h"
+#include "client/route.h"
 #include "client/pool.h"
 #include "client/tcp/flow_tcp.h"
 #include "conf/conf.h"
@@ -36,12 +38,19 @@ client_on_flow(void *arg, const struct flow_info *fi)
 	addr_fmt(fi->dst, f->dst, sizeof(f->dst));
 	snprintf(f->domain, sizeof(f->domain), "%s", fi->domain);
 	f->state = fi->state;
+	if (fi->outbound != NULL) {
+		snprintf(f->outbound, sizeof(f->outbound), "%s", fi->outbound);
+		if (f->rule[0] == '\0')
+			client_route_why(&(struct rule_hit){ .rule = fi->rule },
+			    f->rule, sizeof(f->rule));
+	}
 	f->age_ms = sf->now_ms - fi->start_ms;
 	f->up = fi->up;
 	f->down = fi->down;
 	status_flow_tcp_info(f, fi->fd);
 }
 
+/* The name of outbound i of c. */
 static const char *
 client_outbound_name(const struct conf *c, int i)
 {
@@ -80,29 +89,39 @@ client_status_rules(struct client_status *cs, struct status *st)
 }
 
 /* Every outer connection set up: by flows dialling directly and by the
- * warm pool ahead of them. */
+ * warm pools (of every outbound) ahead of them. */
 static void
 client_status_pool(struct client_status *cs, struct status *st)
 {
+	const struct outbounds	*obs = cs->env->obs;
 	const struct pool_stats	*ps;
-	size_t			 i;
+	size_t			 i, j;
 
 	cs->handshake = cs->env->stats.handshake;
 	st->handshake = &cs->handshake;
-	if (cs->env->pool == NULL || conf_final(cs->conf)->pool == 0)
-		return;
-	ps = pool_stats(cs->env->pool);
-	for (i = 0; i <= STATS_HIST_NBOUNDS; i++)
-		cs->handshake.bucket[i] += ps->handshake.bucket[i];
-	cs->handshake.count += ps->handshake.count;
-	cs->handshake.sum_us += ps->handshake.sum_us;
-	st->has_pool = true;
-	st->pool_size = conf_final(cs->conf)->pool;
-	st->pool = *ps;
+	memset(&st->pool, 0, sizeof(st->pool));
+	for (j = 0; obs != NULL && j < obs->n; j++) {
+		if (obs->v[j]->pool == NULL)
+			continue;
+		ps = pool_stats(obs->v[j]->pool);
+		for (i = 0; i <= STATS_HIST_NBOUNDS; i++)
+			cs->handshake.bucket[i] += ps->handshake.bucket[i];
+		cs->handshake.count += ps->handshake.count;
+		cs->handshake.sum_us += ps->handshake.sum_us;
+		st->has_pool = true;
+		st->pool_size += obs->v[j]->co->pool;
+		st->pool.opened += ps->opened;
+		st->pool.taken += ps->taken;
+		st->pool.expired += ps->expired;
+		st->pool.failed += ps->failed;
+		st->pool.ready += ps->ready;
+		st->pool.connecting += ps->connecting;
+		stats_contact_merge(&st->pool.contact, &ps->contact);
+	}
 	st->pooled = cs->env->stats.pooled;
 }
 
-/* The last contact with the server, by flows or the pool, as ages and
+/* The last contact with a server, by flows or the pools, as ages and
  * wall-clock times. */
 static void
 client_status_contact(struct client_status *cs, struct status_fill *sf)
@@ -112,8 +131,7 @@ client_status_contact(struct client_status *cs, struct status_fill *sf)
 	struct timespec		 ts;
 	uint64_t		 wall;
 
-	if (cs->env->pool != NULL)
-		stats_contact_merge(&c, &pool_stats(cs->env->pool)->contact);
+	stats_contact_merge(&c, &st->pool.contact);
 	st->contact_kept = true;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	wall = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
@@ -137,6 +155,7 @@ client_status_fill(struct client_status *cs, struct status_fill *sf)
 {
 	struct flow_env	*env = cs->env;
 	struct status	*st = sf->st;
+	struct outbound	*fin;
 
 	st->role = "client";
 	st->active = env->nflows;
@@ -150,12 +169,14 @@ client_status_fill(struct client_status *cs, struct status_fill *sf)
 	st->failures = &env->stats.failures;
 	status_fill_limits(st, &env->lst, &env->mem);
 	client_status_pool(cs, st);
-	if (conf_final(cs->conf)->server_host != NULL) {
-		addr_fmt(&env->server, st->server, sizeof(st->server));
+	/* The final outbound's server, the one most flows go to. */
+	fin = env->obs->v[env->obs->conf->client.final];
+	if (fin->has_server) {
+		addr_fmt(&fin->server, st->server, sizeof(st->server));
 		client_status_contact(cs, sf);
 	} else	/* protocol direct or block */
 		snprintf(st->server, sizeof(st->server), "none (%s)",
-		    conf_proto_name(conf_final(cs->conf)->protocol));
+		    conf_proto_name(fin->co->protocol));
 	st->has_tun = true;
 	st->tun = *tsnetif_stats();
 	if (cs->udp != NULL) {

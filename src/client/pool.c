@@ -42,6 +42,7 @@ LIST_HEAD(pool_conn_list, pool_conn);
 struct pool {
 	struct loop		*loop;
 	const struct conf	*conf;
+	const struct conf_outbound *co;	/* the outbound it is for */
 	struct ssl_ctx_st	*ctx;
 	struct addr		 server;
 	struct pool_conn_list	 conns;		/* connecting and ready */
@@ -49,6 +50,7 @@ struct pool {
 	struct loop_timer	 refill;	/* backoff after failures */
 	unsigned		 backoff_ms;
 	bool			 stopping;
+	bool			 retired;	/* pool_retire: freed by its hook */
 	struct pool_stats	 stats;
 };
 
@@ -98,7 +100,7 @@ static void
 pool_set_ready(struct pool_conn *pc)
 {
 	struct pool *p = pc->pool;
-	uint64_t life = conf_final(p->conf)->pool_lifetime_ms;
+	uint64_t life = p->co->pool_lifetime_ms;
 	uint64_t age = loop_now(p->loop) - pc->opened_ms;
 
 	pc->ready = true;
@@ -197,9 +199,9 @@ pool_open(struct pool *p)
 	pc->pool = p;
 	pc->opened_ms = loop_now(p->loop);
 	pc->dial_us = stats_now_us();
-	if ((fd = sock_connect(&p->server, conf_final(c)->congestion,
+	if ((fd = sock_connect(&p->server, p->co->congestion,
 	    c->client.mark)) < 0 ||
-	    (pc->out = outer_new(p->ctx, fd, true, conf_final(c)->sni)) == NULL ||
+	    (pc->out = outer_new(p->ctx, fd, true, p->co->sni)) == NULL ||
 	    loop_fd_add(p->loop, &pc->lfd, fd, EPOLLOUT, pool_on_io) < 0) {
 		if (pc->out != NULL)
 			outer_abort(pc->out);
@@ -207,7 +209,7 @@ pool_open(struct pool *p)
 		return -1;
 	}
 	loop_timer_init(&pc->timer, pool_on_timer);
-	loop_timer_set(p->loop, &pc->timer, conf_final(c)->connect_timeout_ms);
+	loop_timer_set(p->loop, &pc->timer, p->co->connect_timeout_ms);
 	LIST_INSERT_HEAD(&p->conns, pc, entry);
 	p->stats.connecting++;
 	return 0;
@@ -218,7 +220,7 @@ pool_fill(struct pool *p)
 {
 	if (p->stopping || loop_timer_armed(&p->refill))
 		return;		/* backing off */
-	while (p->stats.ready + p->stats.connecting < conf_final(p->conf)->pool)
+	while (p->stats.ready + p->stats.connecting < p->co->pool)
 		if (pool_open(p) < 0) {
 			log_warn("pool: cannot open a connection");
 			loop_timer_set(p->loop, &p->refill, POOL_BACKOFF_MAX);
@@ -241,6 +243,10 @@ pool_on_iteration(void *arg)
 	while ((pc = LIST_FIRST(&p->dead)) != NULL) {
 		LIST_REMOVE(pc, entry);
 		free(pc);
+	}
+	if (p->retired) {
+		loop_off_iteration(p->loop, pool_on_iteration, p);
+		free(p);
 	}
 }
 
@@ -276,15 +282,16 @@ pool_stats(const struct pool *p)
 }
 
 struct pool *
-pool_new(struct loop *l, const struct conf *c, struct ssl_ctx_st *ctx,
+pool_new(struct loop *l, const struct conf *c,
+    const struct conf_outbound *co, struct ssl_ctx_st *ctx,
     const struct addr *server)
 {
 	struct pool *p;
 
 	/* Warm connections are TLS to our server; the plain outbounds
 	 * (socks5, direct) and block have none. */
-	if (ctx == NULL || (conf_final(c)->protocol != CONF_PROTO_TUNSPLIT &&
-	    conf_final(c)->protocol != CONF_PROTO_TROJAN)) {
+	if (ctx == NULL || (co->protocol != CONF_PROTO_TUNSPLIT &&
+	    co->protocol != CONF_PROTO_TROJAN)) {
 		log_warnx("pool: only for protocol tunsplit or trojan");
 		errno = EINVAL;
 		return NULL;
@@ -293,6 +300,7 @@ pool_new(struct loop *l, const struct conf *c, struct ssl_ctx_st *ctx,
 		return NULL;
 	p->loop = l;
 	p->conf = c;
+	p->co = co;
 	p->ctx = ctx;
 	p->server = *server;
 	LIST_INIT(&p->conns);
@@ -317,12 +325,21 @@ pool_free(struct pool *p)
 		pool_close(LIST_FIRST(&p->conns), true);
 	loop_timer_cancel(p->loop, &p->refill);
 	pool_on_iteration(p);
+	loop_off_iteration(p->loop, pool_on_iteration, p);
 	free(p);
 }
 
+/* While the loop runs: the connections close now, the memory (which an
+ * event of this iteration may still point at) goes in its own hook. */
 void
-pool_reconfigure(struct pool *p, const struct conf *c)
+pool_retire(struct pool *p)
 {
-	if (p != NULL)
-		p->conf = c;
+	if (p == NULL)
+		return;
+	p->stopping = true;
+	while (!LIST_EMPTY(&p->conns))
+		pool_close(LIST_FIRST(&p->conns), true);
+	loop_timer_cancel(p->loop, &p->refill);
+	p->retired = true;
 }
+

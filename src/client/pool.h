@@ -20,6 +20,7 @@
 
 struct addr;
 struct conf;
+struct conf_outbound;
 struct loop;
 struct outer;
 struct ssl_ctx_st;
@@ -39,11 +40,12 @@ struct pool;
 
 /* size 0: returns a pool that never holds anything (pool_take -> NULL). */
 struct pool *pool_new(struct loop *l, const struct conf *c,
-    struct ssl_ctx_st *ctx, const struct addr *server);
+    const struct conf_outbound *co, struct ssl_ctx_st *ctx,
+    const struct addr *server);
 void pool_free(struct pool *p);		/* accepts NULL */
-/* A reload's new generation: the pool's size and lifetimes follow it
- * (a restart-only change was carried over by the daemon).  NULL ok. */
-void pool_reconfigure(struct pool *p, const struct conf *c);
+/* The same while the loop runs (a reload): closed now, freed at the end
+ * of the iteration.  NULL ok. */
+void pool_retire(struct pool *p);
 
 /* A ready outer stream (TLS done, fd no longer in the loop), or NULL.
  * The caller owns it from now on. */

@@ -14,6 +14,7 @@
 #include "conf/conf.h"
 #include "rules/rules.h"
 
+/* The name of outbound i of c. */
 static const char *
 outbound_name(const struct conf *c, int i)
 {

@@ -38,8 +38,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <sodium.h>
-
 #include "core/addr.h"
 #include "conf/conf.h"
 #include "core/log.h"
@@ -577,72 +575,6 @@ cidrs_differ(const struct cidr *a, size_t na, const struct cidr *b, size_t nb)
 	return na != nb || (na > 0 && memcmp(a, b, na * sizeof(*a)) != 0);
 }
 
-static bool
-outbound_differs(const struct conf_outbound *a, const struct conf_outbound *b)
-{
-	return strcmp(a->name, b->name) != 0 || a->protocol != b->protocol ||
-	    str_differ(a->server_host, b->server_host) ||
-	    a->server_port != b->server_port || str_differ(a->sni, b->sni) ||
-	    str_differ(a->ca_file, b->ca_file) || a->insecure != b->insecure ||
-	    a->has_pin != b->has_pin ||
-	    memcmp(a->pin_sha256, b->pin_sha256, sizeof(a->pin_sha256)) != 0 ||
-	    strcmp(a->congestion, b->congestion) != 0 ||
-	    a->padding != b->padding || a->pool != b->pool ||
-	    a->pool_lifetime_ms != b->pool_lifetime_ms;
-}
-
-/* The outbounds' servers, TLS contexts and pools are opened at start. */
-static bool
-outbounds_differ(const struct conf *live, const struct conf *n)
-{
-	size_t i;
-
-	if (live->client.noutbounds != n->client.noutbounds ||
-	    live->client.final != n->client.final)
-		return true;
-	for (i = 0; i < n->client.noutbounds; i++)
-		if (outbound_differs(&live->client.outbounds[i],
-		    &n->client.outbounds[i]))
-			return true;
-	return false;
-}
-
-/* n's outbounds become copies of live's.  0, or -1: out of memory. */
-static int
-carry_outbounds(const struct conf *live, struct conf *n)
-{
-	struct conf_outbound *v, *o;
-	size_t i;
-	int rc = 0;
-
-	if ((v = calloc(live->client.noutbounds, sizeof(*v))) == NULL)
-		return -1;
-	for (i = 0; i < live->client.noutbounds; i++) {
-		o = &v[i];
-		*o = live->client.outbounds[i];
-		o->server_host = o->sni = o->ca_file = o->key_file = NULL;
-		rc |= carry_str(&o->server_host,
-		    live->client.outbounds[i].server_host);
-		rc |= carry_str(&o->sni, live->client.outbounds[i].sni);
-		rc |= carry_str(&o->ca_file, live->client.outbounds[i].ca_file);
-		rc |= carry_str(&o->key_file,
-		    live->client.outbounds[i].key_file);
-	}
-	for (i = 0; i < n->client.noutbounds; i++) {
-		free(n->client.outbounds[i].server_host);
-		free(n->client.outbounds[i].sni);
-		free(n->client.outbounds[i].ca_file);
-		free(n->client.outbounds[i].key_file);
-	}
-	sodium_memzero(n->client.outbounds,
-	    n->client.noutbounds * sizeof(*n->client.outbounds));
-	free(n->client.outbounds);
-	n->client.outbounds = v;
-	n->client.noutbounds = live->client.noutbounds;
-	n->client.final = live->client.final;
-	return rc;
-}
-
 static int
 daemon_carry_client(const struct conf *live, struct conf *n)
 {
@@ -656,9 +588,6 @@ daemon_carry_client(const struct conf *live, struct conf *n)
 	    memcmp(&live->tun.addr4, &n->tun.addr4, sizeof(n->tun.addr4)) ||
 	    memcmp(&live->tun.addr6, &n->tun.addr6, sizeof(n->tun.addr6))))
 		n->tun = live->tun;
-	if (daemon_keeps("client.outbounds or final",
-	    outbounds_differ(live, n)))
-		rc |= carry_outbounds(live, n);
 	if (daemon_keeps("client.mark, congestion, route, route_exclude, "
 	    "route_uid_* or ipv6",
 	    live->client.mark != n->client.mark ||

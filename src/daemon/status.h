@@ -41,6 +41,8 @@ struct status_flow {
 	char		 domain[254];		/* client: sniffed, or "" */
 	char		 rule[STATUS_RULE_MAX];	/* client: "rule 3 (...)",
 						 * "final", or "" */
+	char		 outbound[STATUS_NAME_MAX];	/* client: its outbound,
+							 * or "" (not chosen yet) */
 	const char	*state;
 	uint64_t	 age_ms;
 	uint64_t	 up, down;		/* payload bytes so far */

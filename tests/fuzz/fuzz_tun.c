@@ -81,6 +81,7 @@
 #include "core/loop.h"
 #include "tls/outer.h"
 #include "wire/pkt.h"
+#include "client/outbound.h"
 #include "client/pool.h"
 #include "stack/tsnetif.h"
 #include "stack/vnet.h"
@@ -144,6 +145,7 @@ static struct assoc_cfg	 fz_ac;
 static struct conf	*fz_conf;
 static struct addr	 fz_server;
 static uint8_t		 fz_uid[PROTO_USER_ID_LEN];
+static struct outbounds	*fz_obs;
 static struct loop	*fz_floop;		/* the flows' own; runs */
 static struct flow_env	 fz_env;
 static struct fz_srv	 fz_srvs[FZ_MAX_SRV];
@@ -406,11 +408,13 @@ fz_other(void *arg, const uint8_t *pkt, size_t len)
  * none could not dial anything either (no address family).
  */
 struct pool *
-pool_new(struct loop *l, const struct conf *c, struct ssl_ctx_st *ctx,
+pool_new(struct loop *l, const struct conf *c,
+    const struct conf_outbound *co, struct ssl_ctx_st *ctx,
     const struct addr *server)
 {
 	(void)l;
 	(void)c;
+	(void)co;
 	(void)ctx;
 	(void)server;
 	return NULL;
@@ -418,6 +422,12 @@ pool_new(struct loop *l, const struct conf *c, struct ssl_ctx_st *ctx,
 
 void
 pool_free(struct pool *p)
+{
+	(void)p;
+}
+
+void
+pool_retire(struct pool *p)
 {
 	(void)p;
 }
@@ -654,16 +664,17 @@ fz_setup(void)
 		return -1;
 	addr_from_raw(&fz_server, AF_INET, lo, 9);
 	auth_user_id(conf_final(fz_conf)->key, fz_uid);
+	/* Its outbounds: no pool (pool_new above), the server numeric. */
+	if ((fz_obs = outbounds_new(NULL, fz_conf, NULL)) == NULL)
+		return -1;
 	fz_ac.conf = fz_conf;
-	fz_ac.server = &fz_server;
-	fz_ac.user_id = fz_uid;
+	fz_ac.obs = fz_obs;
 	if ((fz_ac.loop = loop_new()) == NULL ||
-	    (fz_ac.ssl_ctx = outer_ctx_client(NULL, true)) == NULL ||
 	    (fz_floop = loop_new()) == NULL)
 		return -1;
 	fz_env.loop = fz_floop;
 	fz_env.conf = fz_conf;
-	memcpy(fz_env.user_id, fz_uid, sizeof(fz_env.user_id));
+	fz_env.obs = fz_obs;
 	if (flow_env_init(&fz_env) < 0)
 		return -1;
 	for (i = 0; i < FZ_MAX_SRV; i++)

@@ -22,12 +22,15 @@
 
 #include "core/addr.h"
 #include "client/dgram/assoc_int.h"
+#include "client/outbound.h"
+#include "client/route.h"
 #include "core/buf.h"
 #include "conf/conf.h"
 #include "core/dq.h"
 #include "core/limit.h"
 #include "core/log.h"
 #include "core/loop.h"
+#include "rules/rules.h"
 #include "wire/pkt.h"
 #include "wire/sniff.h"
 #include "stack/tsnetif.h"
@@ -93,6 +96,25 @@ assoc_touch(struct assoc *a)
 	}
 }
 
+/* The transport of a protocol; NULL: block. */
+static const struct assoc_tp *
+assoc_tp_of(enum conf_proto p)
+{
+	switch (p) {
+	case CONF_PROTO_TUNSPLIT:
+		return &assoc_tp_tunsplit;
+	case CONF_PROTO_TROJAN:
+		return &assoc_tp_trojan;
+	case CONF_PROTO_SOCKS5:
+		return &assoc_tp_socks5;
+	case CONF_PROTO_DIRECT:
+		return &assoc_tp_direct;
+	case CONF_PROTO_BLOCK:
+		break;
+	}
+	return NULL;
+}
+
 /* ---- teardown ---------------------------------------------------------- */
 
 /* Ends the way out (once per open) and drops what was queued for it. */
@@ -101,8 +123,8 @@ assoc_drop_way(struct assoc *a, bool abort)
 {
 	struct assoc_env	*e = a->env;
 
-	if (a->phase != ASSOC_HOLD && e->tp != NULL)
-		e->tp->drop(a, abort);
+	if (a->phase != ASSOC_HOLD && a->tp != NULL)
+		a->tp->drop(a, abort);
 	a->hup = a->write_blocked = false;
 	e->qtotal -= dq_bytes(&a->q);
 	a->drops += dq_clear(&a->q);
@@ -115,7 +137,7 @@ static void
 assoc_close(struct assoc *a, bool abort, const char *reason)
 {
 	struct assoc_env	*e = a->env;
-	char			 app[ADDR_STRLEN];
+	char			 app[ADDR_STRLEN], why[32];
 
 	if (a->closing)
 		return;
@@ -133,9 +155,10 @@ assoc_close(struct assoc *a, bool abort, const char *reason)
 	a->sniff.quic = NULL;
 	e->n--;
 	e->st.active = e->n;
+	outbound_close(a->ob, a->failed, a->up_b, a->down_b);
 	log_at(log_flow_level(), "%s %llu %s%s%s%s: %s, up %llu dgrams %llu "
 	    "bytes, down %llu dgrams %llu bytes, %llu dropped, %llu ms, "
-	    "%u left",
+	    "%u left, outbound %s (%s)",
 	    assoc_kstr(a), (unsigned long long)a->id,
 	    assoc_app(a, app, sizeof(app)), a->sniff.domain[0] != '\0' ?
 	    " (" : "", a->sniff.domain, a->sniff.domain[0] != '\0' ? ")" : "",
@@ -143,7 +166,9 @@ assoc_close(struct assoc *a, bool abort, const char *reason)
 	    (unsigned long long)a->up_d, (unsigned long long)a->up_b,
 	    (unsigned long long)a->down_d, (unsigned long long)a->down_b,
 	    (unsigned long long)a->drops,
-	    (unsigned long long)(loop_now(e->loop) - a->start_ms), e->n);
+	    (unsigned long long)(loop_now(e->loop) - a->start_ms), e->n,
+	    outbound_name(a->ob), client_route_why(&(struct rule_hit){
+	    .rule = a->rule }, why, sizeof(why)));
 	SLIST_INSERT_HEAD(&e->reap, a, reap_entry);
 }
 
@@ -157,6 +182,7 @@ assoc_fail(struct assoc *a, const char *reason)
 	if (a->closing || a->phase == ASSOC_HOLD)
 		return;
 	a->env->st.failed++;
+	a->failed = true;
 	if (strcmp(reason, ASSOC_OOM) == 0)
 		a->env->st.internal++;
 	log_at(strcmp(reason, ASSOC_OOM) == 0 ? LOG_LVL_WARN :
@@ -243,11 +269,12 @@ assoc_on_iteration(void *arg)
 			SLIST_REMOVE_HEAD(&batch, dirty_entry);
 			a->dirty = false;
 			if (!a->closing && a->phase != ASSOC_HOLD)
-				e->tp->work(a);
+				a->tp->work(a);
 		}
 	}
 	while ((a = SLIST_FIRST(&e->reap)) != NULL) {
 		SLIST_REMOVE_HEAD(&e->reap, reap_entry);
+		outbound_unref(a->ob);
 		free(a);
 	}
 }
@@ -268,7 +295,6 @@ static void
 assoc_on_timer(struct loop_timer *t)
 {
 	struct assoc		*a = container_of(t, struct assoc, timer);
-	const struct conf	*c = a->env->conf;
 	uint64_t		 now = loop_now(a->env->loop), at;
 
 	if (a->phase == ASSOC_HOLD) {
@@ -276,7 +302,7 @@ assoc_on_timer(struct loop_timer *t)
 		return;
 	}
 	if (!a->ready) {
-		at = a->start_ms + conf_final(c)->connect_timeout_ms;
+		at = a->start_ms + a->ob->co->connect_timeout_ms;
 		if (now >= at) {
 			assoc_fail(a, "connect timeout");
 			return;
@@ -296,7 +322,7 @@ assoc_on_timer(struct loop_timer *t)
 
 static struct assoc *
 assoc_new(struct assoc_env *e, const struct assoc_key *key,
-    const struct proto_dest *dst)
+    const struct proto_dest *dst, struct outbound *ob, int rule)
 {
 	struct assoc	*a, *old;
 	size_t		 b;
@@ -313,6 +339,10 @@ assoc_new(struct assoc_env *e, const struct assoc_key *key,
 	}
 	a->key = *key;
 	a->env = e;
+	a->ob = outbound_ref(ob);
+	a->tp = assoc_tp_of(ob->co->protocol);
+	a->rule = rule;
+	outbound_open(ob);
 	a->id = ++e->next_id;
 	a->fd = a->ufd = -1;
 	a->short_lived = true;
@@ -328,22 +358,73 @@ assoc_new(struct assoc_env *e, const struct assoc_key *key,
 	e->st.active = e->n;
 	e->st.created++;
 	a->phase = ASSOC_OPEN;
-	loop_timer_set(e->loop, &a->timer, conf_final(e->conf)->connect_timeout_ms);
-	e->tp->open(a);
+	loop_timer_set(e->loop, &a->timer, a->ob->co->connect_timeout_ms);
+	a->tp->open(a);
 	return a;
+}
+
+/*
+ * The outbound of a datagram from key's app to dst, from the decision
+ * point (route.h); its index goes into k, so that one app endpoint has
+ * one association per outbound its destinations take.
+ */
+static struct outbound *
+assoc_route(struct assoc_env *e, struct assoc_key *k,
+    const struct proto_dest *dst, int *rule)
+{
+	struct rule_query	 q;
+	struct rule_hit		 why;
+	struct addr		 d, src;
+	struct outbound		*ob;
+	unsigned		 net = k->kind == PROTO_KIND_ICMP ?
+	    RULES_NET_ICMP : RULES_NET_UDP;
+
+	addr_from_raw(&src, k->family, k->addr, 0);
+	if (dst->atyp == PROTO_ATYP_DOMAIN) {
+		rules_query_flow(&q, NULL, &src, net, dst->domain);
+		q.port = dst->port;
+	} else {
+		addr_from_raw(&d, dst->atyp == PROTO_ATYP_IPV4 ? AF_INET :
+		    AF_INET6, dst->ip, dst->port);
+		rules_query_flow(&q, &d, &src, net, NULL);
+	}
+	if (k->kind == PROTO_KIND_ICMP)	/* the port is the echo sequence */
+		q.port = 0;
+	ob = client_route(e->obs, &q, &why);
+	k->outbound = (uint8_t)ob->index;
+	*rule = why.rule;
+	return ob;
 }
 
 struct assoc *
 assoc_get(struct assoc_env *e, const struct assoc_key *key,
     const struct proto_dest *dst)
 {
-	struct assoc	*a;
+	const struct assoc_tp	*tp;
+	struct assoc_key	 k = *key;
+	struct outbound		*ob;
+	struct assoc		*a;
+	int			 rule;
 
-	if (e->tp == NULL) {
+	e->refusal = ASSOC_REFUSED_NONE;
+	ob = assoc_route(e, &k, dst, &rule);
+	if ((tp = assoc_tp_of(ob->co->protocol)) == NULL) {
 		e->st.drop_block++;
+		e->refusal = ASSOC_REFUSED_BLOCK;
+		outbound_open(ob);
+		outbound_close(ob, true, 0, 0);
 		return NULL;
 	}
-	if ((a = assoc_lookup(e, key)) == NULL) {
+	if (k.kind == PROTO_KIND_ICMP && !tp->icmp) {
+		if (e->st.drop_proto++ == 0)
+			log_warnx("icmp: echo requests are dropped: protocol "
+			    "%s (outbound %s) carries no ICMP (only tunsplit "
+			    "and direct do); each one is counted",
+			    conf_proto_name(ob->co->protocol), ob->co->name);
+		e->refusal = ASSOC_REFUSED_PROTO;
+		return NULL;
+	}
+	if ((a = assoc_lookup(e, &k)) == NULL) {
 		/* The memory budget full: new work is refused, here a new
 		 * association (its datagram dropped); live ones go on. */
 		if (e->mem != NULL && !limit_mem_admit(e->mem, ASSOC_STAGE)) {
@@ -355,7 +436,7 @@ assoc_get(struct assoc_env *e, const struct assoc_key *key,
 				    "use", e->mem->used, e->mem->max);
 			return NULL;
 		}
-		if ((a = assoc_new(e, key, dst)) == NULL) {
+		if ((a = assoc_new(e, &k, dst, ob, rule)) == NULL) {
 			e->st.drop_hold++;
 			return NULL;
 		}
@@ -369,6 +450,12 @@ assoc_get(struct assoc_env *e, const struct assoc_key *key,
 }
 
 int
+assoc_refusal(const struct assoc_env *e)
+{
+	return e->refusal;
+}
+
+int
 assoc_send(struct assoc *a, const struct proto_dest *dst,
     const uint8_t *data, size_t len, bool short_lived)
 {
@@ -376,7 +463,7 @@ assoc_send(struct assoc *a, const struct proto_dest *dst,
 	uint8_t			 hdr[ASSOC_HDR_MAX];
 	ssize_t			 hl;
 
-	if ((hl = e->tp->encode_hdr(hdr, sizeof(hdr), dst, len)) < 0 ||
+	if ((hl = a->tp->encode_hdr(hdr, sizeof(hdr), dst, len)) < 0 ||
 	    dq_bytes(&a->q) + (size_t)hl + len > ASSOC_QUEUE_MAX ||
 	    e->qtotal + (size_t)hl + len > ASSOC_QUEUE_TOTAL ||
 	    dq_push(&a->q, hdr, (size_t)hl, data, len, false) < 0)
@@ -399,27 +486,23 @@ drop:
 
 /* ---- what the protocol lets through ------------------------------------- */
 
+/* The final outbound's transport. */
+static const struct assoc_tp *
+assoc_final_tp(const struct assoc_env *e)
+{
+	return assoc_tp_of(e->obs->v[e->obs->conf->client.final]->co->protocol);
+}
+
 bool
 assoc_env_icmp(const struct assoc_env *e)
 {
-	return e->tp != NULL && e->tp->icmp;
+	return assoc_final_tp(e) != NULL && assoc_final_tp(e)->icmp;
 }
 
 bool
 assoc_env_blocked(const struct assoc_env *e)
 {
-	return e->tp == NULL;
-}
-
-void
-assoc_refused(struct assoc_env *e)
-{
-	if (e->tp == NULL)
-		e->st.drop_block++;
-	else if (e->st.drop_proto++ == 0)
-		log_warnx("icmp: echo requests are dropped: protocol %s "
-		    "carries no ICMP (only tunsplit and direct do); each one is "
-		    "counted", conf_proto_name(conf_final(e->conf)->protocol));
+	return assoc_final_tp(e) == NULL;
 }
 
 /* ---- accessors and the TUN ---------------------------------------------- */
@@ -502,7 +585,7 @@ assoc_foreach(struct assoc_env *e,
 		ai.id = a->id;
 		ai.key = &a->key;
 		ai.state = a->phase == ASSOC_HOLD ? "hold" :
-		    a->phase == ASSOC_RELAY ? "relay" : e->tp->state(a);
+		    a->phase == ASSOC_RELAY ? "relay" : a->tp->state(a);
 		ai.start_ms = a->start_ms;
 		ai.up = a->up_b;
 		ai.down = a->down_b;
@@ -513,23 +596,6 @@ assoc_foreach(struct assoc_env *e,
 
 /* ---- env ------------------------------------------------------------- */
 
-static const struct assoc_tp *
-assoc_tp_of(enum conf_proto p)
-{
-	switch (p) {
-	case CONF_PROTO_TUNSPLIT:
-		return &assoc_tp_tunsplit;
-	case CONF_PROTO_TROJAN:
-		return &assoc_tp_trojan;
-	case CONF_PROTO_SOCKS5:
-		return &assoc_tp_socks5;
-	case CONF_PROTO_DIRECT:
-		return &assoc_tp_direct;
-	case CONF_PROTO_BLOCK:
-		break;
-	}
-	return NULL;
-}
 
 struct assoc_env *
 assoc_env_new(const struct assoc_cfg *cfg)
@@ -541,11 +607,7 @@ assoc_env_new(const struct assoc_cfg *cfg)
 		return NULL;
 	e->loop = cfg->loop;
 	e->conf = cfg->conf;
-	e->tp = assoc_tp_of(conf_final(e->conf)->protocol);
-	e->ssl_ctx = cfg->ssl_ctx;
-	if (cfg->server != NULL)
-		e->server = *cfg->server;
-	e->user_id = cfg->user_id;
+	e->obs = cfg->obs;
 	e->tun_write = cfg->tun_write != NULL ? cfg->tun_write :
 	    tsnetif_output_raw;
 	e->mem = cfg->mem;
@@ -561,8 +623,7 @@ assoc_env_new(const struct assoc_cfg *cfg)
 	SLIST_INIT(&e->reap);
 	if ((e->buckets = calloc(nb, sizeof(*e->buckets))) == NULL ||
 	    (e->frag = malloc(e->conf->tun.mtu)) == NULL ||
-	    (e->tp != NULL && e->tp->sockets &&
-	    (e->dgram = malloc(ASSOC_DGRAM_BUF)) == NULL) ||
+	    (e->dgram = malloc(ASSOC_DGRAM_BUF)) == NULL ||
 	    loop_on_iteration(e->loop, assoc_on_iteration, e) < 0) {
 		free(e->buckets);
 		free(e->frag);
@@ -587,10 +648,13 @@ assoc_env_set_ops(struct assoc_env *e, uint8_t kind,
  * only after the loop has stopped running.
  */
 void
-assoc_env_reconfigure(struct assoc_env *e, const struct conf *c)
+assoc_env_reconfigure(struct assoc_env *e, const struct conf *c,
+    struct outbounds *obs)
 {
-	if (e != NULL)
-		e->conf = c;
+	if (e == NULL)
+		return;
+	e->conf = c;
+	e->obs = obs;
 }
 
 void
@@ -605,6 +669,7 @@ assoc_env_free(struct assoc_env *e)
 	SLIST_INIT(&e->dirty);
 	while ((a = SLIST_FIRST(&e->reap)) != NULL) {
 		SLIST_REMOVE_HEAD(&e->reap, reap_entry);
+		outbound_unref(a->ob);
 		free(a);
 	}
 	free(e->buckets);

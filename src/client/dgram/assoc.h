@@ -57,6 +57,8 @@ struct assoc_key {
 	uint8_t		 family;	/* AF_INET or AF_INET6 */
 	uint16_t	 port;		/* UDP: the app's port; ICMP: echo id */
 	uint8_t		 addr[16];	/* the app's address */
+	uint8_t		 outbound;	/* index of its outbound (assoc_get) */
+	uint8_t		 pad;		/* zero */
 };
 
 /* The reason an association fails for the client's own failure (a
@@ -97,10 +99,9 @@ struct assoc_ops {
 struct assoc_cfg {
 	struct loop		*loop;
 	const struct conf	*conf;
-	struct ssl_ctx_st	*ssl_ctx;
-	const struct addr	*server;	/* or the socks5 proxy; NULL for
-						 * direct and block */
-	const uint8_t		*user_id;	/* PROTO_USER_ID_LEN bytes */
+	/* The generation's outbounds (outbound.h): each new association
+	 * takes the one client_route() chooses for its first datagram. */
+	struct outbounds	*obs;
 	/* Writes one IP packet to the TUN; NULL: tsnetif_output_raw. */
 	int			(*tun_write)(const uint8_t *pkt, size_t len);
 	/* client.max_buffer_memory (the TCP flows' budget), or NULL: no new
@@ -124,23 +125,31 @@ struct assoc_env *assoc_env_new(const struct assoc_cfg *cfg);
 /* A reload's new generation: limits and timeouts of new and live
  * associations follow it (the protocol, mark and TUN were carried over
  * by the daemon).  NULL ok. */
-void assoc_env_reconfigure(struct assoc_env *e, const struct conf *c);
+struct outbounds;
+void assoc_env_reconfigure(struct assoc_env *e, const struct conf *c,
+    struct outbounds *obs);
 void assoc_env_free(struct assoc_env *e);	/* closes all; accepts NULL */
 void assoc_env_set_ops(struct assoc_env *e, uint8_t kind,
     const struct assoc_ops *ops);
 
-/* What the protocol lets through: whether echo requests can go (only
- * tunsplit carries ICMP), whether every datagram is refused (block). */
+/* What the final outbound lets through: whether echo requests can go
+ * (only tunsplit and direct carry ICMP), whether every datagram is
+ * refused (block). */
 bool assoc_env_icmp(const struct assoc_env *e);
 bool assoc_env_blocked(const struct assoc_env *e);
-/* Counts a datagram refused without an association: any under block
- * (drop_block), an echo request under a protocol without ICMP (drop_proto;
- * the first one logged). */
-void assoc_refused(struct assoc_env *e);
 
-/* Finds the association of key, or makes one whose request header names
- * dst.  NULL: the datagram cannot go (holding down after a failure, out
- * of resources, protocol block); counted. */
+/* Why the last assoc_get() returned NULL. */
+enum assoc_refused {
+	ASSOC_REFUSED_NONE = 0,		/* a limit, a hold-down, memory */
+	ASSOC_REFUSED_BLOCK,		/* its outbound is block */
+	ASSOC_REFUSED_PROTO,		/* echo on an outbound without ICMP */
+};
+int  assoc_refusal(const struct assoc_env *e);
+
+/* Finds the association of key toward dst's outbound (client_route), or
+ * makes one whose request header names dst.  NULL: the datagram cannot go
+ * (holding down after a failure, out of resources, outbound block, echo
+ * where the outbound has no ICMP: assoc_refusal); counted. */
 struct assoc *assoc_get(struct assoc_env *e, const struct assoc_key *key,
     const struct proto_dest *dst);
 /* Queues one datagram to dst.  short_lived: it is a DNS query (an

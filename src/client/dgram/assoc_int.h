@@ -54,6 +54,8 @@ enum assoc_phase {
 };
 
 struct assoc;
+struct outbound;
+struct outbounds;
 
 struct assoc_tp {
 	const char	*name;		/* conf_proto_name() of it */
@@ -79,6 +81,10 @@ struct assoc_tp {
 struct assoc {
 	struct assoc_key	 key;
 	struct assoc_env	*env;
+	struct outbound		*ob;		/* its outbound (a ref) */
+	const struct assoc_tp	*tp;		/* ob's transport */
+	int			 rule;		/* that chose ob, -1: final */
+	bool			 failed;	/* assoc_fail: counted */
 	uint64_t		 id;
 	LIST_ENTRY(assoc)	 hash;		/* its bucket's chain */
 	TAILQ_ENTRY(assoc)	 lru;		/* most recently used first */
@@ -120,10 +126,8 @@ SLIST_HEAD(assoc_work_list, assoc);
 struct assoc_env {
 	struct loop		*loop;
 	const struct conf	*conf;
-	const struct assoc_tp	*tp;		/* NULL: block */
-	struct ssl_ctx_st	*ssl_ctx;
-	struct addr		 server;	/* or the socks5 proxy */
-	const uint8_t		*user_id;	/* the client's: SIGHUP updates it */
+	struct outbounds	*obs;		/* the generation's (route.h) */
+	int			 refusal;	/* of the last assoc_get */
 	int			(*tun_write)(const uint8_t *, size_t);
 	const struct limit_mem	*mem;		/* may be NULL */
 	struct limit_stats	*lst;

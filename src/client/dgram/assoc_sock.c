@@ -42,6 +42,7 @@
 #include <sodium.h>
 
 #include "client/dgram/assoc_int.h"
+#include "client/outbound.h"
 #include "conf/conf.h"
 #include "wire/frame.h"
 #include "core/log.h"
@@ -65,7 +66,7 @@ static void sock_on_ufd(struct loop_fd *, uint32_t);
 static bool
 is_socks(const struct assoc *a)
 {
-	return a->env->tp == &assoc_tp_socks5;
+	return a->tp == &assoc_tp_socks5;
 }
 
 /* A UDP socket, or with proto IPPROTO_ICMP / IPPROTO_ICMPV6 a ping
@@ -413,7 +414,7 @@ socks_relay(struct assoc *a, const struct proto_dest *bnd, const char **why)
 	}
 	if (memcmp(bnd->ip, zero, bnd->atyp == PROTO_ATYP_IPV4 ? 4 : 16) ==
 	    0) {
-		relay = a->env->server;
+		relay = a->ob->server;
 		if (addr_family(&relay) == AF_INET)
 			relay.u.sin.sin_port = htons(bnd->port);
 		else
@@ -436,7 +437,6 @@ socks_relay(struct assoc *a, const struct proto_dest *bnd, const char **why)
 static int
 socks_step(struct assoc *a, const char **why)
 {
-	const struct conf	*c = a->env->conf;
 	const uint8_t		*in = buf_head(&a->rx);
 	size_t			 len = buf_len(&a->rx);
 	struct socks5_reply	 rep;
@@ -449,9 +449,9 @@ socks_step(struct assoc *a, const char **why)
 		if ((r = socks5_method_parse(in, len, &v)) <= 0)
 			return (int)r;
 		buf_consume(&a->rx, (size_t)r);
-		if (v == SOCKS5_METHOD_USERPASS && conf_final(c)->username[0]) {
+		if (v == SOCKS5_METHOD_USERPASS && a->ob->co->username[0]) {
 			n = socks5_auth_encode(buf, sizeof(buf),
-			    conf_final(c)->username, conf_final(c)->password);
+			    a->ob->co->username, a->ob->co->password);
 			r = n < 0 ? -1 : socks_write(a, buf, (size_t)n);
 			sodium_memzero(buf, sizeof(buf));	/* the password */
 			if (r < 0) {
@@ -462,7 +462,7 @@ socks_step(struct assoc *a, const char **why)
 			return 1;
 		}
 		if (v != SOCKS5_METHOD_NONE) {
-			*why = conf_final(c)->username[0] ? "proxy accepts neither "
+			*why = a->ob->co->username[0] ? "proxy accepts neither "
 			    "no authentication nor username/password" :
 			    "proxy requires authentication";
 			return -1;
@@ -520,7 +520,7 @@ sock_on_ctl(struct loop_fd *lfd, uint32_t revents)
 			return;
 		}
 		r = socks5_greeting(greet, sizeof(greet),
-		    conf_final(a->env->conf)->username[0] != '\0');
+		    a->ob->co->username[0] != '\0');
 		if (r < 0 || socks_write(a, greet, (size_t)r) < 0) {
 			assoc_fail(a, "proxy write failed");
 			return;
@@ -573,7 +573,7 @@ sock_open(struct assoc *a)
 	}
 	buf_init(&a->rx, SOCKS_CTL_RX);
 	a->step = S_CONNECT;
-	if ((a->fd = sock_connect(&e->server, NULL, c->client.mark)) < 0) {
+	if ((a->fd = sock_connect(&a->ob->server, NULL, c->client.mark)) < 0) {
 		log_warn("%s %llu: socket to proxy", assoc_kstr(a),
 		    (unsigned long long)a->id);
 		assoc_fail(a, "proxy unreachable");

@@ -24,6 +24,7 @@
 #include <sodium.h>
 
 #include "client/dgram/assoc_int.h"
+#include "client/outbound.h"
 #include "wire/auth.h"
 #include "conf/conf.h"
 #include "wire/frame.h"
@@ -40,7 +41,7 @@ enum { STEP_CONNECT, STEP_TLS, STEP_RELAY };
 static bool
 is_trojan(const struct assoc *a)
 {
-	return a->env->tp == &assoc_tp_trojan;
+	return a->tp == &assoc_tp_trojan;
 }
 
 /* ---- toward the server ------------------------------------------------- */
@@ -210,18 +211,16 @@ stream_work(struct assoc *a)
 static int
 stream_start_relay(struct assoc *a)
 {
-	struct assoc_env	*e = a->env;
-	const struct conf	*c = e->conf;
 	struct proto_req	 req;
 	uint8_t			 buf[PROTO_REQ_MAX], bind[PROTO_BIND_LEN];
 	ssize_t			 n;
 	bool			 v1;
 
 	if (is_trojan(a)) {
-		n = proto_trojan_encode(buf, sizeof(buf), conf_final(c)->trojan_hex,
+		n = proto_trojan_encode(buf, sizeof(buf), a->ob->co->trojan_hex,
 		    PROTO_TROJAN_CMD_UDP, a->first);
 	} else {
-		v1 = conf_final(c)->header_version == PROTO_VERSION_1;
+		v1 = a->ob->co->header_version == PROTO_VERSION_1;
 		if (!v1 && outer_export(a->out, PROTO_BIND_LABEL, bind,
 		    sizeof(bind)) < 0)
 			return -1;
@@ -229,14 +228,14 @@ stream_start_relay(struct assoc *a)
 		req.kind = a->key.kind;
 		req.ts = (uint64_t)time(NULL);
 		randombytes_buf(req.nonce, sizeof(req.nonce));
-		memcpy(req.user_id, e->user_id, sizeof(req.user_id));
+		memcpy(req.user_id, a->ob->user_id, sizeof(req.user_id));
 		req.dest = *a->first;
-		n = proto_req_encode(buf, sizeof(buf), &req, conf_final(c)->key,
+		n = proto_req_encode(buf, sizeof(buf), &req, a->ob->co->key,
 		    v1 ? NULL : bind, proto_req_pad_random(&req));
 	}
 	if (n < 0 || dq_push(&a->q, buf, (size_t)n, NULL, 0, true) < 0)
 		return -1;
-	e->qtotal += (size_t)n;
+	a->env->qtotal += (size_t)n;
 	free(a->first);
 	a->first = NULL;
 	a->step = STEP_RELAY;
@@ -294,14 +293,14 @@ stream_open(struct assoc *a)
 
 	buf_init(&a->rx, is_trojan(a) ? RX_TROJAN : RX_NATIVE);
 	a->step = STEP_CONNECT;
-	a->fd = sock_connect(&e->server, conf_final(c)->congestion, c->client.mark);
+	a->fd = sock_connect(&a->ob->server, a->ob->co->congestion, c->client.mark);
 	if (a->fd < 0) {
 		log_warn("%s %llu: socket to server", assoc_kstr(a),
 		    (unsigned long long)a->id);
 		assoc_fail(a, "server unreachable");
 		return;
 	}
-	a->out = outer_new(e->ssl_ctx, a->fd, true, conf_final(c)->sni);
+	a->out = outer_new(a->ob->ssl_ctx, a->fd, true, a->ob->co->sni);
 	if (a->out == NULL) {
 		a->fd = -1;	/* outer_new closed it */
 		assoc_fail(a, "TLS setup failed");

@@ -7,6 +7,7 @@
 
 #include "client/dgram/flow_icmp.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,7 +54,7 @@ flow_icmp_init(struct assoc_env *e)
 
 int
 flow_icmp_input(struct assoc_env *e, const struct pkt_ip *ip,
-    const char *name)
+    const char *name, bool *blocked)
 {
 	struct pkt_echo		 echo;
 	struct assoc_key	 key;
@@ -62,13 +63,9 @@ flow_icmp_input(struct assoc_env *e, const struct pkt_ip *ip,
 	uint8_t			*fake;
 	int			 rc;
 
+	*blocked = false;
 	if ((rc = pkt_echo_parse(ip, &echo)) != PKT_OK)
 		return rc;
-	if (!assoc_env_icmp(e)) {
-		/* Only the native protocol carries echo. */
-		assoc_refused(e);
-		return PKT_OK;
-	}
 	memset(&key, 0, sizeof(key));
 	key.kind = PROTO_KIND_ICMP;
 	key.family = (uint8_t)ip->family;
@@ -81,8 +78,10 @@ flow_icmp_input(struct assoc_env *e, const struct pkt_ip *ip,
 		snprintf(dst.domain, sizeof(dst.domain), "%s", name);
 		dst.port = echo.seq;
 	}
-	if ((a = assoc_get(e, &key, &dst)) == NULL)
+	if ((a = assoc_get(e, &key, &dst)) == NULL) {
+		*blocked = assoc_refusal(e) == ASSOC_REFUSED_BLOCK;
 		return PKT_OK;
+	}
 	if (name != NULL && assoc_ext(a) == NULL &&
 	    (fake = calloc(1, 16)) != NULL) {
 		memcpy(fake, ip->dst, ip->family == AF_INET ? 4 : 16);

@@ -16,18 +16,21 @@
 #ifndef TUNSPLIT_FLOW_ICMP_H
 #define TUNSPLIT_FLOW_ICMP_H
 
+#include <stdbool.h>
+
 struct assoc_env;
 struct pkt_ip;
 
 /* Registers the ICMP kind's callbacks with the associations. */
 void flow_icmp_init(struct assoc_env *e);
 /* An ICMP/ICMPv6 message in ip (not a fragment).  Returns a PKT_* result:
- * PKT_OK forwarded (or dropped and counted by the associations),
+ * PKT_OK forwarded (or dropped and counted by the associations; *blocked:
+ * because its outbound is block, to be answered "prohibited"),
  * PKT_OTHER not an echo request, PKT_MALFORMED, PKT_BADSUM.  name: the
  * name ip's destination, a fake-IP address, stands for (the server pings
  * what it resolves to, and the replies come back from the fake address),
  * or NULL. */
 int  flow_icmp_input(struct assoc_env *e, const struct pkt_ip *ip,
-    const char *name);
+    const char *name, bool *blocked);
 
 #endif

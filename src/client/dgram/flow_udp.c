@@ -233,20 +233,27 @@ flow_udp_fake_dest(struct flow_udp *u, const struct pkt_ip *ip,
 	return true;
 }
 
+static void flow_udp_refuse_echo(struct flow_udp *, const struct pkt_ip *);
+
 /* ICMP: an echo to a fake address pings its name; one without a name
  * (or under direct, which pings by address) is dropped, counted as a
- * miss. */
+ * miss.  One whose outbound is block is answered "prohibited". */
 static int
 flow_udp_icmp(struct flow_udp *u, const struct pkt_ip *ip)
 {
 	const char	*name = NULL;
+	bool		 blocked = false;
+	int		 rc;
 
 	if (u->fakeip != NULL &&
 	    fakeip_contains(u->fakeip, ip->family, ip->dst) &&
 	    ((name = fakeip_name(u->fakeip, ip->family, ip->dst)) == NULL ||
 	    conf_final(u->conf)->protocol == CONF_PROTO_DIRECT))
 		return PKT_OK;
-	return flow_icmp_input(u->assoc, ip, name);
+	rc = flow_icmp_input(u->assoc, ip, name, &blocked);
+	if (blocked)
+		flow_udp_refuse_echo(u, ip);
+	return rc;
 }
 
 void
@@ -297,22 +304,31 @@ flow_udp_deliver(void *arg, struct assoc *a, const struct proto_dest *src,
  * EACCES instead of waiting for a timeout.  At most UNREACH_PER_S a
  * second, like a router's rate limit.
  */
-static void
-flow_udp_refuse(struct flow_udp *u, const struct pkt_ip *ip,
-    const struct pkt_udp *ud)
+static bool
+flow_udp_unreach_ok(struct flow_udp *u)
 {
-	struct assoc_env	*e = u->assoc;
-	uint8_t			*orig = assoc_pkt_buf(e), msg[1280];
-	uint64_t		 now_s = loop_now(u->loop) / 1000;
-	size_t			 olen, n;
+	uint64_t	now_s = loop_now(u->loop) / 1000;
 
 	if (now_s != u->unreach_s) {
 		u->unreach_s = now_s;
 		u->unreach_n = 0;
 	}
 	if (u->unreach_n >= UNREACH_PER_S)
-		return;
+		return false;
 	u->unreach_n++;
+	return true;
+}
+
+static void
+flow_udp_refuse(struct flow_udp *u, const struct pkt_ip *ip,
+    const struct pkt_udp *ud)
+{
+	struct assoc_env	*e = u->assoc;
+	uint8_t			*orig = assoc_pkt_buf(e), msg[1280];
+	size_t			 olen, n;
+
+	if (!flow_udp_unreach_ok(u))
+		return;
 	/* The quote: the app's datagram as it was (rebuilt if it came in
 	 * fragments). */
 	olen = pkt_build_udp(orig, ip->family, ip->src, ud->sport, ip->dst,
@@ -321,6 +337,32 @@ flow_udp_refuse(struct flow_udp *u, const struct pkt_ip *ip,
 	    ip->family == AF_INET ? PKT_UNREACH_ADMIN4 : PKT_UNREACH_ADMIN6,
 	    orig, olen, assoc_next_ipid(e));
 	if (olen > 0 && n > 0)
+		(void)assoc_tun_write(e, msg, n);
+}
+
+/*
+ * An echo request whose outbound is block: "administratively prohibited"
+ * as for UDP, quoting the request (rebuilt: its checksum is not
+ * recomputed, which no host checks in a quote).
+ */
+static void
+flow_udp_refuse_echo(struct flow_udp *u, const struct pkt_ip *ip)
+{
+	struct assoc_env	*e = u->assoc;
+	uint8_t			*orig = assoc_pkt_buf(e), msg[1280];
+	size_t			 olen, n, hl = ip->family == AF_INET ? 20 : 40;
+
+	if (!flow_udp_unreach_ok(u) || ip->l4_len < 8)
+		return;
+	olen = pkt_build_echo_reply(orig, ip->family, ip->src, ip->dst,
+	    0, 0, ip->l4 + 8, ip->l4_len - 8, 0);
+	if (olen < hl + 8)
+		return;
+	memcpy(orig + hl, ip->l4, 8);	/* the request's own header */
+	n = pkt_build_unreach(msg, ip->family, ip->dst, ip->src,
+	    ip->family == AF_INET ? PKT_UNREACH_ADMIN4 : PKT_UNREACH_ADMIN6,
+	    orig, olen, assoc_next_ipid(e));
+	if (n > 0)
 		(void)assoc_tun_write(e, msg, n);
 }
 
@@ -382,11 +424,6 @@ flow_udp_datagram(struct flow_udp *u, const struct pkt_ip *ip)
 	key.family = (uint8_t)ip->family;
 	key.port = ud.sport;
 	memcpy(key.addr, ip->src, ip->family == AF_INET ? 4 : 16);
-	if (assoc_env_blocked(u->assoc)) {
-		assoc_refused(u->assoc);
-		flow_udp_refuse(u, ip, &ud);
-		return PKT_OK;
-	}
 	frame_dest_from_ip(&dst, ip->family, ip->dst, ud.dport);
 	dns = ud.dport == DNS_PORT;
 	if (u->fakeip != NULL) {
@@ -406,8 +443,12 @@ flow_udp_datagram(struct flow_udp *u, const struct pkt_ip *ip)
 		orig = dst;
 		frame_dest_from_addr(&dst, &c->client.dns);
 	}
-	if ((a = assoc_get(u->assoc, &key, &dst)) == NULL)
+	if ((a = assoc_get(u->assoc, &key, &dst)) == NULL) {
+		/* Its outbound is block: say so, as a firewall would. */
+		if (assoc_refusal(u->assoc) == ASSOC_REFUSED_BLOCK)
+			flow_udp_refuse(u, ip, &ud);
 		return PKT_OK;
+	}
 	if (pin) {
 		dns_remember(a, &orig, ud.data, ud.len);
 		u->st.dns_pinned++;
@@ -573,12 +614,13 @@ flow_udp_reass_stats(const struct flow_udp *u)
 }
 
 void
-flow_udp_reconfigure(struct flow_udp *u, const struct conf *c)
+flow_udp_reconfigure(struct flow_udp *u, const struct conf *c,
+    struct outbounds *obs)
 {
 	if (u == NULL)
 		return;
 	u->conf = c;
-	assoc_env_reconfigure(u->assoc, c);
+	assoc_env_reconfigure(u->assoc, c, obs);
 }
 
 struct assoc_env *

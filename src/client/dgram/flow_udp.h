@@ -45,7 +45,9 @@ const struct flow_udp_stats *flow_udp_stats(const struct flow_udp *u);
 const struct reass_stats *flow_udp_reass_stats(const struct flow_udp *u);
 struct assoc_env *flow_udp_assoc(struct flow_udp *u);
 /* A reload's new generation (see assoc_env_reconfigure).  NULL ok. */
-void flow_udp_reconfigure(struct flow_udp *u, const struct conf *c);
+struct outbounds;
+void flow_udp_reconfigure(struct flow_udp *u, const struct conf *c,
+    struct outbounds *obs);
 
 /*
  * dns.mode fake-ip: A and AAAA queries to port 53 are answered from t

@@ -28,7 +28,7 @@ enum fs5_state {
 };
 
 struct flow_socks5 {
-	const struct conf	*conf;
+	const struct conf_outbound *co;
 	enum fs5_state		 state;
 	struct proto_dest	 dst;
 	uint8_t			 buf[SOCKS5_AUTH_MAX];	/* one message */
@@ -36,13 +36,13 @@ struct flow_socks5 {
 };
 
 struct flow_socks5 *
-flow_socks5_new(const struct conf *conf, const struct proto_dest *dst)
+flow_socks5_new(const struct conf_outbound *co, const struct proto_dest *dst)
 {
 	struct flow_socks5	*s;
 
 	if ((s = calloc(1, sizeof(*s))) == NULL)
 		return NULL;
-	s->conf = conf;
+	s->co = co;
 	s->dst = *dst;
 	s->state = FS5_GREETING;
 	return s;
@@ -75,14 +75,14 @@ flow_socks5_state(const struct flow_socks5 *s)
 static bool
 fs5_userpass(const struct flow_socks5 *s)
 {
-	return conf_final(s->conf)->username[0] != '\0';
+	return s->co->username[0] != '\0';
 }
 
 /* Encodes the message of a sending state into buf.  0 or -1. */
 static int
 fs5_encode(struct flow_socks5 *s)
 {
-	const struct conf	*c = s->conf;
+	const struct conf_outbound *co = s->co;
 	ssize_t			 n = -1;
 
 	switch (s->state) {
@@ -91,7 +91,7 @@ fs5_encode(struct flow_socks5 *s)
 		break;
 	case FS5_AUTH:
 		n = socks5_auth_encode(s->buf, sizeof(s->buf),
-		    conf_final(c)->username, conf_final(c)->password);
+		    co->username, co->password);
 		break;
 	case FS5_REQUEST:
 		n = socks5_request(s->buf, sizeof(s->buf), SOCKS5_CMD_CONNECT,
@@ -239,7 +239,7 @@ flow_socks5_step(struct flow_socks5 *s, struct outer *o, const char **why,
 				FS5_FAIL("socks5 authentication failed",
 				    "socks5 proxy rejected username '%s' and "
 				    "its password (status 0x%02x)",
-				    fs5_vis(conf_final(s->conf)->username, user,
+				    fs5_vis(s->co->username, user,
 				    sizeof(user)), v);
 			s->state = FS5_REQUEST;
 			continue;

@@ -16,14 +16,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct conf;
+struct conf_outbound;
 struct outer;
 struct proto_dest;
 struct flow_socks5;
 
-/* Credentials are read from conf (client.username, client.password) when
+/* Credentials are read from co (its username, password) when
  * the proxy asks for them.  NULL on allocation failure. */
-struct flow_socks5 *flow_socks5_new(const struct conf *conf,
+struct flow_socks5 *flow_socks5_new(const struct conf_outbound *co,
     const struct proto_dest *dst);
 /*
  * Drives the negotiation on o as far as it goes without blocking.

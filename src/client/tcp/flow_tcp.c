@@ -23,6 +23,9 @@
 #include "conf/conf.h"
 #include "client/tcp/flow_socks5.h"
 #include "client/tcp/flow_tcp_int.h"
+#include "client/outbound.h"
+#include "client/route.h"
+#include "rules/rules.h"
 #include "core/log.h"
 #include "core/loop.h"
 #include "tls/outer.h"
@@ -67,7 +70,7 @@ void
 flow_close(struct flow *f, bool abort, const char *reason)
 {
 	struct flow_env *env = f->env;
-	char dst[ADDR_STRLEN];
+	char dst[ADDR_STRLEN], why[32];
 
 	if (f->closing)
 		return;
@@ -107,13 +110,20 @@ flow_close(struct flow *f, bool abort, const char *reason)
 	env->nflows--;
 	env->stats.bytes_up += f->up;
 	env->stats.bytes_down += f->down;
+	if (f->obr != NULL)
+		outbound_close(f->obr, f->failed, f->up, f->down);
 	log_at(f->internal ? LOG_LVL_WARN : log_flow_level(),
-	    "flow %llu %s%s%s%s: %s, up %llu down %llu bytes, %llu ms",
+	    "flow %llu %s%s%s%s: %s, up %llu down %llu bytes, %llu ms, "
+	    "outbound %s (%s)",
 	    (unsigned long long)f->id, flow_dst(f, dst, sizeof(dst)),
 	    f->domain[0] != '\0' ? " (" : "", f->domain,
 	    f->domain[0] != '\0' ? ")" : "", reason,
 	    (unsigned long long)f->up, (unsigned long long)f->down,
-	    (unsigned long long)(loop_now(env->loop) - f->start_ms));
+	    (unsigned long long)(loop_now(env->loop) - f->start_ms),
+	    f->obr != NULL ? outbound_name(f->obr) : "none",
+	    f->obr == NULL ? "not chosen" :
+	    client_route_why(&(struct rule_hit){ .rule = f->rule }, why,
+	    sizeof(why)));
 	LIST_REMOVE(f, entry);
 	LIST_INSERT_HEAD(&env->reap, f, entry);
 }
@@ -123,6 +133,7 @@ flow_fail(struct flow *f, const char *reason)
 {
 	if (f->closing)
 		return;
+	f->failed = true;
 	f->env->stats.failed++;
 	if (f->internal)
 		f->env->stats.internal++;
@@ -745,6 +756,7 @@ flow_on_iteration(void *arg)
 		return;
 	while ((f = LIST_FIRST(&env->reap)) != NULL) {
 		LIST_REMOVE(f, entry);
+		outbound_unref(f->obr);
 		conf_unref(f->conf);
 		free(f);
 	}
@@ -801,7 +813,9 @@ flow_alloc(struct flow_env *env, const struct addr *dst)
 	/* The flow's generation of the configuration, for its whole life
 	 * (a reload makes a new one for new flows). */
 	f->conf = conf_ref(env->conf);
-	f->ob = flow_outbound(conf_final(f->conf)->protocol);
+	/* No way out until client_route chose one (flow_tcp_open.c). */
+	f->ob = flow_outbound(CONF_PROTO_BLOCK);
+	f->rule = -1;
 	f->dial_us = stats_now_us();
 	loop_timer_init(&f->early, flow_on_early);
 	loop_timer_init(&f->retry, flow_on_retry);
@@ -816,6 +830,9 @@ flow_alloc(struct flow_env *env, const struct addr *dst)
 void
 flow_discard(struct flow *f)
 {
+	if (f->obr != NULL)
+		outbound_close(f->obr, true, 0, 0);
+	outbound_unref(f->obr);
 	conf_unref(f->conf);
 	free(f);
 }
@@ -872,6 +889,8 @@ flow_tcp_foreach(struct flow_env *env,
 		fi.down = f->down;
 		fi.fd = f->out != NULL ? outer_fd(f->out) : -1;
 		fi.domain = f->domain;
+		fi.outbound = f->obr != NULL ? outbound_name(f->obr) : NULL;
+		fi.rule = f->rule;
 		cb(arg, &fi);
 	}
 }

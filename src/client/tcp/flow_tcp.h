@@ -30,11 +30,10 @@
 
 struct conf;
 struct loop;
-struct ssl_ctx_st;
 struct tcp_pcb;
 struct flow;
 struct flow_held;
-struct pool;
+struct outbounds;
 
 #define FLOW_STAGE	16384	/* one TLS record */
 
@@ -58,12 +57,11 @@ struct flow_stats {
 struct flow_env {
 	struct loop		*loop;
 	const struct conf	*conf;
-	struct ssl_ctx_st	*ssl_ctx;	/* NULL: socks5, direct, block */
-	struct addr		 server;	/* or the socks5 proxy; unset
-						 * for direct, block */
-	struct pool		*pool;		/* warm connections, may be NULL */
+	/* The generation's outbounds (outbound.h): client_route() picks
+	 * one per new flow, which keeps it.  The client replaces the set
+	 * on a reload. */
+	struct outbounds	*obs;
 	struct fakeip		*fakeip;	/* dns.mode fake-ip, or NULL */
-	uint8_t			 user_id[PROTO_USER_ID_LEN];
 	unsigned		 nflows;
 	uint64_t		 next_id;
 	struct flow_stats	 stats;
@@ -104,6 +102,8 @@ struct flow_info {
 	uint64_t		 up, down;	/* payload bytes so far */
 	int			 fd;		/* outer socket (TCP_INFO), or -1 */
 	const char		*domain;	/* sniffed, or "" */
+	const char		*outbound;	/* its name, NULL: not chosen yet */
+	int			 rule;		/* index that chose it, -1: final */
 };
 void flow_tcp_foreach(struct flow_env *env,
     void (*cb)(void *arg, const struct flow_info *), void *arg);

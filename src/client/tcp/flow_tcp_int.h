@@ -20,6 +20,7 @@
 
 struct conf;
 struct flow_socks5;
+struct outbound;
 struct outer;
 struct proto_dest;
 struct pbuf;
@@ -74,6 +75,10 @@ struct flow {
 	enum flow_phase	 phase;
 	const struct conf *conf;		/* its generation (a ref) */
 	const struct flow_outbound *ob;		/* for the flow's whole life */
+	struct outbound	*obr;			/* its outbound (a ref), NULL
+						 * until client_route chose */
+	int		 rule;			/* that chose it, -1: final */
+	bool		 failed;		/* flow_fail: counted */
 	struct tcp_pcb	*pcb;			/* NULL once lwIP freed it */
 	struct outer	*out;
 	int		 fd;

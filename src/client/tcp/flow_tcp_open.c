@@ -28,7 +28,10 @@
 #include "core/log.h"
 #include "core/loop.h"
 #include "tls/outer.h"
+#include "client/outbound.h"
 #include "client/pool.h"
+#include "client/route.h"
+#include "rules/rules.h"
 #include "wire/proto_trojan.h"
 #include "wire/socks5.h"
 #include "core/sock.h"
@@ -83,6 +86,7 @@ static void
 flow_handshake_done(struct flow *f)
 {
 	stats_hist_add(&f->env->stats.handshake, stats_now_us() - f->dial_us);
+	stats_hist_add(&f->obr->stats->handshake, stats_now_us() - f->dial_us);
 	if (f->ob->handshake != NULL)	/* a server or proxy answered */
 		stats_contact_ok(&f->env->stats.contact,
 		    loop_now(f->env->loop));
@@ -196,10 +200,6 @@ flow_admit(struct flow_env *env)
 {
 	if (env->draining)
 		return false;
-	if (flow_outbound(conf_final(env->conf)->protocol)->refuse) {
-		env->stats.blocked++;	/* RST on the SYN */
-		return false;
-	}
 	if (env->nflows >= env->conf->client.max_flows) {
 		flow_limit_log(env, "max_flows %u reached",
 		    env->conf->client.max_flows);
@@ -246,11 +246,63 @@ flow_errno_final(int e)
 }
 
 /*
- * A new flow for dst with its way out dialled and watched, not yet
- * listed; NULL with errno when that failed (nothing left open).
+ * The flow's outbound, from the one decision point (route.h): what is
+ * known now -- the destination, the app's address, the domain if one was
+ * recovered.  The flow keeps it (and why) for its whole life.  false: the
+ * outbound refuses it (block), counted.
+ */
+static bool
+flow_route(struct flow *f)
+{
+	struct rule_query q;
+	struct rule_hit why;
+	struct outbound *ob;
+
+	rules_query_flow(&q, &f->dst, f->app.len != 0 ? &f->app : NULL,
+	    RULES_NET_TCP, f->domain);
+	ob = client_route(f->env->obs, &q, &why);
+	f->obr = outbound_ref(ob);
+	f->rule = why.rule;
+	f->ob = flow_outbound(ob->co->protocol);
+	outbound_open(ob);
+	if (!f->ob->refuse)
+		return true;
+	f->env->stats.blocked++;
+	return false;
+}
+
+/*
+ * A SYN that no flow holds yet (faithful or not): refused with an RST
+ * when its outbound is block.  Only what the SYN shows is known: with
+ * sniffing or fake-IP a domain may still decide, later (flow_tcp_dial).
+ */
+static bool
+flow_syn_blocked(struct flow_env *env, const struct addr *dst,
+    const struct addr *app)
+{
+	struct rule_query q;
+	struct rule_hit why;
+	struct outbound *ob;
+
+	if (env->fakeip != NULL || flow_sniff_wanted(env->conf))
+		return false;
+	rules_query_flow(&q, dst, app, RULES_NET_TCP, NULL);
+	ob = client_route(env->obs, &q, &why);
+	if (!outbound_blocks(ob))
+		return false;
+	outbound_open(ob);
+	outbound_close(ob, true, 0, 0);
+	env->stats.blocked++;
+	return true;
+}
+
+/*
+ * A new flow for dst from app with its way out dialled and watched, not
+ * yet listed; NULL with errno when that failed (nothing left open), and
+ * ECONNREFUSED when its outbound is block (counted).
  */
 static struct flow *
-flow_new(struct flow_env *env, const struct addr *dst)
+flow_new(struct flow_env *env, const struct addr *dst, const struct addr *app)
 {
 	struct flow *f;
 	char a[ADDR_STRLEN];
@@ -258,6 +310,12 @@ flow_new(struct flow_env *env, const struct addr *dst)
 
 	if ((f = flow_alloc(env, dst)) == NULL)
 		return NULL;
+	f->app = *app;
+	if (!flow_route(f)) {
+		flow_discard(f);
+		errno = ECONNREFUSED;
+		return NULL;
+	}
 	if (f->ob->dial(f) < 0) {
 		e = errno;
 		if (flow_errno_final(e))
@@ -291,7 +349,8 @@ flow_register(struct flow_env *env, struct flow *f)
 		f->phase = FLOW_CONNECT;
 	f->start_ms = f->last_ms = loop_now(env->loop);
 	loop_timer_init(&f->timer, flow_on_timer);
-	loop_timer_set(env->loop, &f->timer, conf_final(f->conf)->connect_timeout_ms);
+	loop_timer_set(env->loop, &f->timer, f->obr != NULL ?
+	    f->obr->co->connect_timeout_ms : f->conf->client.connect_timeout_ms);
 	env->nflows++;
 	env->stats.accepted++;
 	LIST_INSERT_HEAD(&env->all, f, entry);
@@ -316,23 +375,24 @@ flow_tcp_syn(void *arg, const uint8_t *pkt, size_t len,
 	struct addr dst, app;
 	struct flow *f;
 
-	if (!env->conf->client.faithful)
-		return TSNETIF_SYN_PASS;
 	flow_addr(&dst, local, lport);
 	flow_addr(&app, remote, rport);
+	if (!env->conf->client.faithful)
+		return flow_syn_blocked(env, &dst, &app) ? TSNETIF_SYN_REFUSE :
+		    TSNETIF_SYN_PASS;
 	if ((f = flow_held_find(env, &dst, &app)) != NULL)
 		/* Our own re-injection, or the app retransmitting. */
 		return f->status_ok ? TSNETIF_SYN_PASS : TSNETIF_SYN_HOLD;
 	if (!flow_admit(env))
 		return TSNETIF_SYN_REFUSE;
 	errno = 0;
-	if ((f = flow_new(env, &dst)) == NULL) {
-		env->stats.refused++;
+	if ((f = flow_new(env, &dst, &app)) == NULL) {
+		if (errno != ECONNREFUSED)
+			env->stats.refused++;
 		/* Unreachable now: RST; a shortage: dropped, the app retries. */
 		return flow_errno_final(errno) ? TSNETIF_SYN_REFUSE :
 		    TSNETIF_SYN_HOLD;
 	}
-	f->app = app;
 	if ((f->syn = malloc(len)) == NULL || flow_held_add(f) < 0) {
 		free(f->syn);
 		loop_fd_del(env->loop, &f->lfd);
@@ -370,15 +430,19 @@ flow_tcp_accept(void *arg, struct tcp_pcb *pcb, err_t err)
 	}
 	/* Sniffing: no dial before the first bytes (flow_tcp_sniff.c). */
 	sniff = flow_sniff_wanted(env->conf);
+	errno = 0;
 	if (env->nflows >= env->conf->client.max_flows ||
-	    flow_outbound(conf_final(env->conf)->protocol)->refuse ||
-	    (f = sniff ? flow_alloc(env, &dst) : flow_new(env, &dst)) == NULL) {
-		env->stats.refused++;
+	    (f = sniff ? flow_alloc(env, &dst) : flow_new(env, &dst, &app)) ==
+	    NULL) {
+		if (errno != ECONNREFUSED)
+			env->stats.refused++;
 		tcp_abort(pcb);
 		return ERR_ABRT;
 	}
-	if (sniff)
+	if (sniff) {
 		f->phase = FLOW_SNIFF;
+		f->app = app;
+	}
 	flow_attach_pcb(f, pcb);
 	if (flow_register(env, f) < 0)
 		return ERR_ABRT;	/* flow_fail aborted the pcb */
@@ -393,8 +457,11 @@ flow_tcp_dial(struct flow *f)
 	char a[ADDR_STRLEN];
 	int e;
 
-	/* Where client_route() will choose by f->domain. */
-	f->ob = flow_outbound(conf_final(f->conf)->protocol);
+	/* The domain is known now, if it will be. */
+	if (!flow_route(f)) {
+		flow_fail(f, "blocked");
+		return -1;
+	}
 	f->dial_us = stats_now_us();
 	if (f->ob->dial(f) < 0) {
 		e = errno;
@@ -414,8 +481,7 @@ flow_tcp_dial(struct flow *f)
 		return -1;
 	}
 	f->phase = FLOW_CONNECT;
-	loop_timer_set(env->loop, &f->timer,
-	    conf_final(f->conf)->connect_timeout_ms);
+	loop_timer_set(env->loop, &f->timer, f->obr->co->connect_timeout_ms);
 	if (f->pooled) {
 		env->stats.pooled++;
 		if (flow_start_relay(f) < 0) {

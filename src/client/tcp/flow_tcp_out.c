@@ -34,6 +34,7 @@
 #include "wire/frame.h"
 #include "core/log.h"
 #include "tls/outer.h"
+#include "client/outbound.h"
 #include "client/pool.h"
 #include "wire/proto.h"
 #include "wire/proto_trojan.h"
@@ -119,11 +120,11 @@ out_connect(struct flow *f, const struct addr *to, bool tls)
 {
 	const struct conf *c = f->conf;
 
-	if ((f->fd = sock_connect(to, conf_final(c)->congestion,
+	if ((f->fd = sock_connect(to, f->obr->co->congestion,
 	    c->client.mark)) < 0)
 		return -1;
-	f->out = outer_new(tls ? f->env->ssl_ctx : NULL, f->fd, true,
-	    tls ? conf_final(c)->sni : NULL);
+	f->out = outer_new(tls ? f->obr->ssl_ctx : NULL, f->fd, true,
+	    tls ? f->obr->co->sni : NULL);
 	if (f->out == NULL) {
 		f->fd = -1;	/* outer_new closed it */
 		errno = ENOMEM;
@@ -136,18 +137,18 @@ out_connect(struct flow *f, const struct addr *to, bool tls)
 static int
 out_dial_server(struct flow *f)
 {
-	if ((f->out = pool_take(f->env->pool)) != NULL) {
+	if ((f->out = pool_take(f->obr->pool)) != NULL) {
 		f->pooled = true;
 		f->fd = outer_fd(f->out);
 		return 0;
 	}
-	return out_connect(f, &f->env->server, true);
+	return out_connect(f, &f->obr->server, true);
 }
 
 static int
 out_dial_proxy(struct flow *f)
 {
-	return out_connect(f, &f->env->server, false);
+	return out_connect(f, &f->obr->server, false);
 }
 
 static int
@@ -216,7 +217,7 @@ out_socks(struct flow *f, const char **why)
 
 	if (f->socks == NULL) {
 		flow_target_dest(f, &pd);
-		if ((f->socks = flow_socks5_new(f->conf, &pd)) == NULL) {
+		if ((f->socks = flow_socks5_new(f->obr->co, &pd)) == NULL) {
 			f->internal = true;
 			*why = "out of memory";
 			return -1;
@@ -248,7 +249,7 @@ out_socks(struct flow *f, const char **why)
 static ssize_t
 out_hdr_tunsplit(struct flow *f, uint8_t *buf, size_t len)
 {
-	const struct conf_outbound *ob = conf_final(f->conf);
+	const struct conf_outbound *ob = f->obr->co;
 	struct proto_req req;
 	uint8_t bind[PROTO_BIND_LEN];
 	bool v1 = ob->header_version == PROTO_VERSION_1;
@@ -263,7 +264,7 @@ out_hdr_tunsplit(struct flow *f, uint8_t *buf, size_t len)
 	req.kind = PROTO_KIND_TCP;
 	req.ts = (uint64_t)time(NULL);
 	randombytes_buf(req.nonce, sizeof(req.nonce));
-	memcpy(req.user_id, f->env->user_id, sizeof(req.user_id));
+	memcpy(req.user_id, f->obr->user_id, sizeof(req.user_id));
 	flow_target_dest(f, &req.dest);
 	n = proto_req_encode(buf, len, &req, ob->key, v1 ? NULL : bind,
 	    proto_req_pad_random(&req));
@@ -281,7 +282,7 @@ out_hdr_trojan(struct flow *f, uint8_t *buf, size_t len)
 
 	flow_target_dest(f, &pd);
 	f->status_ok = true;
-	return proto_trojan_encode(buf, len, conf_final(f->conf)->trojan_hex,
+	return proto_trojan_encode(buf, len, f->obr->co->trojan_hex,
 	    PROTO_TROJAN_CMD_CONNECT, &pd);
 }
 

@@ -23,6 +23,7 @@
 #include "client/client_int.h"
 #include "conf/conf.h"
 #include "daemon/control.h"
+#include "client/outbound.h"
 #include "client/tcp/flow_tcp.h"
 #include "core/loop.h"
 #include "core/stats.h"
@@ -622,6 +623,7 @@ struct ctl_fixture {
 	struct conf	*conf;
 	struct loop	*loop;
 	struct flow_env	 env;
+	struct outbounds *obs;
 	struct client_status cs;
 	struct control	*ctl;
 };
@@ -676,7 +678,8 @@ setup_ctl_with(void **state, const char *extra)
 	assert_non_null(f->loop = loop_new());
 	f->env.loop = f->loop;
 	f->env.conf = f->conf;
-	assert_int_equal(addr_parse(&f->env.server, "192.0.2.1:443"), 0);
+	assert_non_null(f->obs = outbounds_new(NULL, f->conf, NULL));
+	f->env.obs = f->obs;
 	f->env.stats.accepted = 3;
 	f->env.stats.bytes_up = 1000;
 	assert_non_null(f->ctl = ctl_new(f));
@@ -724,6 +727,7 @@ teardown_ctl(void **state)
 	/* control_free removes the socket file. */
 	assert_int_equal(access(f->sock, F_OK), -1);
 	loop_free(f->loop);
+	outbounds_free(f->obs);
 	conf_free(f->conf);
 	snprintf(path, sizeof(path), "%s/run", f->dir);
 	rmdir(path);

@@ -32,6 +32,7 @@
 
 #include "core/addr.h"
 #include "client/dgram/assoc.h"
+#include "client/outbound.h"
 #include "conf/conf.h"
 #include "client/dgram/flow_udp.h"
 #include "wire/frame.h"
@@ -104,6 +105,7 @@ struct client {
 	struct assoc_env	*e;
 	struct flow_udp		*u;
 	struct addr		 server;
+	struct outbounds	*obs;
 };
 
 static void
@@ -112,7 +114,6 @@ client_start(struct client *c, const char *yaml, uint16_t port, bool flow)
 	struct assoc_cfg	ac;
 	struct assoc_ops	ops;
 	char			y[512], err[256];
-	static const uint8_t	uid[PROTO_USER_ID_LEN];
 
 	memset(c, 0, sizeof(*c));
 	got_clear();
@@ -126,8 +127,9 @@ client_start(struct client *c, const char *yaml, uint16_t port, bool flow)
 	memset(&ac, 0, sizeof(ac));
 	ac.loop = c->loop;
 	ac.conf = c->conf;
-	ac.server = port != 0 ? &c->server : NULL;
-	ac.user_id = uid;
+	assert_non_null(c->obs = outbounds_one(outbound_new(c->conf, 0, NULL,
+	    port != 0 ? &c->server : NULL)));
+	ac.obs = c->obs;
 	ac.tun_write = capture;
 	if (flow) {
 		assert_non_null(c->u = flow_udp_new(&ac));
@@ -148,6 +150,7 @@ client_stop(struct client *c)
 		flow_udp_free(c->u);
 	else
 		assoc_env_free(c->e);
+	outbounds_free(c->obs);
 	loop_free(c->loop);
 	conf_free(c->conf);
 	got_clear();
@@ -827,7 +830,8 @@ test_socks5_unreachable(void **state)
 }
 
 /* protocol block: no association; the app gets an ICMP "administratively
- * prohibited" from the destination quoting its datagram. */
+ * prohibited" from the destination quoting its datagram or echo
+ * request. */
 static void
 test_block(void **state)
 {
@@ -874,7 +878,7 @@ test_block(void **state)
 		assert_int_equal(ip.l4[1], PKT_UNREACH_ADMIN6);
 		assert_memory_equal(ip.dst, a6, 16);
 	}
-	/* An echo request is refused too, without an answer. */
+	/* An echo request is refused too, the same way, quoting it. */
 	n = pkt_build_echo_reply(pkt, AF_INET, APP4, DST4, 1, 1, "p", 1, 1);
 	pkt[20] = 8;
 	pkt[22] = pkt[23] = 0;
@@ -882,7 +886,18 @@ test_block(void **state)
 	memcpy(pkt + 22, &s, 2);
 	assert_true(flow_udp_input(c.u, pkt, n));
 	assert_int_equal(astats(&c)->drop_block, 3);
-	assert_int_equal(tun.n, 2);
+	assert_int_equal(tun.n, 3);
+	assert_int_equal(pkt_parse(tun.pkt[2], tun.len[2], &ip), PKT_OK);
+	assert_int_equal(ip.proto, PKT_PROTO_ICMP);
+	assert_memory_equal(ip.src, DST4, 4);
+	assert_memory_equal(ip.dst, APP4, 4);
+	assert_int_equal(ip.l4[0], 3);
+	assert_int_equal(ip.l4[1], PKT_UNREACH_ADMIN4);
+	assert_int_equal(pkt_csum_fold(pkt_csum_add(0, ip.l4, ip.l4_len)), 0);
+	/* The quote: the echo request's own header (type 8, id, seq). */
+	assert_int_equal(pkt_parse(ip.l4 + 8, ip.l4_len - 8, &q), PKT_OK);
+	assert_int_equal(q.proto, PKT_PROTO_ICMP);
+	assert_memory_equal(q.l4, pkt + 20, 8);
 	client_stop(&c);
 }
 

@@ -31,6 +31,7 @@
 #include "wire/auth.h"
 #include "conf/conf.h"
 #include "client/dgram/flow_udp.h"
+#include "client/outbound.h"
 #include "wire/frame.h"
 #include "core/loop.h"
 #include "tls/outer.h"
@@ -330,6 +331,7 @@ struct client {
 	struct flow_udp	*u;
 	struct addr	 server;
 	uint8_t		 user_id[PROTO_USER_ID_LEN];
+	struct outbounds *obs;
 };
 
 static void
@@ -351,9 +353,9 @@ client_start(struct client *c, const char *extra)
 	memset(&ac, 0, sizeof(ac));
 	ac.loop = c->loop;
 	ac.conf = c->conf;
-	ac.ssl_ctx = tc.cctx;
-	ac.server = &c->server;
-	ac.user_id = c->user_id;
+	assert_non_null(c->obs = outbounds_one(outbound_new(c->conf, 0,
+	    tc.cctx, &c->server)));
+	ac.obs = c->obs;
 	ac.tun_write = capture;
 	assert_non_null(c->u = flow_udp_new(&ac));
 }
@@ -362,6 +364,7 @@ static void
 client_stop(struct client *c)
 {
 	flow_udp_free(c->u);
+	outbounds_free(c->obs);
 	loop_free(c->loop);
 	conf_free(c->conf);
 	out_clear();

@@ -72,7 +72,7 @@ fx_open(struct fx *x, const char *extra)
 	d.atyp = PROTO_ATYP_IPV4;
 	unhex("c0000201", d.ip);
 	d.port = 443;
-	assert_non_null(x->s = flow_socks5_new(x->conf, &d));
+	assert_non_null(x->s = flow_socks5_new(conf_final(x->conf), &d));
 }
 
 static void

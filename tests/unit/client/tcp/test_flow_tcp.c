@@ -40,6 +40,7 @@
 
 #include "core/addr.h"
 #include "conf/conf.h"
+#include "client/outbound.h"
 #include "client/tcp/flow_tcp.h"
 #include "core/loop.h"
 #include "stack/tsnetif.h"
@@ -213,6 +214,7 @@ client_start(unsigned mtu)
 	static const char y[] = "client:\n  server: 127.0.0.1:1080\n"
 	    "  protocol: socks5\n";
 	struct tsnetif_ops ops;
+	struct addr srv;
 	char err[256];
 
 	memset(&fx, 0, sizeof(fx));
@@ -223,7 +225,9 @@ client_start(unsigned mtu)
 	assert_non_null(fx.loop = loop_new());
 	fx.env.loop = fx.loop;
 	fx.env.conf = fx.conf;
-	assert_int_equal(addr_from_ip(&fx.env.server, "127.0.0.1", px.port), 0);
+	assert_int_equal(addr_from_ip(&srv, "127.0.0.1", px.port), 0);
+	assert_non_null(fx.env.obs = outbounds_one(outbound_new(fx.conf, 0,
+	    NULL, &srv)));
 	assert_int_equal(flow_env_init(&fx.env), 0);
 	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, fx.tun), 0);
 	memset(&ops, 0, sizeof(ops));
@@ -241,6 +245,7 @@ client_stop(void)
 		return;
 	fx.up = false;
 	flow_close_all(&fx.env);
+	outbounds_free(fx.env.obs);
 	tsnetif_shutdown();
 	/* Nothing left inside lwIP. */
 	assert_null(tcp_active_pcbs);

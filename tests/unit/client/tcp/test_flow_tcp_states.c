@@ -46,6 +46,7 @@
 #include "lwip/tcp.h"
 #include "lwip/priv/tcp_priv.h"
 
+#include "client/outbound.h"
 #include "client/pool.h"
 #include "client/tcp/flow_tcp.h"
 #include "conf/conf.h"
@@ -101,12 +102,16 @@ now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* The one outbound of the test's configuration. */
+#define OB	(fx.env.obs->v[0])
+
 /* ---- set-up ---------------------------------------------------------- */
 
 static void
 client_start(unsigned pool)
 {
 	struct tsnetif_ops ops;
+	struct addr srv;
 	char y[512], err[256];
 	size_t i;
 
@@ -120,13 +125,13 @@ client_start(unsigned pool)
 	assert_non_null(fx.loop = loop_new());
 	fx.env.loop = fx.loop;
 	fx.env.conf = fx.conf;
-	fx.env.ssl_ctx = tc.cctx;
-	assert_int_equal(addr_from_ip(&fx.env.server, "127.0.0.1", fx.port), 0);
-	auth_user_id(conf_final(fx.conf)->key, fx.env.user_id);
+	assert_int_equal(addr_from_ip(&srv, "127.0.0.1", fx.port), 0);
+	assert_non_null(fx.env.obs = outbounds_one(outbound_new(fx.conf, 0,
+	    tc.cctx, &srv)));
 	assert_int_equal(flow_env_init(&fx.env), 0);
 	if (pool > 0)
-		assert_non_null(fx.env.pool = pool_new(fx.loop, fx.conf,
-		    tc.cctx, &fx.env.server));
+		assert_non_null(OB->pool = pool_new(fx.loop, fx.conf,
+		    conf_final(fx.conf), tc.cctx, &OB->server));
 	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, fx.tun), 0);
 	memset(&ops, 0, sizeof(ops));
 	ops.accept = flow_tcp_accept;
@@ -154,7 +159,7 @@ cleanup(void **state)
 		return 0;
 	fx.running = false;
 	flow_close_all(&fx.env);
-	pool_free(fx.env.pool);
+	outbounds_free(fx.env.obs);
 	tsnetif_shutdown();
 	testend_free(&fx.srv);
 	loop_free(fx.loop);
@@ -497,7 +502,7 @@ test_server_unreachable(void **state)
 	assert_int_equal(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
 	assert_int_equal(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
 	close(fd);
-	assert_int_equal(addr_from_ip(&fx.env.server, "127.0.0.1",
+	assert_int_equal(addr_from_ip(&OB->server, "127.0.0.1",
 	    ntohs(sin.sin_port)), 0);
 	fx.app.rst_ok = true;
 	app_open();
@@ -548,7 +553,7 @@ test_refusal_reasons(void **state)
 static bool
 pool_ready(void)
 {
-	return pool_stats(fx.env.pool)->ready == 1 && fx.srv.hs == 1;
+	return pool_stats(OB->pool)->ready == 1 && fx.srv.hs == 1;
 }
 
 /* A warm connection, TLS done before the app's SYN, carries the flow:
@@ -564,16 +569,16 @@ test_pool_take(void **state)
 	run_until(pool_ready, "a warm connection");
 	assert_int_equal(fx.conns, 1);
 	/* The pool's handshake alone is a contact; no flow yet. */
-	assert_true(pool_stats(fx.env.pool)->contact.has_ok);
+	assert_true(pool_stats(OB->pool)->contact.has_ok);
 	assert_false(fx.env.stats.contact.has_ok);
 	assert_int_equal(fx.srv.rx_len, 0);	/* nothing sent while idle */
 	app_open();
 	assert_int_equal(fx.env.stats.pooled, 1);
-	assert_int_equal(pool_stats(fx.env.pool)->taken, 1);
+	assert_int_equal(pool_stats(OB->pool)->taken, 1);
 	run_until(all_closed, "the end of the flow");
 	expect_clean();
 	assert_int_equal(fx.env.stats.pooled, 1);
-	assert_int_equal(pool_stats(fx.env.pool)->taken, 1);
+	assert_int_equal(pool_stats(OB->pool)->taken, 1);
 	/* The header came on the connection accepted before the SYN. */
 	assert_int_equal(fx.conns, 1);
 }

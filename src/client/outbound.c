@@ -1,0 +1,273 @@
+/*
+ * The client's outbounds at run time (outbound.h): per entry of
+ * client.outbounds its server address, TLS context, warm pool, user id
+ * and counters; built per configuration generation, kept alive by the
+ * flows and associations that started on them.
+ */
+#include "config.h"
+
+#include "client/outbound.h"
+
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/pool.h"
+#include "conf/conf.h"
+#include "core/log.h"
+#include "tls/outer.h"
+#include "wire/auth.h"
+
+static int
+outbound_resolve(const struct conf_outbound *co, struct addr *out)
+{
+	struct addrinfo hints, *res;
+	char port[8];
+	int rc;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_ADDRCONFIG;
+	snprintf(port, sizeof(port), "%u", co->server_port);
+	if ((rc = getaddrinfo(co->server_host, port, &hints, &res)) != 0) {
+		log_warnx("outbound %s: server %s: %s", co->name,
+		    co->server_host, gai_strerror(rc));
+		return -1;
+	}
+	memcpy(&out->u.ss, res->ai_addr, res->ai_addrlen);
+	out->len = res->ai_addrlen;
+	freeaddrinfo(res);
+	return 0;
+}
+
+static bool
+outbound_tls(const struct conf_outbound *co)
+{
+	return co->protocol == CONF_PROTO_TUNSPLIT ||
+	    co->protocol == CONF_PROTO_TROJAN;
+}
+
+static struct ssl_ctx_st *
+outbound_ctx(const struct conf_outbound *co)
+{
+	struct ssl_ctx_st *ctx;
+
+	if (co->insecure)
+		log_warnx("outbound %s: insecure is set: the server's "
+		    "certificate is NOT verified; anyone on the path can "
+		    "impersonate it", co->name);
+	if ((ctx = outer_ctx_client(co->ca_file, co->insecure)) == NULL)
+		return NULL;
+	if ((co->fp_browser &&
+	    outer_ctx_fingerprint(ctx, OUTER_FP_BROWSER) == -1) ||
+	    outer_ctx_padding(ctx, co->padding, OUTER_PAD_MAX) == -1 ||
+	    (co->has_pin && outer_ctx_pin(ctx, co->pin_sha256) == -1)) {
+		outer_ctx_free(ctx);
+		return NULL;
+	}
+	if (co->has_pin)
+		log_info("outbound %s: server public key pinned "
+		    "(pin_sha256)%s", co->name, co->insecure ? "; with "
+		    "insecure, the pin is the only check" : "");
+	return ctx;
+}
+
+struct outbound *
+outbound_new(const struct conf *c, size_t i, struct ssl_ctx_st *ctx,
+    const struct addr *server)
+{
+	const struct conf_outbound *co = &c->client.outbounds[i];
+	struct outbound *ob;
+
+	if ((ob = calloc(1, sizeof(*ob))) == NULL ||
+	    (ob->stats = calloc(1, sizeof(*ob->stats))) == NULL) {
+		free(ob);
+		log_warn("outbound %s", co->name);
+		return NULL;
+	}
+	ob->refs = 1;
+	ob->stats->refs = 1;
+	ob->conf = conf_ref(c);
+	ob->co = co;
+	ob->index = i;
+	auth_user_id(co->key, ob->user_id);
+	if (co->server_host != NULL) {
+		ob->has_server = true;
+		if (server != NULL)
+			ob->server = *server;
+		else if (outbound_resolve(co, &ob->server) == -1)
+			goto fail;
+	}
+	if (ctx != NULL) {
+		ob->ssl_ctx = ctx;
+		ob->ctx_borrowed = true;
+	} else if (outbound_tls(co) &&
+	    (ob->ssl_ctx = outbound_ctx(co)) == NULL)
+		goto fail;
+	return ob;
+fail:
+	outbound_unref(ob);
+	return NULL;
+}
+
+int
+outbound_pool_start(struct outbound *ob, struct loop *l)
+{
+	if (!outbound_tls(ob->co) || ob->co->pool == 0 || ob->pool != NULL)
+		return 0;
+	if ((ob->pool = pool_new(l, ob->conf, ob->co, ob->ssl_ctx,
+	    &ob->server)) == NULL) {
+		log_warnx("outbound %s: cannot start its pool", ob->co->name);
+		return -1;
+	}
+	return 0;
+}
+
+struct outbound *
+outbound_ref(struct outbound *ob)
+{
+	if (ob != NULL)
+		ob->refs++;
+	return ob;
+}
+
+void
+outbound_unref(struct outbound *ob)
+{
+	if (ob == NULL || --ob->refs > 0)
+		return;
+	pool_free(ob->pool);
+	if (!ob->ctx_borrowed)
+		outer_ctx_free(ob->ssl_ctx);
+	if (ob->stats != NULL && --ob->stats->refs == 0)
+		free(ob->stats);
+	conf_unref(ob->conf);
+	free(ob);
+}
+
+void
+outbound_open(struct outbound *ob)
+{
+	ob->stats->opened++;
+	ob->stats->active++;
+}
+
+void
+outbound_close(struct outbound *ob, bool failed, uint64_t up, uint64_t down)
+{
+	if (failed)
+		ob->stats->failed++;
+	if (ob->stats->active > 0)
+		ob->stats->active--;
+	ob->stats->bytes_up += up;
+	ob->stats->bytes_down += down;
+}
+
+bool
+outbound_blocks(const struct outbound *ob)
+{
+	return ob->co->protocol == CONF_PROTO_BLOCK;
+}
+
+const char *
+outbound_name(const struct outbound *ob)
+{
+	return ob->co->name;
+}
+
+/* ---- a generation's set ------------------------------------------------- */
+
+/* The counters of prev's outbound of the same name, shared. */
+static void
+outbound_take_stats(struct outbound *ob, const struct outbounds *prev)
+{
+	size_t i;
+
+	for (i = 0; prev != NULL && i < prev->n; i++) {
+		if (strcmp(prev->v[i]->co->name, ob->co->name) != 0)
+			continue;
+		free(ob->stats);
+		ob->stats = prev->v[i]->stats;
+		ob->stats->refs++;
+		return;
+	}
+}
+
+struct outbounds *
+outbounds_new(struct loop *l, const struct conf *c,
+    const struct outbounds *prev)
+{
+	struct outbounds *obs;
+	size_t i;
+
+	if ((obs = calloc(1, sizeof(*obs))) == NULL ||
+	    (obs->v = calloc(c->client.noutbounds, sizeof(*obs->v))) == NULL) {
+		free(obs);
+		log_warn("outbounds");
+		return NULL;
+	}
+	obs->conf = conf_ref(c);
+	for (i = 0; i < c->client.noutbounds; i++) {
+		if ((obs->v[i] = outbound_new(c, i, NULL, NULL)) == NULL)
+			goto fail;
+		obs->n = i + 1;
+		outbound_take_stats(obs->v[i], prev);
+		if (l != NULL && outbound_pool_start(obs->v[i], l) == -1)
+			goto fail;
+	}
+	return obs;
+fail:
+	outbounds_retire(obs);
+	return NULL;
+}
+
+struct outbounds *
+outbounds_one(struct outbound *ob)
+{
+	struct outbounds *obs;
+
+	if ((obs = calloc(1, sizeof(*obs))) == NULL ||
+	    (obs->v = calloc(1, sizeof(*obs->v))) == NULL) {
+		free(obs);
+		outbound_unref(ob);
+		return NULL;
+	}
+	obs->conf = conf_ref(ob->conf);
+	obs->n = 1;
+	obs->v[0] = ob;
+	return obs;
+}
+
+static void
+outbounds_drop(struct outbounds *obs, bool running)
+{
+	size_t i;
+
+	if (obs == NULL)
+		return;
+	for (i = 0; i < obs->n; i++) {
+		/* Only new flows would take from the pool: close it now. */
+		if (running)
+			pool_retire(obs->v[i]->pool);
+		else
+			pool_free(obs->v[i]->pool);
+		obs->v[i]->pool = NULL;
+		outbound_unref(obs->v[i]);
+	}
+	free(obs->v);
+	conf_unref(obs->conf);
+	free(obs);
+}
+
+void
+outbounds_free(struct outbounds *obs)
+{
+	outbounds_drop(obs, false);
+}
+
+void
+outbounds_retire(struct outbounds *obs)
+{
+	outbounds_drop(obs, true);
+}
