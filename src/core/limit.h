@@ -64,6 +64,8 @@ struct limit_ent {
 	unsigned		 conns;
 	unsigned		 udp;
 	unsigned		 preauth;	/* of conns: not authenticated yet */
+	unsigned		 waiting;	/* of conns: accepted, waiting for
+						 * a preauth turn (server.c) */
 	unsigned		 cover;		/* of conns: relayed to the cover */
 	uint8_t			 klen;
 	uint8_t			 key[];

@@ -266,7 +266,8 @@ status_write_text(const struct status *st, FILE *fp)
 	    st->refused);
 	/* A warm pool connection retired unused is neither ok nor failed. */
 	if (strcmp(st->role, "server") == 0)
-		fprintf(fp, "%" PRIu64 " unused, ", st->unused);
+		fprintf(fp, "%" PRIu64 " unused, %" PRIu64 " waited, ",
+		    st->unused, st->waited);
 	fprintf(fp, "%" PRIu64 " failed (%" PRIu64 " internal)\n", st->failed,
 	    st->internal);
 	fprintf(fp, "bytes: up %s (%" PRIu64 "), down %s (%" PRIu64 ")\n",
@@ -506,7 +507,8 @@ status_write_json(const struct status *st, FILE *fp)
 	fprintf(fp, ",\"%s\":{\"active\":%" PRIu64 ",\"total\":%" PRIu64
 	    ",\"refused\":%" PRIu64, what, st->active, st->total, st->refused);
 	if (strcmp(st->role, "server") == 0)
-		fprintf(fp, ",\"unused\":%" PRIu64, st->unused);
+		fprintf(fp, ",\"unused\":%" PRIu64 ",\"waited\":%" PRIu64,
+		    st->unused, st->waited);
 	fprintf(fp, ",\"failed\":%" PRIu64 ",\"internal\":%" PRIu64
 	    ",\"max\":%u}", st->failed, st->internal, st->max);
 	fprintf(fp, ",\"bytes\":{\"up\":%" PRIu64 ",\"down\":%" PRIu64 "}",
@@ -938,6 +940,11 @@ status_write_prometheus(const struct status *st, FILE *fp)
 		    "Sessions the client closed before its request: warm pool "
 		    "connections retired unused, not counted as failed.",
 		    st->unused);
+	if (srv)
+		prom_one(fp, "sessions_waited_total", "counter",
+		    "Connections that waited for a turn because their source "
+		    "had max_preauth_per_source unauthenticated ones.",
+		    st->waited);
 	prom_one(fp, PROM_NAME("failed_total"), "counter",
 	    srv ? "Sessions that ended in an error." :
 	    "Flows reset after a server, target or outer failure.", st->failed);

@@ -88,6 +88,8 @@ struct status {
 	uint64_t	 unused;		/* server: closed by the client
 						 * before a request (a warm pool
 						 * connection), not failed */
+	uint64_t	 waited;		/* server: waited for a turn at
+						 * max_preauth_per_source */
 	unsigned	 max;			/* max_flows / max_conns */
 	uint64_t	 bytes_up, bytes_down;	/* toward the target / back */
 	const struct stats_reasons *failures;	/* NULL: none kept */

@@ -14,6 +14,7 @@
 #include "server/server_int.h"
 
 #include <sys/epoll.h>
+#include <sys/queue.h>
 #include <sys/socket.h>
 #include <arpa/inet.h>
 #include <linux/netlink.h>
@@ -23,6 +24,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -48,8 +50,30 @@
 #define SERVER_ACCEPT_PAUSE_MS	100	/* after EMFILE/ENFILE */
 #define SERVER_LOG_INTERVAL_MS	1000	/* rate limit for peer-caused floods */
 #define SERVER_IFADDR_POLL_MS	5000	/* without netlink: poll the list */
+#define SERVER_WAIT_PER_SOURCE	4	/* x max_preauth_per_source */
+#define SERVER_WAIT_TOTAL	2	/* x max_preauth */
 
 struct server;
+
+/*
+ * A connection accepted while its source had max_preauth_per_source
+ * unauthenticated ones: it waits, with no TLS object and unread, until
+ * one of them authenticates or ends (or handshake_timeout passes since
+ * its accept).  An honest client opening hundreds of flows at once is
+ * served in turn instead of reset.  A stranger's cost a socket each, and
+ * are bounded apart: SERVER_WAIT_PER_SOURCE times max_preauth_per_source
+ * per source, SERVER_WAIT_TOTAL times max_preauth in all (past them,
+ * reset at the accept as before), so that strangers cannot fill
+ * max_conns with them.
+ */
+struct waiting {
+	TAILQ_ENTRY(waiting)	 entry;
+	int			 fd;
+	struct addr		 peer;
+	struct limit_ent	*src;
+	uint64_t		 since_ms;
+};
+TAILQ_HEAD(waiting_queue, waiting);
 
 struct listener {
 	struct server		*srv;
@@ -71,6 +95,9 @@ struct server {
 	struct daemon_signals	 sig;		/* SIGHUP, SIGINT, SIGTERM */
 	struct loop_fd		 ifaddr_lfd;	/* address changes (netlink) */
 	struct loop_timer	 ifaddr_timer;	/* or a poll without it */
+	struct waiting_queue	 waiting;	/* oldest first */
+	size_t			 nwaiting;
+	struct loop_timer	 waiting_timer;	/* the oldest one's deadline */
 };
 
 /* A source as counted: "192.0.2.1", "2001:db8::/64" (mapped: IPv4). */
@@ -95,11 +122,13 @@ server_source_fmt(const uint8_t *key, size_t klen, char *out, size_t outlen)
  * At accept, before any TLS: the global and the per-source connection
  * counts.  Refused connections are reset (no TIME_WAIT left on our side)
  * and cost one accept and one hash lookup.  NULL *src: no entry (out of
- * memory: accepted uncounted rather than refused).
+ * memory: accepted uncounted rather than refused).  *wait: the source has
+ * max_preauth_per_source unauthenticated connections; this one waits its
+ * turn (struct waiting).
  */
 static bool
 server_admit(struct server *srv, const struct addr *peer,
-    struct limit_ent **src)
+    struct limit_ent **src, bool *wait)
 {
 	const struct conf	*c = srv->conf;
 	struct limit_server	*ls = &srv->lim;
@@ -110,7 +139,8 @@ server_admit(struct server *srv, const struct addr *peer,
 	size_t			 klen;
 
 	*src = NULL;
-	if (srv->env.nlive >= c->server.max_conns) {
+	*wait = false;
+	if (srv->env.nlive + srv->nwaiting >= c->server.max_conns) {
 		srv->env.stats.refused++;
 		limit_refuse(&ls->st, LIMIT_CONNS, now, "connections",
 		    "max_conns %u reached", c->server.max_conns);
@@ -130,21 +160,135 @@ server_admit(struct server *srv, const struct addr *peer,
 		return false;
 	}
 	/* Unauthenticated ones apart: a TLS object each, whatever the
-	 * stranger sends (see "Strangers" in doc/DESIGN.md). */
+	 * stranger sends (see "Strangers" in doc/DESIGN.md).  Past the
+	 * source's share, a turn is waited for (struct waiting). */
 	if (c->server.max_preauth_per_source != 0 &&
 	    e->preauth >= c->server.max_preauth_per_source) {
-		srv->env.stats.refused++;
-		limit_refuse(&ls->st, LIMIT_PREAUTH_SOURCE, now, "connections",
-		    "source %s: max_preauth_per_source %u reached",
-		    server_source_fmt(key, klen, a, sizeof(a)),
-		    c->server.max_preauth_per_source);
-		limit_tab_release(&ls->sources, e);
-		return false;
+		if (e->waiting >= SERVER_WAIT_PER_SOURCE *
+		    c->server.max_preauth_per_source ||
+		    (c->server.max_preauth != 0 && srv->nwaiting >=
+		    SERVER_WAIT_TOTAL * (size_t)c->server.max_preauth)) {
+			srv->env.stats.refused++;
+			limit_refuse(&ls->st, LIMIT_PREAUTH_SOURCE, now,
+			    "connections", "source %s: max_preauth_per_source "
+			    "%u reached and as many waiting as allowed",
+			    server_source_fmt(key, klen, a, sizeof(a)),
+			    c->server.max_preauth_per_source);
+			limit_tab_release(&ls->sources, e);
+			return false;
+		}
+		e->conns++;
+		e->waiting++;
+		*src = e;
+		*wait = true;
+		return true;
 	}
 	e->conns++;
 	e->preauth++;		/* handed to the session */
 	*src = e;
 	return true;
+}
+
+/* ---- waiting for a pre-authentication slot ------------------------ */
+
+static void
+server_waiting_arm(struct server *srv)
+{
+	struct waiting	*w = TAILQ_FIRST(&srv->waiting);
+	uint64_t	 now = loop_now(srv->loop), at;
+
+	if (w == NULL) {
+		loop_timer_cancel(srv->loop, &srv->waiting_timer);
+		return;
+	}
+	at = w->since_ms + srv->conf->server.handshake_timeout_ms;
+	loop_timer_set(srv->loop, &srv->waiting_timer, at > now ? at - now : 0);
+}
+
+/* Unlists w and frees it; started: its fd and counts went to a session,
+ * else the connection is reset and its count given back. */
+static void
+server_waiting_del(struct server *srv, struct waiting *w, bool started)
+{
+	TAILQ_REMOVE(&srv->waiting, w, entry);
+	srv->nwaiting--;
+	if (w->src != NULL)
+		w->src->waiting--;
+	if (!started) {
+		sock_close_rst(w->fd);
+		if (w->src != NULL) {
+			w->src->conns--;
+			limit_tab_release(&srv->lim.sources, w->src);
+		}
+	}
+	free(w);
+}
+
+static bool
+server_wait(struct server *srv, int fd, const struct addr *peer,
+    struct limit_ent *src)
+{
+	struct waiting	*w;
+
+	if ((w = calloc(1, sizeof(*w))) == NULL)
+		return false;
+	w->fd = fd;
+	w->peer = *peer;
+	w->src = src;
+	w->since_ms = loop_now(srv->loop);
+	TAILQ_INSERT_TAIL(&srv->waiting, w, entry);
+	if (srv->nwaiting++ == 0)
+		server_waiting_arm(srv);
+	srv->env.stats.waited++;
+	return true;
+}
+
+/* Each loop iteration: start the waiting connections whose source has
+ * room again, oldest first. */
+static void
+server_waiting_run(void *arg)
+{
+	struct server	*srv = arg;
+	unsigned	 max = srv->conf->server.max_preauth_per_source;
+	struct waiting	*w, *next;
+
+	for (w = TAILQ_FIRST(&srv->waiting); w != NULL; w = next) {
+		next = TAILQ_NEXT(w, entry);
+		if (w->src != NULL && max != 0 && w->src->preauth >= max)
+			continue;
+		if (w->src != NULL)
+			w->src->preauth++;	/* handed to the session */
+		sess_new(&srv->env, w->fd, &w->peer, w->src);
+		server_waiting_del(srv, w, true);
+	}
+	server_waiting_arm(srv);
+}
+
+static void
+server_on_waiting_timer(struct loop_timer *t)
+{
+	struct server	*srv = container_of(t, struct server, waiting_timer);
+	uint64_t	 now = loop_now(srv->loop);
+	struct waiting	*w;
+
+	while ((w = TAILQ_FIRST(&srv->waiting)) != NULL &&
+	    w->since_ms + srv->conf->server.handshake_timeout_ms <= now) {
+		srv->env.stats.refused++;
+		limit_refuse(&srv->lim.st, LIMIT_PREAUTH_SOURCE, now,
+		    "connections", "waited handshake_timeout for a turn "
+		    "(max_preauth_per_source %u)",
+		    srv->conf->server.max_preauth_per_source);
+		server_waiting_del(srv, w, false);
+	}
+	server_waiting_arm(srv);
+}
+
+static void
+server_waiting_close_all(struct server *srv)
+{
+	while (!TAILQ_EMPTY(&srv->waiting))
+		server_waiting_del(srv, TAILQ_FIRST(&srv->waiting), false);
+	loop_timer_cancel(srv->loop, &srv->waiting_timer);
 }
 
 /* ---- accepting --------------------------------------------------- */
@@ -224,6 +368,7 @@ server_on_accept(struct loop_fd *lfd, uint32_t revents)
 	struct server	*srv = ln->srv;
 	struct limit_ent *src;
 	struct addr	 peer;
+	bool		 wait;
 	int		 fd, n;
 
 	(void)revents;
@@ -244,11 +389,21 @@ server_on_accept(struct loop_fd *lfd, uint32_t revents)
 			log_warn("accept");
 			return;
 		}
-		if (!server_admit(srv, &peer, &src)) {
+		if (!server_admit(srv, &peer, &src, &wait)) {
 			sock_close_rst(fd);
 			continue;
 		}
-		sess_new(&srv->env, fd, &peer, src);
+		if (!wait) {
+			sess_new(&srv->env, fd, &peer, src);
+			continue;
+		}
+		if (!server_wait(srv, fd, &peer, src)) {
+			log_warn("accept: waiting connection");
+			sock_close_rst(fd);
+			src->conns--;
+			src->waiting--;
+			limit_tab_release(&srv->lim.sources, src);
+		}
 	}
 }
 
@@ -412,6 +567,7 @@ static void
 server_stop_accepting(void *arg)
 {
 	server_close_listeners(arg);
+	server_waiting_close_all(arg);
 }
 
 static size_t
@@ -497,6 +653,8 @@ server_open(struct server *srv)
 	}
 	loop_timer_init(&srv->accept_timer, server_on_accept_timer);
 	loop_timer_init(&srv->ifaddr_timer, server_on_ifaddr_timer);
+	loop_timer_init(&srv->waiting_timer, server_on_waiting_timer);
+	TAILQ_INIT(&srv->waiting);
 	loop_trim_memory(srv->loop, 10000);
 	if (c->server.cert_file == NULL || c->server.cert_key_file == NULL) {
 		log_warnx("server: cert and cert_key are required");
@@ -537,7 +695,8 @@ server_open(struct server *srv)
 		log_warnx("cannot register the memory waiter");
 		return -1;
 	}
-	if (loop_on_iteration(srv->loop, sess_reap, &srv->env) == -1) {
+	if (loop_on_iteration(srv->loop, server_waiting_run, srv) == -1 ||
+	    loop_on_iteration(srv->loop, sess_reap, &srv->env) == -1) {
 		log_warnx("cannot register the session reaper");
 		return -1;
 	}
@@ -565,6 +724,7 @@ server_cleanup(struct server *srv)
 {
 	if (srv->loop != NULL) {
 		server_close_listeners(srv);
+		server_waiting_close_all(srv);
 		sess_close_all(&srv->env, "shutdown");
 		sess_reap(&srv->env);
 		resolver_free(srv->env.resolver);

@@ -54,6 +54,7 @@ server_status_fill(struct sess_env *env, const struct conf *c,
 	st->failed = env->stats.failed;
 	st->internal = env->stats.internal;
 	st->unused = env->stats.unused;
+	st->waited = env->stats.waited;
 	st->max = c->server.max_conns;
 	st->bytes_up = env->stats.bytes_up;
 	st->bytes_down = env->stats.bytes_down;

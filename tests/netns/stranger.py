@@ -11,7 +11,8 @@ tell the stranger's source from the real client's.
   preauth   --partial connections that send the first half of a
             ClientHello and nothing more, and --idle connections that
             complete the TLS handshake and send nothing (one of each in
-            turn); held until the --release file exists.
+            turn; the handshakes side by side, for at most --timeout);
+            held until the --release file exists.
 
 Both write --ready once every connection has been tried, and print one
 summary line: how many connected, how many the server refused or closed
@@ -113,7 +114,8 @@ def cmd_preauth(args):
     ctx = tls_ctx()
     partial, idle, refused = [], [], 0
     # Interleaved, so that both kinds are held when the source's limit
-    # refuses the rest.
+    # refuses the rest.  The handshakes run side by side: a connection
+    # the server keeps waiting for a turn answers nothing until then.
     for i in range(max(args.partial, args.idle)):
         if i < args.partial:
             try:
@@ -125,9 +127,26 @@ def cmd_preauth(args):
         if i < args.idle:
             try:
                 raw = connect(args)
-                idle.append(ctx.wrap_socket(raw, server_hostname=args.sni))
+                t = ctx.wrap_socket(raw, server_hostname=args.sni,
+                                    do_handshake_on_connect=False)
+                t.setblocking(False)
+                idle.append([t, False])
             except (OSError, ssl.SSLError):
                 refused += 1
+    deadline = time.monotonic() + args.timeout
+    while time.monotonic() < deadline and not all(d for _, d in idle):
+        for e in idle:
+            if e[1]:
+                continue
+            try:
+                e[0].do_handshake()
+                e[1] = True
+            except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+                pass
+            except (OSError, ssl.SSLError):
+                e[1] = True     # refused: closed() tells below
+        time.sleep(0.01)
+    idle = [t for t, _ in idle]
     # A refusal at the accept is a reset that the connect did not see.
     time.sleep(0.3)
     early = sum(1 for s in partial + idle if closed(s))

@@ -36,6 +36,9 @@ struct sess_stats {
 	uint64_t		 unused;	/* closed by the client before
 						 * a request: a warm pool
 						 * connection, not failed */
+	uint64_t		 waited;	/* accepted, then waited for
+						 * a max_preauth_per_source
+						 * turn (server.c) */
 	uint64_t		 internal;	/* of failed: out of memory */
 	uint64_t		 bytes_up;	/* to targets, closed sessions */
 	uint64_t		 bytes_down;	/* to clients (status byte too) */

@@ -227,8 +227,10 @@ test_text(void **state)
 	 * failed nor a failure reason. */
 	sample_server(&st);
 	st.unused = 37;
+	st.waited = 4;
 	expect(status_write_text, &st, STRS("sessions: 2 active (max 10), "
-	    "7 total, 1 refused, 37 unused, 3 failed (2 internal)\n"), NULL);
+	    "7 total, 1 refused, 37 unused, 4 waited, 3 failed (2 internal)\n"),
+	    NULL);
 }
 
 static void
@@ -263,9 +265,10 @@ test_json(void **state)
 	st.users = 3;
 	st.rejects = &t_fail;
 	st.unused = 37;
+	st.waited = 5;
 	expect(status_write_json, &st,
 	    STRS("\"users\":3,\"sessions\":{\"active\":2", "\"rejected\":{",
-	    "\"refused\":1,\"unused\":37,\"failed\":3,"),
+	    "\"refused\":1,\"unused\":37,\"waited\":5,\"failed\":3,"),
 	    STRS("\"udp\"", "\"tun\"", "flow_list"));
 }
 
