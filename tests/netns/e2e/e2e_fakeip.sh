@@ -160,6 +160,26 @@ printf '%s\n' "$line" | grep -q ' 2 refused (no name)' ||
     ts_fail "no fake-IP answers in status -j"
 ts_log "never-issued 198.19.250.1 refused in $ms ms, UDP to .2 $uerr; $line"
 
+# 4b. A reload: a new fake_ip_exclude applies at once (other.test is
+# forwarded now; dnsmasq does not know it), a new range is kept (said in
+# the log), and every issued name keeps its address and its flows.
+sed -i 's/fake_ip_exclude: \[real.test\]/fake_ip_exclude: [real.test, other.test]/' \
+    "$TS_TMP/client.yaml"
+printf '    fake_ip_range: 198.19.128.0/17\n' >"$TS_TMP/range.yaml"
+sed -i "/^    fake_ip_file: /r $TS_TMP/range.yaml" "$TS_TMP/client.yaml"
+ts_reload "$TS_CLIENT_PID" "$TS_TMP/client.log"
+grep -q "keeps.*fake_ip_range\|fake_ip_range.*restart" "$TS_TMP/client.log" ||
+    ts_fail "the reload did not say it keeps the fake range: $(grep -i 'reload\|keep' "$TS_TMP/client.log" | tail -n 3)"
+st=$(dig_c other.test A | awk '/status:/ { print $6 }')
+[ "$st" != "NOERROR," ] && grep -q 'query\[A\] other\.test' "$TS_TMP/dnsmasq.log" ||
+    ts_fail "other.test after the reload excluded it: status '$st', not forwarded to dnsmasq"
+[ "$(answer app.test A)" = "1 $a4" ] ||
+    ts_fail "app.test after a reload: '$(answer app.test A)', was $a4"
+ts_app recv --host "$o4" --port 9000 --bytes 64k --seed 8 >>"$out" 2>&1 ||
+    ts_fail "recv from other.test's $o4 after the reload: $(tail -n 3 "$out")"
+sed -i '/^    fake_ip_range: /d' "$TS_TMP/client.yaml"
+ts_log "reload: other.test forwarded now (dnsmasq: $st), the range kept, $a4 still app.test"
+
 # 5. A restart keeps the mapping.
 kill -TERM "$TS_CLIENT_PID"
 wait "$TS_CLIENT_PID" 2>/dev/null
