@@ -113,6 +113,11 @@ for i in $(seq 50); do
 done
 back_s=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
 ts_log "after: client RSS $(ts_mb "$c2") MiB, server $(ts_mb "$s2") MiB (${back_s} s after the descriptors)"
+# A sanitizer build's allocator keeps freed memory in its quarantine and
+# is not glibc's: there the numbers are only reported.
+if [ -n "${TS_SANITIZED:-}" ]; then
+	cmax=$c2 smax=$s2
+fi
 [ "$c2" -le "$cmax" ] ||
     ts_fail "client RSS $(ts_mb "$c2") MiB 5 s after the flows closed: more than 10 % of the $(ts_mb $((c1 - c0))) MiB they added over $(ts_mb "$c0") MiB"
 [ "$s2" -le "$smax" ] ||
