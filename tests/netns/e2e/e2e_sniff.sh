@@ -19,9 +19,12 @@
 #     every datagram comes back intact;
 #  5. reloaded with the rule by address instead (auto: no rule can match
 #     a domain), the same flows work and nothing is sniffed (flows dial
-#     at once).
-# Rules by domain (SNI to one outbound, Host to another) need the rules
-# in the configuration; this test covers what feeds them.
+#     at once);
+#  6. a client with named outbounds and rules by domain: an SNI under
+#     sni-test.example takes outbound by-sni (rule 1), the Host
+#     web.host-test.example takes by-host (rule 2), both answers intact;
+#     a name no rule takes goes to final, block: the app's connection is
+#     reset and never reaches the target.
 . "$(dirname "$0")/../lib.sh"
 ts_init e2e_sniff
 
@@ -107,5 +110,46 @@ sleep 0.3
 [ "$(grep -c ": domain \|: no domain (" "$clog")" -eq "$n" ] ||
     ts_fail "auto sniffed without a rule by domain: $(grep ': domain \|: no domain (' "$clog" | tail -n 2)"
 ts_log "no rule by domain: flows dial at once, nothing sniffed"
+# ---- 6. rules by domain choose the outbound ----------------------------------
+# A client with three outbounds: two names for the one server (so the log
+# and status show which took a flow) and block as final.  SNI names one,
+# Host the other; a name neither rule knows goes to final and is refused.
+kill "$TS_CLIENT_PID" 2>/dev/null
+wait "$TS_CLIENT_PID" 2>/dev/null
+cat >"$TS_TMP/client.yaml" <<YAML
+log: {level: info, flows: true}
+control: $CSOCK
+tun: {name: $TS_TUN, mtu: 9000, address: [198.18.0.1/15, "fdfe:dcba:9876::1/64"]}
+client:
+  sniff_timeout: ${TIMEOUT_MS}ms
+  outbounds:
+    - {name: by-sni, protocol: tunsplit, server: "$TS_S_ADDR4:$TS_SERVER_PORT", sni: $TS_SNI, ca: $TS_TMP/ca.pem, key: "$TS_KEY"}
+    - {name: by-host, protocol: tunsplit, server: "$TS_S_ADDR4:$TS_SERVER_PORT", sni: $TS_SNI, ca: $TS_TMP/ca.pem, key: "$TS_KEY"}
+    - {name: reject, protocol: block}
+  final: reject
+  rules:
+    - domain_suffix: [sni-test.example]
+      outbound: by-sni
+    - domain: [web.host-test.example]
+      outbound: by-host
+YAML
+"$TUNSPLIT" check -c "$TS_TMP/client.yaml" >"$TS_TMP/check6.log" 2>&1 ||
+    ts_fail "check rejects the outbounds config: $(cat "$TS_TMP/check6.log")"
+mv "$clog" "$TS_TMP/client-1.log"
+ts_start_client
+peer tls --host "$T4" --port $TLSP --sni deep.www.sni-test.example --bytes $((256 << 10))
+peer http --host "$T4" --port $HTTPP --hostname web.host-test.example --bytes $((256 << 10))
+ts_wait_log "$clog" "$T4:$TLSP (deep.www.sni-test.example): .*outbound by-sni (rule 1)" ||
+    ts_fail "the SNI flow did not take by-sni by rule 1: $(grep "$T4:$TLSP" "$clog" | tail -n 2)"
+ts_wait_log "$clog" "$T4:$HTTPP (web.host-test.example): .*outbound by-host (rule 2)" ||
+    ts_fail "the Host flow did not take by-host by rule 2: $(grep "$T4:$HTTPP" "$clog" | tail -n 2)"
+# No rule: final, block: the app's connection is reset after the sniff.
+if ip netns exec "$NS_C" timeout 30 "$TS_PY" -u "$PEER" tls --host "$T4" \
+    --port $TLSP --sni other.example --bytes 1000 >>"$out" 2>&1; then
+	ts_fail "a name no rule takes reached the target (final is block)"
+fi
+ts_wait_log "$clog" "$T4:$TLSP (other.example): blocked.*outbound reject (final)" ||
+    ts_fail "the unmatched flow was not blocked by final: $(grep "$T4:$TLSP" "$clog" | tail -n 2)"
+ts_log "rules by domain: SNI -> by-sni, Host -> by-host, no match -> final (reject)"
 ts_check_alive
-ts_pass "SNI and Host recovered, server-speaks-first bounded"
+ts_pass "SNI, Host and QUIC recovered, rules by domain chose outbounds, server-speaks-first bounded"
