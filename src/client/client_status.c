@@ -41,8 +41,8 @@ client_on_flow(void *arg, const struct flow_info *fi)
 	if (fi->outbound != NULL) {
 		snprintf(f->outbound, sizeof(f->outbound), "%s", fi->outbound);
 		if (f->rule[0] == '\0')
-			client_route_why(&(struct rule_hit){ .rule = fi->rule },
-			    f->rule, sizeof(f->rule));
+			client_route_why(fi->obr, fi->rule, f->rule,
+			    sizeof(f->rule));
 	}
 	f->age_ms = sf->now_ms - fi->start_ms;
 	f->up = fi->up;

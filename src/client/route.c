@@ -16,10 +16,26 @@ struct outbound *
 client_route(const struct outbounds *obs, const struct rule_query *q,
     struct rule_hit *why)
 {
+	struct outbound *ob = client_route_peek(obs, q, why);
+
+	client_route_count(obs, why);
+	return ob;
+}
+
+void
+client_route_count(const struct outbounds *obs, const struct rule_hit *why)
+{
+	rules_hit_add(obs->conf->client.rules, why);
+}
+
+struct outbound *
+client_route_peek(const struct outbounds *obs, const struct rule_query *q,
+    struct rule_hit *why)
+{
 	const struct conf *c = obs->conf;
 	int i;
 
-	i = rules_decide(c->client.rules, q, (int)c->client.final, why);
+	i = rules_match(c->client.rules, q, (int)c->client.final, why);
 	if (i < 0 || (size_t)i >= obs->n) {	/* cannot be: bound at load */
 		i = (int)c->client.final;
 		why->outbound = i;
@@ -29,11 +45,15 @@ client_route(const struct outbounds *obs, const struct rule_query *q,
 }
 
 const char *
-client_route_why(const struct rule_hit *why, char *buf, unsigned long len)
+client_route_why(const struct outbound *ob, int rule, char *buf,
+    unsigned long len)
 {
-	if (why->rule < 0)
+	char	desc[96];
+
+	if (rule < 0 || ob == NULL)
 		snprintf(buf, len, "final");
 	else
-		snprintf(buf, len, "rule %d", why->rule + 1);
+		snprintf(buf, len, "rule %d (%s)", rule, rules_describe(
+		    ob->conf->client.rules, rule, desc, sizeof(desc)));
 	return buf;
 }

@@ -19,12 +19,22 @@ struct outbounds;
 struct rule_hit;
 struct rule_query;
 
-/* The outbound for q, from obs (never NULL: final at worst); why set.
- * The caller takes its own reference to keep it. */
+/* The outbound for q, from obs (never NULL: final at worst); why set,
+ * and the rule's hit counted.  The caller takes its own reference to
+ * keep it. */
 struct outbound *client_route(const struct outbounds *obs,
     const struct rule_query *q, struct rule_hit *why);
-/* "final", or "rule N" (1-based, as in the file) into buf. */
-const char *client_route_why(const struct rule_hit *why, char *buf,
+/* The same without counting: for a lookup that may be repeated (each
+ * datagram, a SYN before its flow), which counts what it starts with
+ * client_route_count. */
+struct outbound *client_route_peek(const struct outbounds *obs,
+    const struct rule_query *q, struct rule_hit *why);
+void client_route_count(const struct outbounds *obs,
+    const struct rule_hit *why);
+/* "final", or "rule N (what it matches)" as in status and route-test
+ * (N from 0, as in client.rules[N]) into buf; ob is the outbound the
+ * rule chose, whose generation holds the rule. */
+const char *client_route_why(const struct outbound *ob, int rule, char *buf,
     unsigned long len);
 
 #endif

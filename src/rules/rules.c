@@ -430,9 +430,15 @@ rules_decide(const struct rules *rs, const struct rule_query *q, int final,
     struct rule_hit *hit)
 {
 	rules_match(rs, q, final, hit);
-	if (rs != NULL && rs->n > 0)
-		rs->hits[hit->rule >= 0 ? (size_t)hit->rule : rs->n]++;
+	rules_hit_add(rs, hit);
 	return hit->outbound;
+}
+
+void
+rules_hit_add(const struct rules *rs, const struct rule_hit *hit)
+{
+	if (rs != NULL && rs->n > 0 && hit->rule < (int)rs->n)
+		rs->hits[hit->rule >= 0 ? (size_t)hit->rule : rs->n]++;
 }
 
 int

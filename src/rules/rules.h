@@ -113,7 +113,10 @@ bool rules_use_domains(const struct rules *);
  */
 int  rules_decide(const struct rules *, const struct rule_query *q,
     int final, struct rule_hit *hit);
-/* The same decision, not counted (route-test). */
+/* Counts a decision rules_match made (hit->rule, -1: final). */
+void rules_hit_add(const struct rules *, const struct rule_hit *hit);
+/* The same decision, not counted (route-test, and lookups that count
+ * once per flow themselves with rules_hit_add). */
 int  rules_match(const struct rules *, const struct rule_query *q,
     int final, struct rule_hit *hit);
 /* Hits of rule i since the rules were built; i = -1: the decisions no

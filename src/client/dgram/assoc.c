@@ -137,7 +137,7 @@ static void
 assoc_close(struct assoc *a, bool abort, const char *reason)
 {
 	struct assoc_env	*e = a->env;
-	char			 app[ADDR_STRLEN], why[32];
+	char			 app[ADDR_STRLEN], why[128];
 
 	if (a->closing)
 		return;
@@ -158,7 +158,7 @@ assoc_close(struct assoc *a, bool abort, const char *reason)
 	outbound_close(a->ob, a->failed, a->up_b, a->down_b);
 	log_at(log_flow_level(), "%s %llu %s%s%s%s: %s, up %llu dgrams %llu "
 	    "bytes, down %llu dgrams %llu bytes, %llu dropped, %llu ms, "
-	    "%u left, outbound %s (%s)",
+	    "%u left, outbound %s, %s",
 	    assoc_kstr(a), (unsigned long long)a->id,
 	    assoc_app(a, app, sizeof(app)), a->sniff.domain[0] != '\0' ?
 	    " (" : "", a->sniff.domain, a->sniff.domain[0] != '\0' ? ")" : "",
@@ -167,8 +167,8 @@ assoc_close(struct assoc *a, bool abort, const char *reason)
 	    (unsigned long long)a->down_d, (unsigned long long)a->down_b,
 	    (unsigned long long)a->drops,
 	    (unsigned long long)(loop_now(e->loop) - a->start_ms), e->n,
-	    outbound_name(a->ob), client_route_why(&(struct rule_hit){
-	    .rule = a->rule }, why, sizeof(why)));
+	    outbound_name(a->ob), client_route_why(a->ob, a->rule, why,
+	    sizeof(why)));
 	SLIST_INSERT_HEAD(&e->reap, a, reap_entry);
 }
 
@@ -390,7 +390,8 @@ assoc_route(struct assoc_env *e, struct assoc_key *k,
 	}
 	if (k->kind == PROTO_KIND_ICMP)	/* the port is the echo sequence */
 		q.port = 0;
-	ob = client_route(e->obs, &q, &why);
+	/* Each datagram is routed; what it starts is counted (assoc_get). */
+	ob = client_route_peek(e->obs, &q, &why);
 	k->outbound = (uint8_t)ob->index;
 	*rule = why.rule;
 	return ob;
@@ -409,6 +410,8 @@ assoc_get(struct assoc_env *e, const struct assoc_key *key,
 	e->refusal = ASSOC_REFUSED_NONE;
 	ob = assoc_route(e, &k, dst, &rule);
 	if ((tp = assoc_tp_of(ob->co->protocol)) == NULL) {
+		client_route_count(e->obs, &(struct rule_hit){ (int)ob->index,
+		    rule });
 		e->st.drop_block++;
 		e->refusal = ASSOC_REFUSED_BLOCK;
 		outbound_open(ob);
@@ -440,6 +443,8 @@ assoc_get(struct assoc_env *e, const struct assoc_key *key,
 			e->st.drop_hold++;
 			return NULL;
 		}
+		client_route_count(e->obs, &(struct rule_hit){
+		    (int)ob->index, rule });
 	}
 	if (a->phase == ASSOC_HOLD) {
 		e->st.drop_hold++;

@@ -70,7 +70,7 @@ void
 flow_close(struct flow *f, bool abort, const char *reason)
 {
 	struct flow_env *env = f->env;
-	char dst[ADDR_STRLEN], why[32];
+	char dst[ADDR_STRLEN], why[128];
 
 	if (f->closing)
 		return;
@@ -114,7 +114,7 @@ flow_close(struct flow *f, bool abort, const char *reason)
 		outbound_close(f->obr, f->failed, f->up, f->down);
 	log_at(f->internal ? LOG_LVL_WARN : log_flow_level(),
 	    "flow %llu %s%s%s%s: %s, up %llu down %llu bytes, %llu ms, "
-	    "outbound %s (%s)",
+	    "outbound %s, %s",
 	    (unsigned long long)f->id, flow_dst(f, dst, sizeof(dst)),
 	    f->domain[0] != '\0' ? " (" : "", f->domain,
 	    f->domain[0] != '\0' ? ")" : "", reason,
@@ -122,8 +122,7 @@ flow_close(struct flow *f, bool abort, const char *reason)
 	    (unsigned long long)(loop_now(env->loop) - f->start_ms),
 	    f->obr != NULL ? outbound_name(f->obr) : "none",
 	    f->obr == NULL ? "not chosen" :
-	    client_route_why(&(struct rule_hit){ .rule = f->rule }, why,
-	    sizeof(why)));
+	    client_route_why(f->obr, f->rule, why, sizeof(why)));
 	LIST_REMOVE(f, entry);
 	LIST_INSERT_HEAD(&env->reap, f, entry);
 }
@@ -891,6 +890,7 @@ flow_tcp_foreach(struct flow_env *env,
 		fi.domain = f->domain;
 		fi.outbound = f->obr != NULL ? outbound_name(f->obr) : NULL;
 		fi.rule = f->rule;
+		fi.obr = f->obr;
 		cb(arg, &fi);
 	}
 }

@@ -104,6 +104,7 @@ struct flow_info {
 	const char		*domain;	/* sniffed, or "" */
 	const char		*outbound;	/* its name, NULL: not chosen yet */
 	int			 rule;		/* index that chose it, -1: final */
+	const struct outbound	*obr;		/* the outbound, or NULL */
 };
 void flow_tcp_foreach(struct flow_env *env,
     void (*cb)(void *arg, const struct flow_info *), void *arg);

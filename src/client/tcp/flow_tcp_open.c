@@ -287,9 +287,11 @@ flow_syn_blocked(struct flow_env *env, const struct addr *dst,
 	if (env->fakeip != NULL || flow_sniff_wanted(env->conf))
 		return false;
 	rules_query_flow(&q, dst, app, RULES_NET_TCP, NULL);
-	ob = client_route(env->obs, &q, &why);
+	/* Counted only when it ends here: else flow_route decides again. */
+	ob = client_route_peek(env->obs, &q, &why);
 	if (!outbound_blocks(ob))
 		return false;
+	client_route_count(env->obs, &why);
 	outbound_open(ob);
 	outbound_close(ob, true, 0, 0);
 	env->stats.blocked++;

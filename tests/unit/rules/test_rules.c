@@ -91,6 +91,22 @@ test_first_match(void **state)
 	assert_int_equal(rules_hits(rs, 1), 1);
 	assert_int_equal(rules_hits(rs, 2), 0);
 	assert_int_equal(rules_hits(rs, -1), 2);
+	/* rules_match decides without counting; rules_hit_add counts. */
+	{
+		struct rule_query	q;
+		struct rule_hit		h;
+
+		memset(&q, 0, sizeof(q));
+		assert_int_equal(rules_query_addr(&q, "10.1.0.1"), 0);
+		rules_match(rs, &q, 99, &h);
+		assert_int_equal(h.rule, 0);
+		assert_int_equal(rules_hits(rs, 0), 1);
+		rules_hit_add(rs, &h);
+		assert_int_equal(rules_hits(rs, 0), 2);
+		h.rule = -1;
+		rules_hit_add(rs, &h);
+		assert_int_equal(rules_hits(rs, -1), 3);
+	}
 	rules_free(rs);
 	/* No rules at all. */
 	assert_int_equal(ask(NULL, "1.2.3.4", 1, RULES_NET_UDP, NULL, &ob), -1);
