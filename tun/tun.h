@@ -45,7 +45,9 @@ int tun_open(const struct tun_config *tc, char ifname[IFNAMSIZ],
 /*
  * With tc->offload the device is created with IFF_VNET_HDR and asks for
  * checksum offload and TSO for IPv4 and IPv6 (TUNSETOFFLOAD): reads then
- * bring up to 64 KiB of one TCP flow at once, and writes may do the same.
+ * bring up to 64 KiB of one TCP flow at once, and writes may do the same;
+ * from Linux 6.2 also USO (a read may be a UDP super-packet; without USO
+ * where the kernel does not know it).
  * Where the kernel refuses, the device is created again without them,
  * silently: tun_offload() tells which one the fd is.
  */

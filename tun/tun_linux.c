@@ -103,9 +103,19 @@ tun_check_config(const struct tun_config *tc, const char *name, char *err,
 }
 
 /* Checksum offload and TSO: the kernel hands us unchecksummed packets
- * and TCP super-packets (tsnetif validates each header).  No UFO/USO: a
- * UDP super-packet would have to be cut up again for the UDP path. */
+ * and TCP super-packets (tsnetif validates each header); from Linux 6.2
+ * also USO, UDP super-packets of apps that send with UDP_SEGMENT (QUIC),
+ * which tsnetif cuts into datagrams again.  Older kernels refuse the USO
+ * bits with EINVAL: then without them.  (Debian 12's headers predate
+ * them.) */
+#ifndef TUN_F_USO4
+#define TUN_F_USO4	0x20
+#endif
+#ifndef TUN_F_USO6
+#define TUN_F_USO6	0x40
+#endif
 #define TUN_OFFLOADS	(TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6 | TUN_F_TSO_ECN)
+#define TUN_OFFLOADS_USO (TUN_F_USO4 | TUN_F_USO6)
 
 static int
 tun_set_offload(int fd)
@@ -116,7 +126,12 @@ tun_set_offload(int fd)
 		errno = EINVAL;
 		return -1;
 	}
-	if (ioctl(fd, TUNSETVNETHDRSZ, &hdrsz) == -1 ||
+	if (ioctl(fd, TUNSETVNETHDRSZ, &hdrsz) == -1)
+		return -1;
+	if (ioctl(fd, TUNSETOFFLOAD, (unsigned long)(TUN_OFFLOADS |
+	    TUN_OFFLOADS_USO)) == 0)
+		return 0;
+	if (errno != EINVAL ||
 	    ioctl(fd, TUNSETOFFLOAD, (unsigned long)TUN_OFFLOADS) == -1)
 		return -1;
 	return 0;

@@ -60,6 +60,8 @@ static uint8_t		 ts_rx[TS_RXV_MAX];
 /* Output linearised for writev: not ts_rx, which may still hold the
  * batch's packet being processed when lwIP answers it. */
 static uint8_t		 ts_tx[TS_RX_MAX];
+/* One datagram of a UDP super-packet at a time (vnet_rx_uso). */
+static uint8_t		 ts_uso[TS_RX_MAX];
 
 /*
  * Offloads (tsnetif_offload).  Every packet on the fd then carries a
@@ -637,8 +639,16 @@ tsnetif_input(const uint8_t *pkt, size_t len)
 		ts_syn_adopt();
 }
 
+static void
+ts_uso_emit(void *arg, const uint8_t *dgram, size_t len)
+{
+	(void)arg;
+	tsnetif_input(dgram, len);
+}
+
 /* A read with offloads: buf/len is the virtio-net header and the packet;
- * the packet is fixed up in place. */
+ * the packet is fixed up in place.  A UDP super-packet (USO) becomes its
+ * datagrams, each input on its own. */
 static void
 ts_input_vnet(uint8_t *buf, size_t len)
 {
@@ -647,7 +657,17 @@ ts_input_vnet(uint8_t *buf, size_t len)
 
 	if (len >= VNET_HDR_LEN) {
 		vnet_hdr_get(&h, buf);
-		rc = vnet_rx(&h, buf + VNET_HDR_LEN, len - VNET_HDR_LEN);
+		if (h.gso_type == VNET_GSO_UDP_L4) {
+			rc = vnet_rx_uso(&h, buf + VNET_HDR_LEN,
+			    len - VNET_HDR_LEN, ts_uso, ts_uso_emit, NULL);
+			if (rc > 0) {
+				ts_stats.rx_gso++;
+				return;
+			}
+			rc = -1;
+		} else
+			rc = vnet_rx(&h, buf + VNET_HDR_LEN,
+			    len - VNET_HDR_LEN);
 	}
 	if (rc == -1) {
 		ts_stats.rx_packets++;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #define VNET_PROTO_TCP	6
+#define VNET_PROTO_UDP	17
 #define VNET_TCP_CSUM	16	/* offset of the checksum in a TCP header */
 
 static uint16_t
@@ -155,6 +156,58 @@ vnet_rx(const struct vnet_hdr *h, uint8_t *pkt, size_t len)
 	    len - h->csum_start));
 	wr16(pkt + at, sum == 0 ? 0xffff : sum);
 	return 0;
+}
+
+/* The UDP checksum of dgram (UDP header and payload) with the pseudo
+ * header of IP packet ip, written into it. */
+static void
+vnet_udp_csum(const uint8_t *ip, int v, uint8_t *dgram, size_t dlen)
+{
+	uint32_t sum;
+	uint16_t c;
+
+	sum = v == 4 ? vnet_sum(0, ip + 12, 8) : vnet_sum(0, ip + 8, 32);
+	sum += VNET_PROTO_UDP + (uint32_t)(dlen & 0xffff) +
+	    (uint32_t)(dlen >> 16);
+	wr16(dgram + 6, 0);
+	c = (uint16_t)~vnet_fold(vnet_sum(sum, dgram, dlen));
+	wr16(dgram + 6, c == 0 ? 0xffff : c);
+}
+
+int
+vnet_rx_uso(const struct vnet_hdr *h, const uint8_t *pkt, size_t len,
+    uint8_t *out, void (*emit)(void *, const uint8_t *, size_t), void *arg)
+{
+	size_t l3, hl, off, chunk;
+	uint8_t proto;
+	int v, n = 0;
+
+	if ((h->flags & (uint8_t)~(VNET_F_NEEDS_CSUM | VNET_F_DATA_VALID)) !=
+	    0 || h->gso_type != VNET_GSO_UDP_L4 ||
+	    !(h->flags & VNET_F_NEEDS_CSUM) || h->gso_size == 0 ||
+	    h->hdr_len > len ||
+	    (v = vnet_ip(pkt, len, &l3, &proto)) == -1 ||
+	    proto != VNET_PROTO_UDP || h->csum_start != l3 ||
+	    h->csum_offset != 6 || l3 + 8 >= len ||
+	    (v == 4 && (rd16(pkt + 6) & 0x3fff) != 0))
+		return -1;
+	hl = l3 + 8;
+	for (off = hl; off < len; off += chunk) {
+		chunk = len - off < h->gso_size ? len - off : h->gso_size;
+		memcpy(out, pkt, hl);
+		memcpy(out + hl, pkt + off, chunk);
+		if (v == 4) {
+			wr16(out + 2, (uint16_t)(hl + chunk));
+			wr16(out + 4, (uint16_t)(rd16(pkt + 4) + n));
+			vnet_ip4_csum(out, l3);
+		} else
+			wr16(out + 4, (uint16_t)(8 + chunk));
+		wr16(out + l3 + 4, (uint16_t)(8 + chunk));
+		vnet_udp_csum(out, v, out + l3, 8 + chunk);
+		emit(arg, out, hl + chunk);
+		n++;
+	}
+	return n;
 }
 
 int

@@ -50,6 +50,16 @@ void vnet_hdr_put(const struct vnet_hdr *h, uint8_t b[VNET_HDR_LEN]);
 int vnet_rx(const struct vnet_hdr *h, uint8_t *pkt, size_t len);
 
 /*
+ * A UDP super-packet (USO: gso_type VNET_GSO_UDP_L4), which vnet_rx
+ * refuses: checked, then cut into datagrams of gso_size payload bytes,
+ * each with its own IP and UDP lengths and complete checksums, passed in
+ * turn to emit with out (len bytes of room).  Returns the number of
+ * datagrams, or -1 for a header that does not fit the packet.
+ */
+int vnet_rx_uso(const struct vnet_hdr *h, const uint8_t *pkt, size_t len,
+    uint8_t *out, void (*emit)(void *, const uint8_t *, size_t), void *arg);
+
+/*
  * The header for an IP packet going to the TUN whose TCP checksum the
  * stack left out: puts the pseudo-header sum into the TCP checksum field
  * and asks the kernel to finish it; a TCP segment with more than mss

@@ -247,7 +247,7 @@ def tun_seeds():
     return s
 
 
-NEEDS_CSUM, GSO_TCPV4, GSO_UDP, GSO_TCPV6 = 1, 1, 3, 4
+NEEDS_CSUM, GSO_TCPV4, GSO_UDP, GSO_TCPV6, GSO_UDP_L4 = 1, 1, 3, 4, 5
 
 
 def vrec(pkt, ctl=0, flags=0, gso=0, hdr_len=0, gso_size=0, start=0, off=0):
@@ -293,6 +293,14 @@ def offload_seeds():
         vrec(data, 0, 0x80),                                     # flag
         vrec(udp(b"partial"), 0, NEEDS_CSUM, 0, 0, 0, 20, 6),
         rec(b"\x01\x04"),                                        # short
+    ])
+    # UDP super-packets (USO): cut into datagrams for the UDP path.
+    s["off_uso"] = settings(6) + b"".join([
+        vrec(udp(b"q" * 3000), 0, NEEDS_CSUM, GSO_UDP_L4, 28, 1000, 20, 6),
+        vrec(udp(b"r" * 2500, v6=True), 0, NEEDS_CSUM, GSO_UDP_L4, 48,
+             1200, 40, 6),
+        vrec(udp(b"s" * 100), 0, NEEDS_CSUM, GSO_UDP_L4, 28, 0, 20, 6),
+        vrec(udp(b"t" * 100), 0, NEEDS_CSUM, GSO_UDP_L4, 28, 10, 20, 16),
     ])
     return s
 

@@ -9,7 +9,10 @@
 # and 536 x IPv4 and IPv6 x download and upload, SHA-256 checked, the
 # app's announced MSS checked (tests/netns/msslib.sh); `status --json`
 # must show offload on, TCP super-packets read and written, and no bad
-# virtio-net header.  Super-packets out are cut by the kernel at the app's
+# virtio-net header; where the kernel has USO, a UDP send of 12032 bytes
+# with UDP_SEGMENT 1200 (v4 and v6) is one read the client cuts into the
+# 11 datagrams the echo server returns intact.  Super-packets out are cut
+# by the kernel at the app's
 # MSS: an app announcing 536 gets no segment larger (its kernel would
 # count it; the hash and the announced-MSS check would not).
 # Pass 2, the kernel refuses (TUNSPLIT_TUN_NO_OFFLOAD in the client's
@@ -76,6 +79,43 @@ ts_log "MTU 9000: super-packets in $rx, out $tx, bad headers $bad"
 [ "$rx" -gt 0 ] && [ "$tx" -gt 0 ] ||
     ts_fail "MTU 9000: no super-packets (in $rx, out $tx)"
 [ "$bad" = 0 ] || ts_fail "MTU 9000: $bad bad virtio-net headers"
+
+# UDP super-packets (USO, Linux 6.2+): an app sending with UDP_SEGMENT
+# hands the TUN one read, cut into datagrams again by the client.
+kv=$(uname -r | awk -F. '{ print $1 * 100 + $2 }')
+if [ "$kv" -ge 602 ]; then
+	ts_start_udpecho 7
+	for host in "$TS_T_ADDR4" "$TS_T_ADDR6"; do
+		rx=$(tun_json rx_gso)
+		out=$(ip netns exec "$NS_C" timeout 20 "$TS_PY" - "$host" <<'EOF'
+import socket, sys
+host = sys.argv[1]
+s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET,
+                  socket.SOCK_DGRAM)
+s.setsockopt(17, 103, 1200)            # SOL_UDP, UDP_SEGMENT
+s.settimeout(5)
+data = bytes((i * 7) & 0xff for i in range(12032))  # 10 x 1200 + 32
+s.sendto(data, (host, 7))
+got, n = b"", 0
+while len(got) < len(data):
+    d, _ = s.recvfrom(65535)
+    if len(d) > 1200:
+        sys.exit("an echo of %d bytes: not cut at 1200" % len(d))
+    got += d
+    n += 1
+if got != data or n != 11:
+    sys.exit("%d datagrams, %d bytes, %s" % (n, len(got),
+             "equal" if got == data else "different"))
+print("11 datagrams echoed, 12032 bytes equal")
+EOF
+		) || ts_fail "USO to $host: $out"
+		[ "$(tun_json rx_gso)" -gt "$rx" ] ||
+		    ts_fail "USO to $host: no super-packet read"
+		ts_log "USO to $host: $out"
+	done
+else
+	ts_log "no USO on this kernel (before Linux 6.2): UDP case skipped"
+fi
 
 # Pass 2: the kernel refuses; the same data passes without.
 sed -i "s/^\(tun: {.*mtu: \)[0-9]*/\11500/" "$TS_TMP/client.yaml"

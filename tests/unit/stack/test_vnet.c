@@ -234,6 +234,75 @@ test_tx(void **state)
 	assert_int_equal(h.gso_type, 0);
 }
 
+/* USO: a UDP super-packet cut into datagrams with right lengths and
+ * checksums; lies refused before anything is emitted. */
+static uint8_t	 seen[4][1200];
+static size_t	 seenlen[4];
+static int	 nseen;
+
+static void
+uso_emit(void *arg, const uint8_t *d, size_t n)
+{
+	(void)arg;
+	assert_true(nseen < 4 && n <= sizeof(seen[0]));
+	memcpy(seen[nseen], d, n);
+	seenlen[nseen++] = n;
+}
+
+static void
+test_rx_uso(void **state)
+{
+	static uint8_t out[2048];
+	struct vnet_hdr h = { VNET_F_NEEDS_CSUM, VNET_GSO_UDP_L4, 28, 1000,
+	    20, 6 };
+	uint8_t pseudo[12];
+	size_t n, i, at = 0;
+
+	(void)state;
+	n = mk4(2500 - 12, 0);		/* 20 + 8 + 2500 bytes */
+	pkt[9] = 17;
+	put16(pkt + 4, 100);		/* IP id */
+	nseen = 0;
+	assert_int_equal(vnet_rx_uso(&h, pkt, n, out, uso_emit, NULL), 3);
+	assert_int_equal(nseen, 3);
+	for (i = 0; i < 3; i++) {
+		size_t pl = i < 2 ? 1000 : 500;
+
+		assert_int_equal(seenlen[i], 28 + pl);
+		assert_int_equal(get16(seen[i] + 2), 28 + pl);
+		assert_int_equal(get16(seen[i] + 4), 100 + i);
+		assert_int_equal(sum_fold(sum_add(0, seen[i], 20)), 0xffff);
+		assert_int_equal(get16(seen[i] + 24), 8 + pl);
+		memcpy(pseudo, seen[i] + 12, 8);
+		pseudo[8] = 0;
+		pseudo[9] = 17;
+		put16(pseudo + 10, (uint16_t)(8 + pl));
+		assert_int_equal(sum_fold(sum_add(sum_add(0, pseudo, 12),
+		    seen[i] + 20, 8 + pl)), 0xffff);
+		assert_memory_equal(seen[i] + 28, pkt + 28 + at, pl);
+		at += pl;
+	}
+	nseen = 0;
+#define BAD(mod) do { struct vnet_hdr b = h; mod; \
+	assert_int_equal(vnet_rx_uso(&b, pkt, n, out, uso_emit, NULL), -1); \
+	} while (0)
+	BAD(b.gso_size = 0);
+	BAD(b.hdr_len = (uint16_t)(n + 1));
+	BAD(b.csum_offset = 16);
+	BAD(b.csum_start = 24);
+	BAD(b.flags = 0);
+	BAD(b.gso_type = VNET_GSO_TCPV4);
+	pkt[9] = 6;
+	BAD((void)0);			/* not UDP */
+	pkt[9] = 17;
+	put16(pkt + 6, 0x2000);
+	BAD((void)0);			/* a fragment */
+	put16(pkt + 6, 0);
+	assert_int_equal(vnet_rx_uso(&h, pkt, 28, out, uso_emit, NULL), -1);
+#undef BAD
+	assert_int_equal(nseen, 0);
+}
+
 int
 main(void)
 {
@@ -243,6 +312,7 @@ main(void)
 		cmocka_unit_test(test_rx_malformed),
 		cmocka_unit_test(test_rx_plain),
 		cmocka_unit_test(test_tx),
+		cmocka_unit_test(test_rx_uso),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
