@@ -11,6 +11,7 @@ struct flow_env;
 struct flow_udp;
 struct status_fill;
 struct status_rule;
+struct status_outbound;
 
 /* What a status snapshot reads of the client. */
 struct client_status {
@@ -20,6 +21,8 @@ struct client_status {
 	struct stats_hist	 handshake;	/* flows' and pool's, merged */
 	struct status_rule	*rules;		/* the snapshot's, reused */
 	size_t			 rules_cap;
+	struct status_outbound	*obs;		/* the snapshot's, reused */
+	size_t			 obs_cap;
 };
 
 /* The client's part of a snapshot (control_role.fill). */

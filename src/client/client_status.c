@@ -150,6 +150,48 @@ client_status_contact(struct client_status *cs, struct status_fill *sf)
 	}
 }
 
+/* Each outbound of the live generation with its counters. */
+static void
+client_status_outbounds(struct client_status *cs, struct status *st)
+{
+	const struct outbounds	*obs = cs->env->obs;
+	const struct outbound	*ob;
+	struct status_outbound	*so, *nv;
+	size_t			 i;
+
+	if (obs == NULL || obs->n == 0)
+		return;
+	if (obs->n > cs->obs_cap) {
+		if ((nv = realloc(cs->obs, obs->n * sizeof(*nv))) == NULL)
+			return;
+		cs->obs = nv;
+		cs->obs_cap = obs->n;
+	}
+	for (i = 0; i < obs->n; i++) {
+		ob = obs->v[i];
+		so = &cs->obs[i];
+		memset(so, 0, sizeof(*so));
+		snprintf(so->name, sizeof(so->name), "%s", ob->co->name);
+		so->protocol = conf_proto_name(ob->co->protocol);
+		if (ob->has_server)
+			addr_fmt(&ob->server, so->server, sizeof(so->server));
+		so->final = i == obs->conf->client.final;
+		so->opened = ob->stats->opened;
+		so->failed = ob->stats->failed;
+		so->active = ob->stats->active;
+		so->bytes_up = ob->stats->bytes_up;
+		so->bytes_down = ob->stats->bytes_down;
+		so->handshake = ob->stats->handshake;
+		if (ob->pool != NULL) {
+			so->has_pool = true;
+			so->pool_size = ob->co->pool;
+			so->pool = *pool_stats(ob->pool);
+		}
+	}
+	st->outbounds = cs->obs;
+	st->noutbounds = obs->n;
+}
+
 void
 client_status_fill(struct client_status *cs, struct status_fill *sf)
 {
@@ -169,6 +211,7 @@ client_status_fill(struct client_status *cs, struct status_fill *sf)
 	st->failures = &env->stats.failures;
 	status_fill_limits(st, &env->lst, &env->mem);
 	client_status_pool(cs, st);
+	client_status_outbounds(cs, st);
 	/* The final outbound's server, the one most flows go to. */
 	fin = env->obs->v[env->obs->conf->client.final];
 	if (fin->has_server) {
@@ -198,4 +241,7 @@ client_status_free(struct client_status *cs)
 	free(cs->rules);
 	cs->rules = NULL;
 	cs->rules_cap = 0;
+	free(cs->obs);
+	cs->obs = NULL;
+	cs->obs_cap = 0;
 }

@@ -123,7 +123,7 @@ text_flows(const struct status *st, FILE *fp)
 	fprintf(fp, "\n%-8s %-*s %-8s %8s %10s %10s %9s %7s%s\n", "ID",
 	    srv ? 47 : 40, srv ? "CLIENT -> TARGET (USER)" : "DESTINATION",
 	    "STATE", "AGE", "UP", "DOWN", "RTT", "RETRANS",
-	    srv ? "" : "  RULE");
+	    srv ? "" : "  OUTBOUND  RULE");
 	for (i = 0; i < st->nflows; i++) {
 		f = &st->flows[i];
 		if (f->has_tcpi)
@@ -151,7 +151,36 @@ text_flows(const struct status *st, FILE *fp)
 			fprintf(fp, " %7" PRIu32, f->retrans);
 		else
 			fprintf(fp, " %7s", "-");
+		if (f->outbound[0] != '\0')
+			fprintf(fp, "  %s", f->outbound);
 		fprintf(fp, "%s%s\n", f->rule[0] != '\0' ? "  " : "", f->rule);
+	}
+}
+
+/* The client's outbounds and what each carried. */
+static void
+text_outbounds(const struct status *st, FILE *fp)
+{
+	const struct status_outbound	*o;
+	char				 up[32], down[32];
+	size_t				 i;
+
+	for (i = 0; i < st->noutbounds; i++) {
+		o = &st->outbounds[i];
+		fprintf(fp, "outbound %s (%s%s%s)%s: %" PRIu64 " active, %"
+		    PRIu64 " opened, %" PRIu64 " failed, up %s down %s",
+		    o->name, o->protocol, o->server[0] != '\0' ? " " : "",
+		    o->server, o->final ? ", final" : "", o->active,
+		    o->opened, o->failed, status_bytes(o->bytes_up, up,
+		    sizeof(up)), status_bytes(o->bytes_down, down,
+		    sizeof(down)));
+		if (o->handshake.count > 0)
+			fprintf(fp, ", handshakes mean %.1f ms",
+			    (double)o->handshake.sum_us /
+			    (double)o->handshake.count / 1000.0);
+		if (o->has_pool)
+			fprintf(fp, ", pool %u ready", o->pool.ready);
+		fputc('\n', fp);
 	}
 }
 
@@ -328,6 +357,8 @@ status_write_text(const struct status *st, FILE *fp)
 		text_limits(st, fp);
 	if (st->has_resolver)
 		text_resolver(&st->resolver, fp);
+	if (st->noutbounds > 0)
+		text_outbounds(st, fp);
 	if (st->nrules > 0)
 		text_rules(st, fp);
 	if (st->flows != NULL)
@@ -371,6 +402,43 @@ json_reasons(FILE *fp, const char *key, const struct stats_reasons *r)
 	fputc('}', fp);
 }
 
+static void json_hist(FILE *, const struct stats_hist *);
+
+static void
+json_outbounds(const struct status *st, FILE *fp)
+{
+	const struct status_outbound	*o;
+	size_t				 i;
+
+	fprintf(fp, ",\"outbounds\":[");
+	for (i = 0; i < st->noutbounds; i++) {
+		o = &st->outbounds[i];
+		fprintf(fp, "%s{\"name\":", i > 0 ? "," : "");
+		status_json_str(fp, o->name);
+		fprintf(fp, ",\"protocol\":");
+		status_json_str(fp, o->protocol);
+		if (o->server[0] != '\0') {
+			fprintf(fp, ",\"server\":");
+			status_json_str(fp, o->server);
+		}
+		fprintf(fp, ",\"final\":%s,\"active\":%" PRIu64 ",\"opened\":%"
+		    PRIu64 ",\"failed\":%" PRIu64 ",\"bytes_up\":%" PRIu64
+		    ",\"bytes_down\":%" PRIu64, o->final ? "true" : "false",
+		    o->active, o->opened, o->failed, o->bytes_up,
+		    o->bytes_down);
+		json_hist(fp, &o->handshake);
+		if (o->has_pool)
+			fprintf(fp, ",\"pool\":{\"size\":%u,\"ready\":%u,"
+			    "\"connecting\":%u,\"opened\":%" PRIu64
+			    ",\"taken\":%" PRIu64 ",\"expired\":%" PRIu64
+			    ",\"failed\":%" PRIu64 "}", o->pool_size,
+			    o->pool.ready, o->pool.connecting, o->pool.opened,
+			    o->pool.taken, o->pool.expired, o->pool.failed);
+		fputc('}', fp);
+	}
+	fputc(']', fp);
+}
+
 static void
 json_hist(FILE *fp, const struct stats_hist *h)
 {
@@ -408,6 +476,10 @@ json_flow(FILE *fp, const struct status_flow *f)
 	if (f->rule[0] != '\0') {
 		fprintf(fp, ",\"rule\":");
 		status_json_str(fp, f->rule);
+	}
+	if (f->outbound[0] != '\0') {
+		fprintf(fp, ",\"outbound\":");
+		status_json_str(fp, f->outbound);
 	}
 	fprintf(fp, ",\"state\":");
 	status_json_str(fp, f->state);
@@ -570,6 +642,8 @@ status_write_json(const struct status *st, FILE *fp)
 		json_limits(st, fp);
 	if (st->has_resolver)
 		json_resolver(&st->resolver, fp);
+	if (st->noutbounds > 0)
+		json_outbounds(st, fp);
 	if (st->nrules > 0) {
 		fprintf(fp, ",\"rules\":[");
 		for (i = 0; i < st->nrules; i++) {
@@ -781,9 +855,110 @@ prom_rules(FILE *fp, const struct status *st)
 	}
 }
 
+/* Per outbound, labelled outbound="NAME". */
+static void
+prom_outbounds(FILE *fp, const struct status *st)
+{
+	const struct status_outbound	*o;
+	uint64_t			 cum;
+	size_t				 i, j;
+
+	prom_head(fp, "outbound_flows_total", "counter",
+	    "Flows and associations started on each outbound, and of those "
+	    "failed.");
+	for (i = 0; i < st->noutbounds; i++) {
+		o = &st->outbounds[i];
+		fprintf(fp, "tunsplit_outbound_flows_total{outbound=\"%s\","
+		    "event=\"opened\"} %" PRIu64 "\n"
+		    "tunsplit_outbound_flows_total{outbound=\"%s\","
+		    "event=\"failed\"} %" PRIu64 "\n", o->name, o->opened,
+		    o->name, o->failed);
+	}
+	prom_head(fp, "outbound_active", "gauge",
+	    "Flows and associations live on each outbound.");
+	for (i = 0; i < st->noutbounds; i++)
+		fprintf(fp, "tunsplit_outbound_active{outbound=\"%s\"} %"
+		    PRIu64 "\n", st->outbounds[i].name,
+		    st->outbounds[i].active);
+	prom_head(fp, "outbound_bytes_total", "counter",
+	    "Payload bytes of ended flows and associations, per outbound.");
+	for (i = 0; i < st->noutbounds; i++) {
+		o = &st->outbounds[i];
+		fprintf(fp, "tunsplit_outbound_bytes_total{outbound=\"%s\","
+		    "direction=\"up\"} %" PRIu64 "\n"
+		    "tunsplit_outbound_bytes_total{outbound=\"%s\","
+		    "direction=\"down\"} %" PRIu64 "\n", o->name,
+		    o->bytes_up, o->name, o->bytes_down);
+	}
+	prom_head(fp, "outbound_handshake_seconds", "histogram",
+	    "Flows' outer connection set-up time, per outbound.");
+	for (i = 0; i < st->noutbounds; i++) {
+		o = &st->outbounds[i];
+		for (j = 0, cum = 0; j < STATS_HIST_NBOUNDS; j++) {
+			cum += o->handshake.bucket[j];
+			fprintf(fp, "tunsplit_outbound_handshake_seconds_bucket{"
+			    "outbound=\"%s\",le=\"%g\"} %" PRIu64 "\n", o->name,
+			    (double)stats_hist_bound(j) / 1e6, cum);
+		}
+		cum += o->handshake.bucket[STATS_HIST_NBOUNDS];
+		fprintf(fp, "tunsplit_outbound_handshake_seconds_bucket{"
+		    "outbound=\"%s\",le=\"+Inf\"} %" PRIu64 "\n"
+		    "tunsplit_outbound_handshake_seconds_sum{outbound=\"%s\"} "
+		    "%.6f\ntunsplit_outbound_handshake_seconds_count{"
+		    "outbound=\"%s\"} %" PRIu64 "\n", o->name, cum, o->name,
+		    (double)o->handshake.sum_us / 1e6, o->name,
+		    o->handshake.count);
+	}
+}
+
+/* The warm pools, one series per outbound that has one. */
+static void
+prom_pool_outbounds(FILE *fp, const struct status *st)
+{
+	const struct status_outbound	*o;
+	size_t				 i;
+
+	prom_head(fp, "pool_size", "gauge", "pool: ready connections kept.");
+	for (i = 0; i < st->noutbounds; i++)
+		if ((o = &st->outbounds[i])->has_pool)
+			fprintf(fp, "tunsplit_pool_size{outbound=\"%s\"} %u\n",
+			    o->name, o->pool_size);
+	prom_head(fp, "pool_connections", "gauge",
+	    "Warm pool connections, by state.");
+	for (i = 0; i < st->noutbounds; i++)
+		if ((o = &st->outbounds[i])->has_pool)
+			fprintf(fp, "tunsplit_pool_connections{outbound=\"%s\","
+			    "state=\"ready\"} %u\ntunsplit_pool_connections{"
+			    "outbound=\"%s\",state=\"connecting\"} %u\n",
+			    o->name, o->pool.ready, o->name,
+			    o->pool.connecting);
+	prom_head(fp, "pool_events_total", "counter",
+	    "Warm pool connections opened, taken by flows, expired unused, "
+	    "failed.");
+	for (i = 0; i < st->noutbounds; i++) {
+		if (!(o = &st->outbounds[i])->has_pool)
+			continue;
+		fprintf(fp, "tunsplit_pool_events_total{outbound=\"%s\","
+		    "event=\"opened\"} %" PRIu64 "\n", o->name, o->pool.opened);
+		fprintf(fp, "tunsplit_pool_events_total{outbound=\"%s\","
+		    "event=\"taken\"} %" PRIu64 "\n", o->name, o->pool.taken);
+		fprintf(fp, "tunsplit_pool_events_total{outbound=\"%s\","
+		    "event=\"expired\"} %" PRIu64 "\n", o->name,
+		    o->pool.expired);
+		fprintf(fp, "tunsplit_pool_events_total{outbound=\"%s\","
+		    "event=\"failed\"} %" PRIu64 "\n", o->name, o->pool.failed);
+	}
+	prom_one(fp, "flows_pooled_total", "counter",
+	    "Flows started on a warm pool connection.", st->pooled);
+}
+
 static void
 prom_pool(FILE *fp, const struct status *st)
 {
+	if (st->noutbounds > 0) {
+		prom_pool_outbounds(fp, st);
+		return;
+	}
 	prom_one(fp, "pool_size", "gauge", "client.pool: ready connections "
 	    "kept.", st->pool_size);
 	prom_head(fp, "pool_connections", "gauge",
@@ -992,6 +1167,8 @@ status_write_prometheus(const struct status *st, FILE *fp)
 		prom_limits(fp, st);
 	if (st->has_resolver)
 		prom_resolver(fp, &st->resolver);
+	if (st->noutbounds > 0)
+		prom_outbounds(fp, st);
 	if (st->nrules > 0)
 		prom_rules(fp, st);
 }

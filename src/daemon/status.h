@@ -33,6 +33,21 @@ struct status_rule {
 	uint64_t	 hits;
 };
 
+/* One of the client's outbounds and its counters (kept across reloads by
+ * name). */
+struct status_outbound {
+	char		 name[STATUS_NAME_MAX];
+	const char	*protocol;		/* conf_proto_name */
+	char		 server[ADDR_STRLEN];	/* or the proxy; "" none */
+	bool		 final;			/* client.final */
+	uint64_t	 opened, failed, active;
+	uint64_t	 bytes_up, bytes_down;	/* of ended flows */
+	struct stats_hist handshake;
+	bool		 has_pool;
+	unsigned	 pool_size;
+	struct pool_stats pool;
+};
+
 struct status_flow {
 	uint64_t	 id;
 	char		 dst[ADDR_STRLEN];	/* client: target; server: target or "-" */
@@ -149,6 +164,9 @@ struct status {
 	 * without rules. */
 	const struct status_rule *rules;
 	size_t		 nrules;
+	/* Client: the outbounds of the live generation. */
+	const struct status_outbound *outbounds;
+	size_t		 noutbounds;
 
 	/* Optional per-flow list (status --flows). */
 	const struct status_flow *flows;
