@@ -21,8 +21,8 @@
 #     a domain), the same flows work and nothing is sniffed (flows dial
 #     at once);
 #  6. a client with named outbounds and rules by domain: an SNI under
-#     sni-test.example takes outbound by-sni (rule 1), the Host
-#     web.host-test.example takes by-host (rule 2), both answers intact;
+#     sni-test.example takes outbound by-sni (rule 0), the Host
+#     web.host-test.example takes by-host (rule 1), both answers intact;
 #     a name no rule takes goes to final, block: the app's connection is
 #     reset and never reaches the target.
 . "$(dirname "$0")/../lib.sh"
@@ -139,16 +139,16 @@ mv "$clog" "$TS_TMP/client-1.log"
 ts_start_client
 peer tls --host "$T4" --port $TLSP --sni deep.www.sni-test.example --bytes $((256 << 10))
 peer http --host "$T4" --port $HTTPP --hostname web.host-test.example --bytes $((256 << 10))
-ts_wait_log "$clog" "$T4:$TLSP (deep.www.sni-test.example): .*outbound by-sni (rule 1)" ||
-    ts_fail "the SNI flow did not take by-sni by rule 1: $(grep "$T4:$TLSP" "$clog" | tail -n 2)"
-ts_wait_log "$clog" "$T4:$HTTPP (web.host-test.example): .*outbound by-host (rule 2)" ||
-    ts_fail "the Host flow did not take by-host by rule 2: $(grep "$T4:$HTTPP" "$clog" | tail -n 2)"
+ts_wait_log "$clog" "$T4:$TLSP (deep.www.sni-test.example): .*outbound by-sni, rule 0 (domain_suffix sni-test.example)" ||
+    ts_fail "the SNI flow did not take by-sni by rule 0: $(grep "$T4:$TLSP" "$clog" | tail -n 2)"
+ts_wait_log "$clog" "$T4:$HTTPP (web.host-test.example): .*outbound by-host, rule 1 (domain web.host-test.example)" ||
+    ts_fail "the Host flow did not take by-host by rule 1: $(grep "$T4:$HTTPP" "$clog" | tail -n 2)"
 # No rule: final, block: the app's connection is reset after the sniff.
 if ip netns exec "$NS_C" timeout 30 "$TS_PY" -u "$PEER" tls --host "$T4" \
     --port $TLSP --sni other.example --bytes 1000 >>"$out" 2>&1; then
 	ts_fail "a name no rule takes reached the target (final is block)"
 fi
-ts_wait_log "$clog" "$T4:$TLSP (other.example): blocked.*outbound reject (final)" ||
+ts_wait_log "$clog" "$T4:$TLSP (other.example): blocked.*outbound reject, final" ||
     ts_fail "the unmatched flow was not blocked by final: $(grep "$T4:$TLSP" "$clog" | tail -n 2)"
 ts_log "rules by domain: SNI -> by-sni, Host -> by-host, no match -> final (reject)"
 ts_check_alive
