@@ -32,7 +32,6 @@
 #include "core/loop.h"
 #include "rules/rules.h"
 #include "wire/pkt.h"
-#include "wire/sniff.h"
 #include "stack/tsnetif.h"
 
 static void assoc_on_timer(struct loop_timer *);
@@ -151,8 +150,6 @@ assoc_close(struct assoc *a, bool abort, const char *reason)
 	a->ext = NULL;
 	free(a->first);
 	a->first = NULL;
-	sniff_quic_free(a->sniff.quic);
-	a->sniff.quic = NULL;
 	e->n--;
 	e->st.active = e->n;
 	outbound_close(a->ob, a->failed, a->up_b, a->down_b);
@@ -370,7 +367,7 @@ assoc_new(struct assoc_env *e, const struct assoc_key *key,
  */
 static struct outbound *
 assoc_route(struct assoc_env *e, struct assoc_key *k,
-    const struct proto_dest *dst, int *rule)
+    const struct proto_dest *dst, const char *domain, int *rule)
 {
 	struct rule_query	 q;
 	struct rule_hit		 why;
@@ -386,7 +383,7 @@ assoc_route(struct assoc_env *e, struct assoc_key *k,
 	} else {
 		addr_from_raw(&d, dst->atyp == PROTO_ATYP_IPV4 ? AF_INET :
 		    AF_INET6, dst->ip, dst->port);
-		rules_query_flow(&q, &d, &src, net, NULL);
+		rules_query_flow(&q, &d, &src, net, domain);
 	}
 	if (k->kind == PROTO_KIND_ICMP)	/* the port is the echo sequence */
 		q.port = 0;
@@ -401,6 +398,13 @@ struct assoc *
 assoc_get(struct assoc_env *e, const struct assoc_key *key,
     const struct proto_dest *dst)
 {
+	return assoc_get_named(e, key, dst, NULL);
+}
+
+struct assoc *
+assoc_get_named(struct assoc_env *e, const struct assoc_key *key,
+    const struct proto_dest *dst, const char *domain)
+{
 	const struct assoc_tp	*tp;
 	struct assoc_key	 k = *key;
 	struct outbound		*ob;
@@ -408,7 +412,7 @@ assoc_get(struct assoc_env *e, const struct assoc_key *key,
 	int			 rule;
 
 	e->refusal = ASSOC_REFUSED_NONE;
-	ob = assoc_route(e, &k, dst, &rule);
+	ob = assoc_route(e, &k, dst, domain, &rule);
 	if ((tp = assoc_tp_of(ob->co->protocol)) == NULL) {
 		client_route_count(e->obs, &(struct rule_hit){ (int)ob->index,
 		    rule });

@@ -152,6 +152,10 @@ int  assoc_refusal(const struct assoc_env *e);
  * where the outbound has no ICMP: assoc_refusal); counted. */
 struct assoc *assoc_get(struct assoc_env *e, const struct assoc_key *key,
     const struct proto_dest *dst);
+/* The same, the rules also seeing domain (NULL: none) when dst is an
+ * address: the name a QUIC conversation's Initial named. */
+struct assoc *assoc_get_named(struct assoc_env *e, const struct assoc_key *key,
+    const struct proto_dest *dst, const char *domain);
 /* Queues one datagram to dst.  short_lived: it is a DNS query (an
  * association that only ever sends those expires after dns_timeout).
  * 0, or -1 when dropped (counted). */
@@ -163,15 +167,9 @@ uint64_t assoc_id(const struct assoc *a);
 void *assoc_ext(const struct assoc *a);
 void assoc_set_ext(struct assoc *a, void *ext);
 
-/* Domain recovery on an association's first datagrams (client.sniff,
- * QUIC on UDP/443; flow_udp.c): the state of a ClientHello that spans
- * datagrams (wire/sniff.h), whether it is over, and the name found ("" if
- * none), which the association's log lines show.  The association frees
- * the state when it closes. */
-struct sniff_quic;
+/* The domain a datagram on the association named (client.sniff, QUIC
+ * on UDP/443: quic_route.h), "" if none: its log lines show it. */
 struct assoc_sniff {
-	struct sniff_quic	*quic;
-	bool			 done;
 	char			 domain[254];
 };
 struct assoc_sniff *assoc_sniff(struct assoc *a);

@@ -21,9 +21,9 @@
 #include "core/log.h"
 #include "core/loop.h"
 #include "wire/pkt.h"
+#include "client/dgram/quic_route.h"
 #include "client/dgram/reass.h"
 #include "rules/rules.h"
-#include "wire/sniff.h"
 #include "client/dns/fakeip.h"
 #include "wire/dns.h"
 
@@ -44,6 +44,7 @@ struct flow_udp {
 	unsigned		 unreach_n;	/* errors sent in it */
 	struct flow_udp_stats	 st;
 	struct fakeip		*fakeip;	/* dns.mode fake-ip, or NULL */
+	struct quic_route	*quic;		/* client.sniff, made on use */
 };
 
 /*
@@ -367,43 +368,45 @@ flow_udp_refuse_echo(struct flow_udp *u, const struct pkt_ip *ip)
 }
 
 /*
- * client.sniff: the QUIC Initial on an association's first datagrams to
- * port 443 names the domain (wire/sniff.h); a ClientHello too large for
- * one datagram (Chrome's, with a post-quantum key share) is read on
- * from the next ones.  The datagrams are not held: every association
- * has the one way out, so the name is for the log lines.
+ * client.sniff: a datagram to UDP/443 may start a QUIC conversation whose
+ * Initial names the domain; the rules route it, and every later datagram
+ * of the conversation, by that name (quic_route.h).  NULL: none.
  */
+static const char *
+flow_udp_quic_domain(struct flow_udp *u, const struct pkt_ip *ip,
+    const struct pkt_udp *ud, const char **found)
+{
+	const struct conf	*c = u->conf;
+	struct quic_conv	 qc = { ip->family, ip->src, ip->dst, ud->sport,
+	    ud->dport };
+
+	*found = NULL;
+	if (ud->dport != QUIC_PORT || c->client.sniff == CONF_SNIFF_NEVER ||
+	    (c->client.sniff == CONF_SNIFF_AUTO &&
+	    !rules_use_domains(c->client.rules)))
+		return NULL;
+	if (u->quic == NULL && (u->quic = quic_route_new()) == NULL)
+		return NULL;
+	return quic_route_domain(u->quic, &qc, ud->data, ud->len,
+	    loop_now(u->loop), c->client.udp_timeout_ms, found);
+}
+
+/* The name a conversation's Initial gave, on the association's log. */
 static void
-flow_udp_sniff(const struct conf *c, struct assoc *a, uint16_t dport,
-    const uint8_t *data, size_t len)
+flow_udp_quic_log(struct assoc *a, const struct pkt_ip *ip,
+    const struct pkt_udp *ud, const char *name)
 {
 	struct assoc_sniff	*s = assoc_sniff(a);
-	const struct assoc_key	*k = assoc_key(a);
-	char			 name[SNIFF_NAME_MAX + 1], app[ADDR_STRLEN];
-	struct addr		 sa;
-	enum sniff_res		 r;
+	char			 app[ADDR_STRLEN], to[ADDR_STRLEN];
+	struct addr		 sa, da;
 
-	if (s->done || dport != QUIC_PORT || c->client.sniff ==
-	    CONF_SNIFF_NEVER || (c->client.sniff == CONF_SNIFF_AUTO &&
-	    !rules_use_domains(c->client.rules)))
-		return;
-	if (s->quic == NULL && (s->quic = sniff_quic_new()) == NULL) {
-		s->done = true;
-		return;
-	}
-	if ((r = sniff_quic_feed(s->quic, data, len, name, sizeof(name))) ==
-	    SNIFF_MORE)
-		return;
-	s->done = true;
-	sniff_quic_free(s->quic);
-	s->quic = NULL;
-	if (r != SNIFF_FOUND)
-		return;
-	memcpy(s->domain, name, strlen(name) + 1);
-	addr_from_raw(&sa, k->family, k->addr, k->port);
-	log_at(log_flow_level(), "udp %llu %s: domain %s (quic)",
+	if (s->domain[0] == '\0')
+		snprintf(s->domain, sizeof(s->domain), "%s", name);
+	addr_from_raw(&sa, ip->family, ip->src, ud->sport);
+	addr_from_raw(&da, ip->family, ip->dst, ud->dport);
+	log_at(log_flow_level(), "udp %llu %s: domain %s (quic) to %s",
 	    (unsigned long long)assoc_id(a), addr_fmt(&sa, app, sizeof(app)),
-	    s->domain);
+	    name, addr_fmt(&da, to, sizeof(to)));
 }
 
 static int
@@ -414,6 +417,7 @@ flow_udp_datagram(struct flow_udp *u, const struct pkt_ip *ip)
 	struct assoc_key	 key;
 	struct proto_dest	 dst, orig;
 	struct assoc		*a;
+	const char		*domain = NULL, *found = NULL;
 	bool			 dns, pin, fake = false;
 	int			 rc;
 
@@ -443,7 +447,9 @@ flow_udp_datagram(struct flow_udp *u, const struct pkt_ip *ip)
 		orig = dst;
 		frame_dest_from_addr(&dst, &c->client.dns);
 	}
-	if ((a = assoc_get(u->assoc, &key, &dst)) == NULL) {
+	if (!fake && !pin)
+		domain = flow_udp_quic_domain(u, ip, &ud, &found);
+	if ((a = assoc_get_named(u->assoc, &key, &dst, domain)) == NULL) {
 		/* Its outbound is block: say so, as a firewall would. */
 		if (assoc_refusal(u->assoc) == ASSOC_REFUSED_BLOCK)
 			flow_udp_refuse(u, ip, &ud);
@@ -453,7 +459,8 @@ flow_udp_datagram(struct flow_udp *u, const struct pkt_ip *ip)
 		dns_remember(a, &orig, ud.data, ud.len);
 		u->st.dns_pinned++;
 	}
-	flow_udp_sniff(c, a, ud.dport, ud.data, ud.len);
+	if (found != NULL)
+		flow_udp_quic_log(a, ip, &ud, found);
 	if (fake)
 		fake_remember(a, ip->family, ip->dst, ud.dport);
 	(void)assoc_send(a, &dst, ud.data, ud.len, dns);
@@ -598,6 +605,7 @@ flow_udp_free(struct flow_udp *u)
 	loop_timer_cancel(u->loop, &u->reass_timer);
 	assoc_env_free(u->assoc);
 	reass_free(u->reass);
+	quic_route_free(u->quic);
 	free(u);
 }
 

@@ -24,7 +24,9 @@
 #     sni-test.example takes outbound by-sni (rule 0), the Host
 #     web.host-test.example takes by-host (rule 1), both answers intact;
 #     a name no rule takes goes to final, block: the app's connection is
-#     reset and never reaches the target.
+#     reset and never reaches the target; the same for QUIC: an Initial
+#     naming q.sni-test.example is echoed (rule 0), one naming
+#     other.example is refused.
 . "$(dirname "$0")/../lib.sh"
 ts_init e2e_sniff
 
@@ -150,6 +152,14 @@ if ip netns exec "$NS_C" timeout 30 "$TS_PY" -u "$PEER" tls --host "$T4" \
 fi
 ts_wait_log "$clog" "$T4:$TLSP (other.example): blocked.*outbound reject, final" ||
     ts_fail "the unmatched flow was not blocked by final: $(grep "$T4:$TLSP" "$clog" | tail -n 2)"
-ts_log "rules by domain: SNI -> by-sni, Host -> by-host, no match -> final (reject)"
+# QUIC: the Initial's name routes the conversation; final being block,
+# only a datagram that rule 0 took can come back.
+quic "$T4" 443 q.sni-test.example
+ts_wait_log "$clog" "udp [0-9]* [0-9.:]*: domain q.sni-test.example (quic) to $T4:443" ||
+    ts_fail "no 'domain q.sni-test.example (quic)' line"
+if ip netns exec "$NS_C" timeout 30 "$QUIC" "$T4" 443 other.example >>"$out" 2>&1; then
+	ts_fail "a QUIC name no rule takes was echoed (final is block)"
+fi
+ts_log "rules by domain: SNI -> by-sni, Host -> by-host, QUIC SNI -> by-sni, no match -> final (reject)"
 ts_check_alive
 ts_pass "SNI, Host and QUIC recovered, rules by domain chose outbounds, server-speaks-first bounded"
