@@ -116,6 +116,7 @@ client_status_pool(struct client_status *cs, struct status *st)
 		st->pool.failed += ps->failed;
 		st->pool.ready += ps->ready;
 		st->pool.connecting += ps->connecting;
+		st->pool.target += ps->target;
 		stats_contact_merge(&st->pool.contact, &ps->contact);
 	}
 	st->pooled = cs->env->stats.pooled;

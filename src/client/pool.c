@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include "client/pool.h"
+#include "client/pool_demand.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -33,7 +34,8 @@ struct pool_conn {
 	uint64_t	 opened_ms;	/* dial time: the server's deadline runs
 					 * from its accept, not our handshake */
 	struct loop_fd	 lfd;
-	struct loop_timer timer;	/* handshake deadline, then lifetime */
+	uint64_t	 deadline_ms;	/* handshake deadline, then lifetime
+					 * (the pool's one timer serves all) */
 	uint64_t	 dial_us;	/* connect started (stats) */
 };
 
@@ -47,14 +49,39 @@ struct pool {
 	struct addr		 server;
 	struct pool_conn_list	 conns;		/* connecting and ready */
 	struct pool_conn_list	 dead;		/* freed at iteration end */
-	struct loop_timer	 refill;	/* backoff after failures */
+	struct loop_timer	 timer;		/* earliest of the deadlines and
+						 * refill_at: one wake-up for all */
+	uint64_t		 timer_at;	/* what it is armed for */
+	uint64_t		 refill_at;	/* backing off until then; 0: not */
 	unsigned		 backoff_ms;
+	struct pool_demand	 demand;	/* flow arrivals: the target */
 	bool			 stopping;
 	bool			 retired;	/* pool_retire: freed by its hook */
 	struct pool_stats	 stats;
 };
 
 static void pool_fill(struct pool *);
+
+/* Arms the pool's timer for the earliest thing it waits for, or not at
+ * all: an empty pool that is not backing off sleeps. */
+static void
+pool_arm(struct pool *p)
+{
+	struct pool_conn *pc;
+	uint64_t when = p->refill_at, now = loop_now(p->loop);
+
+	LIST_FOREACH(pc, &p->conns, entry)
+		if (when == 0 || pc->deadline_ms < when)
+			when = pc->deadline_ms;
+	if (when == 0) {
+		loop_timer_cancel(p->loop, &p->timer);
+		return;
+	}
+	if (loop_timer_armed(&p->timer) && p->timer_at == when)
+		return;
+	p->timer_at = when;
+	loop_timer_set(p->loop, &p->timer, when > now ? when - now : 0);
+}
 
 static void
 pool_unlink(struct pool *p, struct pool_conn *pc)
@@ -76,7 +103,6 @@ pool_close(struct pool_conn *pc, bool graceful)
 	struct pool *p = pc->pool;
 
 	loop_fd_del(p->loop, &pc->lfd);
-	loop_timer_cancel(p->loop, &pc->timer);
 	if (graceful) {
 		(void)outer_shutdown_write(pc->out);
 		outer_free(pc->out);
@@ -92,8 +118,9 @@ pool_close(struct pool_conn *pc, bool graceful)
 	p->backoff_ms = p->backoff_ms == 0 ? POOL_BACKOFF_MIN :
 	    p->backoff_ms * 2 > POOL_BACKOFF_MAX ? POOL_BACKOFF_MAX :
 	    p->backoff_ms * 2;
-	if (!loop_timer_armed(&p->refill))
-		loop_timer_set(p->loop, &p->refill, p->backoff_ms);
+	if (p->refill_at == 0)
+		p->refill_at = loop_now(p->loop) + p->backoff_ms;
+	pool_arm(p);
 }
 
 static void
@@ -108,11 +135,14 @@ pool_set_ready(struct pool_conn *pc)
 	p->stats.ready++;
 	p->stats.opened++;
 	stats_hist_add(&p->stats.handshake, stats_now_us() - pc->dial_us);
+	pool_demand_handshake(&p->demand,
+	    (unsigned)((stats_now_us() - pc->dial_us) / 1000));
 	stats_contact_ok(&p->stats.contact, loop_now(p->loop));
 	p->backoff_ms = 0;
 	life = life / 2 + randombytes_uniform((uint32_t)life / 2 + 1);
-	loop_timer_set(p->loop, &pc->timer, life > age ? life - age : 0);
+	pc->deadline_ms = loop_now(p->loop) + (life > age ? life - age : 0);
 	loop_fd_mod(p->loop, &pc->lfd, EPOLLIN);
+	pool_arm(p);
 }
 
 /* A ready connection became readable: session tickets are fine, anything
@@ -171,20 +201,34 @@ pool_on_io(struct loop_fd *lfd, uint32_t revents)
 		loop_fd_mod(pc->pool->loop, &pc->lfd, outer_events(pc->out));
 }
 
+/* The pool's one timer: retire what is due, refill after a backoff. */
 static void
 pool_on_timer(struct loop_timer *t)
 {
-	struct pool_conn *pc = container_of(t, struct pool_conn, timer);
+	struct pool *p = container_of(t, struct pool, timer);
+	struct pool_conn *pc, *next;
+	uint64_t now = loop_now(p->loop);
 
-	if (pc->ready) {
-		pc->pool->stats.expired++;
-		pool_close(pc, true);
-	} else {
-		log_debug("pool: handshake with the server timed out");
-		stats_contact_fail(&pc->pool->stats.contact,
-		    loop_now(pc->pool->loop), "connect timeout");
-		pool_close(pc, false);
+	/* pool_close may open new connections: at the head, not visited. */
+	for (pc = LIST_FIRST(&p->conns); pc != NULL; pc = next) {
+		next = LIST_NEXT(pc, entry);
+		if (pc->deadline_ms > now)
+			continue;
+		if (pc->ready) {
+			p->stats.expired++;
+			pool_close(pc, true);
+		} else {
+			log_debug("pool: handshake with the server timed out");
+			stats_contact_fail(&p->stats.contact, now,
+			    "connect timeout");
+			pool_close(pc, false);
+		}
 	}
+	if (p->refill_at != 0 && p->refill_at <= now) {
+		p->refill_at = 0;
+		pool_fill(p);
+	}
+	pool_arm(p);
 }
 
 static int
@@ -208,30 +252,32 @@ pool_open(struct pool *p)
 		free(pc);
 		return -1;
 	}
-	loop_timer_init(&pc->timer, pool_on_timer);
-	loop_timer_set(p->loop, &pc->timer, p->co->connect_timeout_ms);
+	pc->deadline_ms = pc->opened_ms + p->co->connect_timeout_ms;
 	LIST_INSERT_HEAD(&p->conns, pc, entry);
 	p->stats.connecting++;
 	return 0;
 }
 
+/* Opens connections up to the demand's target; never closes any (extra
+ * ones expire unused within pool_lifetime, and are not replaced). */
 static void
 pool_fill(struct pool *p)
 {
-	if (p->stopping || loop_timer_armed(&p->refill))
+	const struct conf_outbound *co = p->co;
+	unsigned target;
+
+	if (p->stopping || p->refill_at != 0)
 		return;		/* backing off */
-	while (p->stats.ready + p->stats.connecting < p->co->pool)
+	target = pool_demand_target(&p->demand, loop_now(p->loop),
+	    co->pool_min, co->pool, co->pool_idle_ms);
+	p->stats.target = target;
+	while (p->stats.ready + p->stats.connecting < target)
 		if (pool_open(p) < 0) {
 			log_warn("pool: cannot open a connection");
-			loop_timer_set(p->loop, &p->refill, POOL_BACKOFF_MAX);
-			return;
+			p->refill_at = loop_now(p->loop) + POOL_BACKOFF_MAX;
+			break;
 		}
-}
-
-static void
-pool_on_refill(struct loop_timer *t)
-{
-	pool_fill(container_of(t, struct pool, refill));
+	pool_arm(p);
 }
 
 static void
@@ -258,13 +304,15 @@ pool_take(struct pool *p)
 
 	if (p == NULL)
 		return NULL;
+	pool_demand_flow(&p->demand, loop_now(p->loop));
 	LIST_FOREACH(pc, &p->conns, entry)
 		if (pc->ready)
 			break;
-	if (pc == NULL)
+	if (pc == NULL) {
+		pool_fill(p);	/* the demand rose: warm up for the next */
 		return NULL;
+	}
 	loop_fd_del(p->loop, &pc->lfd);
-	loop_timer_cancel(p->loop, &pc->timer);
 	out = pc->out;
 	pc->out = NULL;
 	pool_unlink(p, pc);
@@ -305,7 +353,8 @@ pool_new(struct loop *l, const struct conf *c,
 	p->server = *server;
 	LIST_INIT(&p->conns);
 	LIST_INIT(&p->dead);
-	loop_timer_init(&p->refill, pool_on_refill);
+	loop_timer_init(&p->timer, pool_on_timer);
+	pool_demand_init(&p->demand);
 	if (loop_on_iteration(l, pool_on_iteration, p) < 0) {
 		free(p);
 		return NULL;
@@ -323,7 +372,7 @@ pool_free(struct pool *p)
 	p->stopping = true;
 	while (!LIST_EMPTY(&p->conns))
 		pool_close(LIST_FIRST(&p->conns), true);
-	loop_timer_cancel(p->loop, &p->refill);
+	loop_timer_cancel(p->loop, &p->timer);
 	pool_on_iteration(p);
 	loop_off_iteration(p->loop, pool_on_iteration, p);
 	free(p);
@@ -339,7 +388,7 @@ pool_retire(struct pool *p)
 	p->stopping = true;
 	while (!LIST_EMPTY(&p->conns))
 		pool_close(LIST_FIRST(&p->conns), true);
-	loop_timer_cancel(p->loop, &p->refill);
+	loop_timer_cancel(p->loop, &p->timer);
 	p->retired = true;
 }
 

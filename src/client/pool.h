@@ -4,6 +4,14 @@
  * once instead of after a TCP and a TLS round trip.  Each connection
  * carries at most one flow; a taken one is replaced in the background.
  *
+ * Its size follows demand (pool_demand.h): between pool_min and pool
+ * while flows arrive, by their rate times the handshake time, and 0 once
+ * none has arrived for pool_idle -- an idle client opens no connection
+ * until a flow asks for one (that flow dials directly, and warms the
+ * pool for those after it).  The pool never closes a connection to
+ * shrink: surplus ones expire unused and are not replaced.  One timer
+ * serves the whole pool (the earliest deadline), none per connection.
+ *
  * Idle pool connections live for a random time in [lifetime/2, lifetime]
  * (no fixed cadence to fingerprint) and must be used or closed before the
  * server's header deadline (server.handshake_timeout).  They are watched
@@ -32,13 +40,13 @@ struct pool_stats {
 	uint64_t	 failed;	/* connect/TLS failure or died while idle */
 	unsigned	 ready;		/* ready now */
 	unsigned	 connecting;	/* connect or handshake in progress */
+	unsigned	 target;	/* what demand asked for, last look */
 	struct stats_hist handshake;	/* connect start to TLS done */
 	struct stats_contact contact;	/* with the server */
 };
 
 struct pool;
 
-/* size 0: returns a pool that never holds anything (pool_take -> NULL). */
 struct pool *pool_new(struct loop *l, const struct conf *c,
     const struct conf_outbound *co, struct ssl_ctx_st *ctx,
     const struct addr *server);

@@ -104,7 +104,12 @@ struct conf_outbound {
 	char		 congestion[CONF_CC_MAX];	/* default: client's */
 	unsigned	 connect_timeout_ms;	/* default: client's */
 	unsigned	 padding;		/* padded records per stream, default 8 */
-	unsigned	 pool;			/* warm TLS connections, default 2 */
+	/* The warm pool follows demand between pool_min and pool while
+	 * flows arrive, and holds nothing pool_idle_ms after the last one
+	 * (0: keeps pool_min forever). */
+	unsigned	 pool;			/* ceiling, default 8; 0: no pool */
+	unsigned	 pool_min;		/* floor while active, default 1 */
+	unsigned	 pool_idle_ms;		/* default 60000 */
 	unsigned	 pool_lifetime_ms;	/* default 8000 (< server handshake_timeout) */
 };
 

@@ -273,7 +273,9 @@ outbound_defaults(struct conf_outbound *ob, const char *name)
 	ob->protocol = CONF_PROTO_TUNSPLIT;
 	ob->header_version = 2;
 	ob->padding = 8;
-	ob->pool = 2;
+	ob->pool = 8;
+	ob->pool_min = 1;
+	ob->pool_idle_ms = 60000;
 	ob->pool_lifetime_ms = 8000;
 	/* congestion "" and connect_timeout 0: the client's. */
 }
@@ -321,6 +323,47 @@ key_fingerprint(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
 	return conf_flag(x, n, k, base, w);
 }
 
+/* pool: N (a ceiling of N, a floor of 1, or no pool for 0), or
+ * pool: {min: A, max: B}. */
+#define POOL_MAX	64
+#define POOL_MIN_UNSET	(POOL_MAX + 1)
+
+static int
+check_pool(struct ctx *x, yaml_node_t *map, void *base)
+{
+	struct conf_outbound	*ob = base;
+
+	if (ob->pool_min == POOL_MIN_UNSET)
+		ob->pool_min = ob->pool > 0 ? 1 : 0;
+	else if (ob->pool_min > ob->pool)
+		return conf_err(x, map, "min %u is above max %u", ob->pool_min,
+		    ob->pool);
+	return 0;
+}
+
+static const struct conf_key keys_pool[] = {
+	{ "min", conf_key_uint, O(pool_min), 0, POOL_MAX, NULL },
+	{ "max", conf_key_uint, O(pool), 0, POOL_MAX, NULL },
+	{ NULL, NULL, 0, 0, 0, NULL }
+};
+static const struct conf_map map_pool = { keys_pool, check_pool };
+
+static int
+key_pool(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
+    void *base)
+{
+	struct conf_outbound	*ob = base;
+
+	if (n->type == YAML_MAPPING_NODE) {
+		ob->pool_min = POOL_MIN_UNSET;
+		return conf_map_walk(x, n, &map_pool, base);
+	}
+	if (conf_key_uint(x, n, k, base) == -1)
+		return -1;
+	ob->pool_min = ob->pool > 0 ? 1 : 0;
+	return 0;
+}
+
 static const struct conf_key keys_outbound[] = {
 	{ "name", key_ob_name, 0, 0, 0, NULL },
 	{ "protocol", key_protocol, O(protocol), 0, 0, NULL },
@@ -337,7 +380,8 @@ static const struct conf_key keys_outbound[] = {
 	{ "password", key_password, 0, 0, 0, NULL },
 	{ "password_sha224", key_password_sha224, 0, 0, 0, NULL },
 	{ "padding", conf_key_uint, O(padding), 0, 64, NULL },
-	{ "pool", conf_key_uint, O(pool), 0, 64, NULL },
+	{ "pool", key_pool, O(pool), 0, POOL_MAX, NULL },
+	{ "pool_idle", conf_key_ms, O(pool_idle_ms), 0, CONF_MS_MAX, NULL },
 	{ "pool_lifetime", conf_key_ms, O(pool_lifetime_ms), 1000, 600000,
 	    NULL },
 	{ "congestion", conf_key_word, O(congestion), 0, CONF_CC_MAX, NULL },
@@ -354,7 +398,7 @@ static const char *const legacy_keys[] = {
 	"server", "sni", "ca", "insecure", "pin_sha256", "fingerprint", "key",
 	"key_file", "header_version",
 	"protocol", "username", "password", "password_sha224", "padding",
-	"pool", "pool_lifetime", NULL
+	"pool", "pool_idle", "pool_lifetime", NULL
 };
 
 static int
@@ -636,6 +680,7 @@ static const struct conf_key keys_client[] = {
 	{ "password_sha224", key_legacy, 0, 0, 0, NULL },
 	{ "padding", key_legacy, 0, 0, 0, NULL },
 	{ "pool", key_legacy, 0, 0, 0, NULL },
+	{ "pool_idle", key_legacy, 0, 0, 0, NULL },
 	{ "pool_lifetime", key_legacy, 0, 0, 0, NULL },
 	{ "congestion", conf_key_word, C(client.congestion), 0, CONF_CC_MAX,
 	    NULL },

@@ -238,7 +238,10 @@ dump_outbound(const struct conf_outbound *ob, FILE *fp, bool secrets)
 	    ob->protocol != CONF_PROTO_TROJAN)
 		return;
 	fprintf(fp, "%spadding: %u\n", in, ob->padding);
-	fprintf(fp, "%spool: %u\n", in, ob->pool);
+	fprintf(fp, "%spool: {min: %u, max: %u}\n", in, ob->pool_min,
+	    ob->pool);
+	fprintf(fp, "%spool_idle: %s\n", in,
+	    conf_duration_fmt(ob->pool_idle_ms, buf, sizeof(buf)));
 	fprintf(fp, "%spool_lifetime: %s\n", in,
 	    conf_duration_fmt(ob->pool_lifetime_ms, buf, sizeof(buf)));
 }

@@ -8,12 +8,18 @@
 # Same topology as lib.sh.  Sequence: the client starts while the server is
 # down (the pool fails and backs off), the server comes up, a flow must work
 # at once; later flows must be served from the pool.
+#
+# The pool is the fixed one, {min: 2, max: 2} with pool_idle: 0 (never
+# decays), so that it dials before any flow and its backoff is exercised;
+# the default pool follows demand and opens nothing before a flow
+# (e2e_pool_idle.sh).
 . "$(dirname "$0")/../lib.sh"
 ts_init e2e_pool
 
 ts_topology_up
 ts_make_pki
-ts_write_configs "  pool: 2
+ts_write_configs "  pool: {min: 2, max: 2}
+  pool_idle: 0
   pool_lifetime: 3s"
 ts_start_target
 ts_prove_no_forward "$TS_TARGET_PORT"

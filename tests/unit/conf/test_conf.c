@@ -1298,7 +1298,9 @@ test_outbounds(void **state)
 	assert_string_equal(conf_final(c)->sni, "vpn.example.org");
 	assert_string_equal(conf_final(c)->congestion, "bbr");
 	assert_int_equal(conf_final(c)->connect_timeout_ms, 10000);
-	assert_int_equal(conf_final(c)->pool, 2);
+	assert_int_equal(conf_final(c)->pool, 8);
+	assert_int_equal(conf_final(c)->pool_min, 1);
+	assert_int_equal(conf_final(c)->pool_idle_ms, 60000);
 	/* Its dump is the list form, and loads back as the same. */
 	d = dump_secrets(c);
 	b = load_ok(d);

@@ -117,8 +117,9 @@ client_start(unsigned pool)
 
 	memset(&fx, 0, sizeof(fx));
 	fx.lfd = testend_listener(&fx.port);
+	/* pool_idle 0: the pool warms up before the first flow. */
 	snprintf(y, sizeof(y), "client:\n  server: \"127.0.0.1:%u\"\n"
-	    "  key: " K1 "\n  pool: %u\n", fx.port, pool);
+	    "  key: " K1 "\n  pool: %u\n  pool_idle: 0\n", fx.port, pool);
 	fx.conf = conf_load_buf("t.yaml", y, strlen(y), err, sizeof(err));
 	if (fx.conf == NULL)
 		fail_msg("%s", err);
