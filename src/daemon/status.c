@@ -331,10 +331,11 @@ status_write_text(const struct status *st, FILE *fp)
 	else if (st->has_tun)
 		fprintf(fp, "tun offloads: off\n");
 	if (st->has_pool)
-		fprintf(fp, "pool: %u ready, %u connecting (size %u); %" PRIu64
-		    " opened, %" PRIu64 " taken, %" PRIu64 " expired, %" PRIu64
-		    " failed\n", st->pool.ready, st->pool.connecting,
-		    st->pool_size, st->pool.opened, st->pool.taken,
+		fprintf(fp, "pool: %u ready, %u connecting (target %u, size %u);"
+		    " %" PRIu64 " opened, %" PRIu64 " taken, %" PRIu64
+		    " expired, %" PRIu64 " failed\n", st->pool.ready,
+		    st->pool.connecting, st->pool.target, st->pool_size,
+		    st->pool.opened, st->pool.taken,
 		    st->pool.expired, st->pool.failed);
 	if (st->has_udp)
 		fprintf(fp, "udp: %" PRIu64 " associations active, %" PRIu64
@@ -428,11 +429,12 @@ json_outbounds(const struct status *st, FILE *fp)
 		    o->bytes_down);
 		json_hist(fp, &o->handshake);
 		if (o->has_pool)
-			fprintf(fp, ",\"pool\":{\"size\":%u,\"ready\":%u,"
+			fprintf(fp, ",\"pool\":{\"size\":%u,\"target\":%u,"
+			    "\"ready\":%u,"
 			    "\"connecting\":%u,\"opened\":%" PRIu64
 			    ",\"taken\":%" PRIu64 ",\"expired\":%" PRIu64
 			    ",\"failed\":%" PRIu64 "}", o->pool_size,
-			    o->pool.ready, o->pool.connecting, o->pool.opened,
+			    o->pool.target, o->pool.ready, o->pool.connecting, o->pool.opened,
 			    o->pool.taken, o->pool.expired, o->pool.failed);
 		fputc('}', fp);
 	}
@@ -611,10 +613,11 @@ status_write_json(const struct status *st, FILE *fp)
 		    st->tun.tw_reused, st->tun.offload ? "true" : "false",
 		    st->tun.rx_gso, st->tun.tx_gso, st->tun.rx_vnet_bad);
 	if (st->has_pool)
-		fprintf(fp, ",\"pool\":{\"size\":%u,\"ready\":%u,\"connecting\":%u,"
+		fprintf(fp, ",\"pool\":{\"size\":%u,\"target\":%u,\"ready\":%u,"
+		    "\"connecting\":%u,"
 		    "\"opened\":%" PRIu64 ",\"taken\":%" PRIu64 ",\"expired\":%"
 		    PRIu64 ",\"failed\":%" PRIu64 ",\"pooled_flows\":%" PRIu64 "}",
-		    st->pool_size, st->pool.ready, st->pool.connecting,
+		    st->pool_size, st->pool.target, st->pool.ready, st->pool.connecting,
 		    st->pool.opened, st->pool.taken, st->pool.expired,
 		    st->pool.failed, st->pooled);
 	if (st->has_udp)
@@ -918,11 +921,18 @@ prom_pool_outbounds(FILE *fp, const struct status *st)
 	const struct status_outbound	*o;
 	size_t				 i;
 
-	prom_head(fp, "pool_size", "gauge", "pool: ready connections kept.");
+	prom_head(fp, "pool_size", "gauge", "pool: the most ready "
+	    "connections kept.");
 	for (i = 0; i < st->noutbounds; i++)
 		if ((o = &st->outbounds[i])->has_pool)
 			fprintf(fp, "tunsplit_pool_size{outbound=\"%s\"} %u\n",
 			    o->name, o->pool_size);
+	prom_head(fp, "pool_target", "gauge", "Warm connections the flow "
+	    "arrival rate asks for now (0 when idle).");
+	for (i = 0; i < st->noutbounds; i++)
+		if ((o = &st->outbounds[i])->has_pool)
+			fprintf(fp, "tunsplit_pool_target{outbound=\"%s\"} %u\n",
+			    o->name, o->pool.target);
 	prom_head(fp, "pool_connections", "gauge",
 	    "Warm pool connections, by state.");
 	for (i = 0; i < st->noutbounds; i++)
@@ -959,8 +969,10 @@ prom_pool(FILE *fp, const struct status *st)
 		prom_pool_outbounds(fp, st);
 		return;
 	}
-	prom_one(fp, "pool_size", "gauge", "client.pool: ready connections "
-	    "kept.", st->pool_size);
+	prom_one(fp, "pool_size", "gauge", "client.pool: the most ready "
+	    "connections kept.", st->pool_size);
+	prom_one(fp, "pool_target", "gauge", "Warm connections the flow "
+	    "arrival rate asks for now (0 when idle).", st->pool.target);
 	prom_head(fp, "pool_connections", "gauge",
 	    "Warm pool connections, by state.");
 	fprintf(fp, "tunsplit_pool_connections{state=\"ready\"} %u\n"

@@ -124,7 +124,7 @@ struct status {
 	struct tsnetif_stats tun;
 	/* Warm pool of outer connections (client.pool > 0). */
 	bool		 has_pool;
-	unsigned	 pool_size;
+	unsigned	 pool_size;		/* the ceilings, summed */
 	uint64_t	 pooled;		/* flows started on one */
 	struct pool_stats pool;
 	/* UDP associations and ICMP echo sessions. */

@@ -1,7 +1,7 @@
 #!/bin/bash
 # The client's ClientHello, as a passive observer sees it, is curl's: the
 # first record of an outer connection made by the real client (its warm
-# pool dials at start) is compared with the one curl on this machine sends
+# pool dials at start with pool_idle: 0) is compared with the one curl on this machine sends
 # to the same name, field by field and byte for byte, except for what is
 # random by nature (random, session id bytes, key share).  Then:
 #   - fingerprint: browser sends its own, Chrome-like ClientHello (TLS 1.2
@@ -21,7 +21,8 @@ HT=$TS_LIB_DIR/hellotool.py
 
 ts_topology_up
 ts_make_pki
-ts_write_configs "  pool: 1"
+ts_write_configs "  pool: 1
+  pool_idle: 0"
 ts_start_target
 
 # ht_listen PREFIX: capture one ClientHello at the server's address.

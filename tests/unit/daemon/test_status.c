@@ -525,13 +525,14 @@ test_pool(void **state)
 	st.pooled = 4;
 	st.pool.ready = 1;
 	st.pool.connecting = 1;
+	st.pool.target = 2;
 	st.pool.opened = 6;
 	st.pool.taken = 4;
 	st.pool.expired = 1;
 	expect(status_write_text, &st, STRS("pool: 1 ready, 1 connecting "
-	    "(size 2); 6 opened, 4 taken, 1 expired, 0 failed\n"), NULL);
+	    "(target 2, size 2); 6 opened, 4 taken, 1 expired, 0 failed\n"), NULL);
 	expect(status_write_json, &st, STRS("\"pool\":{\"size\":2,"
-	    "\"ready\":1,\"connecting\":1,\"opened\":6,\"taken\":4,"
+	    "\"target\":2,\"ready\":1,\"connecting\":1,\"opened\":6,\"taken\":4,"
 	    "\"expired\":1,\"failed\":0,\"pooled_flows\":4}"), NULL);
 	expect(status_write_prometheus, &st, STRS(
 	    "tunsplit_pool_connections{state=\"ready\"} 1\n",

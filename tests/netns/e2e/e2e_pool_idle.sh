@@ -1,0 +1,113 @@
+#!/bin/bash
+# An idle client does not beacon (issue 21 item 6): the warm pool follows
+# demand and decays to nothing once the user is idle.  Counted on the
+# wire, with an nftables counter of the SYNs the client namespace sends
+# to the server (every outer connection is one SYN), and on the server,
+# by its sessions:
+#   1. started and never used: no connection at all;
+#   2. right after one flow: the pool warms up to its floor (min 2), so
+#      connections beyond the flow's own are opened;
+#   3. after pool_idle and one pool_lifetime: the pool holds nothing, and
+#      over a window of three lifetimes the client opens no connection;
+#   4. a burst after idle (40 flows at once, 64 KiB each way, every one
+#      hash-checked) works, and warms the pool again.
+#
+# Short times keep it quick: pool_idle 3s, pool_lifetime 2s.
+. "$(dirname "$0")/../lib.sh"
+ts_init e2e_pool_idle
+ts_need nft nftables
+
+IDLE=3 LIFE=2 WINDOW=6
+ts_standard_setup "  pool: {min: 2, max: 8}
+  pool_idle: ${IDLE}s
+  pool_lifetime: ${LIFE}s"
+
+ip netns exec "$NS_C" nft -f - <<EOF || ts_fail "nftables counter"
+table inet tspool {
+	counter syns { }
+	chain out {
+		type filter hook output priority 0; policy accept;
+		ip daddr $TS_S_ADDR4 tcp dport $TS_SERVER_PORT tcp flags & (syn | ack) == syn counter name syns
+	}
+}
+EOF
+
+syns() {
+	ip netns exec "$NS_C" nft list counter inet tspool syns |
+	    sed -n 's/.*packets \([0-9]*\).*/\1/p'
+}
+
+# sessions: the server's total of sessions accepted.
+sessions() {
+	ip netns exec "$NS_S" "$TUNSPLIT" status -s "$TS_TMP/server.sock" \
+	    --json >"$TS_TMP/server.json" || ts_fail "server status --json"
+	"$TS_PY" -c 'import json, sys
+print(json.load(open(sys.argv[1]))["sessions"]["total"])' "$TS_TMP/server.json"
+}
+
+# pool KEY: the client's pool counter.
+pool() {
+	ip netns exec "$NS_C" "$TUNSPLIT" status -s "$TS_TMP/client.sock" \
+	    --json >"$TS_TMP/client.json" || ts_fail "client status --json"
+	"$TS_PY" -c 'import json, sys
+print(json.load(open(sys.argv[1]))["pool"][sys.argv[2]])' \
+	    "$TS_TMP/client.json" "$1"
+}
+
+# 1. Never used: nothing on the wire.
+sleep 2
+s=$(syns) n=$(sessions)
+[ "$s" = 0 ] && [ "$n" = 0 ] ||
+    ts_fail "an unused client opened connections: $s SYNs, $n server sessions"
+ts_log "1. unused client, 2 s: 0 SYNs, 0 sessions"
+
+# 2. One flow: its own connection, then the pool's floor.
+out=$TS_TMP/app.log
+ts_app send --host "$TS_T_ADDR4" --port "$TS_TARGET_PORT" --bytes 64k \
+    --seed 1 --timeout 10 >"$out" 2>&1 || ts_fail "flow: $(tail -n 1 "$out")"
+grep -q "match" "$out" || ts_fail "flow: $(tail -n 1 "$out")"
+for i in $(seq 30); do
+	[ "$(pool ready)" -ge 2 ] && break
+	sleep 0.1
+done
+s=$(syns)
+[ "$(pool ready)" -ge 2 ] || ts_fail "the pool did not warm up after a flow: $(cat "$TS_TMP/client.json")"
+[ "$(pool target)" -ge 2 ] || ts_fail "target below the floor: $(cat "$TS_TMP/client.json")"
+[ "$s" -ge 3 ] || ts_fail "only $s SYNs for one flow and a pool of 2"
+ts_log "2. after one flow: $s SYNs, pool $(pool ready) ready (target $(pool target))"
+
+# 3. Idle: within pool_idle + one lifetime (and a margin) the pool is
+# empty, and stays so, with no SYN and no new session over the window.
+for i in $(seq $(((IDLE + LIFE + 3) * 10))); do
+	[ "$(pool ready)" = 0 ] && [ "$(pool connecting)" = 0 ] && break
+	sleep 0.1
+done
+[ "$(pool ready)" = 0 ] && [ "$(pool connecting)" = 0 ] ||
+    ts_fail "the pool did not decay: $(cat "$TS_TMP/client.json")"
+[ "$(pool target)" = 0 ] || ts_fail "idle target not 0: $(cat "$TS_TMP/client.json")"
+s1=$(syns) n1=$(sessions)
+sleep "$WINDOW"
+s2=$(syns) n2=$(sessions)
+[ "$s2" = "$s1" ] ||
+    ts_fail "an idle client opened $((s2 - s1)) connections in ${WINDOW} s after the decay"
+[ "$n2" = "$n1" ] ||
+    ts_fail "the server accepted $((n2 - n1)) sessions from an idle client in ${WINDOW} s"
+ts_log "3. idle after decay, ${WINDOW} s window: 0 SYNs, 0 new sessions ($s1 SYNs before)"
+
+# 4. A burst after idle: every flow intact, and the pool warms again.
+opened=$(pool opened)
+TS_APP_TIMEOUT=60
+ts_app multi --host "$TS_T_ADDR4" --port "$TS_TARGET_PORT" --conns 40 \
+    --bytes 64k --seed 50 --timeout 30 >"$out" 2>&1 ||
+    ts_fail "burst after idle: $(tail -n 1 "$out")"
+ok=$(grep -c "^target: .* \(SINK\|SEND\) 65536 bytes" "$TS_TMP/target.log")
+[ "$ok" -ge 40 ] || ts_fail "target completed $ok of 40 burst transfers"
+for i in $(seq 30); do
+	[ "$(pool opened)" -gt "$opened" ] && break
+	sleep 0.1
+done
+[ "$(pool opened)" -gt "$opened" ] ||
+    ts_fail "the burst did not warm the pool: $(cat "$TS_TMP/client.json")"
+ts_log "4. burst of 40 after idle: $(tail -n 1 "$out"); pool target $(pool target), $(pool opened) opened"
+ts_check_alive
+ts_pass "idle client: no connection before use or after the decay (${WINDOW} s window); $s SYNs right after a flow; burst after idle intact"
