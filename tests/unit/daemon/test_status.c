@@ -731,6 +731,7 @@ teardown_ctl(void **state)
 	/* control_free removes the socket file. */
 	assert_int_equal(access(f->sock, F_OK), -1);
 	loop_free(f->loop);
+	client_status_free(&f->cs);	/* the snapshots' buffers */
 	outbounds_free(f->obs);
 	conf_free(f->conf);
 	snprintf(path, sizeof(path), "%s/run", f->dir);
