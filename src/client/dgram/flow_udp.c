@@ -45,6 +45,7 @@ struct flow_udp {
 	struct flow_udp_stats	 st;
 	struct fakeip		*fakeip;	/* dns.mode fake-ip, or NULL */
 	struct quic_route	*quic;		/* client.sniff, made on use */
+	struct loop_timer	 quic_timer;	/* held datagrams' deadline */
 };
 
 /*
@@ -367,28 +368,71 @@ flow_udp_refuse_echo(struct flow_udp *u, const struct pkt_ip *ip)
 		(void)assoc_tun_write(e, msg, n);
 }
 
+/* A datagram of a QUIC conversation, held or not: routed and queued
+ * (no ICMP for a refusal here: the app's packet is gone). */
+static void
+flow_udp_conv_send(void *arg, const struct quic_conv *c, const uint8_t *data,
+    size_t len, const char *domain)
+{
+	struct flow_udp		*u = arg;
+	struct assoc_key	 key;
+	struct proto_dest	 dst;
+	struct assoc		*a;
+
+	memset(&key, 0, sizeof(key));
+	key.kind = PROTO_KIND_UDP;
+	key.family = (uint8_t)c->family;
+	key.port = c->sport;
+	memcpy(key.addr, c->src, c->family == AF_INET ? 4 : 16);
+	frame_dest_from_ip(&dst, c->family, c->dst, c->dport);
+	if ((a = assoc_get_named(u->assoc, &key, &dst, domain)) != NULL)
+		(void)assoc_send(a, &dst, data, len, false);
+}
+
+/* Conversations held for sniff_timeout go by address. */
+static void
+flow_udp_on_quic_timer(struct loop_timer *t)
+{
+	struct flow_udp	*u = container_of(t, struct flow_udp, quic_timer);
+	uint64_t	 now = loop_now(u->loop), next;
+
+	next = quic_route_expire(u->quic, now, flow_udp_conv_send, u);
+	if (next != 0)
+		loop_timer_set(u->loop, &u->quic_timer, next > now ?
+		    next - now : 1);
+}
+
 /*
  * client.sniff: a datagram to UDP/443 may start a QUIC conversation whose
  * Initial names the domain; the rules route it, and every later datagram
- * of the conversation, by that name (quic_route.h).  NULL: none.
+ * of the conversation, by that name (quic_route.h), held back while its
+ * ClientHello is not whole (at most sniff_timeout).  1: held, nothing to
+ * send now; 0: send, routed by *domain (NULL: none).
  */
-static const char *
-flow_udp_quic_domain(struct flow_udp *u, const struct pkt_ip *ip,
-    const struct pkt_udp *ud, const char **found)
+static int
+flow_udp_quic(struct flow_udp *u, const struct pkt_ip *ip,
+    const struct pkt_udp *ud, const char **domain, const char **found)
 {
 	const struct conf	*c = u->conf;
 	struct quic_conv	 qc = { ip->family, ip->src, ip->dst, ud->sport,
 	    ud->dport };
 
-	*found = NULL;
+	*found = *domain = NULL;
 	if (ud->dport != QUIC_PORT || c->client.sniff == CONF_SNIFF_NEVER ||
 	    (c->client.sniff == CONF_SNIFF_AUTO &&
 	    !rules_use_domains(c->client.rules)))
-		return NULL;
+		return 0;
 	if (u->quic == NULL && (u->quic = quic_route_new()) == NULL)
-		return NULL;
-	return quic_route_domain(u->quic, &qc, ud->data, ud->len,
-	    loop_now(u->loop), c->client.udp_timeout_ms, found);
+		return 0;
+	if (quic_route_datagram(u->quic, &qc, ud->data, ud->len,
+	    loop_now(u->loop), c->client.udp_timeout_ms,
+	    c->client.sniff_timeout_ms, domain, found, flow_udp_conv_send,
+	    u) == 0)
+		return 0;
+	if (!loop_timer_armed(&u->quic_timer))
+		loop_timer_set(u->loop, &u->quic_timer,
+		    c->client.sniff_timeout_ms);
+	return 1;
 }
 
 /* The name a conversation's Initial gave, on the association's log. */
@@ -447,8 +491,8 @@ flow_udp_datagram(struct flow_udp *u, const struct pkt_ip *ip)
 		orig = dst;
 		frame_dest_from_addr(&dst, &c->client.dns);
 	}
-	if (!fake && !pin)
-		domain = flow_udp_quic_domain(u, ip, &ud, &found);
+	if (!fake && !pin && flow_udp_quic(u, ip, &ud, &domain, &found) == 1)
+		return PKT_OK;		/* held: its hello is not whole */
 	if ((a = assoc_get_named(u->assoc, &key, &dst, domain)) == NULL) {
 		/* Its outbound is block: say so, as a firewall would. */
 		if (assoc_refusal(u->assoc) == ASSOC_REFUSED_BLOCK)
@@ -553,6 +597,7 @@ flow_udp_new(const struct assoc_cfg *cfg)
 	u->loop = cfg->loop;
 	u->conf = cfg->conf;
 	loop_timer_init(&u->reass_timer, flow_udp_on_reass_timer);
+	loop_timer_init(&u->quic_timer, flow_udp_on_quic_timer);
 	if ((u->reass = reass_new()) == NULL ||
 	    (u->assoc = assoc_env_new(cfg)) == NULL) {
 		reass_free(u->reass);
@@ -603,6 +648,7 @@ flow_udp_free(struct flow_udp *u)
 		return;
 	flow_udp_log_stats(u);
 	loop_timer_cancel(u->loop, &u->reass_timer);
+	loop_timer_cancel(u->loop, &u->quic_timer);
 	assoc_env_free(u->assoc);
 	reass_free(u->reass);
 	quic_route_free(u->quic);

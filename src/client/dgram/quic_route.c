@@ -27,12 +27,17 @@ struct qr_entry {
 	char			*domain;	/* routing name, NULL: none */
 	char			*late;		/* found after the decision */
 	struct sniff_quic	*pending;	/* a hello still arriving */
+	uint8_t			*held[QUIC_ROUTE_HOLD];	/* until routed */
+	size_t			 held_len[QUIC_ROUTE_HOLD];
+	size_t			 nheld;
+	uint64_t		 hold_until;
 };
 
 struct quic_route {
 	uint16_t	 bucket[QR_BUCKETS];
 	struct qr_entry	 e[QUIC_ROUTE_MAX];
 	size_t		 n;
+	size_t		 nholding;	/* entries with datagrams held */
 };
 
 struct quic_route *
@@ -49,8 +54,21 @@ quic_route_new(void)
 }
 
 static void
-qr_clear(struct qr_entry *x)
+qr_drop_held(struct quic_route *qr, struct qr_entry *x)
 {
+	size_t i;
+
+	if (x->nheld > 0)
+		qr->nholding--;
+	for (i = 0; i < x->nheld; i++)
+		free(x->held[i]);
+	x->nheld = 0;
+}
+
+static void
+qr_clear(struct quic_route *qr, struct qr_entry *x)
+{
+	qr_drop_held(qr, x);
 	free(x->domain);
 	free(x->late);
 	sniff_quic_free(x->pending);
@@ -67,7 +85,7 @@ quic_route_free(struct quic_route *qr)
 	if (qr == NULL)
 		return;
 	for (i = 0; i < QUIC_ROUTE_MAX; i++)
-		qr_clear(&qr->e[i]);
+		qr_clear(qr, &qr->e[i]);
 	free(qr);
 }
 
@@ -112,7 +130,7 @@ qr_unlink(struct quic_route *qr, uint16_t i)
 		p = &qr->e[*p].next;
 	if (*p == i)
 		*p = x->next;
-	qr_clear(x);
+	qr_clear(qr, x);
 	x->used = false;
 	qr->n--;
 }
@@ -147,7 +165,7 @@ qr_get(struct quic_route *qr, const struct quic_conv *c, uint64_t now_ms,
 		if (!qr_match(x, c))
 			continue;
 		if (now_ms - x->last_ms > idle_ms)
-			qr_clear(x);	/* idle too long: a new one */
+			qr_clear(qr, x);	/* idle too long: a new one */
 		return x;
 	}
 	i = qr_slot(qr);
@@ -165,31 +183,84 @@ qr_get(struct quic_route *qr, const struct quic_conv *c, uint64_t now_ms,
 	return x;
 }
 
-const char *
-quic_route_domain(struct quic_route *qr, const struct quic_conv *c,
+static void
+qr_conv(const struct qr_entry *x, struct quic_conv *c)
+{
+	c->family = x->family;
+	c->src = x->src;
+	c->dst = x->dst;
+	c->sport = x->sport;
+	c->dport = x->dport;
+}
+
+/* The held datagrams go, in order, routed as the conversation is. */
+static void
+qr_release(struct quic_route *qr, struct qr_entry *x, quic_route_send_fn send,
+    void *arg)
+{
+	struct quic_conv	c;
+	size_t			i;
+
+	qr_conv(x, &c);
+	for (i = 0; i < x->nheld; i++)
+		send(arg, &c, x->held[i], x->held_len[i], x->domain);
+	qr_drop_held(qr, x);
+}
+
+/* Keeps a copy of data; false when it cannot (too many, too long). */
+static bool
+qr_hold(struct quic_route *qr, struct qr_entry *x, const uint8_t *data,
+    size_t len, uint64_t until)
+{
+	uint8_t *copy;
+
+	if (x->nheld == QUIC_ROUTE_HOLD || len > QUIC_ROUTE_HOLD_LEN ||
+	    (copy = malloc(len > 0 ? len : 1)) == NULL)
+		return false;
+	memcpy(copy, data, len);
+	if (x->nheld == 0) {
+		qr->nholding++;
+		x->hold_until = until;
+	}
+	x->held[x->nheld] = copy;
+	x->held_len[x->nheld++] = len;
+	return true;
+}
+
+int
+quic_route_datagram(struct quic_route *qr, const struct quic_conv *c,
     const uint8_t *data, size_t len, uint64_t now_ms, uint64_t idle_ms,
-    const char **found)
+    uint64_t hold_ms, const char **domain, const char **found,
+    quic_route_send_fn send, void *arg)
 {
 	char		 name[SNIFF_NAME_MAX + 1];
 	struct qr_entry	*x;
 	enum sniff_res	 r;
 
-	*found = NULL;
+	*found = *domain = NULL;
 	x = qr_get(qr, c, now_ms, idle_ms);
 	x->last_ms = now_ms;
-	if (x->routed && x->pending == NULL)
-		return x->domain;
+	if (x->routed && x->pending == NULL) {
+		*domain = x->domain;
+		return 0;
+	}
 	if (x->pending == NULL && (x->pending = sniff_quic_new()) == NULL) {
 		x->routed = true;
-		return NULL;
+		qr_release(qr, x, send, arg);
+		return 0;
 	}
 	r = sniff_quic_feed(x->pending, data, len, name, sizeof(name));
 	if (r == SNIFF_MORE && !x->routed) {
-		x->routed = true;	/* by address: it cannot wait */
-		return NULL;
+		if (qr_hold(qr, x, data, len, now_ms + hold_ms))
+			return 1;		/* the hello is not whole */
+		x->routed = true;		/* cannot wait: by address */
+		qr_release(qr, x, send, arg);
+		return 0;
 	}
-	if (r == SNIFF_MORE)
-		return x->domain;
+	if (r == SNIFF_MORE) {
+		*domain = x->domain;
+		return 0;
+	}
 	sniff_quic_free(x->pending);
 	x->pending = NULL;
 	if (r == SNIFF_FOUND) {
@@ -200,5 +271,28 @@ quic_route_domain(struct quic_route *qr, const struct quic_conv *c,
 			*found = x->late;
 	}
 	x->routed = true;
-	return x->domain;
+	qr_release(qr, x, send, arg);
+	*domain = x->domain;
+	return 0;
+}
+
+uint64_t
+quic_route_expire(struct quic_route *qr, uint64_t now_ms,
+    quic_route_send_fn send, void *arg)
+{
+	struct qr_entry	*x;
+	uint64_t	 next = 0;
+	size_t		 i;
+
+	for (i = 0; i < QUIC_ROUTE_MAX && qr->nholding > 0; i++) {
+		x = &qr->e[i];
+		if (!x->used || x->nheld == 0)
+			continue;
+		if (now_ms >= x->hold_until) {
+			x->routed = true;	/* by address; the name, late */
+			qr_release(qr, x, send, arg);
+		} else if (next == 0 || x->hold_until < next)
+			next = x->hold_until;
+	}
+	return next;
 }

@@ -4,10 +4,11 @@
  * QUIC connection names its domain only in its first Initial packets, so
  * the name found there is remembered for the conversation -- the app's
  * endpoint and the destination -- and every later datagram of it takes
- * the same outbound.  The decision is made on the conversation's first
- * datagram: a ClientHello that spans two datagrams (Chrome's, with a
- * post-quantum key share) routes by address, as the datagram cannot wait
- * for the next, and its name, read from the next ones, is logged only.
+ * the same outbound.  A ClientHello that spans two datagrams (browsers'
+ * with a post-quantum key share do) holds the conversation's datagrams
+ * back until it is whole -- then all go, in order, routed by its name --
+ * or, at most hold_ms later, by address (its name, read on, is then only
+ * reported).
  *
  * A bounded table (QUIC_ROUTE_MAX conversations, the least recently used
  * one replaced); a conversation idle for longer than the timeout given
@@ -34,13 +35,27 @@ struct quic_conv {
 	uint16_t	 sport, dport;
 };
 
+#define QUIC_ROUTE_HOLD	4	/* datagrams held per conversation */
+#define QUIC_ROUTE_HOLD_LEN 1500	/* a larger one is never held */
+
+/* Sends one datagram of conversation c, routed by domain (NULL: none). */
+typedef void (*quic_route_send_fn)(void *arg, const struct quic_conv *c,
+    const uint8_t *data, size_t len, const char *domain);
+
 /*
- * The datagram data (len) of conversation c at now_ms: the domain to
- * route it by, or NULL.  *found is set to a name read only now (for the
- * log: the first time a conversation's name is known), else NULL.
+ * The datagram data (len) of conversation c at now_ms.  0: send it now,
+ * routed by *domain (NULL: none) -- after the datagrams held before it,
+ * which go out through send first; 1: held (copied), the caller sends
+ * nothing.  *found is a name read only now (the log's: the first time
+ * a conversation's name is known), else NULL.
  */
-const char	*quic_route_domain(struct quic_route *, const struct quic_conv *c,
+int		 quic_route_datagram(struct quic_route *, const struct quic_conv *c,
 		    const uint8_t *data, size_t len, uint64_t now_ms,
-		    uint64_t idle_ms, const char **found);
+		    uint64_t idle_ms, uint64_t hold_ms, const char **domain,
+		    const char **found, quic_route_send_fn send, void *arg);
+/* Conversations held until now_ms or longer go by address (send);
+ * returns the next deadline, 0 if none holds. */
+uint64_t	 quic_route_expire(struct quic_route *, uint64_t now_ms,
+		    quic_route_send_fn send, void *arg);
 
 #endif

@@ -25,7 +25,8 @@
 #     web.host-test.example takes by-host (rule 1), both answers intact;
 #     a name no rule takes goes to final, block: the app's connection is
 #     reset and never reaches the target; the same for QUIC: an Initial
-#     naming q.sni-test.example is echoed (rule 0), one naming
+#     naming q.sni-test.example is echoed (rule 0), so is a hello over
+#     two datagrams (the first held until the second), and one naming
 #     other.example is refused.
 . "$(dirname "$0")/../lib.sh"
 ts_init e2e_sniff
@@ -157,6 +158,10 @@ ts_wait_log "$clog" "$T4:$TLSP (other.example): blocked.*outbound reject, final"
 quic "$T4" 443 q.sni-test.example
 ts_wait_log "$clog" "udp [0-9]* [0-9.:]*: domain q.sni-test.example (quic) to $T4:443" ||
     ts_fail "no 'domain q.sni-test.example (quic)' line"
+# A hello over two datagrams: the first is held until the second.
+quic "$TS_T_ADDR6" 443 split.sni-test.example --split
+ts_wait_log "$clog" "domain split.sni-test.example (quic) to \[$TS_T_ADDR6\]:443" ||
+    ts_fail "no 'domain split.sni-test.example (quic)' line"
 if ip netns exec "$NS_C" timeout 30 "$QUIC" "$T4" 443 other.example >>"$out" 2>&1; then
 	ts_fail "a QUIC name no rule takes was echoed (final is block)"
 fi

@@ -1,10 +1,11 @@
 /*
  * quic_route: the domain a QUIC conversation is routed by -- named by its
  * first Initial (made by the test encoder, tests/unit/quicenc.c, around
- * OpenSSL's own ClientHello), kept for its later datagrams, by address
- * when the hello spans two datagrams (the name then only reported),
- * forgotten after the idle time, the least recently used conversation
- * replaced when the table is full.
+ * OpenSSL's own ClientHello), kept for its later datagrams; a hello over
+ * two datagrams holds the first until the second (then both go, in
+ * order, by the name) or until the hold time (then by address, the name
+ * only reported); forgotten after the idle time, the least recently used
+ * conversation replaced when the table is full.
  */
 #include "config.h"
 
@@ -12,6 +13,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -66,13 +68,49 @@ initial(uint32_t pn, uint32_t off, const uint8_t *hs, size_t n, uint8_t *out)
 	return d;
 }
 
+/* What the send callback was given. */
+static struct {
+	size_t	n;
+	size_t	len[8];
+	char	domain[8][64];
+} sent;
+
+static void
+on_send(void *arg, const struct quic_conv *c, const uint8_t *d, size_t n,
+    const char *domain)
+{
+	(void)arg;
+	(void)d;
+	assert_int_equal(c->dport, 443);
+	assert_true(sent.n < 8);
+	sent.len[sent.n] = n;
+	snprintf(sent.domain[sent.n], sizeof(sent.domain[0]), "%s",
+	    domain != NULL ? domain : "-");
+	sent.n++;
+}
+
+/* The domain to send d by now, NULL if none; held: fails the test. */
 static const char *
 route(struct quic_route *qr, uint16_t sport, const uint8_t *d, size_t n,
     uint64_t now, const char **found)
 {
+	struct quic_conv	 c = { AF_INET, app, srv, sport, 443 };
+	const char		*domain;
+
+	assert_int_equal(quic_route_datagram(qr, &c, d, n, now, 60000, 50,
+	    &domain, found, on_send, NULL), 0);
+	return domain;
+}
+
+/* 1 when held. */
+static int
+route_held(struct quic_route *qr, uint16_t sport, const uint8_t *d, size_t n,
+    uint64_t now, const char **domain, const char **found)
+{
 	struct quic_conv c = { AF_INET, app, srv, sport, 443 };
 
-	return quic_route_domain(qr, &c, d, n, now, 60000, found);
+	return quic_route_datagram(qr, &c, d, n, now, 60000, 50, domain,
+	    found, on_send, NULL);
 }
 
 static void
@@ -111,19 +149,39 @@ static void
 test_split(void **state)
 {
 	struct quic_route	*qr;
-	uint8_t			 hs[4096], dg[1500];
-	const char		*found;
-	size_t			 hl, n;
+	uint8_t			 hs[4096], dg[1500], dg2[1500];
+	const char		*found, *domain;
+	size_t			 hl, n, n2;
 
 	(void)state;
 	assert_non_null(qr = quic_route_new());
 	hl = hello("split.example.net", hs);
-	/* The head (no extensions yet), then the rest. */
+	/* The head (no extensions yet): held; the rest: both go, by name. */
+	memset(&sent, 0, sizeof(sent));
 	n = initial(0, 0, hs, 60, dg);
-	assert_null(route(qr, 6000, dg, n, 1, &found));
-	assert_null(found);
-	n = initial(1, 60, hs, hl - 60, dg);
-	assert_null(route(qr, 6000, dg, n, 2, &found));	/* still by address */
+	assert_int_equal(route_held(qr, 6000, dg, n, 1, &domain, &found), 1);
+	assert_int_equal(sent.n, 0);
+	assert_int_equal(quic_route_expire(qr, 10, on_send, NULL), 51);
+	n2 = initial(1, 60, hs, hl - 60, dg2);
+	domain = route(qr, 6000, dg2, n2, 20, &found);
+	assert_non_null(domain);
+	assert_string_equal(domain, "split.example.net");
+	assert_ptr_equal(found, domain);
+	assert_int_equal(sent.n, 1);		/* the held one, first */
+	assert_int_equal(sent.len[0], n);
+	assert_string_equal(sent.domain[0], "split.example.net");
+	assert_int_equal(quic_route_expire(qr, 100, on_send, NULL), 0);
+	/* The second never comes: at the hold time, by address. */
+	memset(&sent, 0, sizeof(sent));
+	assert_int_equal(route_held(qr, 6001, dg, n, 1000, &domain, &found),
+	    1);
+	assert_int_equal(quic_route_expire(qr, 1049, on_send, NULL), 1050);
+	assert_int_equal(sent.n, 0);
+	assert_int_equal(quic_route_expire(qr, 1050, on_send, NULL), 0);
+	assert_int_equal(sent.n, 1);
+	assert_string_equal(sent.domain[0], "-");
+	/* Its name, arriving late, is reported; it still routes by address. */
+	assert_null(route(qr, 6001, dg2, n2, 1060, &found));
 	assert_non_null(found);
 	assert_string_equal(found, "split.example.net");
 	quic_route_free(qr);
