@@ -36,19 +36,28 @@ pool_demand_init(struct pool_demand *d)
 	d->count = 0;
 	d->at_ms = 0;
 	d->last_flow_ms = 0;
+	d->gap_ms = 0;
 	d->seen = false;
+	d->has_gap = false;
 	d->hs_ms = POOL_DEMAND_HS_INIT_MS;
 }
 
 void
 pool_demand_flow(struct pool_demand *d, uint64_t now_ms)
 {
+	uint64_t gap;
+
 	if (now_ms > d->at_ms) {
 		d->count = decay(d->count, now_ms - d->at_ms);
 		d->at_ms = now_ms;
 	}
 	if (d->count < (UINT64_C(1) << 40))
 		d->count += ONE;
+	if (d->seen && now_ms >= d->last_flow_ms) {
+		gap = now_ms - d->last_flow_ms;
+		d->gap_ms = d->has_gap ? (d->gap_ms * 3 + gap) / 4 : gap;
+		d->has_gap = true;
+	}
 	d->last_flow_ms = now_ms;
 	d->seen = true;
 }
@@ -65,10 +74,20 @@ pool_demand_rate(const struct pool_demand *d, uint64_t now_ms)
 {
 	uint64_t c = now_ms > d->at_ms ? decay(d->count, now_ms - d->at_ms) :
 	    d->count;
+	uint64_t rate, gap, since;
 
 	/* A decaying count with half-life H holds the arrivals of the last
 	 * H / ln 2: rate = count * ln 2 / H. */
-	return c * LN2 * 1000 / ONE / POOL_DEMAND_HALF_MS;
+	rate = c * LN2 * 1000 / ONE / POOL_DEMAND_HALF_MS;
+	if (d->has_gap) {
+		since = now_ms > d->last_flow_ms ? now_ms - d->last_flow_ms : 0;
+		gap = d->gap_ms > since ? d->gap_ms : since;
+		if (gap < 1)
+			gap = 1;
+		if (ONE * 1000 / gap > rate)
+			rate = ONE * 1000 / gap;
+	}
+	return rate;
 }
 
 unsigned

@@ -3,8 +3,12 @@
  * recent flow arrivals and the handshake time, on a clock the caller
  * passes (the loop's, or a test's).
  *
- * The arrival rate is a decaying count of new flows (half-life
- * POOL_DEMAND_HALF_MS), read as flows per second.  While flows keep
+ * The arrival rate is the larger of two estimates: a decaying count of
+ * new flows (half-life POOL_DEMAND_HALF_MS), read as flows per second,
+ * which remembers a burst for a few seconds; and the inverse of the
+ * smoothed gap between arrivals (or of the time since the last one, if
+ * longer), which sees a run of sequential flows at once, before the
+ * count has built up.  While flows keep
  * coming, the pool holds what the next handshake time will consume with
  * room for one more round (Little's law, twice):
  *
@@ -28,7 +32,9 @@ struct pool_demand {
 	uint64_t	 count;		/* arrivals, 1/1024ths, decayed to at_ms */
 	uint64_t	 at_ms;
 	uint64_t	 last_flow_ms;
+	uint64_t	 gap_ms;	/* between arrivals, smoothed (1/4) */
 	bool		 seen;		/* a flow has arrived */
+	bool		 has_gap;	/* two have */
 	unsigned	 hs_ms;		/* handshake time, smoothed */
 };
 

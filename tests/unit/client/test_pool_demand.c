@@ -1,6 +1,7 @@
 /*
  * pool_demand: the warm pool's size from the flow arrival rate, on a
- * fake clock.  Rate up -> size up to the ceiling and never above it;
+ * fake clock.  Rate up (or sequential flows, or a burst) -> size up to
+ * the ceiling and never above it;
  * quiet -> back to the floor; idle -> 0; idle 0 keeps the floor.
  */
 #include "config.h"
@@ -83,6 +84,36 @@ test_rate_up(void **state)
 	assert_in_range(t, 16, 20);
 }
 
+/* Sequential flows (one connection after the other, as a client that
+ * reuses nothing) are seen from the second on, before the count builds
+ * up; a burst at one instant asks for the ceiling at once. */
+static void
+test_sequential(void **state)
+{
+	struct pool_demand d;
+	uint64_t now = 1000;
+
+	(void)state;
+	pool_demand_init(&d);
+	d.hs_ms = 280;			/* 2 RTT at 140 ms */
+	flows(&d, &now, 1, 150);
+	assert_int_equal(pool_demand_target(&d, now - 150, 1, 8, IDLE), 1);
+	flows(&d, &now, 1, 150);
+	/* 1 / 150 ms = 6.7/s: 2 * 6.7 * 0.28 = 3.7 -> 4. */
+	assert_int_equal(pool_demand_target(&d, now - 150, 1, 8, IDLE), 4);
+	/* A burst at one instant: the ceiling. */
+	pool_demand_init(&d);
+	now += 10000;
+	flows(&d, &now, 1, 0);
+	flows(&d, &now, 20, 0);
+	assert_int_equal(pool_demand_target(&d, now, 1, 8, IDLE), 8);
+	/* One late flow after a long gap: the floor. */
+	pool_demand_init(&d);
+	flows(&d, &now, 1, 30000);
+	flows(&d, &now, 1, 0);
+	assert_int_equal(pool_demand_target(&d, now, 1, 8, IDLE), 1);
+}
+
 static void
 test_decay(void **state)
 {
@@ -124,6 +155,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cold),
 		cmocka_unit_test(test_rate_up),
+		cmocka_unit_test(test_sequential),
 		cmocka_unit_test(test_decay),
 	};
 
