@@ -158,7 +158,7 @@ client_status_outbounds(struct client_status *cs, struct status *st)
 	const struct outbounds	*obs = cs->env->obs;
 	const struct outbound	*ob;
 	struct status_outbound	*so, *nv;
-	size_t			 i;
+	size_t			 i, j;
 
 	if (obs == NULL || obs->n == 0)
 		return;
@@ -187,6 +187,13 @@ client_status_outbounds(struct client_status *cs, struct status *st)
 			so->has_pool = true;
 			so->pool_size = ob->co->pool;
 			so->pool = *pool_stats(ob->pool);
+			/* Its flows' handshakes and its pool's, as in the
+			 * client's own histogram. */
+			for (j = 0; j <= STATS_HIST_NBOUNDS; j++)
+				so->handshake.bucket[j] +=
+				    so->pool.handshake.bucket[j];
+			so->handshake.count += so->pool.handshake.count;
+			so->handshake.sum_us += so->pool.handshake.sum_us;
 		}
 	}
 	st->outbounds = cs->obs;

@@ -513,6 +513,60 @@ test_fakeip(void **state)
 	expect(status_write_prometheus, &st, NULL, STRS("fakeip"));
 }
 
+/* The client's outbounds: a line each, a JSON list, series labelled
+ * outbound="NAME"; the pool's series then carry the label too. */
+static void
+test_outbounds(void **state)
+{
+	struct status_outbound	ob[2];
+	struct status		st;
+
+	(void)state;
+	sample(&st, false);
+	memset(ob, 0, sizeof(ob));
+	snprintf(ob[0].name, sizeof(ob[0].name), "tunnel");
+	ob[0].protocol = "tunsplit";
+	snprintf(ob[0].server, sizeof(ob[0].server), "192.0.2.1:443");
+	ob[0].final = true;
+	ob[0].opened = 7;
+	ob[0].failed = 1;
+	ob[0].active = 2;
+	ob[0].bytes_up = 100;
+	ob[0].bytes_down = 2048;
+	ob[0].has_pool = true;
+	ob[0].pool_size = 2;
+	ob[0].pool.ready = 1;
+	ob[0].pool.taken = 3;
+	snprintf(ob[1].name, sizeof(ob[1].name), "ads");
+	ob[1].protocol = "block";
+	ob[1].opened = ob[1].failed = 5;
+	st.outbounds = ob;
+	st.noutbounds = 2;
+	st.has_pool = true;
+	expect(status_write_text, &st, STRS(
+	    "outbound tunnel (tunsplit 192.0.2.1:443), final: 2 active, 7 "
+	    "opened, 1 failed, up ",
+	    "outbound ads (block): 0 active, 5 opened, 5 failed"), NULL);
+	expect(status_write_json, &st, STRS(
+	    "\"outbounds\":[{\"name\":\"tunnel\",\"protocol\":\"tunsplit\","
+	    "\"server\":\"192.0.2.1:443\",\"final\":true,\"active\":2,"
+	    "\"opened\":7,\"failed\":1,\"bytes_up\":100,\"bytes_down\":2048",
+	    "{\"name\":\"ads\",\"protocol\":\"block\",\"final\":false,"), NULL);
+	expect(status_write_prometheus, &st, STRS(
+	    "tunsplit_outbound_flows_total{outbound=\"tunnel\","
+	    "event=\"opened\"} 7\n",
+	    "tunsplit_outbound_flows_total{outbound=\"ads\","
+	    "event=\"failed\"} 5\n",
+	    "tunsplit_outbound_active{outbound=\"tunnel\"} 2\n",
+	    "tunsplit_outbound_bytes_total{outbound=\"tunnel\","
+	    "direction=\"down\"} 2048\n",
+	    "tunsplit_outbound_handshake_seconds_count{outbound=\"ads\"} 0\n",
+	    "tunsplit_pool_connections{outbound=\"tunnel\",state=\"ready\"} "
+	    "1\n",
+	    "tunsplit_pool_events_total{outbound=\"tunnel\",event=\"taken\"} "
+	    "3\n"), STRS("tunsplit_pool_connections{outbound=\"ads\""));
+}
+
 static void
 test_pool(void **state)
 {
@@ -971,6 +1025,7 @@ main(void)
 		cmocka_unit_test(test_json),
 		cmocka_unit_test(test_prometheus),
 		cmocka_unit_test(test_pool),
+		cmocka_unit_test(test_outbounds),
 		cmocka_unit_test(test_contact),
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_resolver),
