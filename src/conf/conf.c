@@ -362,6 +362,7 @@ conf_unref(const struct conf *cc)
 		free(c->client.outbounds[i].sni);
 		free(c->client.outbounds[i].ca_file);
 		free(c->client.outbounds[i].key_file);
+		free(c->client.outbounds[i].members);
 	}
 	if (c->client.outbounds != NULL)
 		sodium_memzero(c->client.outbounds,

@@ -75,6 +75,14 @@ struct conf_user {
 	unsigned max_udp;	/* 0: server.max_udp_per_user */
 };
 
+/* An outbound that is a group of others (client/group.h decides). */
+enum conf_group {
+	CONF_GROUP_NONE = 0,	/* an outbound of its own */
+	CONF_GROUP_FAILOVER,	/* the first member that is up */
+	CONF_GROUP_SELECT,	/* the one chosen (tunsplit select) */
+	CONF_GROUP_BALANCE,	/* by a hash of the destination */
+};
+
 /*
  * One way out of the client (client.outbounds[], or the single form's
  * "default"): a protocol and its own settings.  Which keys a protocol
@@ -111,6 +119,12 @@ struct conf_outbound {
 	unsigned	 pool_min;		/* floor while active, default 1 */
 	unsigned	 pool_idle_ms;		/* default 60000 */
 	unsigned	 pool_lifetime_ms;	/* default 8000 (< server handshake_timeout) */
+	/* A group (type:): its members, indexes into client.outbounds in
+	 * the order given; protocol is then block, what a group whose
+	 * members are all down does with a flow. */
+	enum conf_group	 group;
+	size_t		*members;
+	size_t		 nmembers;
 };
 
 /*
@@ -282,6 +296,8 @@ void conf_dump_secrets(const struct conf *c, FILE *fp);
 int conf_outbound_index(const struct conf *c, const char *name);
 /* The outbound flows take when no rule matches (client.final). */
 const struct conf_outbound *conf_final(const struct conf *c);
+/* "failover", "select", "balance", or "" (not a group). */
+const char *conf_group_name(enum conf_group g);
 
 /* "tunsplit", "trojan", "socks5", "direct", "block". */
 const char *conf_proto_name(enum conf_proto p);

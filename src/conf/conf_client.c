@@ -282,12 +282,102 @@ outbound_defaults(struct conf_outbound *ob, const char *name)
 
 /* ---- outbounds: the list form ----------------------------------------- */
 
+static const struct conf_key keys_outbound[];
+
+/* A group has members and nothing of a protocol's. */
+static int
+check_group(struct ctx *x, yaml_node_t *map, struct conf_outbound *ob)
+{
+	size_t	i;
+
+	if (conf_require(x, map, "members") == -1)
+		return -1;
+	for (i = 0; keys_outbound[i].name != NULL; i++) {
+		if (strcmp(keys_outbound[i].name, "name") == 0 ||
+		    strcmp(keys_outbound[i].name, "type") == 0 ||
+		    strcmp(keys_outbound[i].name, "members") == 0)
+			continue;
+		if (unused_key(x, map, keys_outbound[i].name, "not used by a "
+		    "group (type:): its members have their own") == -1)
+			return -1;
+	}
+	ob->protocol = CONF_PROTO_BLOCK;	/* all members down: refused */
+	ob->pool = 0;
+	return 0;
+}
+
 static int
 check_outbound_entry(struct ctx *x, yaml_node_t *map, void *base)
 {
+	struct conf_outbound	*ob = base;
+
 	if (conf_require(x, map, "name") == -1)
 		return -1;
+	if (ob->group != CONF_GROUP_NONE)
+		return check_group(x, map, ob);
+	if (conf_seen(x, "members")) {
+		conf_path_push(x, "members");
+		return conf_err(x, map, "members need a group type (type: "
+		    "failover, select or balance)");
+	}
 	return check_outbound(x, map, base);
+}
+
+static const struct conf_word conf_groups[] = {
+	{ "failover", CONF_GROUP_FAILOVER }, { "select", CONF_GROUP_SELECT },
+	{ "balance", CONF_GROUP_BALANCE }, { NULL, 0 }
+};
+
+const char *
+conf_group_name(enum conf_group g)
+{
+	size_t	i;
+
+	for (i = 0; conf_groups[i].word != NULL; i++)
+		if (conf_groups[i].value == (int)g)
+			return conf_groups[i].word;
+	return "";
+}
+
+static int
+key_ob_type(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
+    void *base)
+{
+	int	v;
+
+	(void)k;
+	if (conf_choice(x, n, conf_groups, &v) == -1)
+		return -1;
+	((struct conf_outbound *)base)->group = (enum conf_group)v;
+	return 0;
+}
+
+static int
+member_item(struct ctx *x, yaml_node_t *n, size_t i, void *arg)
+{
+	(void)i;
+	(void)arg;
+	return conf_scalar(x, n) == NULL ? -1 : 0;
+}
+
+/* Names, resolved once every outbound is known (group_resolve). */
+static int
+key_members(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
+    void *base)
+{
+	struct conf_outbound	*ob = base;
+
+	(void)k;
+	if (n->type != YAML_SEQUENCE_NODE)
+		return conf_err(x, n, "expected a list of outbound names, "
+		    "found %s", conf_node_kind(n));
+	if (conf_list_count(n) == 0)
+		return conf_err(x, n, "a group needs at least one member");
+	if (conf_list_walk(x, n, 1, CONF_MAX_OUTBOUNDS, member_item,
+	    NULL) == -1)
+		return -1;
+	x->members[ob - x->c->client.outbounds] = n;
+	return 0;
 }
 
 static int
@@ -366,6 +456,8 @@ key_pool(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
 
 static const struct conf_key keys_outbound[] = {
 	{ "name", key_ob_name, 0, 0, 0, NULL },
+	{ "type", key_ob_type, 0, 0, 0, NULL },
+	{ "members", key_members, 0, 0, 0, NULL },
 	{ "protocol", key_protocol, O(protocol), 0, 0, NULL },
 	{ "server", key_server_addr, 0, 0, 0, NULL },
 	{ "sni", key_sni, O(sni), 0, 0, NULL },
@@ -490,14 +582,88 @@ conf_final(const struct conf *c)
 	return &c->client.outbounds[c->client.final];
 }
 
+/* Whether following members from i comes back to a group on the way
+ * (state: 0 unseen, 1 on the path, 2 done). */
+static bool
+group_cycle(const struct conf *c, size_t i, uint8_t *state)
+{
+	const struct conf_outbound	*ob = &c->client.outbounds[i];
+	size_t				 m;
+
+	if (state[i] == 2)
+		return false;
+	if (state[i] == 1)
+		return true;
+	state[i] = 1;
+	for (m = 0; m < ob->nmembers; m++)
+		if (group_cycle(c, ob->members[m], state))
+			return true;
+	state[i] = 2;
+	return false;
+}
+
+/* The groups' member names to indexes; unknown, repeated and circular
+ * members are errors. */
+static int
+group_resolve(struct ctx *x, struct conf *c)
+{
+	struct conf_outbound	*ob;
+	yaml_node_t		*n, *item;
+	yaml_node_item_t	*it;
+	uint8_t			 state[CONF_MAX_OUTBOUNDS];
+	size_t			 i, m;
+	int			 j;
+
+	for (i = 0; i < c->client.noutbounds; i++) {
+		ob = &c->client.outbounds[i];
+		if (ob->group == CONF_GROUP_NONE || (n = x->members[i]) == NULL)
+			continue;
+		if ((ob->members = calloc(conf_list_count(n),
+		    sizeof(*ob->members))) == NULL)
+			return conf_err(x, n, "out of memory");
+		for (it = n->data.sequence.items.start;
+		    it < n->data.sequence.items.top; it++) {
+			/* Walked once already (key_members): not again. */
+			item = yaml_document_get_node(x->doc, *it);
+			j = conf_outbound_index(c,
+			    (const char *)item->data.scalar.value);
+			if (j < 0)
+				return conf_err(x, item, "'%s': no outbound of "
+				    "that name", conf_vis(x, (const char *)
+				    item->data.scalar.value));
+			if ((size_t)j == i)
+				return conf_err(x, item, "'%s': a group cannot "
+				    "be its own member", ob->name);
+			for (m = 0; m < ob->nmembers; m++)
+				if (ob->members[m] == (size_t)j)
+					return conf_err(x, item, "'%s': listed "
+					    "twice", c->client.outbounds[j].name);
+			ob->members[ob->nmembers++] = (size_t)j;
+		}
+	}
+	for (i = 0; i < c->client.noutbounds; i++) {
+		memset(state, 0, sizeof(state));
+		if (group_cycle(c, i, state))
+			return conf_err(x, x->members[i], "group '%s': its "
+			    "members lead back to it (a cycle)",
+			    c->client.outbounds[i].name);
+	}
+	return 0;
+}
+
 /* What the outbounds need of the client's own keys. */
 static int
 check_client_outbounds(struct ctx *x, yaml_node_t *map, struct conf *c)
 {
 	struct conf_outbound	*ob;
 	const char		*s;
+	size_t			 old;
 	int			 i;
 
+	old = conf_path_push(x, "outbounds");
+	if (group_resolve(x, c) == -1)
+		return -1;
+	conf_path_pop(x, old);
 	for (ob = c->client.outbounds;
 	    ob < c->client.outbounds + c->client.noutbounds; ob++) {
 		if (ob->congestion[0] == '\0')

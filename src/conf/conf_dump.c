@@ -193,15 +193,27 @@ dump_outbound_auth(const struct conf_outbound *ob, FILE *fp, bool secrets)
 
 /* One entry of outbounds: (the single form is dumped as this too). */
 static void
-dump_outbound(const struct conf_outbound *ob, FILE *fp, bool secrets)
+dump_outbound(const struct conf *c, const struct conf_outbound *ob, FILE *fp,
+    bool secrets)
 {
 	const char	*in = "      ";
 	char		 buf[32];
+	size_t		 i;
 	char		 pin[sodium_base64_ENCODED_LEN(32,
 	    sodium_base64_VARIANT_ORIGINAL)];
 
 	fprintf(fp, "    - name: ");
 	conf_dump_str(fp, ob->name);
+	if (ob->group != CONF_GROUP_NONE) {
+		fprintf(fp, "\n%stype: %s\n%smembers: [", in,
+		    conf_group_name(ob->group), in);
+		for (i = 0; i < ob->nmembers; i++) {
+			fprintf(fp, "%s", i > 0 ? ", " : "");
+			conf_dump_str(fp, c->client.outbounds[ob->members[i]].name);
+		}
+		fprintf(fp, "]\n");
+		return;
+	}
 	fprintf(fp, "\n%sprotocol: %s\n", in, conf_proto_name(ob->protocol));
 	if (ob->server_host != NULL)	/* none for direct, block */
 		fprintf(fp, "%sserver: \"%s%s%s:%u\"\n", in,
@@ -264,7 +276,7 @@ dump_client(const struct conf *c, FILE *fp, bool secrets)
 		    cidr_fmt(&c->tun.addr6, buf, sizeof(buf)));
 	fprintf(fp, "client:\n  outbounds:\n");
 	for (i = 0; i < c->client.noutbounds; i++)
-		dump_outbound(&c->client.outbounds[i], fp, secrets);
+		dump_outbound(c, &c->client.outbounds[i], fp, secrets);
 	dump_kv(fp, "  ", "final", conf_final(c)->name);
 	dump_kv(fp, "  ", "congestion", c->client.congestion);
 	dump_mark(fp, c->client.mark);

@@ -40,6 +40,7 @@ struct ctx {
 	yaml_node_t		*dns_knode;	/* client.dns */
 	yaml_node_t		*dns_range4, *dns_range6;
 	yaml_node_t		*final_node;	/* client.final's value */
+	yaml_node_t		*members[CONF_MAX_OUTBOUNDS]; /* groups' */
 	bool			 inline_key;
 	yaml_node_t		*rules_node;	/* client.rules, parsed last */
 	yaml_node_t		*rule_sets_node;
