@@ -13,11 +13,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "client/group.h"
 #include "client/pool.h"
 #include "conf/conf.h"
 #include "core/log.h"
 #include "tls/outer.h"
 #include "wire/auth.h"
+
+_Static_assert(sizeof(((struct outbound_stats *)0)->selected) ==
+    CONF_OB_NAME_MAX + 1, "a member's name");
 
 static int
 outbound_resolve(const struct conf_outbound *co, struct addr *out)
@@ -142,6 +146,7 @@ outbound_unref(struct outbound *ob)
 		outer_ctx_free(ob->ssl_ctx);
 	if (ob->stats != NULL && --ob->stats->refs == 0)
 		free(ob->stats);
+	free(ob->members);
 	conf_unref(ob->conf);
 	free(ob);
 }
@@ -149,6 +154,13 @@ outbound_unref(struct outbound *ob)
 void
 outbound_open(struct outbound *ob)
 {
+	struct health *h = &ob->stats->health;
+
+	if (h->state == HEALTH_DOWN && health_usable(h, group_now()))
+		log_info("outbound %s: down %llu s (%s): one flow let through "
+		    "to try it", ob->co->name, (unsigned long long)
+		    ((group_now() - h->since_ms) / 1000), h->why);
+	health_start(h, group_now());
 	ob->stats->opened++;
 	ob->stats->active++;
 }
@@ -162,6 +174,30 @@ outbound_close(struct outbound *ob, bool failed, uint64_t up, uint64_t down)
 		ob->stats->active--;
 	ob->stats->bytes_up += up;
 	ob->stats->bytes_down += down;
+}
+
+void
+outbound_fail(struct outbound *ob, const char *why)
+{
+	struct health *h = &ob->stats->health;
+
+	if (!health_fail(h, group_now(), why))
+		return;
+	log_warnx("outbound %s: down (%s, %u flows in a row); new flows "
+	    "go to its group's next member; one is let through in %u ms",
+	    ob->co->name, why, h->fails, h->backoff_ms);
+}
+
+void
+outbound_ok(struct outbound *ob)
+{
+	struct health *h = &ob->stats->health;
+	uint64_t since = h->since_ms;
+
+	if (!health_ok(h, group_now()))
+		return;
+	log_warnx("outbound %s: up again after %llu ms down", ob->co->name,
+	    (unsigned long long)(group_now() - since));
 }
 
 bool
@@ -194,6 +230,31 @@ outbound_take_stats(struct outbound *ob, const struct outbounds *prev)
 	}
 }
 
+/* Each group's members, from its set. */
+static int
+outbounds_link(struct outbounds *obs)
+{
+	const struct conf_outbound *co;
+	struct outbound *ob;
+	size_t i, m;
+
+	for (i = 0; i < obs->n; i++) {
+		ob = obs->v[i];
+		co = ob->co;
+		if (co->nmembers == 0)
+			continue;
+		if ((ob->members = calloc(co->nmembers,
+		    sizeof(*ob->members))) == NULL) {
+			log_warn("outbound %s", co->name);
+			return -1;
+		}
+		for (m = 0; m < co->nmembers; m++)
+			ob->members[m] = obs->v[co->members[m]];
+		ob->nmembers = co->nmembers;
+	}
+	return 0;
+}
+
 struct outbounds *
 outbounds_new(struct loop *l, const struct conf *c,
     const struct outbounds *prev)
@@ -216,6 +277,8 @@ outbounds_new(struct loop *l, const struct conf *c,
 		if (l != NULL && outbound_pool_start(obs->v[i], l) == -1)
 			goto fail;
 	}
+	if (outbounds_link(obs) == -1)
+		goto fail;
 	return obs;
 fail:
 	outbounds_retire(obs);

@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "client/health.h"
 #include "core/addr.h"
 #include "core/stats.h"
 #include "wire/proto.h"
@@ -40,6 +41,8 @@ struct outbound_stats {
 	uint64_t	 active;	/* live now */
 	uint64_t	 bytes_up, bytes_down;	/* of ended flows, payload */
 	struct stats_hist handshake;	/* outer connect start to ready */
+	struct health	 health;	/* from its flows (health.h) */
+	char		 selected[33];	/* select group: the member chosen */
 };
 
 struct outbound {
@@ -54,6 +57,8 @@ struct outbound {
 	struct pool			*pool;		/* may be NULL */
 	uint8_t				 user_id[PROTO_USER_ID_LEN];
 	struct outbound_stats		*stats;
+	struct outbound			**members;	/* a group's, in its set */
+	size_t				 nmembers;
 };
 
 /*
@@ -72,7 +77,13 @@ void outbound_unref(struct outbound *ob);		/* NULL ok */
 void outbound_open(struct outbound *ob);
 void outbound_close(struct outbound *ob, bool failed, uint64_t up,
     uint64_t down);
-/* Whether ob refuses everything (protocol block). */
+/* Evidence for ob's health from a flow (health.h): it failed before the
+ * server or proxy answered (why: how), or it was answered.  A change is
+ * logged. */
+void outbound_fail(struct outbound *ob, const char *why);
+void outbound_ok(struct outbound *ob);
+/* Whether ob refuses everything (protocol block, or a group none of
+ * whose members is up). */
 bool outbound_blocks(const struct outbound *ob);
 const char *outbound_name(const struct outbound *ob);
 

@@ -8,6 +8,7 @@
 
 #include <stdio.h>
 
+#include "client/group.h"
 #include "client/outbound.h"
 #include "conf/conf.h"
 #include "rules/rules.h"
@@ -41,7 +42,8 @@ client_route_peek(const struct outbounds *obs, const struct rule_query *q,
 		why->outbound = i;
 		why->rule = -1;
 	}
-	return obs->v[i];
+	/* A group: the member a new flow takes now (group.h). */
+	return group_pick(obs->v[i], q, group_now(), NULL);
 }
 
 const char *

@@ -186,6 +186,11 @@ assoc_fail(struct assoc *a, const char *reason)
 	    log_flow_level(), "%s %llu %s: %s", assoc_kstr(a), (unsigned long long)a->id,
 	    assoc_app(a, app, sizeof(app)), reason);
 	a->reason = reason;
+	/* Health: a server (or proxy) that never answered. */
+	if (!a->ready && a->ob->has_server && strcmp(reason, ASSOC_OOM) != 0 &&
+	    strcmp(reason, "TLS setup failed") != 0 &&
+	    strcmp(reason, "epoll") != 0)
+		outbound_fail(a->ob, reason);
 	assoc_drop_way(a, true);
 	a->phase = ASSOC_HOLD;
 	loop_timer_set(a->env->loop, &a->timer, ASSOC_HOLD_MS);
@@ -211,6 +216,8 @@ assoc_ready(struct assoc *a)
 		return;
 	a->ready = true;
 	a->phase = ASSOC_RELAY;
+	if (a->ob->has_server)	/* health: the server answered */
+		outbound_ok(a->ob);
 	/* From the connect deadline to the idle one. */
 	loop_timer_set(a->env->loop, &a->timer, assoc_timeout(a));
 }

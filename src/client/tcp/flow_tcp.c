@@ -137,6 +137,10 @@ flow_fail(struct flow *f, const char *reason)
 	if (f->internal)
 		f->env->stats.internal++;
 	stats_reason_add(&f->env->stats.failures, reason);
+	/* Health (health.h): its server or proxy never answered. */
+	if (!f->internal && !f->status_ok && !f->answered && f->obr != NULL &&
+	    f->obr->has_server)
+		outbound_fail(f->obr, reason);
 	/* The server (or proxy) could not be reached or did not finish
 	 * its handshake: what status shows next to the last contact. */
 	if (!f->internal && f->phase != FLOW_RELAY && f->ob->handshake != NULL)
@@ -522,6 +526,8 @@ flow_take_status(struct flow *f, uint8_t **data, ssize_t *n,
 	uint8_t st = (*data)[0];
 
 	stats_contact_ok(&f->env->stats.contact, loop_now(f->env->loop));
+	f->answered = true;
+	outbound_ok(f->obr);
 
 	if (st != PROTO_OK) {
 		log_info("flow %llu %s: server: %s", (unsigned long long)f->id,
@@ -559,6 +565,8 @@ flow_held_status(struct flow *f, const char **why)
 		return -1;
 	}
 	stats_contact_ok(&f->env->stats.contact, loop_now(f->env->loop));
+	f->answered = true;
+	outbound_ok(f->obr);
 	if (st != PROTO_OK) {
 		if (st == PROTO_ERR_REFUSED)
 			tsnetif_reset_syn(f->syn, f->syn_len);

@@ -112,6 +112,7 @@ struct flow {
 	bool		 out_eof;		/* server finished sending */
 	bool		 app_shut;		/* FIN queued to the app */
 	bool		 status_ok;		/* server connected the target */
+	bool		 answered;		/* server (proxy) answered: health */
 	bool		 down_blocked;		/* waiting for lwIP send room */
 	bool		 write_blocked;		/* outer write wants an event */
 	bool		 hup;			/* socket hung up: no more events */

@@ -90,6 +90,13 @@ flow_handshake_done(struct flow *f)
 	if (f->ob->handshake != NULL)	/* a server or proxy answered */
 		stats_contact_ok(&f->env->stats.contact,
 		    loop_now(f->env->loop));
+	/* Health: tunsplit's answer is its connect status (flow_tcp.c);
+	 * trojan has none, socks5's came with the handshake. */
+	if (f->ob->handshake != NULL &&
+	    f->obr->co->protocol != CONF_PROTO_TUNSPLIT) {
+		f->answered = true;
+		outbound_ok(f->obr);
+	}
 	if (flow_start_relay(f) < 0)
 		flow_fail_internal(f, "out of memory");
 }
@@ -320,10 +327,13 @@ flow_new(struct flow_env *env, const struct addr *dst, const struct addr *app)
 	}
 	if (f->ob->dial(f) < 0) {
 		e = errno;
-		if (flow_errno_final(e))
+		if (flow_errno_final(e)) {
 			log_info("flow to %s: %s: %s: refused",
 			    addr_fmt(dst, a, sizeof(a)), f->ob->peer,
 			    strerror(e));
+			if (f->obr->has_server)
+				outbound_fail(f->obr, "server unreachable");
+		}
 		else
 			flow_limit_log(env, "socket to %s: %s", f->ob->peer,
 			    strerror(e));

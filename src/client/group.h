@@ -1,0 +1,44 @@
+/*
+ * Outbound groups (client.outbounds entries with type:): which member a
+ * new flow, UDP or ICMP association takes.  client_route() answers with
+ * an outbound that may be a group; group_pick() resolves it, at the
+ * flow's start, to a member that is not a group, and the flow keeps that
+ * member for its whole life: only new flows move when health changes.
+ *
+ *   failover  the first member, in the order given, that is up (health.h)
+ *   select    the member chosen at run time (tunsplit select GROUP
+ *             MEMBER), else the first; taken only while it is up
+ *   balance   by a hash of the destination (its domain when known, else
+ *             its address), over the members that are up, so one site
+ *             sticks to one member; a member going down moves only its
+ *             own share
+ *
+ * Members may be groups (check rejects cycles).  Fail closed: when no
+ * member is up the answer is the group itself, whose protocol is block:
+ * the flow is refused (RST, ICMP prohibited), never sent elsewhere.
+ */
+#ifndef TUNSPLIT_GROUP_H
+#define TUNSPLIT_GROUP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct outbound;
+struct outbounds;
+struct rule_query;
+
+bool outbound_is_group(const struct outbound *ob);
+/* A new flow to q on ob at now: ob itself, or its member as above.
+ * skip: a member not to take (the one a flow just failed on), or NULL. */
+struct outbound *group_pick(struct outbound *ob, const struct rule_query *q,
+    uint64_t now, const struct outbound *skip);
+/* The member of select group ob that is chosen (never NULL). */
+struct outbound *group_selected(const struct outbound *ob);
+/* tunsplit select: 0, or -1 with why in err. */
+int group_select(const struct outbounds *obs, const char *group,
+    const char *member, char *err, size_t errlen);
+/* Monotonic milliseconds: the clock health is judged by. */
+uint64_t group_now(void);
+
+#endif

@@ -1,0 +1,56 @@
+/*
+ * A member's health, judged by the traffic it carries (no probes: a
+ * client that probes its servers on a schedule is easy to tell from one
+ * that does not, and a probe to a fixed URL is itself a leak).
+ *
+ *   up      flows take it.  HEALTH_DOWN_AFTER consecutive failures of
+ *           flows before the server answered (connect refused or timed
+ *           out, TLS handshake failed, closed before the connect status)
+ *           take it down; any answer resets the count.
+ *   down    no new flow takes it until its backoff has passed (1 s, then
+ *           doubled per failed trial up to 60 s); then one flow is let
+ *           through:
+ *   trial   that flow's outcome decides: an answer brings the member up,
+ *           a failure takes it down again with the backoff doubled.  A
+ *           trial that reports nothing in HEALTH_TRIAL_MS lets another
+ *           one through.
+ *
+ * Pure: the time is the caller's (unit tests run it on a fake clock).
+ */
+#ifndef TUNSPLIT_HEALTH_H
+#define TUNSPLIT_HEALTH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define HEALTH_DOWN_AFTER	3
+#define HEALTH_BACKOFF_MIN_MS	1000
+#define HEALTH_BACKOFF_MAX_MS	60000
+#define HEALTH_TRIAL_MS		15000
+
+enum health_state {
+	HEALTH_UP = 0,
+	HEALTH_DOWN,
+	HEALTH_TRIAL,
+};
+
+struct health {
+	enum health_state	 state;
+	unsigned		 fails;		/* consecutive, before an answer */
+	uint64_t		 since_ms;	/* down (or trial) since; up: 0 */
+	uint64_t		 retry_ms;	/* down, trial: next flow let in */
+	unsigned		 backoff_ms;
+	uint64_t		 downs;		/* times it went down */
+	char			 why[48];	/* the failure that took it down */
+};
+
+/* Whether a new flow may take it at now. */
+bool health_usable(const struct health *h, uint64_t now);
+/* A new flow starts on it: a down one due for a retry goes to trial. */
+void health_start(struct health *h, uint64_t now);
+/* Evidence from a flow; true when the state changed (to log). */
+bool health_fail(struct health *h, uint64_t now, const char *why);
+bool health_ok(struct health *h, uint64_t now);
+const char *health_state_name(enum health_state s);
+
+#endif

@@ -1,0 +1,305 @@
+/*
+ * Outbound groups: the health state machine on a fake clock, which
+ * member a new flow takes (failover, select, balance, nested groups),
+ * fail closed, and check's errors for bad groups.
+ */
+#include "config.h"
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+
+#include "client/group.h"
+#include "client/health.h"
+#include "client/outbound.h"
+#include "conf/conf.h"
+#include "rules/rules.h"
+
+#define K1	"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
+#define OB(n, a)	"    - name: " n "\n      server: " a "\n" \
+			"      key: " K1 "\n"
+#define CONF	"client:\n  outbounds:\n" \
+	OB("a", "127.0.0.1:443") OB("b", "127.0.0.2:443") \
+	OB("c", "127.0.0.3:443") \
+	"    - name: fo\n      type: failover\n      members: [a, b]\n" \
+	"    - name: sel\n      type: select\n      members: [a, b, c]\n" \
+	"    - name: bal\n      type: balance\n      members: [a, b, c]\n" \
+	"    - name: outer\n      type: failover\n      members: [fo, c]\n" \
+	"  final: fo\n"
+
+static struct conf *
+load(const char *yaml, char *err, size_t len)
+{
+	return conf_load_buf("t.yaml", yaml, strlen(yaml), err, len);
+}
+
+static struct outbound *
+by(const struct outbounds *obs, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < obs->n; i++)
+		if (strcmp(outbound_name(obs->v[i]), name) == 0)
+			return obs->v[i];
+	fail_msg("no outbound %s", name);
+	return NULL;
+}
+
+static void
+query(struct rule_query *q, const char *dst)
+{
+	memset(q, 0, sizeof(*q));
+	q->family = AF_INET;
+	assert_int_equal(inet_pton(AF_INET, dst, q->dst), 1);
+	q->port = 443;
+	q->network = RULES_NET_TCP;
+}
+
+/* Down after HEALTH_DOWN_AFTER failures in a row; an answer between
+ * resets the count; the backoff doubles per failed trial up to the cap;
+ * an answer brings it up. */
+static void
+test_health(void **state)
+{
+	struct health h;
+	uint64_t t = 5000;
+	unsigned expect = HEALTH_BACKOFF_MIN_MS, n = 0;
+
+	(void)state;
+	memset(&h, 0, sizeof(h));
+	assert_false(health_fail(&h, t, "x"));
+	assert_false(health_fail(&h, t, "x"));
+	assert_false(health_ok(&h, t));		/* the count starts over */
+	assert_false(health_fail(&h, t, "x"));
+	assert_false(health_fail(&h, t, "x"));
+	assert_true(health_usable(&h, t));
+	assert_true(health_fail(&h, t, "server unreachable"));
+	assert_int_equal(h.state, HEALTH_DOWN);
+	assert_string_equal(h.why, "server unreachable");
+	assert_int_equal(h.since_ms, 5000);
+	/* Late failures of flows from before change nothing. */
+	assert_false(health_fail(&h, t + 10, "x"));
+	for (;;) {
+		assert_int_equal(h.backoff_ms, expect);
+		assert_false(health_usable(&h, t + expect - 1));
+		t += expect;
+		assert_true(health_usable(&h, t));
+		health_start(&h, t);		/* the one trial flow */
+		assert_int_equal(h.state, HEALTH_TRIAL);
+		assert_false(health_usable(&h, t));
+		assert_true(health_fail(&h, t, "connect timeout"));
+		assert_int_equal(h.state, HEALTH_DOWN);
+		if (expect == HEALTH_BACKOFF_MAX_MS && ++n == 2)
+			break;
+		expect = expect * 2 > HEALTH_BACKOFF_MAX_MS ?
+		    HEALTH_BACKOFF_MAX_MS : expect * 2;
+	}
+	assert_int_equal(h.since_ms, 5000);	/* down since the first */
+	assert_int_equal(h.downs, 1);
+	t += HEALTH_BACKOFF_MAX_MS;
+	health_start(&h, t);
+	assert_true(health_ok(&h, t + 30));
+	assert_int_equal(h.state, HEALTH_UP);
+	assert_int_equal(h.fails, 0);
+	assert_true(health_usable(&h, t + 30));
+	/* Down again: the backoff starts from the minimum. */
+	health_fail(&h, t, "x");
+	health_fail(&h, t, "x");
+	health_fail(&h, t, "x");
+	assert_int_equal(h.backoff_ms, HEALTH_BACKOFF_MIN_MS);
+	assert_int_equal(h.downs, 2);
+}
+
+/* A trial that never reports lets another flow through later. */
+static void
+test_health_trial_lost(void **state)
+{
+	struct health h;
+
+	(void)state;
+	memset(&h, 0, sizeof(h));
+	health_fail(&h, 0, "x");
+	health_fail(&h, 0, "x");
+	health_fail(&h, 0, "x");
+	health_start(&h, 1000);
+	assert_false(health_usable(&h, 1000 + HEALTH_TRIAL_MS - 1));
+	assert_true(health_usable(&h, 1000 + HEALTH_TRIAL_MS));
+}
+
+static void
+down(struct outbound *ob, uint64_t t)
+{
+	int i;
+
+	for (i = 0; i < HEALTH_DOWN_AFTER; i++)
+		health_fail(&ob->stats->health, t, "server unreachable");
+	assert_int_equal(ob->stats->health.state, HEALTH_DOWN);
+}
+
+/* failover: the first member up; none: the group itself, which blocks;
+ * after the backoff one flow tries the first again, the rest do not. */
+static void
+test_failover(void **state)
+{
+	char err[512];
+	struct conf *c = load(CONF, err, sizeof(err));
+	struct outbounds *obs;
+	struct outbound *a, *b, *fo, *outer, *r;
+	struct rule_query q;
+	uint64_t t = 100000;
+
+	(void)state;
+	if (c == NULL)
+		fail_msg("%s", err);
+	assert_non_null(obs = outbounds_new(NULL, c, NULL));
+	a = by(obs, "a");
+	b = by(obs, "b");
+	fo = by(obs, "fo");
+	outer = by(obs, "outer");
+	query(&q, "192.0.2.1");
+	assert_true(outbound_is_group(fo));
+	assert_false(outbound_is_group(a));
+	assert_true(outbound_blocks(fo));	/* as itself: refuses */
+	assert_ptr_equal(group_pick(fo, &q, t, NULL), a);
+	assert_ptr_equal(group_pick(a, &q, t, NULL), a);
+	/* skip: the retry of a flow that failed on a */
+	assert_ptr_equal(group_pick(fo, &q, t, a), b);
+	down(a, t);
+	assert_ptr_equal(group_pick(fo, &q, t, NULL), b);
+	down(b, t);
+	assert_ptr_equal(group_pick(fo, &q, t, NULL), fo);	/* closed */
+	assert_true(outbound_blocks(group_pick(fo, &q, t, NULL)));
+	/* nested: fo has none up, so outer's next member */
+	assert_ptr_equal(group_pick(outer, &q, t, NULL), by(obs, "c"));
+	/* the backoff passed: one flow tries a */
+	t += HEALTH_BACKOFF_MIN_MS;
+	r = group_pick(fo, &q, t, NULL);
+	assert_ptr_equal(r, a);
+	health_start(&r->stats->health, t);
+	assert_ptr_equal(group_pick(fo, &q, t, NULL), b);	/* b's turn */
+	health_start(&b->stats->health, t);
+	assert_ptr_equal(group_pick(fo, &q, t, NULL), fo);
+	health_ok(&a->stats->health, t + 5);	/* a answered */
+	assert_ptr_equal(group_pick(fo, &q, t + 5, NULL), a);
+	outbounds_free(obs);
+	conf_unref(c);
+}
+
+/* select: the chosen member, taken only while up; balance: one
+ * destination sticks to one member, and a member going down moves only
+ * its own destinations. */
+static void
+test_select_balance(void **state)
+{
+	char err[512], addr[32];
+	struct conf *c = load(CONF, err, sizeof(err));
+	struct outbounds *obs;
+	struct outbound *sel, *bal, *before[64], *r;
+	struct rule_query q;
+	unsigned i, seen[3] = { 0, 0, 0 }, moved = 0;
+
+	(void)state;
+	if (c == NULL)
+		fail_msg("%s", err);
+	assert_non_null(obs = outbounds_new(NULL, c, NULL));
+	sel = by(obs, "sel");
+	bal = by(obs, "bal");
+	query(&q, "192.0.2.1");
+	assert_ptr_equal(group_pick(sel, &q, 0, NULL), by(obs, "a"));
+	assert_int_equal(group_select(obs, "sel", "c", err, sizeof(err)), 0);
+	assert_ptr_equal(group_pick(sel, &q, 0, NULL), by(obs, "c"));
+	assert_int_equal(group_select(obs, "sel", "zz", err, sizeof(err)), -1);
+	assert_string_equal(err, "zz: not a member of sel");
+	assert_int_equal(group_select(obs, "fo", "a", err, sizeof(err)), -1);
+	down(by(obs, "c"), 0);
+	assert_ptr_equal(group_pick(sel, &q, 0, NULL), sel);	/* closed */
+
+	health_ok(&by(obs, "c")->stats->health, 0);
+	for (i = 0; i < 64; i++) {
+		snprintf(addr, sizeof(addr), "198.51.100.%u", i);
+		query(&q, addr);
+		before[i] = group_pick(bal, &q, 0, NULL);
+		assert_ptr_equal(group_pick(bal, &q, 0, NULL), before[i]);
+		seen[before[i]->index]++;
+	}
+	for (i = 0; i < 3; i++)		/* spread over all three */
+		assert_true(seen[i] > 5);
+	down(by(obs, "b"), 0);
+	for (i = 0; i < 64; i++) {
+		snprintf(addr, sizeof(addr), "198.51.100.%u", i);
+		query(&q, addr);
+		r = group_pick(bal, &q, 0, NULL);
+		assert_ptr_not_equal(r, by(obs, "b"));
+		if (r != before[i])
+			moved++;
+		if (before[i] != by(obs, "b"))
+			assert_ptr_equal(r, before[i]);
+	}
+	assert_int_equal(moved, seen[1]);
+	outbounds_free(obs);
+	conf_unref(c);
+}
+
+static void
+bad(const char *groups, const char *want)
+{
+	char yaml[2048], err[512];
+	struct conf *c;
+
+	snprintf(yaml, sizeof(yaml), "client:\n  outbounds:\n"
+	    OB("a", "127.0.0.1:443") "%s", groups);
+	c = load(yaml, err, sizeof(err));
+	if (c != NULL)
+		fail_msg("accepted: %s", groups);
+	if (strstr(err, want) == NULL)
+		fail_msg("error '%s' lacks '%s'", err, want);
+}
+
+static void
+test_check(void **state)
+{
+	(void)state;
+	bad("    - name: g\n      type: failover\n      members: [a, zz]\n",
+	    "t.yaml:8:20: client.outbounds: 'zz': no outbound of that name");
+	bad("    - name: g\n      type: failover\n      members: []\n",
+	    "t.yaml:8:16: client.outbounds[1].members: a group needs at "
+	    "least one member");
+	bad("    - name: g\n      type: failover\n      members: [g]\n",
+	    "'g': a group cannot be its own member");
+	bad("    - name: g\n      type: failover\n      members: [a, h]\n"
+	    "    - name: h\n      type: select\n      members: [g]\n",
+	    "t.yaml:8:16: client.outbounds: group 'g': its members lead back "
+	    "to it (a cycle)");
+	bad("    - name: g\n      type: failover\n      members: [a, a]\n",
+	    "'a': listed twice");
+	bad("    - name: g\n      type: failover\n",
+	    "members");
+	bad("    - name: g\n      members: [a]\n      server: x:1\n",
+	    "members need a group type");
+	bad("    - name: g\n      type: fastest\n      members: [a]\n",
+	    "t.yaml:7:13");
+	bad("    - name: g\n      type: balance\n      members: [a]\n"
+	    "      server: 127.0.0.1:1\n",
+	    "client.outbounds[1].server: not used by a group");
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_health),
+		cmocka_unit_test(test_health_trial_lost),
+		cmocka_unit_test(test_failover),
+		cmocka_unit_test(test_select_balance),
+		cmocka_unit_test(test_check),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
