@@ -30,6 +30,7 @@
 #include "core/log.h"
 #include "core/loop.h"
 #include "tls/outer.h"
+#include "client/group.h"
 #include "client/outbound.h"
 #include "client/pool.h"
 #include "rules/rules.h"
@@ -268,7 +269,8 @@ client_log_ready(struct client *cl)
 static const struct addr *
 client_final_server(const struct client *cl)
 {
-	const struct outbound *ob = cl->obs->v[cl->conf->client.final];
+	const struct outbound *ob = group_leaf(cl->obs->v[
+	    cl->conf->client.final]);
 
 	return ob->has_server ? &ob->server : NULL;
 }

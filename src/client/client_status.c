@@ -15,6 +15,7 @@
 #include "client/dgram/assoc.h"
 #include "client/dgram/flow_udp.h"
 #include "client/dns/fakeip.h"
+#include "client/group.h"
 #include "client/outbound.h"
 #include "client/route.h"
 #include "client/pool.h"
@@ -48,6 +49,45 @@ client_on_flow(void *arg, const struct flow_info *fi)
 	f->up = fi->up;
 	f->down = fi->down;
 	status_flow_tcp_info(f, fi->fd);
+}
+
+/* A member's health, or a group's members and the one now active. */
+static void
+client_status_health(struct outbound *ob, struct status_outbound *so)
+{
+	const struct health *h = &ob->stats->health;
+	struct outbound *act;
+	uint64_t now = group_now();
+	size_t i, len;
+
+	so->group = conf_group_name(ob->co->group);
+	if (!outbound_is_group(ob)) {
+		so->state = health_state_name(h->state);
+		so->downs = h->downs;
+		if (h->state != HEALTH_UP) {
+			so->down_ms = now - h->since_ms;
+			snprintf(so->why, sizeof(so->why), "%s", h->why);
+		}
+		return;
+	}
+	for (i = 0, len = 0; i < ob->nmembers && len < sizeof(so->members);
+	    i++)
+		len += (size_t)snprintf(so->members + len,
+		    sizeof(so->members) - len, "%s%s", i > 0 ? ", " : "",
+		    outbound_name(ob->members[i]));
+	/* Up while a new flow would take a member that is up; one due a
+	 * trial does not count. */
+	act = group_pick(ob, NULL, now, NULL);
+	if (act != ob && act->stats->health.state == HEALTH_UP) {
+		so->state = "up";
+		snprintf(so->active_member, sizeof(so->active_member), "%s",
+		    outbound_name(act));
+	} else {
+		so->state = "down";
+		snprintf(so->why, sizeof(so->why), "no member up: flows are "
+		    "refused%s%s", act != ob ? "; the next tries " : "",
+		    act != ob ? outbound_name(act) : "");
+	}
 }
 
 /* The name of outbound i of c. */
@@ -156,7 +196,7 @@ static void
 client_status_outbounds(struct client_status *cs, struct status *st)
 {
 	const struct outbounds	*obs = cs->env->obs;
-	const struct outbound	*ob;
+	struct outbound		*ob;
 	struct status_outbound	*so, *nv;
 	size_t			 i, j;
 
@@ -195,6 +235,7 @@ client_status_outbounds(struct client_status *cs, struct status *st)
 			so->handshake.count += so->pool.handshake.count;
 			so->handshake.sum_us += so->pool.handshake.sum_us;
 		}
+		client_status_health(ob, so);
 	}
 	st->outbounds = cs->obs;
 	st->noutbounds = obs->n;
@@ -220,9 +261,14 @@ client_status_fill(struct client_status *cs, struct status_fill *sf)
 	status_fill_limits(st, &env->lst, &env->mem);
 	client_status_pool(cs, st);
 	client_status_outbounds(cs, st);
-	/* The final outbound's server, the one most flows go to. */
-	fin = env->obs->v[env->obs->conf->client.final];
-	if (fin->has_server) {
+	/* The final outbound's server, the one most flows go to (a
+	 * group's: the member new flows take now). */
+	fin = group_pick(env->obs->v[env->obs->conf->client.final], NULL,
+	    group_now(), NULL);
+	if (outbound_is_group(fin))
+		snprintf(st->server, sizeof(st->server), "none (%s down)",
+		    fin->co->name);
+	else if (fin->has_server) {
 		addr_fmt(&fin->server, st->server, sizeof(st->server));
 		client_status_contact(cs, sf);
 	} else	/* protocol direct or block */

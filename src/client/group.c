@@ -29,6 +29,15 @@ group_now(void)
 }
 
 struct outbound *
+group_leaf(struct outbound *ob)
+{
+	while (outbound_is_group(ob) && ob->nmembers > 0)
+		ob = ob->co->group == CONF_GROUP_SELECT ? group_selected(ob) :
+		    ob->members[0];
+	return ob;
+}
+
+struct outbound *
 group_selected(const struct outbound *ob)
 {
 	size_t i;

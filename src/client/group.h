@@ -33,6 +33,10 @@ bool outbound_is_group(const struct outbound *ob);
  * skip: a member not to take (the one a flow just failed on), or NULL. */
 struct outbound *group_pick(struct outbound *ob, const struct rule_query *q,
     uint64_t now, const struct outbound *skip);
+/* ob, or for a group its first member's leaf, health aside: what the
+ * group stands for where one outbound must be named (the final one's
+ * transport, its server). */
+struct outbound *group_leaf(struct outbound *ob);
 /* The member of select group ob that is chosen (never NULL). */
 struct outbound *group_selected(const struct outbound *ob);
 /* tunsplit select: 0, or -1 with why in err. */

@@ -181,11 +181,17 @@ outbound_fail(struct outbound *ob, const char *why)
 {
 	struct health *h = &ob->stats->health;
 
+	bool trial = h->state == HEALTH_TRIAL;
+
 	if (!health_fail(h, group_now(), why))
 		return;
-	log_warnx("outbound %s: down (%s, %u flows in a row); new flows "
-	    "go to its group's next member; one is let through in %u ms",
-	    ob->co->name, why, h->fails, h->backoff_ms);
+	if (trial)
+		log_warnx("outbound %s: still down (%s); the next try in %u ms",
+		    ob->co->name, why, h->backoff_ms);
+	else
+		log_warnx("outbound %s: down (%s, %u flows in a row); new "
+		    "flows go to its group's next member; one is let through "
+		    "in %u ms", ob->co->name, why, h->fails, h->backoff_ms);
 }
 
 void

@@ -157,6 +157,24 @@ text_flows(const struct status *st, FILE *fp)
 	}
 }
 
+/* An outbound's health; a group's members and the one active. */
+static void
+text_health(const struct status_outbound *o, FILE *fp)
+{
+	if (o->group != NULL && o->group[0] != '\0') {
+		fprintf(fp, "\n  group %s of %s: ", o->group, o->members);
+		if (o->active_member[0] != '\0')
+			fprintf(fp, "active %s", o->active_member);
+		else
+			fprintf(fp, "DOWN: %s", o->why);
+		return;
+	}
+	if (o->state == NULL || strcmp(o->state, "up") == 0)
+		return;
+	fprintf(fp, "\n  %s for %" PRIu64 " s (%s)", o->state,
+	    o->down_ms / 1000, o->why);
+}
+
 /* The client's outbounds and what each carried. */
 static void
 text_outbounds(const struct status *st, FILE *fp)
@@ -180,6 +198,7 @@ text_outbounds(const struct status *st, FILE *fp)
 			    (double)o->handshake.count / 1000.0);
 		if (o->has_pool)
 			fprintf(fp, ", pool %u ready", o->pool.ready);
+		text_health(o, fp);
 		fputc('\n', fp);
 	}
 }
@@ -436,6 +455,21 @@ json_outbounds(const struct status *st, FILE *fp)
 			    ",\"failed\":%" PRIu64 "}", o->pool_size,
 			    o->pool.target, o->pool.ready, o->pool.connecting, o->pool.opened,
 			    o->pool.taken, o->pool.expired, o->pool.failed);
+		if (o->state != NULL) {
+			fprintf(fp, ",\"state\":");
+			status_json_str(fp, o->state);
+			fprintf(fp, ",\"down_ms\":%" PRIu64 ",\"downs\":%"
+			    PRIu64 ",\"why\":", o->down_ms, o->downs);
+			status_json_str(fp, o->why);
+		}
+		if (o->group != NULL && o->group[0] != '\0') {
+			fprintf(fp, ",\"group\":");
+			status_json_str(fp, o->group);
+			fprintf(fp, ",\"members\":");
+			status_json_str(fp, o->members);
+			fprintf(fp, ",\"active_member\":");
+			status_json_str(fp, o->active_member);
+		}
 		fputc('}', fp);
 	}
 	fputc(']', fp);
@@ -877,6 +911,21 @@ prom_outbounds(FILE *fp, const struct status *st)
 		    "event=\"failed\"} %" PRIu64 "\n", o->name, o->opened,
 		    o->name, o->failed);
 	}
+	prom_head(fp, "outbound_up", "gauge",
+	    "1 while an outbound is up (judged by its flows), or a group has "
+	    "a member up; 0 while not.");
+	for (i = 0; i < st->noutbounds; i++)
+		if (st->outbounds[i].state != NULL)
+			fprintf(fp, "tunsplit_outbound_up{outbound=\"%s\"} %d\n",
+			    st->outbounds[i].name,
+			    strcmp(st->outbounds[i].state, "up") == 0);
+	prom_head(fp, "group_active", "gauge",
+	    "1 for the member of each group a new flow takes now.");
+	for (i = 0; i < st->noutbounds; i++)
+		if (st->outbounds[i].active_member[0] != '\0')
+			fprintf(fp, "tunsplit_group_active{group=\"%s\","
+			    "member=\"%s\"} 1\n", st->outbounds[i].name,
+			    st->outbounds[i].active_member);
 	prom_head(fp, "outbound_active", "gauge",
 	    "Flows and associations live on each outbound.");
 	for (i = 0; i < st->noutbounds; i++)

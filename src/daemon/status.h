@@ -46,6 +46,16 @@ struct status_outbound {
 	bool		 has_pool;
 	unsigned	 pool_size;
 	struct pool_stats pool;
+	/* Health from its flows (client/health.h); a group's: its type,
+	 * members ("a, b") and the member a new flow takes now ("": none
+	 * is up, flows are refused). */
+	const char	*state;			/* "up", "down", "trial" */
+	uint64_t	 down_ms;		/* not up for so long */
+	uint64_t	 downs;			/* times it went down */
+	char		 why[STATUS_RULE_MAX];	/* what took it down */
+	const char	*group;			/* "" or the group's type */
+	char		 members[STATUS_RULE_MAX];
+	char		 active_member[STATUS_NAME_MAX];
 };
 
 struct status_flow {

@@ -22,6 +22,7 @@
 
 #include "core/addr.h"
 #include "client/dgram/assoc_int.h"
+#include "client/group.h"
 #include "client/outbound.h"
 #include "client/route.h"
 #include "core/buf.h"
@@ -506,7 +507,8 @@ drop:
 static const struct assoc_tp *
 assoc_final_tp(const struct assoc_env *e)
 {
-	return assoc_tp_of(e->obs->v[e->obs->conf->client.final]->co->protocol);
+	return assoc_tp_of(group_leaf(e->obs->v[e->obs->conf->client.final])->
+	    co->protocol);
 }
 
 bool
