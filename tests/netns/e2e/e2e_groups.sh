@@ -1,0 +1,205 @@
+#!/bin/bash
+# Outbound groups (issue 17): a failover group of two tunsplit servers,
+# health judged by the flows themselves (no probes).
+#
+#   tsc$$ 10.77.1.1 ------ 10.77.1.2 tss$$ 10.77.2.1 ------ 10.77.2.2 tst$$
+#   app -> ts0 -> tunsplit client      server A :8443          target :9000
+#     group servers: failover [a, b]   server B :8444
+#
+# A stream of short flows (64 KiB downloads, SHA-256 checked, one every
+# 50 ms) runs throughout:
+#  1. both up: the flows go to A (the first member).
+#  2. A is killed (SIGKILL: its port refuses, its connections are reset):
+#     new flows succeed on B; the time from the kill to the first flow
+#     that succeeds after it is measured (must be <= 1 s) and the flows
+#     that failed meanwhile are counted (bounded).
+#  3. a long download starts on B; A comes back: after its backoff, one
+#     flow tries it and the flows return to A; the long download on B
+#     finishes intact (live flows never move).
+#  4. both down: flows are refused at once (fail closed), none reaches
+#     the target some other way; status says why.
+# Every connection the target saw came from the server's address: the
+# server namespace does not forward, and no flow was sent direct.
+. "$(dirname "$0")/../lib.sh"
+ts_init e2e_groups
+
+TS_APP_TIMEOUT=60
+PORT_B=8444
+
+ts_topology_up
+ts_make_pki
+ts_write_configs
+ts_start_target
+ts_prove_no_forward "$TS_TARGET_PORT"
+
+umask 077
+sed -e "s/:$TS_SERVER_PORT\"/:$PORT_B\"/g" -e "s/server.sock/server-b.sock/" \
+    "$TS_TMP/server.yaml" >"$TS_TMP/server-b.yaml"
+cat >"$TS_TMP/client.yaml" <<EOF
+log: {level: info, flows: true}
+control: $TS_TMP/client.sock
+tun: {name: $TS_TUN, mtu: 9000, address: [198.18.0.1/15, "fdfe:dcba:9876::1/64"]}
+client:
+  connect_timeout: 10s
+  outbounds:
+    - name: a
+      server: "$TS_S_ADDR4:$TS_SERVER_PORT"
+      sni: $TS_SNI
+      ca: $TS_TMP/ca.pem
+      key: "$TS_KEY"
+      pool: 1
+    - name: b
+      server: "$TS_S_ADDR4:$PORT_B"
+      sni: $TS_SNI
+      ca: $TS_TMP/ca.pem
+      key: "$TS_KEY"
+      pool: 1
+    - name: servers
+      type: failover
+      members: [a, b]
+  final: servers
+EOF
+umask 022
+"$TUNSPLIT" check -c "$TS_TMP/client.yaml" >"$TS_TMP/check.log" 2>&1 ||
+    ts_fail "tunsplit check: $(cat "$TS_TMP/check.log")"
+
+start_a() {
+	ts_bg "$NS_S" server "$TUNSPLIT" run -c "$TS_TMP/server.yaml"
+	PID_A=$TS_LAST_PID
+	ts_wait_port "$NS_S" "$TS_SERVER_PORT" 10 "$PID_A" ||
+	    ts_fail "server A did not listen"
+}
+start_a
+ts_bg "$NS_S" server-b "$TUNSPLIT" run -c "$TS_TMP/server-b.yaml"
+PID_B=$TS_LAST_PID
+ts_wait_port "$NS_S" "$PORT_B" 10 "$PID_B" || ts_fail "server B did not listen"
+ts_start_client
+
+# The stream of short flows: "T ok|fail why" per flow, T in seconds
+# (CLOCK_REALTIME, as date +%s.%N).
+cat >"$TS_TMP/stream.py" <<EOF
+import hashlib, socket, sys, time
+sys.path.insert(0, "$TS_LIB_DIR")
+import tools
+host, port, secs, out = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+n = 65536
+want = tools.stream_hash(7, n)
+end = time.time() + secs
+with open(out, "w", buffering=1) as f:
+    while time.time() < end:
+        t = time.time()
+        try:
+            c = socket.create_connection((host, port), timeout=5)
+            c.settimeout(5)
+            c.sendall(b"SEND %d 7 0\n" % n)
+            h, got = hashlib.sha256(), 0
+            while True:
+                b = c.recv(65536)
+                if not b:
+                    break
+                h.update(b)
+                got += len(b)
+            c.close()
+            ok = got == n and h.hexdigest() == want
+            f.write("%.3f %s %d\n" % (t, "ok" if ok else "fail", got))
+        except OSError as e:
+            f.write("%.3f fail %s\n" % (t, e.__class__.__name__))
+        time.sleep(max(0, 0.05 - (time.time() - t)))
+EOF
+stream() {
+	ip netns exec "$NS_C" timeout 60 "$TS_PY" -u "$TS_TMP/stream.py" \
+	    "$TS_T_ADDR4" "$TS_TARGET_PORT" "$1" "$TS_TMP/$2" \
+	    >>"$TS_TMP/apps.log" 2>&1
+}
+# flows_on LOG: the flows a server has carried (its per-flow lines).
+flows_on() { grep -c "sess [0-9]*: closed: .* -> $TS_T_ADDR4:" "$TS_TMP/$1.log"; }
+status() {
+	ip netns exec "$NS_C" "$TUNSPLIT" status -s "$TS_TMP/client.sock"
+}
+
+# ---- 1, 2: A up, then killed ---------------------------------------------------
+stream 7 stream1.log &
+sp=$!
+sleep 2
+a_before=$(flows_on server)
+[ "$a_before" -gt 5 ] || ts_fail "both up: only $a_before flows on A"
+[ "$(flows_on server-b)" -eq 0 ] ||
+    ts_fail "both up: flows went to B: $(flows_on server-b)"
+t_kill=$(date +%s.%N)
+kill -KILL "$PID_A"
+wait "$PID_A" 2>/dev/null
+ts_log "server A killed at $t_kill"
+ts_wait_log "$TS_TMP/client.log" "outbound a: down" 30 ||
+    ts_fail "no log line for a going down"
+sleep 1.5
+st=$(status) || ts_fail "status"
+grep -q "^  group failover of a, b: active b" <<<"$st" ||
+    ts_fail "status does not show b active: $st"
+grep -qE "^  down for [0-9]+ s \((server unreachable|TLS|connect|server closed)" \
+    <<<"$st" || ts_fail "status does not say a is down, and why: $st"
+ts_log "status: $(grep -A1 '^outbound \(a\|servers\) ' <<<"$st" | tr '\n' '|')"
+
+# ---- 3: a long download on B; A back ------------------------------------------
+ts_app recv --host "$TS_T_ADDR4" --port "$TS_TARGET_PORT" --bytes 8m \
+    --seed 60 --rate 2m >"$TS_TMP/long.log" 2>&1 &
+long=$!
+sleep 0.5
+b_long=$(flows_on server-b)
+a_old=$(flows_on server)
+start_a
+t_back=$(date +%s.%N)
+ts_log "server A back at $t_back"
+wait "$sp"
+wait "$long" || ts_fail "the long download on B: $(cat "$TS_TMP/long.log")"
+ts_log "long download on B intact: $(cat "$TS_TMP/long.log")"
+grep -q "SEND $((8 << 20)) bytes" "$TS_TMP/server-b.log" 2>/dev/null ||
+    grep -q "flow [0-9]* .*down $((8 << 20))" "$TS_TMP/server-b.log" ||
+    [ "$(flows_on server-b)" -gt "$b_long" ] ||
+    ts_fail "the long download was not on B"
+
+# The numbers.
+read -r ok fail first_ok gap back_ok last_fail <<<"$(awk -v k="$t_kill" \
+    -v b="$t_back" '
+	$2 == "ok" { ok++ } $2 != "ok" { fail++; lf = $1 }
+	$1 > k && $2 == "ok" && !f { f = $1 }
+	END { printf "%d %d %s %.3f %d %s\n", ok, fail, f, f - k, 0, lf }' \
+    "$TS_TMP/stream1.log")"
+ts_log "stream: $ok flows ok, $fail failed (last at $last_fail); first success" \
+    "after the kill ${gap} s after it"
+awk -v g="$gap" 'BEGIN { exit !(g > 0 && g <= 1.0) }' ||
+    ts_fail "failover took ${gap} s (> 1 s)"
+[ "$fail" -le 6 ] || ts_fail "$fail flows failed across the failover"
+# Failures only around the kill.
+awk -v k="$t_kill" -v b="$t_back" '$2 != "ok" && ($1 < k - 0.2 || $1 > b + 0.5) { bad++ }
+    END { exit bad > 0 }' "$TS_TMP/stream1.log" ||
+    ts_fail "flows failed away from the kill: $(grep fail "$TS_TMP/stream1.log")"
+a_after=$(($(flows_on server) - a_old))
+ts_wait_log "$TS_TMP/client.log" "outbound a: up again" 50 ||
+    ts_fail "a did not come back up"
+t_up=$(grep -m1 "outbound a: up again" "$TS_TMP/client.log")
+ts_log "client: $t_up"
+[ "$a_after" -gt 0 ] || ts_fail "no flow returned to A after it came back"
+ts_log "A carried $a_after flows after its restart"
+
+# ---- 4: both down: refused, fail closed -------------------------------------
+kill -KILL "$PID_A" "$PID_B"
+wait "$PID_A" "$PID_B" 2>/dev/null
+stream 3 stream2.log
+n_ok=$(grep -c " ok " "$TS_TMP/stream2.log")
+n_all=$(wc -l <"$TS_TMP/stream2.log")
+[ "$n_ok" -eq 0 ] || ts_fail "both down: $n_ok flows succeeded"
+[ "$n_all" -ge 20 ] || ts_fail "both down: only $n_all flows tried (slow refusals?)"
+grep -q "flow [0-9]* .*: blocked\|outbound servers" "$TS_TMP/client.log" ||
+    ts_fail "no flow refused by the group"
+st=$(status) || ts_fail "status"
+grep -q "^  group failover of a, b: DOWN: no member up" <<<"$st" ||
+    ts_fail "status does not say the group is down: $st"
+ts_log "both down: $n_all flows refused, none delivered; status: $(grep '^  group' <<<"$st")"
+
+# Nothing went direct: every connection the target saw came from the server.
+if grep -E "^target: \[[0-9a-f.:]+\]:[0-9]+ " "$TS_TMP/target.log" |
+    grep -v "\[$TS_S2_ADDR4\]" | grep -q .; then
+	ts_fail "the target saw a connection not from the server"
+fi
+ts_alive "$TS_CLIENT_PID" || ts_fail "the client died"
+ts_pass "failover in ${gap} s ($fail flows failed), back to A after its restart, fail closed"
