@@ -135,12 +135,25 @@ client_status(void *arg, struct status_fill *sf)
 	client_status_fill(&cl->status, sf);
 }
 
+static bool
+client_fake_lookup(void *arg, int family, const void *ip, const char **name)
+{
+	struct fakeip *t = arg;
+
+	if (!fakeip_contains(t, family, ip))
+		return false;
+	*name = fakeip_name(t, family, ip);
+	return true;
+}
+
 static int
 client_route_test(void *arg, const char *req, FILE *fp)
 {
 	struct client *cl = arg;
+	struct route_test_fake fake = { client_fake_lookup, cl->env.fakeip };
 
-	return route_test_answer(cl->conf, req, fp);
+	return route_test_answer(cl->conf, req, fp,
+	    cl->env.fakeip != NULL ? &fake : NULL);
 }
 
 static bool

@@ -35,9 +35,43 @@ req_err(FILE *fp, const char *msg)
 	return -1;
 }
 
-int
-route_test_answer(const struct conf *c, const char *req, FILE *fp)
+/* A fake-IP address: decided by its name (from the daemon's table) with
+ * its address, as flow_fake_name makes its flows; *note says what. */
+static void
+fake_addr(const struct conf *c, struct rule_query *q,
+    const struct route_test_fake *fake, const char **note, bool *refused)
 {
+	const char	*name = NULL;
+	bool		 in;
+
+	if (!c->client.dns_fakeip)
+		return;
+	if (fake != NULL)
+		in = fake->lookup(fake->arg, q->family, q->dst, &name);
+	else
+		in = cidr_match(&c->client.fake_ip_range4, q->family, q->dst) ||
+		    (c->client.has_fake_ip_range6 &&
+		    cidr_match(&c->client.fake_ip_range6, q->family, q->dst));
+	if (!in)
+		return;
+	if (name != NULL) {
+		q->domain = name;
+		*note = "a fake-IP address: decided by the name it stands for";
+	} else if (fake != NULL) {
+		*note = "a fake-IP address with no name (evicted, or never "
+		    "issued): a flow to it is refused";
+		*refused = true;
+	} else
+		*note = "a fake-IP address: only the running daemon knows "
+		    "its name (route-test without -c)";
+}
+
+int
+route_test_answer(const struct conf *c, const char *req, FILE *fp,
+    const struct route_test_fake *fake)
+{
+	const char		*fnote = NULL;
+	bool			 refused = false;
 	char			 net[8], src[64], dest[RULES_NAME_MAX + 2];
 	char			 desc[256];
 	const struct rules	*rs = c->client.rules;
@@ -70,6 +104,12 @@ route_test_answer(const struct conf *c, const char *req, FILE *fp)
 			return req_err(fp, "the destination is an address or "
 			    "a domain name");
 		q.domain = dest;
+	} else
+		fake_addr(c, &q, fake, &fnote, &refused);
+	if (refused) {
+		fprintf(fp, "outbound: none (refused)\nrule: none\n"
+		    "flow: %s to %s port %u\nnote: %s\n", net, dest, port, fnote);
+		return 0;
 	}
 	rules_match(rs, &q, final_index(c), &h);
 	fprintf(fp, "outbound: %s (%s)\n", outbound_name(c, h.outbound),
@@ -80,6 +120,8 @@ route_test_answer(const struct conf *c, const char *req, FILE *fp)
 		fprintf(fp, "rule: %d (%s)\n", h.rule,
 		    rules_describe(rs, h.rule, desc, sizeof(desc)));
 	fprintf(fp, "flow: %s to %s port %u", net, dest, port);
+	if (fnote != NULL && q.domain != NULL)
+		fprintf(fp, " (%s)", q.domain);
 	if (q.src_family != 0)
 		fprintf(fp, " from %s", src);
 	fputc('\n', fp);
@@ -91,12 +133,14 @@ route_test_answer(const struct conf *c, const char *req, FILE *fp)
 	else
 		fprintf(fp, "why: the first rule that matches (of %zu)\n",
 		    rules_count(rs));
+	if (fnote != NULL)
+		fprintf(fp, "note: %s\n", fnote);
 	if (q.domain != NULL && !rules_use_domains(rs))
 		fprintf(fp, "note: no rule matches domain names: a flow is "
 		    "decided by its address, and a name is not resolved "
 		    "here; this is the decision for a flow whose address no "
 		    "rule knows\n");
-	else if (q.domain != NULL)
+	else if (q.domain != NULL && fnote == NULL)
 		fprintf(fp, "note: the domain decides only when it is known: "
 		    "sniffed from the flow's first bytes or from fake-IP DNS; "
 		    "address rules were not tried (no address)\n");

@@ -9,12 +9,25 @@
 #ifndef TUNSPLIT_ROUTE_TEST_H
 #define TUNSPLIT_ROUTE_TEST_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 struct conf;
 
+/*
+ * The running daemon's fake-IP table (dns.mode fake-ip), so that a fake
+ * address is decided by the name it stands for, as its flows are:
+ * lookup says whether ip is a fake address and, if it has one, its name.
+ */
+struct route_test_fake {
+	bool	(*lookup)(void *arg, int family, const void *ip,
+		    const char **name);
+	void	*arg;
+};
+
 /* The answer into fp; -1 when the request is not one (fp then holds
- * "error: ..."). */
-int route_test_answer(const struct conf *c, const char *req, FILE *fp);
+ * "error: ...").  fake: NULL without a table (a file, or no fake-IP). */
+int route_test_answer(const struct conf *c, const char *req, FILE *fp,
+    const struct route_test_fake *fake);
 
 #endif

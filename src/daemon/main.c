@@ -652,7 +652,7 @@ cmd_route_test(const struct cmd *cmd, int argc, char **argv)
 		conf_free(c);
 		return EXIT_RUNTIME;
 	}
-	rc = route_test_answer(c, req, fp) == 0 ? 0 : EXIT_USAGE;
+	rc = route_test_answer(c, req, fp, NULL) == 0 ? 0 : EXIT_USAGE;
 	conf_free(c);
 	if (fclose(fp) != 0) {
 		free(out);

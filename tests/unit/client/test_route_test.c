@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <sys/socket.h>
 
 #include "client/route_test.h"
 #include "conf/conf.h"
@@ -32,6 +33,8 @@ load(const char *yaml)
 	return c;
 }
 
+static const struct route_test_fake *t_fake;
+
 /* The answer to req; rc is route_test_answer's. */
 static char *
 answer(const struct conf *c, const char *req, int *rc)
@@ -41,7 +44,7 @@ answer(const struct conf *c, const char *req, int *rc)
 	FILE	*fp;
 
 	assert_non_null(fp = open_memstream(&out, &len));
-	*rc = route_test_answer(c, req, fp);
+	*rc = route_test_answer(c, req, fp, t_fake);
 	assert_int_equal(fclose(fp), 0);
 	return out;
 }
@@ -131,12 +134,61 @@ test_no_rules(void **state)
 	conf_free(c);
 }
 
+/* A table in which 198.19.0.7 stands for www.fake.example and
+ * 198.19.0.8 for nothing. */
+static bool
+fake_lookup(void *arg, int family, const void *ip, const char **name)
+{
+	const uint8_t	*b = ip;
+
+	(void)arg;
+	if (family != AF_INET || b[0] != 198 || b[1] != 19)
+		return false;
+	*name = b[3] == 7 ? "www.fake.example" : NULL;
+	return true;
+}
+
+static void
+test_fake_ip(void **state)
+{
+	static const struct route_test_fake fake = { fake_lookup, NULL };
+	struct conf	*c;
+
+	(void)state;
+	c = load(CLIENT "  dns: {mode: fake-ip}\n  rules:\n"
+	    "    - {domain_suffix: fake.example, outbound: default}\n"
+	    "    - {dst: 198.19.0.0/16, port: 1, outbound: default}\n");
+	/* From a file: the range is known, the names are not. */
+	t_fake = NULL;
+	expect(c, "tcp 443 - 198.19.0.7", "rule: final\n");
+	expect(c, "tcp 443 - 198.19.0.7", "note: a fake-IP address: only the "
+	    "running daemon knows its name (route-test without -c)\n");
+	/* The daemon: by the name, as its flows are. */
+	t_fake = &fake;
+	expect(c, "tcp 443 - 198.19.0.7",
+	    "rule: 0 (domain_suffix fake.example)\n"
+	    "flow: tcp to 198.19.0.7 port 443 (www.fake.example)\n");
+	expect(c, "tcp 443 - 198.19.0.7", "note: a fake-IP address: decided "
+	    "by the name it stands for\n");
+	/* The address is kept too, as a flow's is. */
+	expect(c, "tcp 1 - 198.19.0.7", "rule: 0 (");
+	expect(c, "tcp 1 - 198.19.0.8", "outbound: none (refused)\nrule: "
+	    "none\nflow: tcp to 198.19.0.8 port 1\nnote: a fake-IP address "
+	    "with no name (evicted, or never issued): a flow to it is "
+	    "refused\n");
+	/* Not a fake address: as before. */
+	expect(c, "tcp 1 - 198.18.0.9", "rule: final\n");
+	t_fake = NULL;
+	conf_free(c);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_decisions),
 		cmocka_unit_test(test_no_rules),
+		cmocka_unit_test(test_fake_ip),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
