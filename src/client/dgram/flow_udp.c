@@ -215,6 +215,26 @@ flow_udp_fake_answer(struct flow_udp *u, const struct pkt_ip *ip,
 }
 
 /*
+ * Whether the outbound a flow to name (net, port) would take is direct,
+ * which cannot send to a name: the rules by the name alone, else final
+ * (as fakeip_answer judged it when it gave the address).
+ */
+static bool
+flow_udp_name_direct(const struct conf *c, const char *name, unsigned net,
+    uint16_t port)
+{
+	struct rule_query	q;
+	struct rule_hit		h;
+	int			i;
+
+	rules_query_flow(&q, NULL, NULL, net, name);
+	q.port = port;
+	i = rules_match(c->client.rules, &q, (int)c->client.final, &h);
+	return i >= 0 && (size_t)i < c->client.noutbounds &&
+	    c->client.outbounds[i].protocol == CONF_PROTO_DIRECT;
+}
+
+/*
  * A datagram to a fake address goes to its name (the server resolves
  * it).  false: refuse it -- no name (evicted, or never issued), or an
  * outbound that cannot send to a name (direct).
@@ -226,7 +246,7 @@ flow_udp_fake_dest(struct flow_udp *u, const struct pkt_ip *ip,
 	const char	*name;
 
 	if ((name = fakeip_name(u->fakeip, ip->family, ip->dst)) == NULL ||
-	    conf_final(u->conf)->protocol == CONF_PROTO_DIRECT)
+	    flow_udp_name_direct(u->conf, name, RULES_NET_UDP, ud->dport))
 		return false;
 	memset(dst, 0, sizeof(*dst));
 	dst->atyp = PROTO_ATYP_DOMAIN;
@@ -250,7 +270,7 @@ flow_udp_icmp(struct flow_udp *u, const struct pkt_ip *ip)
 	if (u->fakeip != NULL &&
 	    fakeip_contains(u->fakeip, ip->family, ip->dst) &&
 	    ((name = fakeip_name(u->fakeip, ip->family, ip->dst)) == NULL ||
-	    conf_final(u->conf)->protocol == CONF_PROTO_DIRECT))
+	    flow_udp_name_direct(u->conf, name, RULES_NET_ICMP, 0)))
 		return PKT_OK;
 	rc = flow_icmp_input(u->assoc, ip, name, &blocked);
 	if (blocked)
