@@ -77,6 +77,7 @@ for u in tunsplit-client.service tunsplit-server.service; do
 	has -rw-r--r-- "/lib/systemd/system/$u"
 done
 for e in client.yaml client-direct.yaml client-rules.yaml client-socks5.yaml \
+    client-groups.yaml \
     server.yaml rule-sets/ads.txt rule-sets/domestic-cidr.txt; do
 	has -rw-r--r-- "/usr/share/doc/tunsplit/examples/$e"
 done
