@@ -132,6 +132,8 @@ flow_fail(struct flow *f, const char *reason)
 {
 	if (f->closing)
 		return;
+	if (flow_retry(f, reason) == 0)
+		return;
 	f->failed = true;
 	f->env->stats.failed++;
 	if (f->internal)

@@ -78,6 +78,9 @@ struct flow {
 	struct outbound	*obr;			/* its outbound (a ref), NULL
 						 * until client_route chose */
 	int		 rule;			/* that chose it, -1: final */
+	bool		 has_group;		/* the route answered a group: */
+	size_t		 group;			/* its index in env->obs */
+	bool		 retried;		/* once, on the next member */
 	bool		 failed;		/* flow_fail: counted */
 	struct tcp_pcb	*pcb;			/* NULL once lwIP freed it */
 	struct outer	*out;
@@ -153,6 +156,10 @@ int  flow_fake_name(struct flow *f);
 /* flow_tcp_open.c: a flow accepted while sniffing dials its outbound now
  * (connect_mode fast).  0, or -1 with the flow failed. */
 int  flow_tcp_dial(struct flow *f);
+/* A flow that failed (reason) on a group's member before anything
+ * reached the app or left for the target (fast mode) is dialled once
+ * more on the group's next member: 0, or -1 to fail it as usual. */
+int  flow_retry(struct flow *f, const char *reason);
 
 /* flow_tcp_sniff.c */
 /* Whether a new TCP flow under c waits for its first bytes. */

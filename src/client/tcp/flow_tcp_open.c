@@ -28,6 +28,7 @@
 #include "core/log.h"
 #include "core/loop.h"
 #include "tls/outer.h"
+#include "client/group.h"
 #include "client/outbound.h"
 #include "client/pool.h"
 #include "client/route.h"
@@ -268,6 +269,10 @@ flow_route(struct flow *f)
 	rules_query_flow(&q, &f->dst, f->app.len != 0 ? &f->app : NULL,
 	    RULES_NET_TCP, f->domain);
 	ob = client_route(f->env->obs, &q, &why);
+	f->has_group = why.outbound >= 0 &&
+	    (size_t)why.outbound < f->env->obs->n &&
+	    outbound_is_group(f->env->obs->v[why.outbound]);
+	f->group = f->has_group ? (size_t)why.outbound : 0;
 	f->obr = outbound_ref(ob);
 	f->rule = why.rule;
 	f->ob = flow_outbound(ob->co->protocol);
@@ -459,6 +464,70 @@ flow_tcp_accept(void *arg, struct tcp_pcb *pcb, err_t err)
 	if (flow_register(env, f) < 0)
 		return ERR_ABRT;	/* flow_fail aborted the pcb */
 	return ERR_OK;
+}
+
+int
+flow_retry(struct flow *f, const char *reason)
+{
+	struct flow_env *env = f->env;
+	struct outbound *nob;
+	struct rule_query q;
+	const char *was;
+
+	/* Nothing delivered either way, the server never answered, and the
+	 * group still the running generation's (its members live). */
+	if (f->retried || !f->has_group || f->held || f->conf->client.faithful ||
+	    f->internal || f->status_ok || f->answered || f->up > 0 ||
+	    f->down > 0 || f->obr == NULL || !f->obr->has_server ||
+	    f->phase == FLOW_SNIFF || env->obs->conf != f->conf ||
+	    f->group >= env->obs->n)
+		return -1;
+	rules_query_flow(&q, &f->dst, f->app.len != 0 ? &f->app : NULL,
+	    RULES_NET_TCP, f->domain[0] != '\0' ? f->domain : NULL);
+	nob = group_pick(env->obs->v[f->group], &q, group_now(), f->obr);
+	if (outbound_is_group(nob))
+		return -1;	/* no other member up */
+	f->retried = true;
+	outbound_fail(f->obr, reason);
+	was = outbound_name(f->obr);
+	log_info("flow %llu: outbound %s: %s before any byte moved: tried "
+	    "once more on %s", (unsigned long long)f->id, was, reason,
+	    outbound_name(nob));
+	/* The failed way out, all of it. */
+	loop_fd_del(env->loop, &f->lfd);
+	if (f->out != NULL)
+		outer_abort(f->out);	/* closes the socket */
+	f->out = NULL;
+	f->fd = -1;
+	f->pooled = false;
+	flow_socks5_free(f->socks);
+	f->socks = NULL;
+	if (f->hdr != NULL)
+		sodium_memzero(f->hdr, f->hdr_len);
+	free(f->hdr);
+	f->hdr = NULL;
+	f->hdr_len = f->hdr_off = f->retry_len = 0;
+	f->hup = f->write_blocked = f->out_shut = f->out_eof = false;
+	outbound_close(f->obr, true, 0, 0);
+	outbound_unref(f->obr);
+	f->obr = outbound_ref(nob);
+	f->ob = flow_outbound(nob->co->protocol);
+	outbound_open(nob);
+	/* The next one, as a new flow would dial it. */
+	f->dial_us = stats_now_us();
+	if (f->ob->dial(f) < 0)
+		return -1;
+	if (loop_fd_add(env->loop, &f->lfd, f->fd,
+	    f->pooled ? EPOLLIN : EPOLLOUT, flow_on_io) < 0)
+		return -1;
+	f->phase = FLOW_CONNECT;
+	loop_timer_set(env->loop, &f->timer, f->obr->co->connect_timeout_ms);
+	if (f->pooled) {
+		env->stats.pooled++;
+		if (flow_start_relay(f) < 0)
+			return -1;
+	}
+	return 0;
 }
 
 /* The sniffing flow's domain is known, or will not be: the way out. */
