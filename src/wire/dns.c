@@ -117,8 +117,8 @@ dns_name_text(struct dns_query *q)
 /* One resource record at *pos, moved past it; its type, class, TTL and
  * whether its name is the root.  0 or -1. */
 static int
-dns_rr_skip(const uint8_t *m, size_t len, size_t *pos, uint16_t *type,
-    uint16_t *class, uint32_t *ttl, bool *root)
+dns_rr_at(const uint8_t *m, size_t len, size_t *pos, uint16_t *type,
+    uint16_t *class, uint32_t *ttl, bool *root, size_t *ttl_at)
 {
 	size_t	next = 0, rdlen;
 	int	n;
@@ -131,12 +131,22 @@ dns_rr_skip(const uint8_t *m, size_t len, size_t *pos, uint16_t *type,
 	*type = get16(m + next);
 	*class = get16(m + next + 2);
 	*ttl = (uint32_t)get16(m + next + 4) << 16 | get16(m + next + 6);
+	*ttl_at = next + 4;
 	rdlen = get16(m + next + 8);
 	next += DNS_RR_FIXED;
 	if (len - next < rdlen)
 		return -1;
 	*pos = next + rdlen;
 	return 0;
+}
+
+static int
+dns_rr_skip(const uint8_t *m, size_t len, size_t *pos, uint16_t *type,
+    uint16_t *class, uint32_t *ttl, bool *root)
+{
+	size_t	at;
+
+	return dns_rr_at(m, len, pos, type, class, ttl, root, &at);
 }
 
 int
@@ -235,4 +245,65 @@ dns_answer(uint8_t *out, size_t outlen, const struct dns_query *q,
 		p = put16(p, 0);
 	}
 	return p - out;
+}
+
+/* A reply: its question, and every record after it, their least TTL
+ * (OPT's is no TTL); with rw, each TTL lowered by age in rw (msg's
+ * bytes).  0, or -1 when malformed. */
+static int
+dns_reply_walk(const uint8_t *msg, size_t len, struct dns_reply *r,
+    uint8_t *rw, uint32_t age)
+{
+	size_t		 pos, next = 0, at;
+	unsigned	 nrr, i;
+	uint16_t	 type, class;
+	uint32_t	 ttl;
+	bool		 root;
+	int		 n;
+
+	memset(r, 0, sizeof(*r));
+	if (msg == NULL || len < DNS_HDR_LEN)
+		return -1;
+	r->q.id = get16(msg);
+	r->q.flags = get16(msg + 2);
+	if ((r->q.flags & DNS_FLAG_QR) == 0 || get16(msg + 4) != 1)
+		return -1;
+	if ((n = dns_name_read(msg, len, DNS_HDR_LEN, &next, r->q.qname)) < 0 ||
+	    len - next < 4)
+		return -1;
+	r->q.qname_len = (size_t)n;
+	dns_name_text(&r->q);
+	r->q.qtype = get16(msg + next);
+	r->q.qclass = get16(msg + next + 2);
+	r->rcode = r->q.flags & 0xf;
+	r->ancount = get16(msg + 6);
+	pos = next + 4;
+	nrr = (unsigned)get16(msg + 6) + get16(msg + 8) + get16(msg + 10);
+	for (i = 0; i < nrr; i++) {
+		if (dns_rr_at(msg, len, &pos, &type, &class, &ttl, &root,
+		    &at) == -1)
+			return -1;
+		if (type == DNS_TYPE_OPT)
+			continue;
+		if (!r->has_ttl || ttl < r->min_ttl)
+			r->min_ttl = ttl;
+		r->has_ttl = true;
+		if (rw != NULL)
+			(void)put32(rw + at, ttl > age ? ttl - age : 0);
+	}
+	return pos == len ? 0 : -1;
+}
+
+int
+dns_reply_parse(const uint8_t *msg, size_t len, struct dns_reply *r)
+{
+	return dns_reply_walk(msg, len, r, NULL, 0);
+}
+
+int
+dns_reply_age(uint8_t *msg, size_t len, uint32_t age)
+{
+	struct dns_reply	r;
+
+	return dns_reply_walk(msg, len, &r, msg, age);
 }

@@ -88,4 +88,22 @@ int dns_query_parse(const uint8_t *msg, size_t len, struct dns_query *q);
 ssize_t dns_answer(uint8_t *out, size_t outlen, const struct dns_query *q,
     int rcode, const uint8_t *addr, size_t alen, uint32_t ttl);
 
+/*
+ * An upstream's reply (QR set, one question), walked the same way: its
+ * question in q (q.has_opt and the opt_ fields are not read), rcode (the
+ * header's 4 bits), ANCOUNT, and the least TTL of every record but OPT.
+ */
+struct dns_reply {
+	struct dns_query q;
+	unsigned	 rcode;
+	unsigned	 ancount;
+	bool		 has_ttl;	/* any record but OPT */
+	uint32_t	 min_ttl;
+};
+
+int dns_reply_parse(const uint8_t *msg, size_t len, struct dns_reply *r);
+/* Each record's TTL but OPT's lowered by age (0 at least), in place.
+ * 0, or -1 when malformed. */
+int dns_reply_age(uint8_t *msg, size_t len, uint32_t age);
+
 #endif
