@@ -307,6 +307,7 @@ conf_new(void)
 	c->client.max_buffer_memory = (size_t)64 << 20;
 	c->client.udp_timeout_ms = 60000;
 	c->client.dns_timeout_ms = 10000;
+	c->client.dns_cache_size = 1024;
 	snprintf(c->server.congestion, sizeof(c->server.congestion), "bbr");
 	c->server.max_conns = 8192;
 	c->server.max_conns_per_source = LIMIT_SOURCE_DEFAULT;

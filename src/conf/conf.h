@@ -88,6 +88,14 @@ enum conf_group {
  * "default"): a protocol and its own settings.  Which keys a protocol
  * takes is conf_client.c's check_outbound.
  */
+/* client.dns.upstreams: one resolver and the names it answers. */
+struct conf_dns_upstream {
+	char		 name[CONF_OB_NAME_MAX + 1];	/* unique */
+	struct addr	 addr;				/* numeric, port 53 default */
+	char		**domains;	/* lower case; each also its subdomains */
+	size_t		 ndomains;
+};
+
 struct conf_outbound {
 	char		 name[CONF_OB_NAME_MAX + 1];	/* [a-z0-9_-], unique */
 	enum conf_proto	 protocol;
@@ -205,6 +213,11 @@ struct conf {
 		char		*fake_ip_file;		/* NULL: not kept */
 		char		**fake_ip_exclude;	/* names; ".x" suffixes */
 		size_t		 nfake_ip_exclude;
+		/* dns.upstreams: the names each one answers (the first
+		 * whose domains match; else server), and dns.cache_size. */
+		struct conf_dns_upstream *dns_upstreams;
+		size_t		 ndns_upstreams;
+		unsigned	 dns_cache_size;	/* answers, default 1024, 0 = off */
 		bool		 route_auto;		/* run tunsplit-route up/down */
 		bool		 ipv6_bypass;		/* ipv6: bypass (default block),
 							 * for a TUN without IPv6 */

@@ -10,6 +10,10 @@
  *                              and fake_ip_exclude names forwarded (to
  *                              server when given, else where they went)
  *
+ * Both modes take upstreams: resolvers for names under their domains
+ * (the first upstream that matches; other names go to server), and
+ * cache_size, the answers kept (0: none).
+ *
  * The fake ranges are judged against the TUN and route_exclude once the
  * whole file is read (conf_dns_check, from check_top).
  */
@@ -29,6 +33,7 @@
 #define DNS_EXCLUDE_MAX		4096
 #define DNS_PREFIX4_MAX		24	/* at least 254 names */
 #define DNS_PREFIX6_MAX		120
+#define DNS_CACHE_MAX		(1 << 20)
 
 enum { DNS_MODE_REDIRECT = 1, DNS_MODE_FAKEIP = 2 };
 
@@ -136,6 +141,152 @@ exclude_item(struct ctx *x, yaml_node_t *n, size_t i, void *arg)
 	return 0;
 }
 
+/* ---- upstreams ------------------------------------------------------------ */
+
+#define DNS_UPSTREAMS_MAX	64
+#define DNS_DOMAINS_MAX		4096
+
+static int
+up_domain(struct ctx *x, yaml_node_t *n, size_t i, void *arg)
+{
+	struct conf_dns_upstream *up = arg;
+	const char	*s = conf_scalar(x, n), *p;
+	char		*q;
+
+	if (s == NULL)
+		return -1;
+	p = *s == '.' ? s + 1 : s;
+	if (*p == '\0' || strlen(p) > 253 || p[strlen(p) - 1] == '.' ||
+	    strstr(p, "..") != NULL || *p == '.' ||
+	    strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "0123456789-_.") != strlen(p))
+		return conf_err(x, n, "'%s' is not a domain name (it and "
+		    "every name under it)", conf_vis(x, s));
+	if ((up->domains[i] = strdup(p)) == NULL)
+		return conf_err(x, n, "out of memory");
+	for (q = up->domains[i]; *q != '\0'; q++)
+		if (*q >= 'A' && *q <= 'Z')
+			*q = (char)(*q - 'A' + 'a');
+	up->ndomains = i + 1;
+	return 0;
+}
+
+static int
+key_up_domains(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
+    void *base)
+{
+	struct conf_dns_upstream *up = base;
+	size_t	count = conf_list_count(n);
+
+	(void)k;
+	if (count == 0)
+		count = 1;
+	if (count <= DNS_DOMAINS_MAX &&
+	    (up->domains = calloc(count, sizeof(char *))) == NULL)
+		return conf_err(x, n, "out of memory");
+	return conf_list_walk(x, n, 1, DNS_DOMAINS_MAX, up_domain, up);
+}
+
+static int
+key_up_name(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
+    void *base)
+{
+	struct conf_dns_upstream *up = base, *v = x->c->client.dns_upstreams;
+	const char	*s = conf_scalar(x, n);
+
+	(void)k;
+	if (s == NULL)
+		return -1;
+	if (*s == '\0' || strlen(s) > CONF_OB_NAME_MAX ||
+	    strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_-") != strlen(s))
+		return conf_err(x, n, "'%s' is not a name of 1..%d characters "
+		    "a-z, 0-9, '_' or '-'", conf_vis(x, s), CONF_OB_NAME_MAX);
+	for (; v < up; v++)
+		if (strcmp(v->name, s) == 0)
+			return conf_err(x, n, "'%s': an upstream of that name "
+			    "is listed already", s);
+	memcpy(up->name, s, strlen(s) + 1);
+	return 0;
+}
+
+static int
+key_up_address(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
+    void *base)
+{
+	struct conf_dns_upstream *up = base;
+	const char	*s = conf_scalar(x, n);
+
+	(void)k;
+	if (s == NULL)
+		return -1;
+	if ((addr_parse(&up->addr, s) == -1 || addr_port(&up->addr) == 0) &&
+	    addr_from_ip(&up->addr, s, 53) == -1)
+		return conf_err(x, n, "'%s' is not a numeric address[:port] "
+		    "(192.0.2.53:53, [2001:db8::53]:53)", conf_vis(x, s));
+	return 0;
+}
+
+/* Only udp for now: the query goes as the app sent it. */
+static int
+key_up_protocol(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
+    void *base)
+{
+	static const struct conf_word w[] = { { "udp", 1 }, { NULL, 0 } };
+	int	v;
+
+	(void)k;
+	(void)base;
+	return conf_choice(x, n, w, &v);
+}
+
+static int
+check_upstream(struct ctx *x, yaml_node_t *map, void *base)
+{
+	(void)base;
+	if (conf_require(x, map, "name") == -1 ||
+	    conf_require(x, map, "address") == -1)
+		return -1;
+	return conf_require(x, map, "domains");
+}
+
+static const struct conf_key keys_upstream[] = {
+	{ "name", key_up_name, 0, 0, 0, NULL },
+	{ "address", key_up_address, 0, 0, 0, NULL },
+	{ "protocol", key_up_protocol, 0, 0, 0, NULL },
+	{ "domains", key_up_domains, 0, 0, 0, NULL },
+	{ NULL, NULL, 0, 0, 0, NULL }
+};
+static const struct conf_map map_upstream = { keys_upstream, check_upstream };
+
+static int
+upstream_item(struct ctx *x, yaml_node_t *n, size_t i, void *arg)
+{
+	struct conf	*c = x->c;
+
+	(void)arg;
+	c->client.ndns_upstreams = i + 1;
+	return conf_map_walk(x, n, &map_upstream, &c->client.dns_upstreams[i]);
+}
+
+static int
+key_upstreams(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
+    void *base)
+{
+	struct conf	*c = x->c;
+	size_t		 count = conf_list_count(n);
+
+	(void)k;
+	(void)base;
+	if (n->type != YAML_SEQUENCE_NODE)
+		return conf_err(x, n, "expected a list of upstreams, found %s",
+		    conf_node_kind(n));
+	if (count > 0 && count <= DNS_UPSTREAMS_MAX &&
+	    (c->client.dns_upstreams = calloc(count,
+	    sizeof(*c->client.dns_upstreams))) == NULL)
+		return conf_err(x, n, "out of memory");
+	return conf_list_walk(x, n, 1, DNS_UPSTREAMS_MAX, upstream_item, NULL);
+}
+
 static int
 key_exclude(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
     void *base)
@@ -203,6 +354,9 @@ static const struct conf_key keys_dns[] = {
 	{ "fake_ip_file", key_file, C(client.fake_ip_file), 0, 0, NULL },
 	{ "fake_ip_size", conf_key_uint, C(client.fake_ip_size), 2,
 	    DNS_SIZE_MAX, NULL },
+	{ "upstreams", key_upstreams, 0, 0, 0, NULL },
+	{ "cache_size", conf_key_uint, C(client.dns_cache_size), 0,
+	    DNS_CACHE_MAX, NULL },
 	{ NULL, NULL, 0, 0, 0, NULL }
 };
 static const struct conf_map map_dns = { keys_dns, check_dns };
@@ -324,10 +478,16 @@ conf_dns_check(struct ctx *x)
 void
 conf_dns_free(struct conf *c)
 {
-	size_t	i;
+	size_t	i, j;
 
 	for (i = 0; i < c->client.nfake_ip_exclude; i++)
 		free(c->client.fake_ip_exclude[i]);
+	for (i = 0; i < c->client.ndns_upstreams; i++) {
+		for (j = 0; j < c->client.dns_upstreams[i].ndomains; j++)
+			free(c->client.dns_upstreams[i].domains[j]);
+		free(c->client.dns_upstreams[i].domains);
+	}
+	free(c->client.dns_upstreams);
 	free(c->client.fake_ip_exclude);
 	free(c->client.fake_ip_file);
 }

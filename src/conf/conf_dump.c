@@ -71,7 +71,7 @@ static void
 dump_client_dns(FILE *fp, const struct conf *c)
 {
 	char	buf[ADDR_STRLEN];
-	size_t	i;
+	size_t	i, j;
 
 	if (!c->client.dns_map) {
 		if (c->client.has_dns)
@@ -84,6 +84,20 @@ dump_client_dns(FILE *fp, const struct conf *c)
 	if (c->client.has_dns)
 		dump_kv(fp, "    ", "server", addr_fmt(&c->client.dns, buf,
 		    sizeof(buf)));
+	if (c->client.dns_cache_size != 1024)
+		fprintf(fp, "    cache_size: %u\n", c->client.dns_cache_size);
+	if (c->client.ndns_upstreams > 0)
+		fprintf(fp, "    upstreams:\n");
+	for (i = 0; i < c->client.ndns_upstreams; i++) {
+		const struct conf_dns_upstream *up = &c->client.dns_upstreams[i];
+
+		fprintf(fp, "      - name: %s\n", up->name);
+		dump_kv(fp, "        ", "address", addr_fmt(&up->addr, buf,
+		    sizeof(buf)));
+		fprintf(fp, "        protocol: udp\n        domains:\n");
+		for (j = 0; j < up->ndomains; j++)
+			fprintf(fp, "          - %s\n", up->domains[j]);
+	}
 	if (!c->client.dns_fakeip)
 		return;
 	dump_kv(fp, "    ", "fake_ip_range", cidr_fmt(&c->client.fake_ip_range4,

@@ -161,6 +161,72 @@ test_errors(void **state)
 	    "");
 }
 
+#define UPS	"  dns:\n    mode: redirect\n    server: 10.0.0.53\n" \
+		"    upstreams:\n"
+
+static void
+test_upstreams(void **state)
+{
+	struct conf	*c;
+	char		 buf[ADDR_STRLEN];
+
+	(void)state;
+	c = load_ok(HEAD UPS
+	    "      - {name: corp, address: 10.1.0.53, protocol: udp,"
+	    " domains: [Corp.Example, .lab.example]}\n"
+	    "      - {name: v6, address: \"[2001:db8::53]:5353\","
+	    " domains: x.test}\n");
+	assert_int_equal(c->client.ndns_upstreams, 2);
+	assert_string_equal(c->client.dns_upstreams[0].name, "corp");
+	assert_string_equal(addr_fmt(&c->client.dns_upstreams[0].addr, buf,
+	    sizeof(buf)), "10.1.0.53:53");
+	assert_int_equal(c->client.dns_upstreams[0].ndomains, 2);
+	assert_string_equal(c->client.dns_upstreams[0].domains[0],
+	    "corp.example");
+	assert_string_equal(c->client.dns_upstreams[0].domains[1],
+	    "lab.example");
+	assert_string_equal(addr_fmt(&c->client.dns_upstreams[1].addr, buf,
+	    sizeof(buf)), "[2001:db8::53]:5353");
+	assert_int_equal(c->client.dns_cache_size, 1024);
+	conf_free(c);
+	c = load_ok(HEAD "  dns: {mode: fake-ip, cache_size: 0, upstreams: "
+	    "[{name: a, address: 10.1.0.53, domains: [a.test]}]}\n");
+	assert_int_equal(c->client.dns_cache_size, 0);
+	assert_int_equal(c->client.ndns_upstreams, 1);
+	conf_free(c);
+}
+
+static void
+test_upstream_errors(void **state)
+{
+	(void)state;
+	expect_err(HEAD UPS "      - {name: a, address: corp.example, "
+	    "domains: [a.test]}\n",
+	    "t.yaml:8:28: client.dns.upstreams[0].address: ",
+	    "not a numeric address");
+	expect_err(HEAD UPS "      - {name: a, address: 10.1.0.53, "
+	    "domains: [a.test]}\n      - {name: a, address: 10.1.0.54, "
+	    "domains: [b.test]}\n",
+	    "t.yaml:9:16: client.dns.upstreams[1].name: ",
+	    "an upstream of that name is listed already");
+	expect_err(HEAD UPS "      - {name: a, address: 10.1.0.53}\n",
+	    "t.yaml:8:9: client.dns.upstreams[0].domains: ",
+	    "missing required key");
+	expect_err(HEAD UPS "      - {name: a, address: 10.1.0.53, "
+	    "domains: [\"a..b\"]}\n",
+	    "t.yaml:8:49: client.dns.upstreams[0].domains[0]: ",
+	    "not a domain name");
+	expect_err(HEAD UPS "      - {name: a, address: 10.1.0.53, "
+	    "protocol: quic, domains: [a.test]}\n",
+	    "t.yaml:8:49: client.dns.upstreams[0].protocol: ", "is not udp");
+	expect_err(HEAD UPS "      - {name: A!, address: 10.1.0.53, "
+	    "domains: [a.test]}\n",
+	    "t.yaml:8:16: client.dns.upstreams[0].name: ", "not a name");
+	expect_err(HEAD "  dns: {mode: redirect, server: 10.0.0.53, "
+	    "upstreams: {name: a}}\n", "t.yaml:4:55: client.dns.upstreams: ",
+	    "expected a list of upstreams");
+}
+
 static void
 round_trip(const char *yaml)
 {
@@ -197,6 +263,10 @@ test_dump(void **state)
 	    " fake_ip_range: 100.64.0.0/16, fake_ip_file: \"\","
 	    " fake_ip_exclude: [a.example, \".b.example\"]}\n");
 	round_trip(HEAD);
+	round_trip(HEAD UPS "      - {name: corp, address: 10.1.0.53, "
+	    "domains: [corp.example, b.example]}\n"
+	    "      - {name: six, address: \"[2001:db8::53]:5353\", "
+	    "domains: [x.test]}\n    cache_size: 10\n");
 }
 
 int
@@ -207,6 +277,8 @@ main(void)
 		cmocka_unit_test(test_fakeip_defaults),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_dump),
+		cmocka_unit_test(test_upstreams),
+		cmocka_unit_test(test_upstream_errors),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
