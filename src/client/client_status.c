@@ -281,6 +281,16 @@ client_status_fill(struct client_status *cs, struct status_fill *sf)
 		st->udp = *assoc_stats(flow_udp_assoc(cs->udp));
 	}
 	client_status_rules(cs, st);
+	if (cs->udp != NULL && (cs->conf->client.has_dns ||
+	    cs->conf->client.ndns_upstreams > 0)) {
+		st->has_dns = true;
+		st->dns_cache = *flow_udp_dns_cache_stats(cs->udp);
+		st->dns_up = cs->conf->client.dns_upstreams;
+		st->ndns_up = cs->conf->client.ndns_upstreams;
+		if (st->ndns_up > FLOW_UDP_UPSTREAMS)
+			st->ndns_up = FLOW_UDP_UPSTREAMS;
+		st->dns_up_queries = flow_udp_stats(cs->udp)->dns_upstream;
+	}
 	if (env->fakeip != NULL) {
 		st->has_fakeip = true;
 		st->fakeip = *fakeip_stats(env->fakeip);

@@ -16,6 +16,8 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 
+#include "conf/conf.h"
+
 /* ---- filling (control.c asks the role) ------------------------------- */
 
 struct status_flow *
@@ -225,6 +227,23 @@ text_rules(const struct status *st, FILE *fp)
 
 /* The server's resolver: outcomes of its lookups, its queue now. */
 static void
+text_dns(const struct status *st, FILE *fp)
+{
+	const struct dnsfwd_stats *k = &st->dns_cache;
+	char	buf[ADDR_STRLEN];
+	size_t	i;
+
+	fprintf(fp, "dns cache: %" PRIu64 " answers, %" PRIu64 " hits, %"
+	    PRIu64 " misses, %" PRIu64 " stored, %" PRIu64 " evicted, %"
+	    PRIu64 " expired\n", k->entries, k->hits, k->misses, k->stored,
+	    k->evicted, k->expired);
+	for (i = 0; i < st->ndns_up; i++)
+		fprintf(fp, "dns upstream %s %s: %" PRIu64 " queries\n",
+		    st->dns_up[i].name, addr_fmt(&st->dns_up[i].addr, buf,
+		    sizeof(buf)), st->dns_up_queries[i]);
+}
+
+static void
 text_resolver(const struct resolve_stats *r, FILE *fp)
 {
 	fprintf(fp, "resolver: %" PRIu64 " lookups, %" PRIu64 " from the cache;"
@@ -373,6 +392,8 @@ status_write_text(const struct status *st, FILE *fp)
 		    st->fakeip.capacity, st->fakeip.answers,
 		    st->fakeip.evictions, st->fakeip.hits, st->fakeip.misses,
 		    st->fakeip.saves, st->fakeip.save_errors);
+	if (st->has_dns)
+		text_dns(st, fp);
 	if (st->has_limits)
 		text_limits(st, fp);
 	if (st->has_resolver)
@@ -529,6 +550,29 @@ json_flow(FILE *fp, const struct status_flow *f)
 }
 
 static void
+json_dns(const struct status *st, FILE *fp)
+{
+	const struct dnsfwd_stats *k = &st->dns_cache;
+	char	buf[ADDR_STRLEN];
+	size_t	i;
+
+	fprintf(fp, ",\"dns_cache\":{\"hits\":%" PRIu64 ",\"misses\":%" PRIu64
+	    ",\"answers\":%" PRIu64 ",\"stored\":%" PRIu64 ",\"evicted\":%"
+	    PRIu64 ",\"expired\":%" PRIu64 "}", k->hits, k->misses,
+	    k->entries, k->stored, k->evicted, k->expired);
+	fprintf(fp, ",\"dns_upstreams\":[");
+	for (i = 0; i < st->ndns_up; i++) {
+		fprintf(fp, "%s{\"name\":", i > 0 ? "," : "");
+		status_json_str(fp, st->dns_up[i].name);
+		fprintf(fp, ",\"address\":");
+		status_json_str(fp, addr_fmt(&st->dns_up[i].addr, buf,
+		    sizeof(buf)));
+		fprintf(fp, ",\"queries\":%" PRIu64 "}", st->dns_up_queries[i]);
+	}
+	fputc(']', fp);
+}
+
+static void
 json_resolver(const struct resolve_stats *r, FILE *fp)
 {
 	fprintf(fp, ",\"resolver\":{\"lookups\":%" PRIu64 ",\"cache_hits\":%"
@@ -675,6 +719,8 @@ status_write_json(const struct status *st, FILE *fp)
 		    st->fakeip.capacity, st->fakeip.answers, st->fakeip.issued,
 		    st->fakeip.evictions, st->fakeip.hits, st->fakeip.misses,
 		    st->fakeip.saves, st->fakeip.save_errors);
+	if (st->has_dns)
+		json_dns(st, fp);
 	if (st->has_limits)
 		json_limits(st, fp);
 	if (st->has_resolver)
@@ -834,6 +880,27 @@ prom_fakeip(FILE *fp, const struct fakeip_stats *f)
 	    f->misses);
 	prom_one(fp, "fakeip_save_errors_total", "counter",
 	    "Failed writes of the fake-IP table's file.", f->save_errors);
+}
+
+static void
+prom_dns(FILE *fp, const struct status *st)
+{
+	size_t	i;
+
+	prom_one(fp, "dns_cache_hits_total", "counter",
+	    "DNS queries answered from the client's cache.", st->dns_cache.hits);
+	prom_one(fp, "dns_cache_misses_total", "counter",
+	    "DNS queries the cache could not answer.", st->dns_cache.misses);
+	prom_one(fp, "dns_cache_answers", "gauge",
+	    "Answers the DNS cache holds.", st->dns_cache.entries);
+	if (st->ndns_up == 0)
+		return;
+	prom_head(fp, "dns_upstream_queries_total", "counter",
+	    "DNS queries sent to each of dns.upstreams (since the last "
+	    "reload).");
+	for (i = 0; i < st->ndns_up; i++)
+		fprintf(fp, "tunsplit_dns_upstream_queries_total{upstream=\"%s\"}"
+		    " %" PRIu64 "\n", st->dns_up[i].name, st->dns_up_queries[i]);
 }
 
 static void
@@ -1224,6 +1291,8 @@ status_write_prometheus(const struct status *st, FILE *fp)
 		prom_udp(fp, &st->udp);
 	if (st->has_fakeip)
 		prom_fakeip(fp, &st->fakeip);
+	if (st->has_dns)
+		prom_dns(fp, st);
 	if (st->has_limits)
 		prom_limits(fp, st);
 	if (st->has_resolver)

@@ -15,6 +15,7 @@
 
 #include "core/addr.h"
 #include "client/dgram/assoc.h"
+#include "client/dns/dnsfwd.h"
 #include "client/dns/fakeip.h"
 #include "core/limit.h"
 #include "client/pool.h"
@@ -143,6 +144,14 @@ struct status {
 	/* dns.mode fake-ip: the table. */
 	bool		 has_fakeip;
 	struct fakeip_stats fakeip;
+	/* client.dns real DNS: the answer cache, and the queries each
+	 * upstream took (names and addresses from the configuration, alive
+	 * while the status is written). */
+	bool		 has_dns;
+	struct dnsfwd_stats dns_cache;
+	const struct conf_dns_upstream *dns_up;
+	size_t		 ndns_up;
+	const uint64_t	*dns_up_queries;
 
 	/* Server. */
 	size_t		 users;

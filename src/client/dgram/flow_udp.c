@@ -24,6 +24,7 @@
 #include "client/dgram/quic_route.h"
 #include "client/dgram/reass.h"
 #include "rules/rules.h"
+#include "client/dns/dnsfwd.h"
 #include "client/dns/fakeip.h"
 #include "wire/dns.h"
 
@@ -46,6 +47,7 @@ struct flow_udp {
 	struct fakeip		*fakeip;	/* dns.mode fake-ip, or NULL */
 	struct quic_route	*quic;		/* client.sniff, made on use */
 	struct loop_timer	 quic_timer;	/* held datagrams' deadline */
+	struct dnsfwd_cache	*cache;		/* dns.cache_size, or NULL */
 };
 
 /*
@@ -154,6 +156,43 @@ dns_original(const struct assoc *a, const uint8_t *data, size_t len)
 	return &m->e[(m->next - 1) % DNS_MAP].dst;
 }
 
+/* Whether the answer's id is that of a query the app sent on a. */
+static bool
+dns_asked(const struct assoc *a, const uint8_t *data, size_t len)
+{
+	const struct dns_map	*m = assoc_ext(a);
+	uint16_t		 txid;
+	unsigned		 i;
+
+	if (m == NULL || len < 2)
+		return false;
+	txid = (uint16_t)(data[0] << 8 | data[1]);
+	for (i = 0; i < DNS_MAP; i++)
+		if (m->e[i].used && m->e[i].txid == txid)
+			return true;
+	return false;
+}
+
+/* Whether src is client.dns's server or one of its upstreams. */
+static bool
+dns_resolver(const struct conf *c, const struct proto_dest *src)
+{
+	struct proto_dest	r;
+	size_t			i;
+
+	if (c->client.has_dns) {
+		frame_dest_from_addr(&r, &c->client.dns);
+		if (dest_eq(src, &r))
+			return true;
+	}
+	for (i = 0; i < c->client.ndns_upstreams; i++) {
+		frame_dest_from_addr(&r, &c->client.dns_upstreams[i].addr);
+		if (dest_eq(src, &r))
+			return true;
+	}
+	return false;
+}
+
 /* ---- fake-IP ------------------------------------------------------------ */
 
 static void
@@ -194,24 +233,75 @@ fake_original(const struct assoc *a, const struct proto_dest *src)
 	return NULL;
 }
 
+static void flow_udp_dns_reply(struct flow_udp *, const struct pkt_ip *,
+    const struct pkt_udp *, const uint8_t *, size_t);
+
 /* A DNS query the table answers: the answer goes back from where the
  * app sent it.  true when answered. */
 static bool
 flow_udp_fake_answer(struct flow_udp *u, const struct pkt_ip *ip,
     const struct pkt_udp *ud)
 {
-	uint8_t		 ans[DNS_ANSWER_MAX], *pkt;
+	uint8_t		 ans[DNS_ANSWER_MAX];
 	size_t		 n;
 
 	if ((n = fakeip_answer(u->fakeip, u->conf, ud->data, ud->len, ans,
 	    sizeof(ans))) == 0)
 		return false;
-	pkt = assoc_pkt_buf(u->assoc);
+	flow_udp_dns_reply(u, ip, ud, ans, n);
+	return true;
+}
+
+/* A DNS answer made here (cache, fake-IP) to the app's query. */
+static void
+flow_udp_dns_reply(struct flow_udp *u, const struct pkt_ip *ip,
+    const struct pkt_udp *ud, const uint8_t *ans, size_t n)
+{
+	uint8_t		*pkt = assoc_pkt_buf(u->assoc);
+
 	n = pkt_build_udp(pkt, ip->family, ip->dst, ud->dport, ip->src,
 	    ud->sport, ans, n, assoc_next_ipid(u->assoc));
 	if (n > 0)
 		(void)assoc_tun_write(u->assoc, pkt, n);
-	return true;
+}
+
+/*
+ * Real DNS: a query answered from the cache (true), else where it goes:
+ * the upstream its name's domains choose, else client.dns's server;
+ * *pin false when neither (it goes where the app sent it).
+ */
+static bool
+flow_udp_dns_route(struct flow_udp *u, const struct pkt_ip *ip,
+    const struct pkt_udp *ud, struct proto_dest *dst, bool *pin)
+{
+	const struct conf	*c = u->conf;
+	struct dns_query	 q;
+	uint8_t			 ans[DNSFWD_MSG_MAX];
+	size_t			 n;
+	int			 up = -1;
+
+	*pin = false;
+	if (!c->client.has_dns && c->client.ndns_upstreams == 0)
+		return false;
+	if (dns_query_parse(ud->data, ud->len, &q) == 0) {
+		if ((n = dnsfwd_cache_get(u->cache, &q, loop_now(u->loop), ans,
+		    sizeof(ans))) > 0) {
+			flow_udp_dns_reply(u, ip, ud, ans, n);
+			return true;
+		}
+		up = dnsfwd_pick(c, q.name);
+	}
+	if (up >= 0) {
+		frame_dest_from_addr(dst, &c->client.dns_upstreams[up].addr);
+		if (up < FLOW_UDP_UPSTREAMS)
+			u->st.dns_upstream[up]++;
+	} else if (c->client.has_dns) {
+		frame_dest_from_addr(dst, &c->client.dns);
+	} else {
+		return false;
+	}
+	*pin = true;
+	return false;
 }
 
 /*
@@ -294,16 +384,16 @@ flow_udp_deliver(void *arg, struct assoc *a, const struct proto_dest *src,
 	struct assoc_env	*e = u->assoc;
 	const struct assoc_key	*k = assoc_key(a);
 	const struct proto_dest	*orig;
-	struct proto_dest	 resolver, fake;
+	struct proto_dest	 fake;
 	uint8_t			*pkt = assoc_pkt_buf(e);
 	const uint8_t		*fip;
 	size_t			 n;
 
-	if (u->conf->client.has_dns) {
-		frame_dest_from_addr(&resolver, &u->conf->client.dns);
-		if (dest_eq(src, &resolver) &&
-		    (orig = dns_original(a, data, len)) != NULL)
-			src = orig;
+	if (dns_resolver(u->conf, src) &&
+	    (orig = dns_original(a, data, len)) != NULL) {
+		if (dns_asked(a, data, len))
+			dnsfwd_cache_put(u->cache, data, len, loop_now(u->loop));
+		src = orig;
 	}
 	if (u->fakeip != NULL && (fip = fake_original(a, src)) != NULL) {
 		frame_dest_from_ip(&fake, k->family, fip, src->port);
@@ -476,7 +566,6 @@ flow_udp_quic_log(struct assoc *a, const struct pkt_ip *ip,
 static int
 flow_udp_datagram(struct flow_udp *u, const struct pkt_ip *ip)
 {
-	const struct conf	*c = u->conf;
 	struct pkt_udp		 ud;
 	struct assoc_key	 key;
 	struct proto_dest	 dst, orig;
@@ -506,11 +595,10 @@ flow_udp_datagram(struct flow_udp *u, const struct pkt_ip *ip)
 			dns = false;
 		}
 	}
-	pin = dns && c->client.has_dns;
-	if (pin) {
-		orig = dst;
-		frame_dest_from_addr(&dst, &c->client.dns);
-	}
+	orig = dst;
+	pin = false;
+	if (dns && flow_udp_dns_route(u, ip, &ud, &dst, &pin))
+		return PKT_OK;		/* answered from the cache */
 	if (!fake && !pin && flow_udp_quic(u, ip, &ud, &domain, &found) == 1)
 		return PKT_OK;		/* held: its hello is not whole */
 	if ((a = assoc_get_named(u->assoc, &key, &dst, domain)) == NULL) {
@@ -630,6 +718,7 @@ flow_udp_new(const struct assoc_cfg *cfg)
 	ops.arg = u;
 	assoc_env_set_ops(u->assoc, PROTO_KIND_UDP, &ops);
 	flow_icmp_init(u->assoc);
+	u->cache = dnsfwd_cache_new(u->conf->client.dns_cache_size);
 	return u;
 }
 
@@ -672,6 +761,7 @@ flow_udp_free(struct flow_udp *u)
 	assoc_env_free(u->assoc);
 	reass_free(u->reass);
 	quic_route_free(u->quic);
+	dnsfwd_cache_free(u->cache);
 	free(u);
 }
 
@@ -679,6 +769,12 @@ const struct flow_udp_stats *
 flow_udp_stats(const struct flow_udp *u)
 {
 	return &u->st;
+}
+
+const struct dnsfwd_stats *
+flow_udp_dns_cache_stats(const struct flow_udp *u)
+{
+	return dnsfwd_cache_stats(u->cache);
 }
 
 const struct reass_stats *
@@ -693,6 +789,10 @@ flow_udp_reconfigure(struct flow_udp *u, const struct conf *c,
 {
 	if (u == NULL)
 		return;
+	/* Other upstreams or another size: the answers start anew. */
+	dnsfwd_cache_free(u->cache);
+	u->cache = dnsfwd_cache_new(c->client.dns_cache_size);
+	memset(u->st.dns_upstream, 0, sizeof(u->st.dns_upstream));
 	u->conf = c;
 	assoc_env_reconfigure(u->assoc, c, obs);
 }

@@ -27,10 +27,15 @@ struct fakeip;
 struct flow_udp;
 struct reass_stats;
 
+#define FLOW_UDP_UPSTREAMS	64	/* counted per upstream */
+
 struct flow_udp_stats {
 	uint64_t	 rx_malformed;	/* bounds, lengths, versions */
 	uint64_t	 rx_badsum;	/* IP, UDP or ICMP checksum wrong */
 	uint64_t	 dns_pinned;	/* queries sent to client.dns */
+	/* Of those, the ones each of dns.upstreams took (by index; since
+	 * the last reload). */
+	uint64_t	 dns_upstream[FLOW_UDP_UPSTREAMS];
 };
 
 struct flow_udp *flow_udp_new(const struct assoc_cfg *cfg);
@@ -43,6 +48,9 @@ bool flow_udp_input(struct flow_udp *u, const uint8_t *pkt, size_t len);
 const struct flow_udp_stats *flow_udp_stats(const struct flow_udp *u);
 /* Fragment reassembly counters (reass.h) and the associations. */
 const struct reass_stats *flow_udp_reass_stats(const struct flow_udp *u);
+/* The DNS answer cache's counters (dnsfwd.h); zero without one. */
+struct dnsfwd_stats;
+const struct dnsfwd_stats *flow_udp_dns_cache_stats(const struct flow_udp *u);
 struct assoc_env *flow_udp_assoc(struct flow_udp *u);
 /* A reload's new generation (see assoc_env_reconfigure).  NULL ok. */
 struct outbounds;
