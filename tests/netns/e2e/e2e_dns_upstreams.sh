@@ -1,0 +1,151 @@
+#!/bin/bash
+# Real DNS with per-domain upstreams (client.dns.upstreams, issue 16 item
+# 5) and the answer cache, end to end (topology in lib.sh):
+#
+#   tsc: dig @198.18.0.53 ──► ts0 ──► client
+#     names under corp.test: upstream "corp" 10.77.1.2:53, which a rule
+#       sends out the direct outbound "home" (dnsmasq in tss, the home
+#       network, sees the query from the client's own 10.77.1.1)
+#     any other name: dns.server 10.77.2.2:53 through the tunnel (dnsmasq
+#       in tst sees it from the server's egress 10.77.2.1)
+#
+#  1. each resolver answers its own names (distinct addresses), and its
+#     log shows the query from where that outbound leaves;
+#  2. a name under corp.test never reaches the tunnel's resolver, and no
+#     other name reaches the home one;
+#  3. the same query again is answered by the client's cache: the
+#     resolver logs it once, and status counts the hits, misses and the
+#     queries per upstream; a name that does not exist (NXDOMAIN) is
+#     cached too (negative);
+#  4. tunsplit check prints the upstreams back in a form that loads.
+. "$(dirname "$0")/../lib.sh"
+ts_init e2e_dns_upstreams
+
+for t in dig dnsmasq; do
+	command -v $t >/dev/null 2>&1 || [ -x /usr/sbin/$t ] ||
+	    ts_skip "missing tool: $t (apt-get install dnsmasq-base dnsutils)"
+done
+DNSMASQ=$(command -v dnsmasq || echo /usr/sbin/dnsmasq)
+RESOLVER=198.18.0.53		# inside the TUN's 198.18.0.1/15
+MARK=0x7353
+
+ts_topology_up
+ts_make_pki
+ts_write_configs
+# The list form of the client: two outbounds, a rule for the home
+# resolver, the DNS section with one upstream.
+cat >"$TS_TMP/client.yaml" <<EOF
+log: {level: info, flows: true}
+control: $TS_TMP/client.sock
+tun: {name: $TS_TUN, mtu: 9000, address: [198.18.0.1/15, "fdfe:dcba:9876::1/64"]}
+client:
+  mark: $MARK
+  connect_timeout: 10s
+  outbounds:
+    - name: tunnel
+      server: "$TS_S_ADDR4:$TS_SERVER_PORT"
+      sni: $TS_SNI
+      ca: $TS_TMP/ca.pem
+      key: "$TS_KEY"
+    - name: home
+      protocol: direct
+  rules:
+    - dst: $TS_S_ADDR4/32
+      outbound: home
+  final: tunnel
+  dns:
+    mode: redirect
+    server: $TS_T_ADDR4
+    cache_size: 64
+    upstreams:
+      - name: corp
+        address: $TS_S_ADDR4:53
+        protocol: udp
+        domains: [corp.test]
+EOF
+chmod 600 "$TS_TMP/client.yaml"
+"$TUNSPLIT" check -c "$TS_TMP/client.yaml" >"$TS_TMP/check.log" 2>&1 ||
+    ts_fail "tunsplit check: $(cat "$TS_TMP/check.log")"
+
+# 4. The dump names the upstream and loads back.
+"$TUNSPLIT" check --secrets -c "$TS_TMP/client.yaml" >"$TS_TMP/dump.yaml" \
+    2>"$TS_TMP/dump.log" || ts_fail "check --secrets: $(cat "$TS_TMP/dump.log")"
+grep -q "^      - name: corp$" "$TS_TMP/dump.yaml" &&
+    grep -q "^          - corp.test$" "$TS_TMP/dump.yaml" &&
+    grep -q "^    cache_size: 64$" "$TS_TMP/dump.yaml" ||
+    ts_fail "the dump lacks the upstream: $(sed -n '/dns:/,$p' "$TS_TMP/dump.yaml")"
+chmod 600 "$TS_TMP/dump.yaml"
+"$TUNSPLIT" check -c "$TS_TMP/dump.yaml" >"$TS_TMP/dump2.log" 2>&1 ||
+    ts_fail "the dump does not load: $(cat "$TS_TMP/dump2.log")"
+
+# The resolvers: each knows its own answers, and logs every query.
+dnsmasq_at() {	# NS LOG ADDR RECORDS...
+	local ns=$1 log=$2 addr=$3
+	shift 3
+	ts_bg "$ns" "$log" "$DNSMASQ" -k --conf-file=/dev/null --no-resolv \
+	    --no-hosts --bind-interfaces --listen-address="$addr" --port=53 \
+	    --user=root --pid-file= --log-queries --log-facility=- \
+	    --local-ttl=300 "$@"
+	for i in $(seq 50); do
+		ip netns exec "$ns" ss -Hlun "sport = :53" | grep -q "$addr" &&
+		    return 0
+		sleep 0.1
+	done
+	ts_fail "dnsmasq on $addr did not start: $(cat "$TS_TMP/$log.log")"
+}
+dnsmasq_at "$NS_S" home "$TS_S_ADDR4" \
+    --host-record=www.corp.test,10.66.0.1 --host-record=www.other.test,10.66.0.9 \
+    --address=/nx.corp.test/
+dnsmasq_at "$NS_T" far "$TS_T_ADDR4" \
+    --host-record=www.other.test,10.55.0.1 --host-record=www.corp.test,10.55.0.9
+
+ts_start_server
+ts_start_client
+
+dig_c() { ip netns exec "$NS_C" timeout 20 dig +time=2 +tries=2 "@$RESOLVER" "$@"; }
+seen() { grep -c "query\[A\] $1 from $2" "$TS_TMP/$3.log"; }
+
+# 1. Each name from its resolver, each resolver reached its own way.
+a=$(dig_c +short www.corp.test A)
+[ "$a" = 10.66.0.1 ] || ts_fail "www.corp.test: '$a', want the home resolver's 10.66.0.1"
+a=$(dig_c +short www.other.test A)
+[ "$a" = 10.55.0.1 ] || ts_fail "www.other.test: '$a', want the tunnel resolver's 10.55.0.1"
+[ "$(seen www.corp.test "$TS_C_ADDR4" home)" = 1 ] ||
+    ts_fail "home resolver: no query for www.corp.test from $TS_C_ADDR4 (direct): $(grep query "$TS_TMP/home.log")"
+[ "$(seen www.other.test "$TS_S2_ADDR4" far)" = 1 ] ||
+    ts_fail "tunnel resolver: no query for www.other.test from $TS_S2_ADDR4 (the server): $(grep query "$TS_TMP/far.log")"
+ts_log "www.corp.test from the home resolver (direct, from $TS_C_ADDR4); www.other.test through the tunnel (from $TS_S2_ADDR4)"
+
+# 2. Neither resolver saw the other's names.
+grep -q "query\[.*\] www.corp.test" "$TS_TMP/far.log" &&
+    ts_fail "a corp.test query reached the tunnel's resolver: $(grep query "$TS_TMP/far.log")"
+grep -q "query\[.*\] www.other.test" "$TS_TMP/home.log" &&
+    ts_fail "another name reached the home resolver: $(grep query "$TS_TMP/home.log")"
+
+# 3. Again: from the cache, the resolvers see nothing new.  And NXDOMAIN.
+for i in 1 2 3; do
+	a=$(dig_c +short www.corp.test A)
+	[ "$a" = 10.66.0.1 ] || ts_fail "www.corp.test again ($i): '$a'"
+	a=$(dig_c +short WWW.Other.Test A)
+	[ "$a" = 10.55.0.1 ] || ts_fail "WWW.Other.Test ($i): '$a'"
+	r=$(dig_c nx.corp.test A | grep -o 'status: [A-Z]*')
+	[ "$r" = "status: NXDOMAIN" ] || ts_fail "nx.corp.test ($i): '$r'"
+done
+[ "$(seen www.corp.test "$TS_C_ADDR4" home)" = 1 ] ||
+    ts_fail "the home resolver saw www.corp.test $(seen www.corp.test "$TS_C_ADDR4" home) times, want 1 (the cache)"
+[ "$(grep -ci "query\[A\] www.other.test" "$TS_TMP/far.log")" = 1 ] ||
+    ts_fail "the tunnel resolver saw www.other.test more than once: $(grep query "$TS_TMP/far.log")"
+[ "$(seen nx.corp.test "$TS_C_ADDR4" home)" = 1 ] ||
+    ts_fail "the home resolver saw nx.corp.test $(seen nx.corp.test "$TS_C_ADDR4" home) times, want 1 (negative cache)"
+# The answer from the cache has the question as asked.
+q=$(dig_c +noall +question +answer WWW.Other.Test A)
+grep -q "^;WWW.Other.Test.*IN.*A" <<<"$q" || ts_fail "the cached answer's question: $q"
+st=$(ip netns exec "$NS_C" "$TUNSPLIT" status --json -s "$TS_TMP/client.sock") ||
+    ts_fail "status"
+grep -q '"dns_cache":{"hits":[1-9]' <<<"$st" ||
+    ts_fail "status has no cache hits: $st"
+grep -q '"dns_upstreams":\[{"name":"corp","address":"10.77.1.2:53","queries":2}' <<<"$st" ||
+    ts_fail "status: corp's queries: $(grep -o '"dns_upstreams":[^]]*' <<<"$st")"
+ts_log "repeated queries (and NXDOMAIN) answered by the cache; $(grep -o '"dns_cache":{[^}]*}' <<<"$st")"
+
+ts_pass "dns upstreams: per-domain resolver through its outbound, cache"
