@@ -36,17 +36,15 @@ pool_demand_init(struct pool_demand *d)
 	d->count = 0;
 	d->at_ms = 0;
 	d->last_flow_ms = 0;
-	d->gap_ms = 0;
+	d->gap_ms[0] = d->gap_ms[1] = 0;
+	d->ngaps = 0;
 	d->seen = false;
-	d->has_gap = false;
 	d->hs_ms = POOL_DEMAND_HS_INIT_MS;
 }
 
 void
 pool_demand_flow(struct pool_demand *d, uint64_t now_ms)
 {
-	uint64_t gap;
-
 	if (now_ms > d->at_ms) {
 		d->count = decay(d->count, now_ms - d->at_ms);
 		d->at_ms = now_ms;
@@ -54,9 +52,10 @@ pool_demand_flow(struct pool_demand *d, uint64_t now_ms)
 	if (d->count < (UINT64_C(1) << 40))
 		d->count += ONE;
 	if (d->seen && now_ms >= d->last_flow_ms) {
-		gap = now_ms - d->last_flow_ms;
-		d->gap_ms = d->has_gap ? (d->gap_ms * 3 + gap) / 4 : gap;
-		d->has_gap = true;
+		d->gap_ms[1] = d->gap_ms[0];
+		d->gap_ms[0] = now_ms - d->last_flow_ms;
+		if (d->ngaps < 2)
+			d->ngaps++;
 	}
 	d->last_flow_ms = now_ms;
 	d->seen = true;
@@ -79,9 +78,11 @@ pool_demand_rate(const struct pool_demand *d, uint64_t now_ms)
 	/* A decaying count with half-life H holds the arrivals of the last
 	 * H / ln 2: rate = count * ln 2 / H. */
 	rate = c * LN2 * 1000 / ONE / POOL_DEMAND_HALF_MS;
-	if (d->has_gap) {
+	if (d->ngaps == 2) {
 		since = now_ms > d->last_flow_ms ? now_ms - d->last_flow_ms : 0;
-		gap = d->gap_ms > since ? d->gap_ms : since;
+		gap = d->gap_ms[0] > d->gap_ms[1] ? d->gap_ms[0] : d->gap_ms[1];
+		if (since > gap)
+			gap = since;
 		if (gap < 1)
 			gap = 1;
 		if (ONE * 1000 / gap > rate)

@@ -6,9 +6,10 @@
  * The arrival rate is the larger of two estimates: a decaying count of
  * new flows (half-life POOL_DEMAND_HALF_MS), read as flows per second,
  * which remembers a burst for a few seconds; and the inverse of the
- * smoothed gap between arrivals (or of the time since the last one, if
- * longer), which sees a run of sequential flows at once, before the
- * count has built up.  While flows keep
+ * longer of the last two gaps between arrivals (or of the time since the
+ * last one, if longer still), which sees a run of sequential flows from
+ * its third flow on, before the count has built up, while two flows at
+ * once after a long pause do not look like a burst.  While flows keep
  * coming, the pool holds what the next handshake time will consume with
  * room for one more round (Little's law, twice):
  *
@@ -32,9 +33,9 @@ struct pool_demand {
 	uint64_t	 count;		/* arrivals, 1/1024ths, decayed to at_ms */
 	uint64_t	 at_ms;
 	uint64_t	 last_flow_ms;
-	uint64_t	 gap_ms;	/* between arrivals, smoothed (1/4) */
+	uint64_t	 gap_ms[2];	/* the last two gaps between arrivals */
+	unsigned	 ngaps;		/* of them known, 0..2 */
 	bool		 seen;		/* a flow has arrived */
-	bool		 has_gap;	/* two have */
 	unsigned	 hs_ms;		/* handshake time, smoothed */
 };
 

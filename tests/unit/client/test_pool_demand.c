@@ -85,7 +85,7 @@ test_rate_up(void **state)
 }
 
 /* Sequential flows (one connection after the other, as a client that
- * reuses nothing) are seen from the second on, before the count builds
+ * reuses nothing) are seen from the third on, before the count builds
  * up; a burst at one instant asks for the ceiling at once. */
 static void
 test_sequential(void **state)
@@ -99,7 +99,9 @@ test_sequential(void **state)
 	flows(&d, &now, 1, 150);
 	assert_int_equal(pool_demand_target(&d, now - 150, 1, 8, IDLE), 1);
 	flows(&d, &now, 1, 150);
-	/* 1 / 150 ms = 6.7/s: 2 * 6.7 * 0.28 = 3.7 -> 4. */
+	assert_int_equal(pool_demand_target(&d, now - 150, 1, 8, IDLE), 1);
+	flows(&d, &now, 1, 150);
+	/* Two gaps of 150 ms, 6.7/s: 2 * 6.7 * 0.28 = 3.7 -> 4. */
 	assert_int_equal(pool_demand_target(&d, now - 150, 1, 8, IDLE), 4);
 	/* A burst at one instant: the ceiling. */
 	pool_demand_init(&d);
@@ -107,10 +109,10 @@ test_sequential(void **state)
 	flows(&d, &now, 1, 0);
 	flows(&d, &now, 20, 0);
 	assert_int_equal(pool_demand_target(&d, now, 1, 8, IDLE), 8);
-	/* One late flow after a long gap: the floor. */
+	/* Two flows at once after a long gap: not a burst, the floor. */
 	pool_demand_init(&d);
 	flows(&d, &now, 1, 30000);
-	flows(&d, &now, 1, 0);
+	flows(&d, &now, 2, 0);
 	assert_int_equal(pool_demand_target(&d, now, 1, 8, IDLE), 1);
 }
 
