@@ -156,6 +156,31 @@ client_route_test(void *arg, const char *req, FILE *fp)
 	    cl->env.fakeip != NULL ? &fake : NULL);
 }
 
+/* tunsplit select GROUP MEMBER: for new flows, and kept (group.h). */
+static int
+client_select(void *arg, const char *req, FILE *fp)
+{
+	struct client *cl = arg;
+	char g[64], m[64], err[160], path[CONF_SOCK_MAX + 16];
+
+	if (sscanf(req, "%63s %63s", g, m) != 2) {
+		fprintf(fp, "error: select GROUP MEMBER\n");
+		return -1;
+	}
+	if (group_select(cl->obs, g, m, err, sizeof(err)) == -1) {
+		fprintf(fp, "error: %s\n", err);
+		return -1;
+	}
+	log_info("select: group %s takes %s for new flows", g, m);
+	if (group_state_path(cl->conf->control, path, sizeof(path)) != NULL &&
+	    group_state_save(cl->obs, path) == -1)
+		fprintf(fp, "group %s: %s, for new flows (not kept across a "
+		    "restart: %s cannot be written)\n", g, m, path);
+	else
+		fprintf(fp, "group %s: %s, for new flows\n", g, m);
+	return 0;
+}
+
 static bool
 client_on_other(void *arg, const uint8_t *pkt, size_t len)
 {
@@ -295,8 +320,10 @@ client_setup(struct client *cl)
 	struct tsnetif_ops ops;
 	struct control_role role = {
 		.live = client_live, .fill = client_status,
-		.route_test = client_route_test, .arg = cl,
+		.route_test = client_route_test, .select = client_select,
+		.arg = cl,
 	};
+	char path[CONF_SOCK_MAX + 16];
 	size_t i;
 
 	if ((cl->loop = loop_new()) == NULL ||
@@ -309,6 +336,8 @@ client_setup(struct client *cl)
 	if ((cl->obs = outbounds_new(NULL, c, NULL)) == NULL)
 		return -1;
 	cl->env.obs = cl->obs;
+	if (group_state_path(c->control, path, sizeof(path)) != NULL)
+		(void)group_state_load(cl->obs, path);
 	if (flow_env_init(&cl->env) < 0 || client_udp_new(cl) < 0 ||
 	    client_open_tun(cl) < 0)
 		return -1;

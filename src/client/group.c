@@ -5,12 +5,16 @@
 
 #include "client/group.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "client/outbound.h"
 #include "conf/conf.h"
+#include "core/log.h"
 #include "rules/rules.h"
 
 bool
@@ -155,5 +159,69 @@ group_select(const struct outbounds *obs, const char *group,
 	}
 	snprintf(g->stats->selected, sizeof(g->stats->selected), "%s",
 	    member);
+	return 0;
+}
+
+/* ---- the choices across a restart ---------------------------------------- */
+
+const char *
+group_state_path(const char *sock, char *buf, size_t len)
+{
+	if (sock == NULL || sock[0] == '\0' ||
+	    (size_t)snprintf(buf, len, "%s.select", sock) >= len)
+		return NULL;
+	return buf;
+}
+
+int
+group_state_load(const struct outbounds *obs, const char *path)
+{
+	char line[128], g[64], m[64], err[160];
+	unsigned n = 0;
+	FILE *fp;
+
+	if ((fp = fopen(path, "r")) == NULL) {
+		if (errno == ENOENT)
+			return 0;
+		log_warn("select: %s", path);
+		return -1;
+	}
+	while (fgets(line, sizeof(line), fp) != NULL) {
+		if (sscanf(line, "%63s %63s", g, m) != 2)
+			continue;
+		if (group_select(obs, g, m, err, sizeof(err)) == -1)
+			log_info("select: %s: %s (skipped)", path, err);
+		else
+			n++;
+	}
+	fclose(fp);
+	if (n > 0)
+		log_info("select: %u choice%s kept from %s", n, n == 1 ? "" :
+		    "s", path);
+	return 0;
+}
+
+int
+group_state_save(const struct outbounds *obs, const char *path)
+{
+	char tmp[4096];
+	FILE *fp;
+	size_t i;
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp))
+		return -1;
+	if ((fp = fopen(tmp, "w")) == NULL) {
+		log_warn("select: %s", tmp);
+		return -1;
+	}
+	for (i = 0; i < obs->n; i++)
+		if (obs->v[i]->co->group == CONF_GROUP_SELECT)
+			fprintf(fp, "%s %s\n", outbound_name(obs->v[i]),
+			    outbound_name(group_selected(obs->v[i])));
+	if (fclose(fp) != 0 || rename(tmp, path) == -1) {
+		log_warn("select: %s", path);
+		(void)unlink(tmp);
+		return -1;
+	}
 	return 0;
 }

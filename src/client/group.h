@@ -42,6 +42,19 @@ struct outbound *group_selected(const struct outbound *ob);
 /* tunsplit select: 0, or -1 with why in err. */
 int group_select(const struct outbounds *obs, const char *group,
     const char *member, char *err, size_t errlen);
+/*
+ * The select groups' choices, kept across a restart in path (the
+ * control socket's path with ".select" appended: group_state_path), one
+ * "GROUP MEMBER" line each.  _load applies the lines that still name a
+ * select group and one of its members (others are logged and skipped);
+ * _save writes every select group's choice (atomically).  0, or -1
+ * (logged); a missing file loads as empty.
+ */
+int group_state_load(const struct outbounds *obs, const char *path);
+int group_state_save(const struct outbounds *obs, const char *path);
+/* path for control socket sock into buf; NULL when there is none. */
+const char *group_state_path(const char *sock, char *buf, size_t len);
+
 /* Monotonic milliseconds: the clock health is judged by. */
 uint64_t group_now(void);
 

@@ -107,18 +107,21 @@ control_snapshot(struct control *ctl, struct status *st, bool flows,
 
 static int
 control_route_test(struct control *ctl, const char *req, char **out,
-    size_t *outlen)
+    size_t *outlen, bool select)
 {
 	FILE	*fp;
 	int	 rc;
+	int	(*fn)(void *, const char *, FILE *) = select ?
+	    ctl->role.select : ctl->role.route_test;
 
 	if ((fp = open_memstream(out, outlen)) == NULL)
 		return -1;
-	if (ctl->role.route_test == NULL) {
-		fprintf(fp, "error: route-test: only a client has rules\n");
+	if (fn == NULL) {
+		fprintf(fp, "error: %s: only a client has %s\n", select ?
+		    "select" : "route-test", select ? "groups" : "rules");
 		rc = -1;
 	} else
-		rc = ctl->role.route_test(ctl->role.arg, req, fp);
+		rc = fn(ctl->role.arg, req, fp);
 	if (fclose(fp) != 0)
 		return -1;
 	return rc;
@@ -139,7 +142,9 @@ control_answer(struct control *ctl, const char *line, char **out,
 	int			 i;
 
 	if (strncmp(line, "route-test ", 11) == 0)
-		return control_route_test(ctl, line + 11, out, outlen);
+		return control_route_test(ctl, line + 11, out, outlen, false);
+	if (strncmp(line, "select ", 7) == 0)
+		return control_route_test(ctl, line + 7, out, outlen, true);
 	/* Words separated by blanks; the first one is the command. */
 	for (i = 0; !bad; i++) {
 		p += strspn(p, " \t\r");
@@ -168,7 +173,7 @@ control_answer(struct control *ctl, const char *line, char **out,
 		return -1;
 	if (bad || (!status && !metrics)) {
 		fprintf(fp, "error: unknown command (status [json] [flows], "
-		    "metrics, route-test)\n");
+		    "metrics, route-test, select)\n");
 		fclose(fp);
 		return -1;
 	}

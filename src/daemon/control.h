@@ -12,6 +12,7 @@
  *   route-test NET PORT SRC DEST
  *                            the outbound a flow would take, and why
  *                            (client/route_test.h)
+ *   select GROUP MEMBER      a select group's member (client/group.h)
  */
 #ifndef TUNSPLIT_CONTROL_H
 #define TUNSPLIT_CONTROL_H
@@ -43,6 +44,9 @@ struct control_role {
 	/* The answer to route-test's request into fp, -1 if it is not
 	 * one; NULL: the role has no rules. */
 	int	(*route_test)(void *arg, const char *req, FILE *fp);
+	/* select's "GROUP MEMBER": the answer into fp, -1 if refused;
+	 * NULL: the role has no groups. */
+	int	(*select)(void *arg, const char *req, FILE *fp);
 	void	*arg;
 };
 

@@ -54,6 +54,7 @@ static int cmd_run(const struct cmd *, int, char **);
 static int cmd_check(const struct cmd *, int, char **);
 static int cmd_status(const struct cmd *, int, char **);
 static int cmd_route_test(const struct cmd *, int, char **);
+static int cmd_select(const struct cmd *, int, char **);
 static int cmd_genkey(const struct cmd *, int, char **);
 static int cmd_version(const struct cmd *, int, char **);
 static int cmd_help_cmd(const struct cmd *, int, char **);
@@ -100,6 +101,14 @@ static const struct cmd cmds[] = {
 	    "  --src addr    the source address (a router's LAN client)\n"
 	    "  -u, --udp     a UDP flow (default TCP)\n"
 	    "  --icmp        an ICMP echo (ping)\n" },
+	{ "select", cmd_select, "[-s socket | -c file] group member",
+	    "make a running client's select group take member for new flows",
+	    "  -c file       take the control socket from this "
+	    "configuration\n"
+	    "  -s socket     control socket (default "
+	    CONF_CONTROL_DEFAULT ")\n"
+	    "The choice is kept across a restart (in the control socket's "
+	    "path\nwith .select appended).\n" },
 	{ "genkey", cmd_genkey, "",
 	    "print a new random key, base64, for key: or a key_file", NULL },
 	{ "version", cmd_version, "",
@@ -662,6 +671,55 @@ cmd_route_test(const struct cmd *cmd, int argc, char **argv)
 	free(out);
 	if (fflush(stdout) == EOF || ferror(stdout))
 		return EXIT_RUNTIME;
+	return rc;
+}
+
+static int
+cmd_select(const struct cmd *cmd, int argc, char **argv)
+{
+	const char	*sock = NULL, *path = NULL;
+	struct conf	*c = NULL;
+	char		 line[256];
+	int		 ch, rc = 0;
+
+	while ((ch = cmd_getopt(cmd, argc, argv, "c:s:", &rc)) != -1) {
+		switch (ch) {
+		case 'c':
+			path = optarg;
+			break;
+		case 's':
+			sock = optarg;
+			break;
+		default:
+			return rc;
+		}
+	}
+	if (argc - optind != 2 || (sock != NULL && path != NULL)) {
+		cmd_usage(cmd, stderr);
+		return EXIT_USAGE;
+	}
+	if (strlen(argv[optind]) > CONF_OB_NAME_MAX ||
+	    strlen(argv[optind + 1]) > CONF_OB_NAME_MAX) {
+		fprintf(stderr, "tunsplit select: a name has at most %d "
+		    "characters\n", CONF_OB_NAME_MAX);
+		return EXIT_USAGE;
+	}
+	if (path != NULL) {
+		if ((c = load(path)) == NULL)
+			return EXIT_CONFIG;
+		if (c->control[0] == '\0') {
+			fprintf(stderr, "tunsplit select: %s: control: off\n",
+			    path);
+			conf_free(c);
+			return EXIT_CONFIG;
+		}
+		sock = c->control;
+	}
+	query_name = "select";
+	snprintf(line, sizeof(line), "select %s %s\n", argv[optind],
+	    argv[optind + 1]);
+	rc = status_query(sock != NULL ? sock : CONF_CONTROL_DEFAULT, line);
+	conf_free(c);
 	return rc;
 }
 

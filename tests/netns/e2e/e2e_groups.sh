@@ -17,6 +17,9 @@
 #  3. a long download starts on B; A comes back: after its backoff, one
 #     flow tries it and the flows return to A; the long download on B
 #     finishes intact (live flows never move).
+#  3b. IPv6 flows take the select group pick by a rule: on A until
+#     `tunsplit select pick b`, then on B, and still on B after the client
+#     restarts (the choice is kept); select on a failover group is an error.
 #  4. both down: flows are refused at once (fail closed), none reaches
 #     the target some other way; status says why.
 # Every connection the target saw came from the server's address: the
@@ -58,6 +61,12 @@ client:
     - name: servers
       type: failover
       members: [a, b]
+    - name: pick
+      type: select
+      members: [a, b]
+  rules:
+    - dst: "$TS_T_ADDR6/128"
+      outbound: pick
   final: servers
 EOF
 umask 022
@@ -188,6 +197,44 @@ ts_log "client: $t_up"
 [ "$a_after" -gt 0 ] || ts_fail "no flow returned to A after it came back"
 ts_log "A carried $a_after flows after its restart"
 
+# ---- 3b: select, kept across a restart ---------------------------------------
+flows6_on() { grep -c "sess [0-9]*: closed: .* -> \[$TS_T_ADDR6\]:" "$TS_TMP/$1.log"; }
+v6_on() {	# v6_on TAG SERVERLOG: one hash-checked download, carried there
+	local a0 b0
+	a0=$(flows6_on server) b0=$(flows6_on server-b)
+	ts_app recv --host "$TS_T_ADDR6" --port "$TS_TARGET_PORT" --bytes 1m \
+	    --seed 70 >>"$TS_TMP/apps.log" 2>&1 ||
+	    ts_fail "$1: $(tail -n 1 "$TS_TMP/apps.log")"
+	sleep 0.3	# the server's line for the flow
+	if [ "$2" = server ]; then
+		[ "$(flows6_on server)" -gt "$a0" ] &&
+		    [ "$(flows6_on server-b)" -eq "$b0" ] ||
+		    ts_fail "$1: the flow was not carried by A alone"
+	else
+		[ "$(flows6_on server-b)" -gt "$b0" ] &&
+		    [ "$(flows6_on server)" -eq "$a0" ] ||
+		    ts_fail "$1: the flow was not carried by B alone"
+	fi
+	ts_log "$1: $(tail -n 1 "$TS_TMP/apps.log")"
+}
+sel() { ip netns exec "$NS_C" "$TUNSPLIT" select -s "$TS_TMP/client.sock" "$@"; }
+v6_on "pick, first member" server
+sel servers b >"$TS_TMP/sel.log" 2>&1 &&
+    ts_fail "select on a failover group was accepted: $(cat "$TS_TMP/sel.log")"
+grep -q "no group of that name with type: select" "$TS_TMP/sel.log" ||
+    ts_fail "select servers b: $(cat "$TS_TMP/sel.log")"
+sel pick b >"$TS_TMP/sel.log" 2>&1 || ts_fail "select pick b: $(cat "$TS_TMP/sel.log")"
+grep -qx "pick b" "$TS_TMP/client.sock.select" ||
+    ts_fail "the choice was not kept: $(cat "$TS_TMP/client.sock.select")"
+v6_on "pick after select b" server-b
+kill -TERM "$TS_CLIENT_PID"
+wait "$TS_CLIENT_PID" 2>/dev/null
+ts_start_client
+grep -q "select: 1 choice kept from" "$TS_TMP/client.log" ||
+    ts_fail "the restarted client did not read the choice"
+v6_on "pick after a restart" server-b
+ts_log "select: pick moved to b, and stayed there across a restart"
+
 # ---- 4: both down: refused, fail closed -------------------------------------
 kill -KILL "$PID_A" "$PID_B"
 wait "$PID_A" "$PID_B" 2>/dev/null
@@ -205,7 +252,7 @@ ts_log "both down: $n_all flows refused, none delivered; status: $(grep '^  grou
 
 # Nothing went direct: every connection the target saw came from the server.
 if grep -E "^target: \[[0-9a-f.:]+\]:[0-9]+ " "$TS_TMP/target.log" |
-    grep -v "\[$TS_S2_ADDR4\]" | grep -q .; then
+    grep -v -e "\[$TS_S2_ADDR4\]" -e "\[$TS_S2_ADDR6\]" | grep -q .; then
 	ts_fail "the target saw a connection not from the server"
 fi
 ts_alive "$TS_CLIENT_PID" || ts_fail "the client died"

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include <arpa/inet.h>
+#include <unistd.h>
 
 #include "client/group.h"
 #include "client/health.h"
@@ -247,6 +248,46 @@ test_select_balance(void **state)
 	conf_unref(c);
 }
 
+/* select's choice kept across a restart: saved, loaded into a new set;
+ * lines naming no select group or no member are skipped. */
+static void
+test_state(void **state)
+{
+	char err[512], dir[] = "/tmp/test_group.XXXXXX", path[64], sp[64];
+	struct conf *c = load(CONF, err, sizeof(err));
+	struct outbounds *obs, *obs2;
+	FILE *fp;
+
+	(void)state;
+	if (c == NULL)
+		fail_msg("%s", err);
+	assert_non_null(mkdtemp(dir));
+	assert_null(group_state_path("", sp, sizeof(sp)));
+	snprintf(path, sizeof(path), "%s/c.sock", dir);
+	assert_string_equal(group_state_path(path, sp, sizeof(sp)),
+	    strcat(strcpy(err, path), ".select"));
+	assert_non_null(obs = outbounds_new(NULL, c, NULL));
+	assert_int_equal(group_state_load(obs, sp), 0);	/* none yet */
+	assert_int_equal(group_select(obs, "sel", "b", err, sizeof(err)), 0);
+	assert_int_equal(group_state_save(obs, sp), 0);
+	assert_non_null(obs2 = outbounds_new(NULL, c, NULL));
+	assert_ptr_equal(group_selected(by(obs2, "sel")), by(obs2, "a"));
+	assert_int_equal(group_state_load(obs2, sp), 0);
+	assert_ptr_equal(group_selected(by(obs2, "sel")), by(obs2, "b"));
+	outbounds_free(obs2);
+	assert_non_null(fp = fopen(sp, "w"));
+	fprintf(fp, "fo a\nsel zz\ngarbage\nsel c\n");
+	fclose(fp);
+	assert_non_null(obs2 = outbounds_new(NULL, c, NULL));
+	assert_int_equal(group_state_load(obs2, sp), 0);
+	assert_ptr_equal(group_selected(by(obs2, "sel")), by(obs2, "c"));
+	outbounds_free(obs2);
+	outbounds_free(obs);
+	conf_unref(c);
+	unlink(sp);
+	rmdir(dir);
+}
+
 static void
 bad(const char *groups, const char *want)
 {
@@ -298,6 +339,7 @@ main(void)
 		cmocka_unit_test(test_health_trial_lost),
 		cmocka_unit_test(test_failover),
 		cmocka_unit_test(test_select_balance),
+		cmocka_unit_test(test_state),
 		cmocka_unit_test(test_check),
 	};
 
