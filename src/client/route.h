@@ -9,7 +9,10 @@
  * network (tcp, udp, icmp), the destination address and port, the app's
  * own address (the LAN client of a router) and, when one was recovered,
  * the domain.  The answer is the generation's first rule that matches,
- * else client.final; why says which (why->rule -1: final).
+ * else client.final; why says which (why->rule -1: final, why->outbound
+ * the outbound or group it names).  A group is resolved to the member a
+ * new flow takes now (client/group.h): the answer is never a group but
+ * when none of its members is up, and the group then refuses (block).
  */
 #ifndef TUNSPLIT_ROUTE_H
 #define TUNSPLIT_ROUTE_H
