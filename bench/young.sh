@@ -17,9 +17,13 @@
 # YOUNG_SERVER (extra lines for the server: section, indented two spaces,
 # e.g. "  congestion: cubic"), YOUNG_CLIENT (the same for client:),
 # YOUNG_LINK (linkem options, default below), YOUNG_MTU (the TUN MTU,
-# 9000 as in a default configuration), YOUNG_PATHS ("direct
-# tunsplit"), YOUNG_SYSCTL (sysctl settings for every namespace, e.g.
-# "net.ipv4.tcp_slow_start_after_idle=0").  Holds /run/tsb.lock like run.sh; leaves the testbed down.
+# 9000 as in a default configuration), YOUNG_PATHS ("direct tunsplit"),
+# YOUNG_SYSCTL (sysctl settings for every namespace, e.g.
+# "net.ipv4.tcp_slow_start_after_idle=0"; a comma in a value stands for a
+# space: "net.ipv4.tcp_rmem=4096,131072,6291456"), YOUNG_NSTAT (nstat
+# counter names, printed per namespace after each run), YOUNG_OUT (the
+# results file).  Holds /run/tsb.lock like run.sh; leaves the testbed
+# down.
 
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -59,6 +63,7 @@ CC_SAVED=$(sysctl -n net.ipv4.tcp_allowed_congestion_control)
 cleanup() {
 	[ -f "$TS_DIR/client.pid" ] && kill "$(cat "$TS_DIR/client.pid")" 2>/dev/null
 	[ -f "$TS_DIR/server.pid" ] && kill "$(cat "$TS_DIR/server.pid")" 2>/dev/null
+	[ -f "$WORK/serve.pid" ] && kill "$(cat "$WORK/serve.pid")" 2>/dev/null
 	sleep 0.3
 	"$TESTBED" down >/dev/null 2>&1
 	sysctl -qw net.ipv4.tcp_allowed_congestion_control="$CC_SAVED"
@@ -75,6 +80,7 @@ for ns in $NS_C $NS_S $NS_T; do
 	nsx $ns sysctl -qw net.ipv4.tcp_congestion_control="$CC" ||
 	    die "cannot select $CC"
 	for kv in ${YOUNG_SYSCTL:-}; do
+		kv=$(echo "$kv" | tr , " ")
 		nsx $ns sysctl -qw "$kv" || die "cannot set $kv"
 	done
 done
@@ -152,17 +158,25 @@ for seed in $SEEDS; do
 	"$TESTBED" reload -- --seed "$seed" >/dev/null 2>&1 ||
 	    die "reload failed"
 	order=$PATHS
-	[ $((k % 2)) = 1 ] && order=$(echo $PATHS | awk '{for (i = NF; i; i--) printf "%s ", $i}')
+	[ $((k % 2)) = 1 ] && order=$(echo $PATHS |
+	    awk '{for (i = NF; i; i--) printf "%s ", $i}')
 	k=$((k + 1))
 	for path in $order; do
 		route_path "$path"
 		sleep 1
+		[ -n "${YOUNG_NSTAT:-}" ] && for ns in $NS_C $NS_S $NS_T; do
+			nsx $ns env NSTAT_HISTORY=$WORK/nstat.$ns nstat -n; done
 		r=$(timeout 300 ip netns exec $NS_C python3 "$HERE/young.py" \
 		    run $TARGET $PORT "$SIZE") || say "run failed: $r"
 		load=$(cut -d' ' -f1 /proc/loadavg)
 		line="{\"path\": \"$path\", \"seed\": $seed, \"load1\": $load, ${r#\{}"
 		echo "$line" >>"$WORK/res.jsonl"
 		say "$line"
+		[ -n "${YOUNG_NSTAT:-}" ] && for ns in $NS_C $NS_S $NS_T; do
+			say "  $ns: $(nsx $ns env NSTAT_HISTORY=$WORK/nstat.$ns \
+			    nstat -z $YOUNG_NSTAT |
+			    awk '$2 > 0 {printf "%s=%s ", $1, $2}')"
+		done
 	done
 done
 route_path direct
