@@ -8,6 +8,7 @@
 
 #include <stdio.h>
 
+#include "client/dns/dnsfwd.h"
 #include "client/group.h"
 #include "client/outbound.h"
 #include "conf/conf.h"
@@ -34,8 +35,20 @@ client_route_peek(const struct outbounds *obs, const struct rule_query *q,
     struct rule_hit *why)
 {
 	const struct conf *c = obs->conf;
+	struct rule_query named;
+	const char *name;
 	int i;
 
+	/* No domain recovered: the name real DNS answered the address
+	 * under, if any (dnsfwd.h). */
+	if (q->domain == NULL && q->family != 0 &&
+	    rules_use_domains(c->client.rules) &&
+	    (name = dnsfwd_names_find(dnsfwd_names_used(), q->family,
+	    q->dst)) != NULL) {
+		named = *q;
+		named.domain = name;
+		q = &named;
+	}
 	i = rules_match(c->client.rules, q, (int)c->client.final, why);
 	if (i < 0 || (size_t)i >= obs->n) {	/* cannot be: bound at load */
 		i = (int)c->client.final;

@@ -6,6 +6,7 @@
 #include "wire/dns.h"
 
 #include <string.h>
+#include <sys/socket.h>
 
 #define DNS_PTR		0xc0
 #define DNS_RR_FIXED	10	/* TYPE CLASS TTL RDLENGTH */
@@ -254,7 +255,7 @@ static int
 dns_reply_walk(const uint8_t *msg, size_t len, struct dns_reply *r,
     uint8_t *rw, uint32_t age)
 {
-	size_t		 pos, next = 0, at;
+	size_t		 pos, next = 0, at, rdlen;
 	unsigned	 nrr, i;
 	uint16_t	 type, class;
 	uint32_t	 ttl;
@@ -285,6 +286,18 @@ dns_reply_walk(const uint8_t *msg, size_t len, struct dns_reply *r,
 			return -1;
 		if (type == DNS_TYPE_OPT)
 			continue;
+		/* The record's data is the last rdlen bytes before pos. */
+		rdlen = (size_t)get16(msg + at + 4);
+		if (i < r->ancount && class == DNS_CLASS_IN &&
+		    r->naddrs < DNS_REPLY_ADDRS &&
+		    ((type == DNS_TYPE_A && rdlen == 4) ||
+		    (type == DNS_TYPE_AAAA && rdlen == 16))) {
+			r->addrs[r->naddrs].family = rdlen == 4 ? AF_INET :
+			    AF_INET6;
+			memcpy(r->addrs[r->naddrs].ip, msg + pos - rdlen,
+			    rdlen);
+			r->naddrs++;
+		}
 		if (!r->has_ttl || ttl < r->min_ttl)
 			r->min_ttl = ttl;
 		r->has_ttl = true;

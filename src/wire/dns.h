@@ -93,12 +93,22 @@ ssize_t dns_answer(uint8_t *out, size_t outlen, const struct dns_query *q,
  * question in q (q.has_opt and the opt_ fields are not read), rcode (the
  * header's 4 bits), ANCOUNT, and the least TTL of every record but OPT.
  */
+#define DNS_REPLY_ADDRS		16
+
 struct dns_reply {
 	struct dns_query q;
 	unsigned	 rcode;
 	unsigned	 ancount;
 	bool		 has_ttl;	/* any record but OPT */
 	uint32_t	 min_ttl;
+	/* The first DNS_REPLY_ADDRS addresses of class IN A and AAAA
+	 * records of the answer section (whatever their owner: a CNAME's
+	 * target's too), each 4 or 16 bytes. */
+	unsigned	 naddrs;
+	struct {
+		int		 family;	/* AF_INET or AF_INET6 */
+		uint8_t		 ip[16];
+	}		 addrs[DNS_REPLY_ADDRS];
 };
 
 int dns_reply_parse(const uint8_t *msg, size_t len, struct dns_reply *r);

@@ -48,6 +48,7 @@ struct flow_udp {
 	struct quic_route	*quic;		/* client.sniff, made on use */
 	struct loop_timer	 quic_timer;	/* held datagrams' deadline */
 	struct dnsfwd_cache	*cache;		/* dns.cache_size, or NULL */
+	struct dnsfwd_names	*names;		/* learnt, made on first use */
 };
 
 /*
@@ -391,8 +392,13 @@ flow_udp_deliver(void *arg, struct assoc *a, const struct proto_dest *src,
 
 	if (dns_resolver(u->conf, src) &&
 	    (orig = dns_original(a, data, len)) != NULL) {
-		if (dns_asked(a, data, len))
+		if (dns_asked(a, data, len)) {
 			dnsfwd_cache_put(u->cache, data, len, loop_now(u->loop));
+			if (u->names == NULL && (u->names = dnsfwd_names_new(
+			    DNSFWD_NAMES_MAX)) != NULL)
+				dnsfwd_names_use(u->names);
+			dnsfwd_names_learn(u->names, data, len);
+		}
 		src = orig;
 	}
 	if (u->fakeip != NULL && (fip = fake_original(a, src)) != NULL) {
@@ -762,6 +768,7 @@ flow_udp_free(struct flow_udp *u)
 	reass_free(u->reass);
 	quic_route_free(u->quic);
 	dnsfwd_cache_free(u->cache);
+	dnsfwd_names_free(u->names);
 	free(u);
 }
 

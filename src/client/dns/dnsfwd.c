@@ -6,7 +6,9 @@
 #include "client/dns/dnsfwd.h"
 
 #include <sys/queue.h>
+#include <sys/socket.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -230,4 +232,145 @@ dnsfwd_cache_stats(const struct dnsfwd_cache *k)
 	static const struct dnsfwd_stats none;
 
 	return k != NULL ? &k->st : &none;
+}
+
+/* ---- learnt names ---------------------------------------------------------- */
+
+struct dnsfwd_name {
+	int32_t		 next;		/* in its bucket, -1: end */
+	int		 family;	/* 0: free */
+	uint8_t		 ip[16];
+	char		 name[DNS_TEXT_MAX];
+};
+
+struct dnsfwd_names {
+	unsigned		 size, oldest;
+	uint32_t		 mask;
+	int32_t			*bucket;
+	struct dnsfwd_name	*v;
+};
+
+static struct dnsfwd_names *dnsfwd_names_cur;	/* the loop thread's */
+
+static uint32_t
+dnsfwd_ip_hash(int family, const uint8_t *ip)
+{
+	uint32_t	h = 2166136261u;
+	size_t		i, n = family == AF_INET ? 4 : 16;
+
+	for (i = 0; i < n; i++)
+		h = (h ^ ip[i]) * 16777619u;
+	return h;
+}
+
+struct dnsfwd_names *
+dnsfwd_names_new(unsigned size)
+{
+	struct dnsfwd_names	*t;
+	uint32_t		 n = 16, i;
+
+	if (size == 0 || (t = calloc(1, sizeof(*t))) == NULL)
+		return NULL;
+	while (n < size)
+		n <<= 1;
+	if ((t->bucket = malloc(n * sizeof(*t->bucket))) == NULL ||
+	    (t->v = calloc(size, sizeof(*t->v))) == NULL) {
+		free(t->bucket);
+		free(t);
+		return NULL;
+	}
+	for (i = 0; i < n; i++)
+		t->bucket[i] = -1;
+	t->size = size;
+	t->mask = n - 1;
+	return t;
+}
+
+void
+dnsfwd_names_free(struct dnsfwd_names *t)
+{
+	if (t == NULL)
+		return;
+	if (dnsfwd_names_cur == t)
+		dnsfwd_names_cur = NULL;
+	free(t->bucket);
+	free(t->v);
+	free(t);
+}
+
+static int32_t *
+dnsfwd_names_slot(const struct dnsfwd_names *t, int family, const uint8_t *ip)
+{
+	int32_t	*p = &t->bucket[dnsfwd_ip_hash(family, ip) & t->mask];
+
+	while (*p >= 0 && !(t->v[*p].family == family &&
+	    memcmp(t->v[*p].ip, ip, family == AF_INET ? 4 : 16) == 0))
+		p = &t->v[*p].next;
+	return p;
+}
+
+static void
+dnsfwd_names_put(struct dnsfwd_names *t, int family, const uint8_t *ip,
+    const char *name)
+{
+	struct dnsfwd_name	*e;
+	int32_t			*p, i;
+
+	p = dnsfwd_names_slot(t, family, ip);
+	if (*p >= 0) {		/* known: unlinked, learnt anew below */
+		i = *p;
+		*p = t->v[i].next;
+		t->v[i].family = 0;
+	}
+	i = (int32_t)(t->oldest++ % t->size);
+	e = &t->v[i];
+	if (e->family != 0) {	/* the oldest goes */
+		p = dnsfwd_names_slot(t, e->family, e->ip);
+		*p = e->next;
+	}
+	memset(e, 0, sizeof(*e));
+	e->family = family;
+	memcpy(e->ip, ip, family == AF_INET ? 4 : 16);
+	snprintf(e->name, sizeof(e->name), "%s", name);
+	p = &t->bucket[dnsfwd_ip_hash(family, ip) & t->mask];
+	e->next = *p;
+	*p = i;
+}
+
+void
+dnsfwd_names_learn(struct dnsfwd_names *t, const uint8_t *msg, size_t len)
+{
+	struct dns_reply	r;
+	unsigned		i;
+
+	if (t == NULL || dns_reply_parse(msg, len, &r) == -1 || !r.q.plain ||
+	    r.rcode != DNS_NOERROR)
+		return;
+	for (i = 0; i < r.naddrs; i++)
+		dnsfwd_names_put(t, r.addrs[i].family, r.addrs[i].ip,
+		    r.q.name);
+}
+
+const char *
+dnsfwd_names_find(const struct dnsfwd_names *t, int family,
+    const uint8_t *ip)
+{
+	int32_t	i;
+
+	if (t == NULL || (family != AF_INET && family != AF_INET6))
+		return NULL;
+	i = *dnsfwd_names_slot(t, family, ip);
+	return i >= 0 ? t->v[i].name : NULL;
+}
+
+void
+dnsfwd_names_use(struct dnsfwd_names *t)
+{
+	dnsfwd_names_cur = t;
+}
+
+const struct dnsfwd_names *
+dnsfwd_names_used(void)
+{
+	return dnsfwd_names_cur;
 }

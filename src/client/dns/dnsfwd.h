@@ -52,4 +52,29 @@ void dnsfwd_cache_put(struct dnsfwd_cache *, const uint8_t *msg, size_t len,
     uint64_t now_ms);
 const struct dnsfwd_stats *dnsfwd_cache_stats(const struct dnsfwd_cache *);
 
+/*
+ * Learnt names: the addresses real DNS answered, each with the name the
+ * app asked for, so that a later flow to one is matched by the rules'
+ * domain keys too (client_route, when nothing else named its domain).
+ * At most size addresses; a new one takes the slot of the oldest learnt
+ * (an address answered again is learnt anew, under its latest name).
+ * One table per client, on the loop thread: dnsfwd_names_use makes t
+ * the one client_route asks (NULL: none).
+ */
+struct dnsfwd_names;
+
+#define DNSFWD_NAMES_MAX	4096
+
+struct dnsfwd_names *dnsfwd_names_new(unsigned size);
+void dnsfwd_names_free(struct dnsfwd_names *);	/* accepts NULL */
+/* Every A and AAAA address of an upstream's reply, under its question's
+ * name (plain names only). */
+void dnsfwd_names_learn(struct dnsfwd_names *, const uint8_t *msg,
+    size_t len);
+/* The name ip (4 or 16 bytes by family) was learnt under, or NULL. */
+const char *dnsfwd_names_find(const struct dnsfwd_names *, int family,
+    const uint8_t *ip);
+void dnsfwd_names_use(struct dnsfwd_names *);
+const struct dnsfwd_names *dnsfwd_names_used(void);
+
 #endif

@@ -17,7 +17,11 @@
 #     resolver logs it once, and status counts the hits, misses and the
 #     queries per upstream; a name that does not exist (NXDOMAIN) is
 #     cached too (negative);
-#  4. tunsplit check prints the upstreams back in a form that loads.
+#  4. tunsplit check prints the upstreams back in a form that loads;
+#  5. answers feed the domain rules: the target's address, first reached
+#     through the tunnel (final), goes direct (rule domain_suffix
+#     corp.test -> home) once the home resolver has answered
+#     app.corp.test with it -- the target sees the client's own address.
 . "$(dirname "$0")/../lib.sh"
 ts_init e2e_dns_upstreams
 
@@ -51,6 +55,8 @@ client:
       protocol: direct
   rules:
     - dst: $TS_S_ADDR4/32
+      outbound: home
+    - domain_suffix: corp.test
       outbound: home
   final: tunnel
   dns:
@@ -95,10 +101,18 @@ dnsmasq_at() {	# NS LOG ADDR RECORDS...
 }
 dnsmasq_at "$NS_S" home "$TS_S_ADDR4" \
     --host-record=www.corp.test,10.66.0.1 --host-record=www.other.test,10.66.0.9 \
-    --address=/nx.corp.test/
+    --address=/nx.corp.test/ --host-record=app.corp.test,$TS_T_ADDR4
 dnsmasq_at "$NS_T" far "$TS_T_ADDR4" \
     --host-record=www.other.test,10.55.0.1 --host-record=www.corp.test,10.55.0.9
 
+ts_start_target
+# The direct way to the target: tss forwards, only marked sockets use it.
+ts_sysctl "$NS_S" net/ipv4/ip_forward 1
+ts_sysctl "$NS_C" net/ipv4/conf/all/rp_filter 0
+ts_sysctl "$NS_C" net/ipv4/conf/default/rp_filter 0
+ip -n "$NS_C" rule add fwmark "$MARK" lookup 7353 pref 100 || ts_fail "ip rule"
+ip -n "$NS_C" route add "$TS_T_NET4" via "$TS_S_ADDR4" table 7353 ||
+    ts_fail "route table 7353"
 ts_start_server
 ts_start_client
 
@@ -148,4 +162,22 @@ grep -q '"dns_upstreams":\[{"name":"corp","address":"10.77.1.2:53","queries":2}'
     ts_fail "status: corp's queries: $(grep -o '"dns_upstreams":[^]]*' <<<"$st")"
 ts_log "repeated queries (and NXDOMAIN) answered by the cache; $(grep -o '"dns_cache":{[^}]*}' <<<"$st")"
 
-ts_pass "dns upstreams: per-domain resolver through its outbound, cache"
+# 5. The address before and after its name is learnt.
+fetch() {	# SEED: download 64 KiB, hash-checked; which address served it
+	ts_app recv --host "$TS_T_ADDR4" --port "$TS_TARGET_PORT" --bytes 65536 \
+	    --seed "$1" >>"$TS_TMP/apps.log" 2>&1 ||
+	    ts_fail "recv seed $1: $(tail -n 2 "$TS_TMP/apps.log")"
+	grep "SEND 65536 bytes sha256 $(ts_app hash --seed "$1" --bytes 65536)" \
+	    "$TS_TMP/target.log" | grep -o '\[[0-9.]*\]' | tail -n 1
+}
+from=$(fetch 31)
+[ "$from" = "[$TS_S2_ADDR4]" ] ||
+    ts_fail "before app.corp.test was resolved: served to $from, want the tunnel's [$TS_S2_ADDR4]"
+a=$(dig_c +short app.corp.test A)
+[ "$a" = "$TS_T_ADDR4" ] || ts_fail "app.corp.test: '$a'"
+from=$(fetch 32)
+[ "$from" = "[$TS_C_ADDR4]" ] ||
+    ts_fail "after app.corp.test was resolved: served to $from, want direct [$TS_C_ADDR4]"
+ts_log "$TS_T_ADDR4 went through the tunnel, then direct once real DNS named it app.corp.test"
+
+ts_pass "dns upstreams: per-domain resolver through its outbound, cache, learnt names"

@@ -3,7 +3,8 @@
  * at a label boundary, else none), and the answer cache driven by a fake
  * clock: TTLs lowered as time goes, expiry, negative answers kept at most
  * DNSFWD_NEG_TTL, what is never kept, the bound (least recently used
- * out first), the query's id and letter case in what comes back.
+ * out first), the query's id and letter case in what comes back; the
+ * learnt names (address to the name asked), bounded, the latest kept.
  */
 #include "config.h"
 
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <cmocka.h>
 
 #include "client/dns/dnsfwd.h"
@@ -269,6 +271,64 @@ test_bound(void **state)
 	dnsfwd_cache_free(NULL);
 }
 
+static void
+test_names(void **state)
+{
+	struct dnsfwd_names	*t;
+	uint8_t			 m[512], ip[4] = { 198, 51, 100, 0 };
+	char			 name[32];
+	int			 i;
+
+	(void)state;
+	assert_null(dnsfwd_names_new(0));
+	assert_non_null(t = dnsfwd_names_new(4));
+	assert_null(dnsfwd_names_find(t, AF_INET, A1));
+	dnsfwd_names_learn(t, m, reply(m, 1, "WWW.Test", DNS_TYPE_A, 0, A1,
+	    60, -1));
+	assert_string_equal(dnsfwd_names_find(t, AF_INET, A1), "www.test");
+	/* Not an answer: NXDOMAIN, a query. */
+	ip[3] = 9;
+	dnsfwd_names_learn(t, m, reply(m, 1, "nx.test", DNS_TYPE_A,
+	    DNS_NXDOMAIN, ip, 60, -1));
+	dnsfwd_names_learn(t, m, query(m, 1, "q.test", DNS_TYPE_A));
+	assert_null(dnsfwd_names_find(t, AF_INET, ip));
+	/* The same address under another name: the latest. */
+	dnsfwd_names_learn(t, m, reply(m, 1, "cdn.test", DNS_TYPE_A, 0, A1,
+	    60, -1));
+	assert_string_equal(dnsfwd_names_find(t, AF_INET, A1), "cdn.test");
+	/* Bounded: 4 addresses, the oldest learnt out first. */
+	for (i = 1; i <= 4; i++) {
+		ip[3] = (uint8_t)i;
+		snprintf(name, sizeof(name), "n%d.test", i);
+		dnsfwd_names_learn(t, m, reply(m, 1, name, DNS_TYPE_A, 0, ip,
+		    60, -1));
+	}
+	assert_null(dnsfwd_names_find(t, AF_INET, A1));
+	for (i = 1; i <= 4; i++) {
+		ip[3] = (uint8_t)i;
+		snprintf(name, sizeof(name), "n%d.test", i);
+		assert_string_equal(dnsfwd_names_find(t, AF_INET, ip), name);
+	}
+	/* Many more: still 4, the latest. */
+	for (i = 0; i < 1000; i++) {
+		ip[2] = (uint8_t)(i >> 8);
+		ip[3] = (uint8_t)i;
+		dnsfwd_names_learn(t, m, reply(m, 1, "many.test", DNS_TYPE_A,
+		    0, ip, 60, -1));
+	}
+	assert_string_equal(dnsfwd_names_find(t, AF_INET, ip), "many.test");
+	ip[3]--;
+	assert_string_equal(dnsfwd_names_find(t, AF_INET, ip), "many.test");
+	ip[2] = 0;
+	ip[3] = 1;
+	assert_null(dnsfwd_names_find(t, AF_INET, ip));
+	assert_null(dnsfwd_names_find(t, AF_INET6, A1));
+	dnsfwd_names_use(t);
+	assert_ptr_equal(dnsfwd_names_used(), t);
+	dnsfwd_names_free(t);
+	assert_null(dnsfwd_names_used());
+}
+
 int
 main(void)
 {
@@ -277,6 +337,7 @@ main(void)
 		cmocka_unit_test(test_ttl),
 		cmocka_unit_test(test_negative),
 		cmocka_unit_test(test_bound),
+		cmocka_unit_test(test_names),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
