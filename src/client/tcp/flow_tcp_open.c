@@ -23,6 +23,7 @@
 #include "conf/conf.h"
 #include "client/tcp/flow_socks5.h"
 #include "client/tcp/flow_tcp_int.h"
+#include "client/dns/fakeip.h"
 #include "client/dgram/flow_udp.h"
 #include "wire/frame.h"
 #include "core/log.h"
@@ -285,8 +286,10 @@ flow_route(struct flow *f)
 
 /*
  * A SYN that no flow holds yet (faithful or not): refused with an RST
- * when its outbound is block.  Only what the SYN shows is known: with
- * sniffing or fake-IP a domain may still decide, later (flow_tcp_dial).
+ * when its outbound is block, or when it goes to a fake address that
+ * stands for no name (the app would otherwise see its connect succeed,
+ * then a reset).  Only what the SYN shows is known: with sniffing or
+ * fake-IP a domain may still decide, later (flow_tcp_dial).
  */
 static bool
 flow_syn_blocked(struct flow_env *env, const struct addr *dst,
@@ -295,7 +298,17 @@ flow_syn_blocked(struct flow_env *env, const struct addr *dst,
 	struct rule_query q;
 	struct rule_hit why;
 	struct outbound *ob;
+	const void *ip;
+	size_t len;
 
+	if (env->fakeip != NULL) {
+		ip = addr_ip(dst, &len);
+		if (fakeip_contains(env->fakeip, addr_family(dst), ip) &&
+		    fakeip_name(env->fakeip, addr_family(dst), ip) == NULL) {
+			env->stats.refused++;
+			return true;
+		}
+	}
 	if (env->fakeip != NULL || flow_sniff_wanted(env->conf))
 		return false;
 	rules_query_flow(&q, dst, app, RULES_NET_TCP, NULL);
