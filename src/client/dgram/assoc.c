@@ -375,7 +375,8 @@ assoc_new(struct assoc_env *e, const struct assoc_key *key,
  */
 static struct outbound *
 assoc_route(struct assoc_env *e, struct assoc_key *k,
-    const struct proto_dest *dst, const char *domain, int *rule)
+    const struct proto_dest *dst, const char *domain, bool name_only,
+    int *rule)
 {
 	struct rule_query	 q;
 	struct rule_hit		 why;
@@ -385,8 +386,9 @@ assoc_route(struct assoc_env *e, struct assoc_key *k,
 	    RULES_NET_ICMP : RULES_NET_UDP;
 
 	addr_from_raw(&src, k->family, k->addr, 0);
-	if (dst->atyp == PROTO_ATYP_DOMAIN) {
-		rules_query_flow(&q, NULL, &src, net, dst->domain);
+	if (dst->atyp == PROTO_ATYP_DOMAIN || name_only) {
+		rules_query_flow(&q, NULL, &src, net,
+		    dst->atyp == PROTO_ATYP_DOMAIN ? dst->domain : domain);
 		q.port = dst->port;
 	} else {
 		addr_from_raw(&d, dst->atyp == PROTO_ATYP_IPV4 ? AF_INET :
@@ -413,6 +415,13 @@ struct assoc *
 assoc_get_named(struct assoc_env *e, const struct assoc_key *key,
     const struct proto_dest *dst, const char *domain)
 {
+	return assoc_get_routed(e, key, dst, domain, false);
+}
+
+struct assoc *
+assoc_get_routed(struct assoc_env *e, const struct assoc_key *key,
+    const struct proto_dest *dst, const char *domain, bool name_only)
+{
 	const struct assoc_tp	*tp;
 	struct assoc_key	 k = *key;
 	struct outbound		*ob;
@@ -420,7 +429,7 @@ assoc_get_named(struct assoc_env *e, const struct assoc_key *key,
 	int			 rule;
 
 	e->refusal = ASSOC_REFUSED_NONE;
-	ob = assoc_route(e, &k, dst, domain, &rule);
+	ob = assoc_route(e, &k, dst, domain, name_only, &rule);
 	if ((tp = assoc_tp_of(ob->co->protocol)) == NULL) {
 		client_route_count(e->obs, &(struct rule_hit){ (int)ob->index,
 		    rule });

@@ -156,6 +156,12 @@ struct assoc *assoc_get(struct assoc_env *e, const struct assoc_key *key,
  * address: the name a QUIC conversation's Initial named. */
 struct assoc *assoc_get_named(struct assoc_env *e, const struct assoc_key *key,
     const struct proto_dest *dst, const char *domain);
+/* The same; name_only: the rules see domain but not dst's address (a
+ * DNS query asking for a name the rules send elsewhere than the
+ * resolver's address would: it goes where the name's flows go). */
+struct assoc *assoc_get_routed(struct assoc_env *e,
+    const struct assoc_key *key, const struct proto_dest *dst,
+    const char *domain, bool name_only);
 /* Queues one datagram to dst.  short_lived: it is a DNS query (an
  * association that only ever sends those expires after dns_timeout).
  * 0, or -1 when dropped (counted). */

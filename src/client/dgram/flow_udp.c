@@ -346,6 +346,30 @@ flow_udp_fake_dest(struct flow_udp *u, const struct pkt_ip *ip,
 	return true;
 }
 
+/*
+ * A query the table does not answer (another type than A and AAAA, say
+ * TXT or HTTPS) for a name it gives fake addresses to: the rules would
+ * route it by the resolver's address, and a resolver on a direct network
+ * would learn a tunnelled name.  It goes where the name's flows go
+ * instead.  A name under a dns.upstreams entry's domains goes to that
+ * upstream as configured.  The name into buf, or NULL: route by the
+ * address.
+ */
+static const char *
+flow_udp_fake_qname(struct flow_udp *u, const struct pkt_udp *ud, char *buf,
+    size_t len)
+{
+	struct dns_query q;
+
+	if (dns_query_parse(ud->data, ud->len, &q) == -1 || !q.plain ||
+	    q.name[0] == '\0' || fakeip_excluded(u->conf, q.name) ||
+	    fakeip_direct(u->conf, q.name) ||
+	    dnsfwd_pick(u->conf, q.name) >= 0)
+		return NULL;
+	snprintf(buf, len, "%s", q.name);
+	return buf;
+}
+
 static void flow_udp_refuse_echo(struct flow_udp *, const struct pkt_ip *);
 
 /* ICMP: an echo to a fake address pings its name; one without a name
@@ -577,7 +601,8 @@ flow_udp_datagram(struct flow_udp *u, const struct pkt_ip *ip)
 	struct proto_dest	 dst, orig;
 	struct assoc		*a;
 	const char		*domain = NULL, *found = NULL;
-	bool			 dns, pin, fake = false;
+	char			 qname[DNS_TEXT_MAX];
+	bool			 dns, pin, fake = false, by_name = false;
 	int			 rc;
 
 	if ((rc = pkt_udp_parse(ip, &ud)) != PKT_OK)
@@ -605,9 +630,14 @@ flow_udp_datagram(struct flow_udp *u, const struct pkt_ip *ip)
 	pin = false;
 	if (dns && flow_udp_dns_route(u, ip, &ud, &dst, &pin))
 		return PKT_OK;		/* answered from the cache */
-	if (!fake && !pin && flow_udp_quic(u, ip, &ud, &domain, &found) == 1)
+	if (dns && u->fakeip != NULL)
+		by_name = (domain = flow_udp_fake_qname(u, &ud, qname,
+		    sizeof(qname))) != NULL;
+	else if (!fake && !pin &&
+	    flow_udp_quic(u, ip, &ud, &domain, &found) == 1)
 		return PKT_OK;		/* held: its hello is not whole */
-	if ((a = assoc_get_named(u->assoc, &key, &dst, domain)) == NULL) {
+	if ((a = assoc_get_routed(u->assoc, &key, &dst, domain,
+	    by_name)) == NULL) {
 		/* Its outbound is block: say so, as a firewall would. */
 		if (assoc_refusal(u->assoc) == ASSOC_REFUSED_BLOCK)
 			flow_udp_refuse(u, ip, &ud);
