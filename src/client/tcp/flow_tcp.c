@@ -518,6 +518,21 @@ flow_app_flush(struct flow *f)
 	return 1;
 }
 
+/* Health from the server's status: it refuses work of its own (its
+ * connection limit), or what answered was no tunsplit server that knows
+ * our key (a status no server sends: a cover site's bytes); any other
+ * status, the target's fate included, says the server works. */
+static void
+flow_health_status(struct flow *f, uint8_t st)
+{
+	if (st == PROTO_ERR_LIMIT)
+		outbound_fail(f->obr, "server refused (connection limit)");
+	else if (st > PROTO_ERR_LIMIT)
+		outbound_fail(f->obr, "server refused (not a tunsplit answer)");
+	else
+		outbound_ok(f->obr);
+}
+
 /* The status byte.  A refusal is counted by its own reason (the status's
  * short name: "egress denied", "target refused"), not lumped together. */
 static int
@@ -529,7 +544,7 @@ flow_take_status(struct flow *f, uint8_t **data, ssize_t *n,
 
 	stats_contact_ok(&f->env->stats.contact, loop_now(f->env->loop));
 	f->answered = true;
-	outbound_ok(f->obr);
+	flow_health_status(f, st);
 
 	if (st != PROTO_OK) {
 		log_info("flow %llu %s: server: %s", (unsigned long long)f->id,
@@ -568,7 +583,7 @@ flow_held_status(struct flow *f, const char **why)
 	}
 	stats_contact_ok(&f->env->stats.contact, loop_now(f->env->loop));
 	f->answered = true;
-	outbound_ok(f->obr);
+	flow_health_status(f, st);
 	if (st != PROTO_OK) {
 		if (st == PROTO_ERR_REFUSED)
 			tsnetif_reset_syn(f->syn, f->syn_len);
