@@ -276,6 +276,7 @@ test_names(void **state)
 {
 	struct dnsfwd_names	*t;
 	uint8_t			 m[512], ip[4] = { 198, 51, 100, 0 };
+	uint8_t			 six[16] = { 198, 51, 100, 1 };
 	char			 name[32];
 	int			 i;
 
@@ -322,7 +323,7 @@ test_names(void **state)
 	ip[2] = 0;
 	ip[3] = 1;
 	assert_null(dnsfwd_names_find(t, AF_INET, ip));
-	assert_null(dnsfwd_names_find(t, AF_INET6, A1));
+	assert_null(dnsfwd_names_find(t, AF_INET6, six));
 	dnsfwd_names_use(t);
 	assert_ptr_equal(dnsfwd_names_used(), t);
 	dnsfwd_names_free(t);
