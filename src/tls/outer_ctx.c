@@ -32,7 +32,7 @@
 #include "core/log.h"
 #include "tls/outer_int.h"
 
-#define OUTER_SESS_MAX	8	/* tickets kept per client context */
+#define OUTER_SESS_MAX	64	/* tickets kept per client context */
 #define OUTER_READ_BUF	(64 * 1024)	/* read-ahead buffer while active */
 
 struct outer_sess {

@@ -1328,8 +1328,10 @@ test_idle_memory(void **state)
 	    (after_hs - before) / N, cli / N, (idle - before - cli) / N,
 	    heap_live - before);
 	assert_true((idle - before) / N < 36 * 1024);
-	/* Only the bounded ticket cache outlives the streams... */
-	assert_true(heap_live - before < 8 * 4096);
+	/* Only the bounded ticket cache outlives the streams (64 tickets,
+	 * ~3.3 KiB each here: every one came from a full handshake and
+	 * holds its own parsed certificate)... */
+	assert_true(heap_live - before < 64 * 4096);
 	/* ...and it goes with its context: nothing leaks. */
 	outer_ctx_free(cctx);
 	outer_ctx_free(sctx);
