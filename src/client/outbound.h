@@ -53,7 +53,7 @@ struct outbound {
 	struct ssl_ctx_st		*ssl_ctx;	/* tunsplit, trojan */
 	bool				 ctx_borrowed;	/* not ours to free */
 	bool				 has_server;	/* not direct, block */
-	struct addr			 server;	/* or the socks5 proxy */
+	struct addr			 server;	/* or socks5 proxy */
 	struct pool			*pool;		/* may be NULL */
 	uint8_t				 user_id[PROTO_USER_ID_LEN];
 	struct outbound_stats		*stats;

@@ -521,7 +521,8 @@ key_outbounds(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
 	if (n->type != YAML_SEQUENCE_NODE)
 		return conf_err(x, n, "expected a list of outbounds, found %s",
 		    conf_node_kind(n));
-	if (conf_list_count(n) > 0 && conf_list_count(n) <= CONF_MAX_OUTBOUNDS &&
+	if (conf_list_count(n) > 0 &&
+	    conf_list_count(n) <= CONF_MAX_OUTBOUNDS &&
 	    (c->client.outbounds = calloc(conf_list_count(n),
 	    sizeof(*c->client.outbounds))) == NULL)
 		return conf_err(x, n, "out of memory");
@@ -691,8 +692,8 @@ check_client_outbounds(struct ctx *x, yaml_node_t *map, struct conf *c)
 		s = (const char *)x->final_node->data.scalar.value;
 		if ((i = conf_outbound_index(c, s)) < 0) {
 			conf_path_push(x, "final");
-			return conf_err(x, x->final_node, "'%s': no outbound of "
-			    "that name", conf_vis(x, s));
+			return conf_err(x, x->final_node, "'%s': no "
+			    "outbound of that name", conf_vis(x, s));
 		}
 		c->client.final = (size_t)i;
 	} else if ((i = conf_outbound_index(c, "default")) >= 0)
