@@ -156,7 +156,7 @@ assoc_close(struct assoc *a, bool abort, const char *reason)
 	outbound_close(a->ob, a->failed, a->up_b, a->down_b);
 	log_at(log_flow_level(), "%s %llu %s%s%s%s: %s, up %llu dgrams %llu "
 	    "bytes, down %llu dgrams %llu bytes, %llu dropped, %llu ms, "
-	    "%u left, outbound %s, %s",
+	    "outbound %s, %s, %u left",
 	    assoc_kstr(a), (unsigned long long)a->id,
 	    assoc_app(a, app, sizeof(app)), a->sniff.domain[0] != '\0' ?
 	    " (" : "", a->sniff.domain, a->sniff.domain[0] != '\0' ? ")" : "",
@@ -164,9 +164,9 @@ assoc_close(struct assoc *a, bool abort, const char *reason)
 	    (unsigned long long)a->up_d, (unsigned long long)a->up_b,
 	    (unsigned long long)a->down_d, (unsigned long long)a->down_b,
 	    (unsigned long long)a->drops,
-	    (unsigned long long)(loop_now(e->loop) - a->start_ms), e->n,
+	    (unsigned long long)(loop_now(e->loop) - a->start_ms),
 	    outbound_name(a->ob), client_route_why(a->ob, a->rule, why,
-	    sizeof(why)));
+	    sizeof(why)), e->n);
 	SLIST_INSERT_HEAD(&e->reap, a, reap_entry);
 }
 
