@@ -20,6 +20,11 @@
 #  3b. IPv6 flows take the select group pick by a rule: on A until
 #     `tunsplit select pick b`, then on B, and still on B after the client
 #     restarts (the choice is kept); select on a failover group is an error.
+#  3c. A black-holed (nftables drops everything to its port; its
+#     connect_timeout is 1 s): each flow that tries A stalls for that and
+#     goes on on B (the slowest must take <= connect_timeout + 1 s); after
+#     3 such A is down and flows go to B at once (the stream is one flow
+#     at a time: that takes 3 connect timeouts, must be <= 4 s).
 #  4. both down: flows are refused at once (fail closed), none reaches
 #     the target some other way; status says why.
 # Every connection the target saw came from the server's address: the
@@ -52,6 +57,7 @@ client:
       ca: $TS_TMP/ca.pem
       key: "$TS_KEY"
       pool: 1
+      connect_timeout: 1s
     - name: b
       server: "$TS_S_ADDR4:$PORT_B"
       sni: $TS_SNI
@@ -111,7 +117,8 @@ with open(out, "w", buffering=1) as f:
                 got += len(b)
             c.close()
             ok = got == n and h.hexdigest() == want
-            f.write("%.3f %s %d\n" % (t, "ok" if ok else "fail", got))
+            f.write("%.3f %s %d %.3f\n" % (t, "ok" if ok else "fail", got,
+                                          time.time()))
         except OSError as e:
             f.write("%.3f fail %s\n" % (t, e.__class__.__name__))
         time.sleep(max(0, 0.05 - (time.time() - t)))
@@ -240,6 +247,41 @@ grep -q "select: 1 choice kept from" "$TS_TMP/client.log" ||
 v6_on "pick after a restart" server-b
 ts_log "select: pick moved to b, and stayed there across a restart"
 
+# ---- 3c: A black-holed -------------------------------------------------------
+bh=
+if command -v nft >/dev/null 2>&1; then
+	t_bh=$(date +%s.%N)
+	ip netns exec "$NS_S" nft -f - <<EOF || ts_fail "nftables black hole"
+table inet tsgroups {
+	chain in {
+		type filter hook input priority 0; policy accept;
+		tcp dport $TS_SERVER_PORT drop
+	}
+}
+EOF
+	stream 6 stream3.log
+	ip netns exec "$NS_S" nft delete table inet tsgroups
+	# bh: from the black hole to the first flow started after it that
+	# took under 0.3 s; worst: the slowest flow; fails: as the app saw.
+	read -r bh worst bfail <<<"$(awk -v k="$t_bh" '
+	    $1 > k && $2 == "ok" && $4 - $1 < 0.3 && !f { f = $1 }
+	    $4 - $1 > w { w = $4 - $1 } $2 != "ok" { n++ }
+	    END { printf "%.3f %.3f %d\n", f - k, w, n }' "$TS_TMP/stream3.log")"
+	ts_log "black hole: flows quick again ${bh} s after it, the slowest" \
+	    "took ${worst} s, $bfail failed (warm connections to A)"
+	awk -v w="$worst" 'BEGIN { exit !(w > 0 && w <= 2.0) }' ||
+	    ts_fail "black hole: a flow took ${worst} s"
+	awk -v b="$bh" 'BEGIN { exit !(b > 0 && b <= 4.0) }' ||
+	    ts_fail "black hole: flows quick again only after ${bh} s"
+	[ "$bfail" -le 1 ] || ts_fail "black hole: $bfail flows failed"
+	grep -q "outbound a: down (connect timeout" "$TS_TMP/client.log" ||
+	    ts_fail "black hole: a not down for its connect timeout"
+	[ "$(grep -c " ok " "$TS_TMP/stream3.log")" -ge 20 ] ||
+	    ts_fail "black hole: too few flows succeeded"
+else
+	ts_log "black hole: skipped (no nft)"
+fi
+
 # ---- 4: both down: refused, fail closed -------------------------------------
 kill -KILL "$PID_A" "$PID_B"
 wait "$PID_A" "$PID_B" 2>/dev/null
@@ -261,4 +303,4 @@ if grep -E "^target: \[[0-9a-f.:]+\]:[0-9]+ " "$TS_TMP/target.log" |
 	ts_fail "the target saw a connection not from the server"
 fi
 ts_alive "$TS_CLIENT_PID" || ts_fail "the client died"
-ts_pass "failover in ${gap} s ($fail flows failed, $retried retried on B), back to A after its restart, fail closed"
+ts_pass "failover in ${gap} s ($fail flows failed, $retried retried on B), back to A after its restart, black hole: slowest flow ${worst:-skipped} s, fail closed"
