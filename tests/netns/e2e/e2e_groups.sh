@@ -47,6 +47,7 @@ sed -e "s/:$TS_SERVER_PORT\"/:$PORT_B\"/g" -e "s/server.sock/server-b.sock/" \
 cat >"$TS_TMP/client.yaml" <<EOF
 log: {level: info, flows: true}
 control: $TS_TMP/client.sock
+metrics: 9353
 tun: {name: $TS_TUN, mtu: 9000, address: [198.18.0.1/15, "fdfe:dcba:9876::1/64"]}
 client:
   connect_timeout: 10s
@@ -158,6 +159,15 @@ grep -q "^  group failover of a, b: active b" <<<"$st" ||
 grep -qE "^  down for [0-9]+ s \((server unreachable|TLS|connect|server closed)" \
     <<<"$st" || ts_fail "status does not say a is down, and why: $st"
 ts_log "status: $(grep -A1 '^outbound \(a\|servers\) ' <<<"$st" | tr '\n' '|')"
+ip netns exec "$NS_C" "$TS_PY" -c 'import urllib.request, sys
+sys.stdout.write(urllib.request.urlopen("http://127.0.0.1:9353/metrics",
+    timeout=5).read().decode())' >"$TS_TMP/c.prom" || ts_fail "metrics"
+for want in 'tunsplit_outbound_up{outbound="a"} 0' \
+    'tunsplit_outbound_up{outbound="b"} 1' \
+    'tunsplit_outbound_up{outbound="servers"} 1' \
+    'tunsplit_group_active{group="servers",member="b"} 1'; do
+	grep -qxF "$want" "$TS_TMP/c.prom" || ts_fail "metrics lack: $want"
+done
 
 # ---- 3: a long download on B; A back ------------------------------------------
 ts_app recv --host "$TS_T_ADDR4" --port "$TS_TARGET_PORT" --bytes 8m \
