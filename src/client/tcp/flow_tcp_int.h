@@ -123,6 +123,8 @@ struct flow {
 	bool		 internal;		/* flow_fail_internal */
 	bool		 domain_send;		/* fake-IP: the request names
 						 * domain, not dst */
+	bool		 by_name;		/* routed by domain alone: a
+						 * DNS query over TCP */
 
 	uint64_t	 start_ms, last_ms;
 	uint64_t	 dial_us;		/* outer connect started */
@@ -164,6 +166,9 @@ int  flow_retry(struct flow *f, const char *reason);
 /* flow_tcp_sniff.c */
 /* Whether a new TCP flow under c waits for its first bytes. */
 bool flow_sniff_wanted(const struct conf *c);
+/* Whether a flow to dst waits for its first bytes anyway: with fake-IP,
+ * DNS over TCP, whose question names where it may go. */
+bool flow_sniff_dns(const struct flow_env *env, const struct addr *dst);
 /* Starts the wait of a flow just accepted (phase FLOW_SNIFF). */
 void flow_sniff_start(struct flow *f);
 /* FLOW_SNIFF work: reads the queued first bytes; once they name the

@@ -267,8 +267,10 @@ flow_route(struct flow *f)
 	struct rule_hit why;
 	struct outbound *ob;
 
-	rules_query_flow(&q, &f->dst, f->app.len != 0 ? &f->app : NULL,
-	    RULES_NET_TCP, f->domain);
+	rules_query_flow(&q, f->by_name ? NULL : &f->dst,
+	    f->app.len != 0 ? &f->app : NULL, RULES_NET_TCP, f->domain);
+	if (f->by_name)
+		q.port = addr_port(&f->dst);
 	ob = client_route(f->env->obs, &q, &why);
 	f->has_group = why.outbound >= 0 &&
 	    (size_t)why.outbound < f->env->obs->n &&
@@ -459,7 +461,7 @@ flow_tcp_accept(void *arg, struct tcp_pcb *pcb, err_t err)
 		return ERR_OK;
 	}
 	/* Sniffing: no dial before the first bytes (flow_tcp_sniff.c). */
-	sniff = flow_sniff_wanted(env->conf);
+	sniff = flow_sniff_wanted(env->conf) || flow_sniff_dns(env, &dst);
 	errno = 0;
 	if (env->nflows >= env->conf->client.max_flows ||
 	    (f = sniff ? flow_alloc(env, &dst) : flow_new(env, &dst, &app)) ==

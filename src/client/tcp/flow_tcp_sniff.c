@@ -15,16 +15,22 @@
 
 #include "client/tcp/flow_tcp.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "lwip/pbuf.h"
 
+#include "client/dns/dnsfwd.h"
+#include "client/dns/fakeip.h"
 #include "client/tcp/flow_tcp_int.h"
 #include "conf/conf.h"
 #include "core/log.h"
 #include "core/loop.h"
 #include "rules/rules.h"
+#include "wire/dns.h"
 #include "wire/sniff.h"
+
+#define DNS_PORT	53
 
 bool
 flow_sniff_wanted(const struct conf *c)
@@ -39,6 +45,39 @@ flow_sniff_wanted(const struct conf *c)
 	default:		/* auto: when a rule can match a domain */
 		return rules_use_domains(c->client.rules);
 	}
+}
+
+bool
+flow_sniff_dns(const struct flow_env *env, const struct addr *dst)
+{
+	return env->fakeip != NULL && !env->conf->client.faithful &&
+	    addr_port(dst) == DNS_PORT;
+}
+
+/*
+ * DNS over TCP with fake-IP: the first query's name, when the table
+ * gives it fake addresses -- then the flow goes where the name's flows
+ * go, never by the resolver's address to a resolver on a direct network
+ * (flow_udp_fake_qname does the same for UDP).  SNIFF_NONE: another
+ * name, routed by the address.
+ */
+static enum sniff_res
+flow_sniff_dns_name(const struct conf *c, const uint8_t *p, size_t n,
+    char *out, size_t outlen)
+{
+	struct dns_query q;
+	size_t		 len;
+
+	if (n < 2 || n - 2 < (len = (size_t)p[0] << 8 | p[1]))
+		return SNIFF_MORE;
+	if (dns_query_parse(p + 2, len, &q) == -1 || !q.plain ||
+	    q.name[0] == '\0')
+		return SNIFF_NOT;
+	if (fakeip_excluded(c, q.name) || fakeip_direct(c, q.name) ||
+	    dnsfwd_pick(c, q.name) >= 0)
+		return SNIFF_NONE;
+	snprintf(out, outlen, "%s", q.name);
+	return SNIFF_FOUND;
 }
 
 void
@@ -85,7 +124,13 @@ flow_sniff_work(struct flow *f)
 		return;
 	}
 	n = flow_sniff_gather(f, env->stage, sizeof(env->stage));
-	r = sniff_stream(env->stage, n, name, sizeof(name), &kind);
+	if (flow_sniff_dns(env, &f->dst)) {
+		r = flow_sniff_dns_name(f->conf, env->stage, n, name,
+		    sizeof(name));
+		kind = "dns";
+		f->by_name = r == SNIFF_FOUND;
+	} else
+		r = sniff_stream(env->stage, n, name, sizeof(name), &kind);
 	if (r == SNIFF_MORE && n < sizeof(env->stage) && !f->app_fin &&
 	    f->pcb != NULL && age < f->conf->client.sniff_timeout_ms)
 		return;			/* the timer marks the flow again */
