@@ -30,8 +30,9 @@
 #     (final) through the tunnel, SHA-256 checked, the target sees the
 #     server's address; home.test direct (its query and its flow on
 #     lan0, the home server sees the client's own address); ads.test
-#     refused at once; queries of other types (TXT, HTTPS) for tunnelled
-#     names never go to the home resolver;
+#     refused at once; queries of other types (TXT, HTTPS), and queries
+#     over TCP, for tunnelled names never go to the home resolver (a
+#     direct name's do);
 #  2. during SIGHUP reloads: the same flows at once, four reloads among
 #     them;
 #  3. with the server stopped: tunnelled flows are refused, never sent
@@ -219,11 +220,16 @@ no_leaks "$from" "at start"
 # but a name of the tunnel's never to the home resolver: through the
 # tunnel (whose server does not reach it: no answer), a blocked name's
 # refused at once, a direct name's answered by the home resolver.
-for q in "www.example TXT" "www.example TYPE65" "unknown.net TXT"; do
+for q in "www.example TXT" "www.example TYPE65" "unknown.net TXT" \
+    "+tcp www.example A" "+tcp unknown.net TXT"; do
 	# shellcheck disable=SC2086 # name and type
 	dig_c $q >>"$TS_TMP/dig.log"
 done
-no_leaks "$from" "queries of other types"
+no_leaks "$from" "queries of other types, and over TCP"
+got=$(dig_c +tcp +short home.test A)
+[ "$got" = "$H_ADDR" ] || ts_fail "home.test A over TCP: '$got', want the home resolver's"
+grep -q "^lan0 tcp $C_LAN $H_ADDR [0-9]* 53 dns home.test 1$" "$CAP" ||
+    ts_fail "home.test's query over TCP is not on lan0"
 got=$(dig_c ads.test TXT)
 grep -q "host unreachable" <<<"$got" || ts_fail "ads.test TXT not refused: $got"
 got=$(dig_c +short home.test TXT)
