@@ -303,6 +303,37 @@ bad(const char *groups, const char *want)
 		fail_msg("error '%s' lacks '%s'", err, want);
 }
 
+/* check prints groups in a form that loads back the same. */
+static void
+test_dump(void **state)
+{
+	char err[512], *buf = NULL;
+	size_t len = 0;
+	struct conf *c = load(CONF, err, sizeof(err)), *c2;
+	FILE *fp;
+
+	(void)state;
+	if (c == NULL)
+		fail_msg("%s", err);
+	assert_non_null(fp = open_memstream(&buf, &len));
+	conf_dump_secrets(c, fp);
+	assert_int_equal(fclose(fp), 0);
+	assert_non_null(strstr(buf, "    - name: \"outer\"\n      type: failover\n"
+	    "      members: [\"fo\", \"c\"]\n"));
+	if ((c2 = load(buf, err, sizeof(err))) == NULL)
+		fail_msg("the dump does not load: %s\n%s", err, buf);
+	assert_int_equal(c2->client.noutbounds, 7);
+	assert_int_equal(c2->client.outbounds[6].group, CONF_GROUP_FAILOVER);
+	assert_int_equal(c2->client.outbounds[6].nmembers, 2);
+	assert_int_equal(c2->client.outbounds[6].members[0], 3);
+	assert_int_equal(c2->client.outbounds[4].group, CONF_GROUP_SELECT);
+	assert_int_equal(c2->client.outbounds[5].group, CONF_GROUP_BALANCE);
+	assert_string_equal(conf_final(c2)->name, "fo");
+	conf_unref(c2);
+	conf_unref(c);
+	free(buf);
+}
+
 static void
 test_check(void **state)
 {
@@ -340,6 +371,7 @@ main(void)
 		cmocka_unit_test(test_failover),
 		cmocka_unit_test(test_select_balance),
 		cmocka_unit_test(test_state),
+		cmocka_unit_test(test_dump),
 		cmocka_unit_test(test_check),
 	};
 
