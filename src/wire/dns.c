@@ -249,8 +249,9 @@ dns_answer(uint8_t *out, size_t outlen, const struct dns_query *q,
 }
 
 /* A reply: its question, and every record after it, their least TTL
- * (OPT's is no TTL); with rw, each TTL lowered by age in rw (msg's
- * bytes).  0, or -1 when malformed. */
+ * (OPT's is no TTL); with rw, each TTL lowered by age in rw (a copy of
+ * msg: only msg is read, so a name that points into a TTL reads the
+ * same while the TTLs change).  0, or -1 when malformed. */
 static int
 dns_reply_walk(const uint8_t *msg, size_t len, struct dns_reply *r,
     uint8_t *rw, uint32_t age)
@@ -314,9 +315,9 @@ dns_reply_parse(const uint8_t *msg, size_t len, struct dns_reply *r)
 }
 
 int
-dns_reply_age(uint8_t *msg, size_t len, uint32_t age)
+dns_reply_age(const uint8_t *in, uint8_t *out, size_t len, uint32_t age)
 {
 	struct dns_reply	r;
 
-	return dns_reply_walk(msg, len, &r, msg, age);
+	return dns_reply_walk(in, len, &r, out, age);
 }

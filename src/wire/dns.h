@@ -112,8 +112,9 @@ struct dns_reply {
 };
 
 int dns_reply_parse(const uint8_t *msg, size_t len, struct dns_reply *r);
-/* Each record's TTL but OPT's lowered by age (0 at least), in place.
- * 0, or -1 when malformed. */
-int dns_reply_age(uint8_t *msg, size_t len, uint32_t age);
+/* out, a copy of in's len bytes: each record's TTL but OPT's lowered by
+ * age (0 at least), in is only read.  0, or -1 when malformed. */
+int dns_reply_age(const uint8_t *in, uint8_t *out, size_t len,
+    uint32_t age);
 
 #endif

@@ -12,7 +12,13 @@
  *    type is A or AAAA, each rcode) parses back, once its QR bit is
  *    cleared, as a query with the same id, question and EDNS presence;
  *    an answer never needs more than DNS_ANSWER_MAX bytes, and one byte
- *    less than it needs is refused, never overrun.
+ *    less than it needs is refused, never overrun;
+ *  - the same bytes as an upstream's reply (the client's DNS cache reads
+ *    those): a reply is judged whole like a query; aging it by 0
+ *    changes no byte, aging it by a seconds leaves, when it still
+ *    parses (a later name may point into a TTL), a reply whose least
+ *    TTL is the old one less a (0 at least), with the same question
+ *    and addresses.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -92,6 +98,55 @@ fz_answer(const struct dns_query *q, int rcode, bool with_addr)
 	FZ_CHECK((out[3] & 0xf) == (rcode & 0xf));
 }
 
+static int
+fz_reply_copy(const uint8_t *in, size_t len, struct dns_reply *r)
+{
+	uint8_t *copy;
+	int rc;
+
+	if ((copy = malloc(len > 0 ? len : 1)) == NULL)
+		abort();
+	memcpy(copy, in, len);
+	rc = dns_reply_parse(copy, len, r);
+	free(copy);
+	return rc;
+}
+
+static void
+fz_reply(const uint8_t *data, size_t size)
+{
+	struct dns_reply r, back;
+	uint8_t *copy;
+	uint32_t age = size > 0 ? data[size - 1] * 1000u : 7;
+	size_t l;
+
+	if (fz_reply_copy(data, size, &r) != 0)
+		return;
+	fz_check_name(&r.q);
+	FZ_CHECK(r.naddrs <= DNS_REPLY_ADDRS && r.rcode <= 15);
+	for (l = 0; l < size; l++)
+		FZ_CHECK(fz_reply_copy(data, l, &back) == -1);
+	if ((copy = malloc(size)) == NULL)
+		abort();
+	memcpy(copy, data, size);
+	FZ_CHECK(dns_reply_age(data, copy, size, 0) == 0);
+	FZ_CHECK(memcmp(copy, data, size) == 0);
+	FZ_CHECK(dns_reply_age(data, copy, size, age) == 0);
+	/* A later name may point into a TTL, and read otherwise now. */
+	if (fz_reply_copy(copy, size, &back) != 0) {
+		free(copy);
+		return;
+	}
+	FZ_CHECK(back.has_ttl == r.has_ttl && back.naddrs == r.naddrs &&
+	    back.rcode == r.rcode && back.ancount == r.ancount &&
+	    strcmp(back.q.name, r.q.name) == 0 &&
+	    memcmp(back.addrs, r.addrs, sizeof(r.addrs)) == 0);
+	if (r.has_ttl)
+		FZ_CHECK(back.min_ttl == (r.min_ttl > age ? r.min_ttl - age :
+		    0));
+	free(copy);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -100,6 +155,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size > 2048)
 		return 0;
+	fz_reply(data, size);
 	if (fz_parse_copy(data, size, &q) != 0)
 		return 0;
 	fz_check_name(&q);

@@ -168,7 +168,7 @@ dnsfwd_cache_get(struct dnsfwd_cache *k, const struct dns_query *q,
 	 * name, so the same length, uncompressed right after the header. */
 	if (DNS_HDR_LEN + q->qname_len <= e->len)
 		memcpy(out + DNS_HDR_LEN, q->qname, q->qname_len);
-	if (dns_reply_age(out, e->len,
+	if (dns_reply_age(e->msg, out, e->len,
 	    (uint32_t)((now_ms - e->stored_ms) / 1000)) == -1)
 		goto miss;
 	TAILQ_REMOVE(&k->lru, e, lru);
