@@ -21,7 +21,10 @@
 #  5. answers feed the domain rules: the target's address, first reached
 #     through the tunnel (final), goes direct (rule domain_suffix
 #     corp.test -> home) once the home resolver has answered
-#     app.corp.test with it -- the target sees the client's own address.
+#     app.corp.test with it -- the target sees the client's own address;
+#  6. a reload that gives the home upstream other.test instead applies at
+#     once and empties the cache: www.other.test, cached before, is now
+#     asked of the home resolver and gets its answer.
 . "$(dirname "$0")/../lib.sh"
 ts_init e2e_dns_upstreams
 
@@ -180,4 +183,13 @@ from=$(fetch 32)
     ts_fail "after app.corp.test was resolved: served to $from, want direct [$TS_C_ADDR4]"
 ts_log "$TS_T_ADDR4 went through the tunnel, then direct once real DNS named it app.corp.test"
 
-ts_pass "dns upstreams: per-domain resolver through its outbound, cache, learnt names"
+# 6. Reload: other.test to the home resolver.
+sed -i 's/domains: \[corp.test\]/domains: [other.test]/' "$TS_TMP/client.yaml"
+ts_reload "$TS_CLIENT_PID" "$TS_TMP/client.log" "client SIGHUP: other.test to home"
+a=$(dig_c +short www.other.test A)
+[ "$a" = 10.66.0.9 ] || ts_fail "after the reload www.other.test: '$a', want the home resolver's 10.66.0.9"
+[ "$(seen www.other.test "$TS_C_ADDR4" home)" = 1 ] ||
+    ts_fail "after the reload the home resolver did not see www.other.test: $(grep query "$TS_TMP/home.log")"
+ts_log "reload: www.other.test now from the home resolver, the cache emptied"
+
+ts_pass "dns upstreams: per-domain resolver through its outbound, cache, learnt names, reload"
