@@ -12,7 +12,11 @@ conns=${TS_STORM:-$(ts_soak_size 100 400)}
 ts_topology_up
 ts_soak_sysctls
 ts_make_pki
-ts_write_configs
+# A pool of a fixed size from the start (the adaptive one is empty until
+# the first flow and follows the storm after), so that the descriptors
+# before and after compare.
+ts_write_configs "  pool: {min: 2, max: 2}
+  pool_idle: 0"
 ts_start_soak_target
 ts_start_server
 ts_start_client
