@@ -35,8 +35,10 @@
 #     direct name's do);
 #  2. during SIGHUP reloads: the same flows at once, four reloads among
 #     them;
-#  3. with the server stopped: tunnelled flows are refused, never sent
-#     direct; home.test still works direct.
+#  3. with the server killed: tunnelled flows are refused, never sent
+#     direct; www.example still gets its fake address from the client,
+#     and its other queries (UDP, TCP) stay off the LAN; home.test still
+#     works direct.
 . "$(dirname "$0")/../lib.sh"
 ts_init e2e_leak_rules
 
@@ -257,6 +259,11 @@ for h in www.example "$TS_T_ADDR4" unknown.net; do
 	app refused --host "$h" --port "$TS_TARGET_PORT" --within 5
 done
 ts_udptool "$TS_TMP/udp.log" send --to "$TS_T_ADDR4:7" || true
+# Names still resolve (the client answers), and nothing asks the LAN.
+got=$(dig_c +short www.example A)
+case $got in 198.19.*) ;; *) ts_fail "www.example A with the server down: '$got'" ;; esac
+dig_c www.example TXT >>"$TS_TMP/dig.log"
+dig_c +tcp www.example A >>"$TS_TMP/dig.log"
 via_home 305
 no_leaks "$from" "with the server down"
 ts_log "server down: tunnelled flows refused, home.test direct; no leak"
