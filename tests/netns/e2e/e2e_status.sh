@@ -99,8 +99,14 @@ grep -q '^sessions: .* refused, [0-9]* unused, [0-9]* waited, 0 failed' "$TS_TMP
 ts_bg "$NS_C" app-live timeout 60 "$TS_PY" -u "$TS_TOOLS" recv --host "$T4" \
     --port "$P" --bytes 4m --rate 1m --seed 33
 live=$TS_LAST_PID
-sleep 1
-st "$NS_C" "$CSOCK" --json --flows >"$TS_TMP/c2.json" || ts_fail "status --flows"
+# Until it is relaying (a loaded machine starts python slowly).
+for i in $(seq 100); do
+	st "$NS_C" "$CSOCK" --json --flows >"$TS_TMP/c2.json" ||
+	    ts_fail "status --flows"
+	grep -q '"state":"relay"' "$TS_TMP/c2.json" &&
+	    ! grep -q '"down":0[,}]' "$TS_TMP/c2.json" && break
+	sleep 0.1
+done
 py "len(j['flow_list']) == 1 and j['flow_list'][0]['dst'] == '$T4:$P' and j['flow_list'][0]['state'] == 'relay' and 'rtt_us' in j['flow_list'][0] and j['flow_list'][0]['down'] > 0" "$TS_TMP/c2.json"
 st "$NS_S" "$SSOCK" --flows >"$TS_TMP/s2.txt" || ts_fail "server status --flows"
 grep -q "$TS_C_ADDR4:[0-9]* -> $T4:$P (test)" "$TS_TMP/s2.txt" ||
