@@ -91,12 +91,17 @@ dump_client_dns(FILE *fp, const struct conf *c)
 	for (i = 0; i < c->client.ndns_upstreams; i++) {
 		const struct conf_dns_upstream *up = &c->client.dns_upstreams[i];
 
-		fprintf(fp, "      - name: %s\n", up->name);
+		fprintf(fp, "      - name: ");
+		conf_dump_str(fp, up->name);
+		fputc('\n', fp);
 		dump_kv(fp, "        ", "address", addr_fmt(&up->addr, buf,
 		    sizeof(buf)));
 		fprintf(fp, "        protocol: udp\n        domains:\n");
-		for (j = 0; j < up->ndomains; j++)
-			fprintf(fp, "          - %s\n", up->domains[j]);
+		for (j = 0; j < up->ndomains; j++) {
+			fprintf(fp, "          - ");
+			conf_dump_str(fp, up->domains[j]);
+			fputc('\n', fp);
+		}
 	}
 	if (!c->client.dns_fakeip)
 		return;

@@ -79,8 +79,8 @@ chmod 600 "$TS_TMP/client.yaml"
 # 4. The dump names the upstream and loads back.
 "$TUNSPLIT" check --secrets -c "$TS_TMP/client.yaml" >"$TS_TMP/dump.yaml" \
     2>"$TS_TMP/dump.log" || ts_fail "check --secrets: $(cat "$TS_TMP/dump.log")"
-grep -q "^      - name: corp$" "$TS_TMP/dump.yaml" &&
-    grep -q "^          - corp.test$" "$TS_TMP/dump.yaml" &&
+grep -q '^      - name: "corp"$' "$TS_TMP/dump.yaml" &&
+    grep -q '^          - "corp.test"$' "$TS_TMP/dump.yaml" &&
     grep -q "^    cache_size: 64$" "$TS_TMP/dump.yaml" ||
     ts_fail "the dump lacks the upstream: $(sed -n '/dns:/,$p' "$TS_TMP/dump.yaml")"
 chmod 600 "$TS_TMP/dump.yaml"

@@ -266,7 +266,7 @@ test_dump(void **state)
 	round_trip(HEAD UPS "      - {name: corp, address: 10.1.0.53, "
 	    "domains: [corp.example, b.example]}\n"
 	    "      - {name: six, address: \"[2001:db8::53]:5353\", "
-	    "domains: [x.test]}\n    cache_size: 10\n");
+	    "domains: [x.test, \"-\", \"1e5\"]}\n    cache_size: 10\n");
 }
 
 int
