@@ -24,7 +24,11 @@
 #     connect_timeout is 1 s): each flow that tries A stalls for that and
 #     goes on on B (the slowest must take <= connect_timeout + 1 s); after
 #     3 such A is down and flows go to B at once (the stream is one flow
-#     at a time: that takes 3 connect timeouts, must be <= 4 s).
+#     at a time: that takes 3 connect timeouts, must be <= 5 s).
+#  3d. Port 9001 takes the group lone of one member c, whose server port
+#     nobody listens on: 3 TCP flows take c down, and then, with no
+#     member up, TCP is reset at once and UDP told ICMP "prohibited",
+#     as under protocol block.
 #  4. both down: flows are refused at once (fail closed), none reaches
 #     the target some other way; status says why.
 # Every connection the target saw came from the server's address: the
@@ -71,7 +75,18 @@ client:
     - name: pick
       type: select
       members: [a, b]
+    - name: c
+      server: "$TS_S_ADDR4:8445"
+      sni: $TS_SNI
+      ca: $TS_TMP/ca.pem
+      key: "$TS_KEY"
+      pool: 0
+    - name: lone
+      type: failover
+      members: [c]
   rules:
+    - port: 9001
+      outbound: lone
     - dst: "$TS_T_ADDR6/128"
       outbound: pick
   final: servers
@@ -281,7 +296,7 @@ EOF
 	    "took ${worst} s, $bfail failed (warm connections to A)"
 	awk -v w="$worst" 'BEGIN { exit !(w > 0 && w <= 2.0) }' ||
 	    ts_fail "black hole: a flow took ${worst} s"
-	awk -v b="$bh" 'BEGIN { exit !(b > 0 && b <= 4.0) }' ||
+	awk -v b="$bh" 'BEGIN { exit !(b > 0 && b <= 5.0) }' ||
 	    ts_fail "black hole: flows quick again only after ${bh} s"
 	[ "$bfail" -le 1 ] || ts_fail "black hole: $bfail flows failed"
 	grep -q "outbound a: down (connect timeout" "$TS_TMP/client.log" ||
@@ -291,6 +306,29 @@ EOF
 else
 	ts_log "black hole: skipped (no nft)"
 fi
+
+# ---- 3d: a group with no member up: TCP reset, UDP prohibited ---------------
+# 3 flows take c down (1 s backoff); two failed trials make it 4 s,
+# time enough for the checks below (each app a new python).
+ip netns exec "$NS_C" "$TS_PY" - "$TS_T_ADDR4" >>"$TS_TMP/apps.log" 2>&1 <<'EOF' ||
+import socket, sys, time
+for pause in (0, 0, 0, 1.1, 2.1):
+    time.sleep(pause)
+    try:
+        socket.create_connection((sys.argv[1], 9001), timeout=3).recv(1)
+    except OSError:
+        pass
+EOF
+    ts_fail "lone: the flows that take c down"
+ts_wait_log "$TS_TMP/client.log" "outbound c: still down (server unreachable); the next try in 4000 ms" 10 ||
+    ts_fail "c did not go down with a 4 s backoff"
+ts_app refused --host "$TS_T_ADDR4" --port 9001 --within 0.5 \
+    >>"$TS_TMP/apps.log" 2>&1 ||
+    ts_fail "lone down: TCP not reset at once: $(tail -n 1 "$TS_TMP/apps.log")"
+ts_udptool "$TS_TMP/apps.log" refused --to "$TS_T_ADDR4:9001" \
+    --errno EHOSTUNREACH ||
+    ts_fail "lone down: UDP: $(tail -n 2 "$TS_TMP/apps.log")"
+ts_log "lone down: TCP reset at once, UDP told 'prohibited'"
 
 # ---- 4: both down: refused, fail closed -------------------------------------
 kill -KILL "$PID_A" "$PID_B"
