@@ -75,6 +75,25 @@ client_status_health(struct outbound *ob, struct status_outbound *so)
 		len += (size_t)snprintf(so->members + len,
 		    sizeof(so->members) - len, "%s%s", i > 0 ? ", " : "",
 		    outbound_name(ob->members[i]));
+	/* balance: every member up takes its share of destinations. */
+	if (ob->co->group == CONF_GROUP_BALANCE) {
+		so->balance = true;
+		for (i = 0, len = 0; i < ob->nmembers; i++) {
+			act = group_pick(ob->members[i], NULL, now, NULL);
+			if (outbound_is_group(act) ||
+			    act->stats->health.state != HEALTH_UP ||
+			    len >= sizeof(so->active_member))
+				continue;
+			len += (size_t)snprintf(so->active_member + len,
+			    sizeof(so->active_member) - len, "%s%s",
+			    len > 0 ? ", " : "", outbound_name(act));
+		}
+		so->state = len > 0 ? "up" : "down";
+		if (len == 0)
+			snprintf(so->why, sizeof(so->why), "no member up: "
+			    "flows are refused");
+		return;
+	}
 	/* Up while a new flow would take a member that is up; one due a
 	 * trial does not count. */
 	act = group_pick(ob, NULL, now, NULL);

@@ -166,7 +166,8 @@ text_health(const struct status_outbound *o, FILE *fp)
 	if (o->group != NULL && o->group[0] != '\0') {
 		fprintf(fp, "\n  group %s of %s: ", o->group, o->members);
 		if (o->active_member[0] != '\0')
-			fprintf(fp, "active %s", o->active_member);
+			fprintf(fp, "active %s%s", o->balance ?
+			    "by destination over " : "", o->active_member);
 		else
 			fprintf(fp, "DOWN: %s", o->why);
 		return;
@@ -959,6 +960,22 @@ prom_rules(FILE *fp, const struct status *st)
 	}
 }
 
+/* A group's active member, or each of a balance group's ("a, b"). */
+static void
+prom_group_active(FILE *fp, const struct status_outbound *o)
+{
+	const char	*p = o->active_member;
+	size_t		 n;
+
+	while (*p != '\0') {
+		n = strcspn(p, ",");
+		fprintf(fp, "tunsplit_group_active{group=\"%s\",member=\"%.*s\"}"
+		    " 1\n", o->name, (int)n, p);
+		p += n;
+		p += strspn(p, ", ");
+	}
+}
+
 /* Per outbound, labelled outbound="NAME". */
 static void
 prom_outbounds(FILE *fp, const struct status *st)
@@ -987,12 +1004,10 @@ prom_outbounds(FILE *fp, const struct status *st)
 			    st->outbounds[i].name,
 			    strcmp(st->outbounds[i].state, "up") == 0);
 	prom_head(fp, "group_active", "gauge",
-	    "1 for the member of each group a new flow takes now.");
+	    "1 for the member of each group a new flow takes now (balance: "
+	    "each member up).");
 	for (i = 0; i < st->noutbounds; i++)
-		if (st->outbounds[i].active_member[0] != '\0')
-			fprintf(fp, "tunsplit_group_active{group=\"%s\","
-			    "member=\"%s\"} 1\n", st->outbounds[i].name,
-			    st->outbounds[i].active_member);
+		prom_group_active(fp, &st->outbounds[i]);
 	prom_head(fp, "outbound_active", "gauge",
 	    "Flows and associations live on each outbound.");
 	for (i = 0; i < st->noutbounds; i++)

@@ -56,7 +56,9 @@ struct status_outbound {
 	char		 why[STATUS_RULE_MAX];	/* what took it down */
 	const char	*group;			/* "" or the group's type */
 	char		 members[STATUS_RULE_MAX];
-	char		 active_member[STATUS_NAME_MAX];
+	char		 active_member[STATUS_NAME_MAX];	/* balance:
+						 * "a, b", those up */
+	bool		 balance;
 };
 
 struct status_flow {

@@ -75,6 +75,9 @@ client:
     - name: pick
       type: select
       members: [a, b]
+    - name: spread
+      type: balance
+      members: [a, b]
     - name: c
       server: "$TS_S_ADDR4:8445"
       sni: $TS_SNI
@@ -171,6 +174,8 @@ sleep 1.5
 st=$(status) || ts_fail "status"
 grep -q "^  group failover of a, b: active b" <<<"$st" ||
     ts_fail "status does not show b active: $st"
+grep -q "^  group balance of a, b: active by destination over b$" <<<"$st" ||
+    ts_fail "status does not show the balance group on b alone: $st"
 grep -qE "^  down for [0-9]+ s \((server unreachable|TLS|connect|server closed)" \
     <<<"$st" || ts_fail "status does not say a is down, and why: $st"
 ts_log "status: $(grep -A1 '^outbound \(a\|servers\) ' <<<"$st" | tr '\n' '|')"
@@ -180,7 +185,8 @@ sys.stdout.write(urllib.request.urlopen("http://127.0.0.1:9353/metrics",
 for want in 'tunsplit_outbound_up{outbound="a"} 0' \
     'tunsplit_outbound_up{outbound="b"} 1' \
     'tunsplit_outbound_up{outbound="servers"} 1' \
-    'tunsplit_group_active{group="servers",member="b"} 1'; do
+    'tunsplit_group_active{group="servers",member="b"} 1' \
+    'tunsplit_group_active{group="spread",member="b"} 1'; do
 	grep -qxF "$want" "$TS_TMP/c.prom" || ts_fail "metrics lack: $want"
 done
 
@@ -255,6 +261,9 @@ v6_on() {	# v6_on TAG SERVERLOG: one hash-checked download, carried there
 	ts_log "$1: $(tail -n 1 "$TS_TMP/apps.log")"
 }
 sel() { ip netns exec "$NS_C" "$TUNSPLIT" select -s "$TS_TMP/client.sock" "$@"; }
+st=$(status) || ts_fail "status"
+grep -q "^  group balance of a, b: active by destination over a, b$" <<<"$st" ||
+    ts_fail "status does not show the balance group on a and b: $st"
 v6_on "pick, first member" server
 sel servers b >"$TS_TMP/sel.log" 2>&1 &&
     ts_fail "select on a failover group was accepted: $(cat "$TS_TMP/sel.log")"
