@@ -241,6 +241,27 @@ load(const char *path)
 	return c;
 }
 
+/*
+ * The control socket named in a config file (status -c, select -c): 0 with
+ * *c loaded (the caller frees it) and *sock pointing into it, or the exit
+ * status, the reason on stderr.
+ */
+static int
+load_control(const char *what, const char *path, struct conf **c,
+    const char **sock)
+{
+	if ((*c = load(path)) == NULL)
+		return EXIT_CONFIG;
+	if ((*c)->control[0] == '\0') {
+		fprintf(stderr, "tunsplit %s: %s: control: off\n", what, path);
+		conf_free(*c);
+		*c = NULL;
+		return EXIT_CONFIG;
+	}
+	*sock = (*c)->control;
+	return 0;
+}
+
 static int
 cmd_run(const struct cmd *cmd, int argc, char **argv)
 {
@@ -539,17 +560,8 @@ cmd_status(const struct cmd *cmd, int argc, char **argv)
 		cmd_usage(cmd, stderr);
 		return EXIT_USAGE;
 	}
-	if (path != NULL) {
-		if ((c = load(path)) == NULL)
-			return EXIT_CONFIG;
-		if (c->control[0] == '\0') {
-			fprintf(stderr, "tunsplit status: %s: control: off\n",
-			    path);
-			conf_free(c);
-			return EXIT_CONFIG;
-		}
-		sock = c->control;
-	}
+	if (path != NULL && (rc = load_control("status", path, &c, &sock)) != 0)
+		return rc;
 	snprintf(line, sizeof(line), "status%s%s\n", json ? " json" : "",
 	    flows ? " flows" : "");
 	if (watch > 0)
@@ -704,17 +716,8 @@ cmd_select(const struct cmd *cmd, int argc, char **argv)
 		    "characters\n", CONF_OB_NAME_MAX);
 		return EXIT_USAGE;
 	}
-	if (path != NULL) {
-		if ((c = load(path)) == NULL)
-			return EXIT_CONFIG;
-		if (c->control[0] == '\0') {
-			fprintf(stderr, "tunsplit select: %s: control: off\n",
-			    path);
-			conf_free(c);
-			return EXIT_CONFIG;
-		}
-		sock = c->control;
-	}
+	if (path != NULL && (rc = load_control("select", path, &c, &sock)) != 0)
+		return rc;
 	query_name = "select";
 	snprintf(line, sizeof(line), "select %s %s\n", argv[optind],
 	    argv[optind + 1]);
