@@ -113,29 +113,49 @@ key_range(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
 	return 0;
 }
 
-/* A name (exact) or ".suffix" (the name and every name under it): the
- * letters, digits, '-' and '_' a query's name may have, lower case. */
+/* A domain as the DNS keys take it (p without a leading '.'): the
+ * letters, digits, '-' and '_' a query's name may have, in labels. */
+static bool
+dns_domain_ok(const char *p)
+{
+	size_t	len = strlen(p);
+
+	return len > 0 && len <= 253 && p[len - 1] != '.' && *p != '.' &&
+	    strstr(p, "..") == NULL &&
+	    strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "0123456789-_.") == len;
+}
+
+/* A lower-case copy of s, or NULL. */
+static char *
+dns_lower_dup(const char *s)
+{
+	char	*copy, *q;
+
+	if ((copy = strdup(s)) == NULL)
+		return NULL;
+	for (q = copy; *q != '\0'; q++)
+		if (*q >= 'A' && *q <= 'Z')
+			*q = (char)(*q - 'A' + 'a');
+	return copy;
+}
+
+/* A name (exact) or ".suffix" (the name and every name under it), lower
+ * case. */
 static int
 exclude_item(struct ctx *x, yaml_node_t *n, size_t i, void *arg)
 {
-	const char	*s = conf_scalar(x, n), *p;
-	char		*copy, *q;
+	const char	*s = conf_scalar(x, n);
+	char		*copy;
 
 	(void)arg;
 	if (s == NULL)
 		return -1;
-	p = *s == '.' ? s + 1 : s;
-	if (*p == '\0' || strlen(p) > 253 || p[strlen(p) - 1] == '.' ||
-	    strstr(p, "..") != NULL || *p == '.' ||
-	    strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-	    "0123456789-_.") != strlen(p))
+	if (!dns_domain_ok(*s == '.' ? s + 1 : s))
 		return conf_err(x, n, "'%s' is not a domain name or "
 		    "\".suffix\"", conf_vis(x, s));
-	if ((copy = strdup(s)) == NULL)
+	if ((copy = dns_lower_dup(s)) == NULL)
 		return conf_err(x, n, "out of memory");
-	for (q = copy; *q != '\0'; q++)
-		if (*q >= 'A' && *q <= 'Z')
-			*q = (char)(*q - 'A' + 'a');
 	x->c->client.fake_ip_exclude[i] = copy;
 	x->c->client.nfake_ip_exclude = i + 1;
 	return 0;
@@ -151,22 +171,15 @@ up_domain(struct ctx *x, yaml_node_t *n, size_t i, void *arg)
 {
 	struct conf_dns_upstream *up = arg;
 	const char	*s = conf_scalar(x, n), *p;
-	char		*q;
 
 	if (s == NULL)
 		return -1;
 	p = *s == '.' ? s + 1 : s;
-	if (*p == '\0' || strlen(p) > 253 || p[strlen(p) - 1] == '.' ||
-	    strstr(p, "..") != NULL || *p == '.' ||
-	    strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-	    "0123456789-_.") != strlen(p))
+	if (!dns_domain_ok(p))
 		return conf_err(x, n, "'%s' is not a domain name (it and "
 		    "every name under it)", conf_vis(x, s));
-	if ((up->domains[i] = strdup(p)) == NULL)
+	if ((up->domains[i] = dns_lower_dup(p)) == NULL)
 		return conf_err(x, n, "out of memory");
-	for (q = up->domains[i]; *q != '\0'; q++)
-		if (*q >= 'A' && *q <= 'Z')
-			*q = (char)(*q - 'A' + 'a');
 	up->ndomains = i + 1;
 	return 0;
 }
