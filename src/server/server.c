@@ -97,6 +97,7 @@ struct server {
 	struct loop_timer	 ifaddr_timer;	/* or a poll without it */
 	struct waiting_queue	 waiting;	/* oldest first */
 	size_t			 nwaiting;
+	uint64_t		 waiting_seen;	/* env.preauth_ended then */
 	struct loop_timer	 waiting_timer;	/* the oldest one's deadline */
 };
 
@@ -243,8 +244,10 @@ server_wait(struct server *srv, int fd, const struct addr *peer,
 	return true;
 }
 
-/* Each loop iteration: start the waiting connections whose source has
- * room again, oldest first. */
+/* Each loop iteration in which a session left pre-authentication: start
+ * the waiting connections whose source has room again, oldest first.
+ * Only then can a source have room, so the queue is not walked in the
+ * other iterations. */
 static void
 server_waiting_run(void *arg)
 {
@@ -252,6 +255,9 @@ server_waiting_run(void *arg)
 	unsigned	 max = srv->conf->server.max_preauth_per_source;
 	struct waiting	*w, *next;
 
+	if (srv->nwaiting == 0 || srv->env.preauth_ended == srv->waiting_seen)
+		return;
+	srv->waiting_seen = srv->env.preauth_ended;
 	for (w = TAILQ_FIRST(&srv->waiting); w != NULL; w = next) {
 		next = TAILQ_NEXT(w, entry);
 		if (w->src != NULL && max != 0 && w->src->preauth >= max)

@@ -132,6 +132,7 @@ sess_preauth_end(struct sess *s)
 	if (!s->lim_preauth)
 		return;
 	s->lim_preauth = false;
+	s->env->preauth_ended++;
 	outer_set_lean(s->outer, false);
 	TAILQ_REMOVE(&s->env->preauth, s, preauth_entry);
 	if (ls == NULL)

@@ -75,6 +75,8 @@ struct sess_env {
 	struct sess_queue	 preauth;	/* not authenticated, oldest
 						 * first (max_preauth) */
 	size_t			 nlive;
+	uint64_t		 preauth_ended;	/* sessions that left pre-auth
+						 * (server.c's waiting queue) */
 	unsigned long long	 next_id;
 	struct sess_stats	 stats;
 };
