@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "conf/conf.h"
+#include "tests/unit/conf/conftest.h"
 #include "core/log.h"
 
 /* base64 of bytes 0..31, of 32 x 0xff, of bytes 32..63 */
@@ -36,43 +37,6 @@
 /* SHA-224 of "s3cret" (what trojan sends); any 56 hex digits. */
 #define TROJAN_S3CRET	"b4180f1273bf27a305b527fb86024440c2e6e85af5b0f3cf404417a0"
 #define TROJAN_HEX	"0123456789ABCDEF0123456789abcdef0123456789abcdef01234567"
-
-static char	errbuf[512];
-
-static struct conf *
-load(const char *yaml)
-{
-	return conf_load_buf("t.yaml", yaml, strlen(yaml), errbuf,
-	    sizeof(errbuf));
-}
-
-/* Loads yaml, which must be valid: a failure shows the error. */
-static struct conf *
-load_ok(const char *yaml)
-{
-	struct conf	*c = load(yaml);
-
-	if (c == NULL)
-		fail_msg("%s", errbuf);
-	return c;
-}
-
-/* Expects failure with err starting with where and containing msg. */
-static void
-expect_err(const char *yaml, const char *where, const char *msg)
-{
-	struct conf	*c = load(yaml);
-
-	if (c != NULL) {
-		conf_free(c);
-		fail_msg("loaded, expected \"%s%s\"\n--\n%s--", where, msg, yaml);
-	}
-	if (strncmp(errbuf, where, strlen(where)) != 0 ||
-	    strstr(errbuf, msg) == NULL)
-		fail_msg("got \"%s\", expected \"%s...%s\"\n--\n%s--", errbuf,
-		    where, msg, yaml);
-	assert_null(strchr(errbuf, '\n'));
-}
 
 /* client.sniff and sniff_timeout: defaults, values, errors. */
 static void

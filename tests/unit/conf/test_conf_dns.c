@@ -18,43 +18,10 @@
 #include <cmocka.h>
 
 #include "conf/conf.h"
+#include "tests/unit/conf/conftest.h"
 
 #define HEAD	"client:\n  server: 192.0.2.1:443\n" \
 		"  key: UR8GBfXkCWILEa357of526YctXNYj5edwp3e59D7Z7I=\n"
-
-static char	errbuf[512];
-
-static struct conf *
-load(const char *yaml)
-{
-	return conf_load_buf("t.yaml", yaml, strlen(yaml), errbuf,
-	    sizeof(errbuf));
-}
-
-static struct conf *
-load_ok(const char *yaml)
-{
-	struct conf	*c = load(yaml);
-
-	if (c == NULL)
-		fail_msg("%s", errbuf);
-	return c;
-}
-
-static void
-expect_err(const char *yaml, const char *where, const char *msg)
-{
-	struct conf	*c = load(yaml);
-
-	if (c != NULL) {
-		conf_free(c);
-		fail_msg("loaded, expected \"%s%s\"\n--\n%s--", where, msg, yaml);
-	}
-	if (strncmp(errbuf, where, strlen(where)) != 0 ||
-	    strstr(errbuf, msg) == NULL)
-		fail_msg("got \"%s\", expected \"%s...%s\"\n--\n%s--", errbuf,
-		    where, msg, yaml);
-}
 
 static const char *
 fmt_range(const struct cidr *c)

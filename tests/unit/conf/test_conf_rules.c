@@ -17,40 +17,19 @@
 #include <arpa/inet.h>
 
 #include "conf/conf.h"
+#include "tests/unit/conf/conftest.h"
 #include "rules/rules.h"
 
 #define K1	"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
 #define CLIENT	"client:\n  server: vpn.example.org:443\n  key: " K1 "\n"
 
-static char	errbuf[1024];
 static char	setpath[64];
 
-static struct conf *
-load(const char *yaml)
-{
-	return conf_load_buf("t.yaml", yaml, strlen(yaml), errbuf,
-	    sizeof(errbuf));
-}
-
-static struct conf *
-load_ok(const char *yaml)
-{
-	struct conf	*c = load(yaml);
-
-	if (c == NULL)
-		fail_msg("%s", errbuf);
-	return c;
-}
-
+/* yaml must fail with exactly the error want. */
 static void
-expect_err(const char *yaml, const char *want)
+expect_exact(const char *yaml, const char *want)
 {
-	struct conf	*c = load(yaml);
-
-	if (c != NULL) {
-		conf_free(c);
-		fail_msg("loaded, expected \"%s\"\n--\n%s--", want, yaml);
-	}
+	expect_err(yaml, want, "");
 	if (strcmp(errbuf, want) != 0)
 		fail_msg("got \"%s\", expected \"%s\"", errbuf, want);
 }
@@ -199,64 +178,64 @@ test_rules_errors(void **state)
 	char	y[2048], want[1024];
 
 	(void)state;
-	expect_err(CLIENT "  rules:\n    - dst: 10.0.0.0/33\n"
+	expect_exact(CLIENT "  rules:\n    - dst: 10.0.0.0/33\n"
 	    "      outbound: default\n",
 	    "t.yaml:5:12: client.rules[0].dst: '10.0.0.0/33' is not an "
 	    "address/prefix");
-	expect_err(CLIENT "  rules:\n    - dst: 10.0.0.0/8\n"
+	expect_exact(CLIENT "  rules:\n    - dst: 10.0.0.0/8\n"
 	    "      outbound: nowhere\n",
 	    "t.yaml:6:17: client.rules[0]: outbound: no outbound named "
 	    "nowhere");
-	expect_err(CLIENT "  rules:\n    - dst: 10.0.0.0/8\n",
+	expect_exact(CLIENT "  rules:\n    - dst: 10.0.0.0/8\n",
 	    "t.yaml:5:7: client.rules[0].outbound: missing required key");
-	expect_err(CLIENT "  rules:\n    - outbound: default\n",
+	expect_exact(CLIENT "  rules:\n    - outbound: default\n",
 	    "t.yaml:5:7: client.rules[0]: a rule needs something to match "
 	    "(dst, domain, domain_suffix, domain_keyword, port, network, src, "
 	    "rule_set or geoip); the flows no rule takes go to final");
-	expect_err(CLIENT "  rules:\n    - port: [80, 2000-1000]\n"
+	expect_exact(CLIENT "  rules:\n    - port: [80, 2000-1000]\n"
 	    "      outbound: default\n",
 	    "t.yaml:5:18: client.rules[0].port[1]: '2000-1000': the range is "
 	    "backwards");
-	expect_err(CLIENT "  rules:\n    - port: 65536\n"
+	expect_exact(CLIENT "  rules:\n    - port: 65536\n"
 	    "      outbound: default\n",
 	    "t.yaml:5:13: client.rules[0].port: '65536': ports are 0..65535");
-	expect_err(CLIENT "  rules:\n    - port: http\n"
+	expect_exact(CLIENT "  rules:\n    - port: http\n"
 	    "      outbound: default\n",
 	    "t.yaml:5:13: client.rules[0].port: 'http' is not a port or a "
 	    "range (443, 1000-2000)");
-	expect_err(CLIENT "  rules:\n    - network: sctp\n"
+	expect_exact(CLIENT "  rules:\n    - network: sctp\n"
 	    "      outbound: default\n",
 	    "t.yaml:5:16: client.rules[0].network: 'sctp' is not tcp, udp or "
 	    "icmp");
-	expect_err(CLIENT "  rules:\n    - domain: \"a..b\"\n"
+	expect_exact(CLIENT "  rules:\n    - domain: \"a..b\"\n"
 	    "      outbound: default\n",
 	    "t.yaml:5:15: client.rules[0].domain: 'a..b': not a domain name "
 	    "(letters, digits, '-', '_', dots between labels)");
-	expect_err(CLIENT "  rules:\n    - domain_suffix: \"*.b\"\n"
+	expect_exact(CLIENT "  rules:\n    - domain_suffix: \"*.b\"\n"
 	    "      outbound: default\n",
 	    "t.yaml:5:22: client.rules[0].domain_suffix: '*.b': no wildcards: "
 	    "use domain_suffix");
-	expect_err(CLIENT "  rules:\n    - rule_set: nope\n"
+	expect_exact(CLIENT "  rules:\n    - rule_set: nope\n"
 	    "      outbound: default\n",
 	    "t.yaml:5:17: client.rules[0].rule_set: no rule set named nope in "
 	    "rule_sets");
-	expect_err(CLIENT "  rules:\n    - port: []\n"
+	expect_exact(CLIENT "  rules:\n    - port: []\n"
 	    "      outbound: default\n",
 	    "t.yaml:5:13: client.rules[0].port: empty list");
-	expect_err(CLIENT "  rules:\n    - geoip: CN\n"
+	expect_exact(CLIENT "  rules:\n    - geoip: CN\n"
 	    "      outbound: default\n",
 	    "t.yaml:5:14: client.rules[0].geoip: 'CN': geoip needs a database "
 	    "(client.geoip_database)");
-	expect_err(CLIENT "  rules:\n    - bogus: CN\n"
+	expect_exact(CLIENT "  rules:\n    - bogus: CN\n"
 	    "      outbound: default\n",
 	    "t.yaml:5:7: client.rules[0].bogus: unknown key");
-	expect_err(CLIENT "  rule_sets:\n    - path: /x\n",
+	expect_exact(CLIENT "  rule_sets:\n    - path: /x\n",
 	    "t.yaml:5:7: client.rule_sets[0].name: missing required key");
-	expect_err(CLIENT "  rule_sets:\n    - name: a\n      path: "
+	expect_exact(CLIENT "  rule_sets:\n    - name: a\n      path: "
 	    "/nonexistent/set.txt\n",
 	    "t.yaml:6:13: client.rule_sets[0].path: /nonexistent/set.txt: "
 	    "No such file or directory");
-	expect_err(CLIENT "  rule_sets:\n    - name: a\n      path: /x\n"
+	expect_exact(CLIENT "  rule_sets:\n    - name: a\n      path: /x\n"
 	    "      type: list\n",
 	    "t.yaml:7:13: client.rule_sets[0].type: 'list' is not auto, "
 	    "domain, suffix, keyword or cidr");
@@ -268,12 +247,12 @@ test_rules_errors(void **state)
 	snprintf(want, sizeof(want), "%s:4:3: 'bad..name': not a domain name "
 	    "(letters, digits, '-', '_', dots between labels) (rule set s, "
 	    "t.yaml:6:13)", setpath);
-	expect_err(y, want);
+	expect_exact(y, want);
 	write_set("ok.example\n");
 	snprintf(y, sizeof(y), CLIENT "  rule_sets:\n    - name: s\n"
 	    "      path: %s\n    - name: s\n      path: %s\n", setpath,
 	    setpath);
-	expect_err(y, "t.yaml:7:7: client.rule_sets[1]: rule set s declared "
+	expect_exact(y, "t.yaml:7:7: client.rule_sets[1]: rule set s declared "
 	    "twice");
 }
 
