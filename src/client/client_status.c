@@ -62,8 +62,12 @@ client_status_health(struct outbound *ob, struct status_outbound *so)
 
 	so->group = conf_group_name(ob->co->group);
 	if (!outbound_is_group(ob)) {
-		so->state = health_state_name(h->state);
+		so->state = health_name(h);
 		so->downs = h->downs;
+		so->fb_us = h->first_byte.recent;
+		so->fb_base_us = h->first_byte.base;
+		so->rtx_pm = h->rtx.recent;
+		so->rtx_base_pm = h->rtx.base;
 		if (h->state != HEALTH_UP) {
 			so->down_ms = now - h->since_ms;
 			snprintf(so->why, sizeof(so->why), "%s", h->why);
@@ -97,8 +101,9 @@ client_status_health(struct outbound *ob, struct status_outbound *so)
 	/* Up while a new flow would take a member that is up; one due a
 	 * trial does not count. */
 	act = group_pick(ob, NULL, now, NULL);
-	if (act != ob && act->stats->health.state == HEALTH_UP) {
-		so->state = "up";
+	if (act != ob && (act->stats->health.state == HEALTH_UP ||
+	    health_degraded(&act->stats->health))) {
+		so->state = health_name(&act->stats->health);
 		snprintf(so->active_member, sizeof(so->active_member), "%s",
 		    outbound_name(act));
 	} else {

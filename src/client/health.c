@@ -23,7 +23,7 @@ health_start(struct health *h, uint64_t now)
 }
 
 static void
-health_down(struct health *h, uint64_t now, const char *why)
+health_down(struct health *h, uint64_t now, const char *why, bool soft)
 {
 	unsigned b = h->backoff_ms;
 
@@ -37,6 +37,7 @@ health_down(struct health *h, uint64_t now, const char *why)
 		h->downs++;
 	}
 	h->state = HEALTH_DOWN;
+	h->soft = soft;
 	snprintf(h->why, sizeof(h->why), "%s", why);
 }
 
@@ -47,10 +48,10 @@ health_fail(struct health *h, uint64_t now, const char *why)
 	case HEALTH_UP:
 		if (++h->fails < HEALTH_DOWN_AFTER)
 			return false;
-		health_down(h, now, why);
+		health_down(h, now, why, false);
 		return true;
 	case HEALTH_TRIAL:
-		health_down(h, now, why);
+		health_down(h, now, why, false);
 		return true;
 	case HEALTH_DOWN:	/* a flow from before: nothing new */
 		break;
@@ -68,8 +69,116 @@ health_ok(struct health *h, uint64_t now)
 	h->fails = 0;
 	h->since_ms = h->retry_ms = 0;
 	h->backoff_ms = 0;
+	h->soft = false;
 	h->why[0] = '\0';
 	return was;
+}
+
+bool
+health_refused(struct health *h, uint64_t now, const char *why)
+{
+	if (h->state == HEALTH_DOWN && !health_usable(h, now))
+		return false;
+	h->fails = HEALTH_DOWN_AFTER;
+	health_down(h, now, why, false);
+	return true;
+}
+
+/* v against a baseline: far above it (HEALTH_SLOW_FACTOR times, and min
+ * above it too). */
+static bool
+health_far_above(uint32_t v, uint32_t base, uint32_t min)
+{
+	return (uint64_t)v > (uint64_t)base * HEALTH_SLOW_FACTOR &&
+	    v > (uint64_t)base + min;
+}
+
+/*
+ * A sample: the recent average always takes it; the baseline only when
+ * it is not far above it, so that a sudden slowness stands out from the
+ * past it is judged by (a lasting one is adopted by the trials, below).
+ * Whether the member is now slow: recent far above baseline.
+ */
+static bool
+health_sample(struct health_avg *a, uint64_t now, uint32_t v, uint32_t min)
+{
+	if (a->n == 0)
+		a->recent = a->base = v;
+	a->recent = (uint32_t)(((uint64_t)a->recent * 3 + v) / 4);
+	if (!health_far_above(v, a->base, min))
+		a->base = (uint32_t)(((uint64_t)a->base * 31 + v) / 32);
+	if (a->n < (1u << 31))
+		a->n++;
+	a->at_ms = now;
+	return a->n > HEALTH_SLOW_SAMPLES &&
+	    health_far_above(a->recent, a->base, min);
+}
+
+bool
+health_answer(struct health *h, uint64_t now, uint32_t fb_us)
+{
+	struct health_avg *a = &h->first_byte;
+	const uint32_t min = HEALTH_SLOW_MIN_MS * 1000;
+	char why[sizeof(h->why)];
+
+	if (fb_us == 0)
+		return health_ok(h, now);
+	if (h->state == HEALTH_UP) {
+		if (!health_sample(a, now, fb_us, min))
+			return health_ok(h, now);
+		snprintf(why, sizeof(why), "slow: first byte %u ms, its "
+		    "baseline %u ms", a->recent / 1000, a->base / 1000);
+		health_down(h, now, why, true);
+		return true;
+	}
+	/* Down or on trial: this one answer decides.  A slow one moves the
+	 * baseline 1/8 of the way: a lasting change becomes the new normal
+	 * after some trials (minutes, with the backoff). */
+	a->at_ms = now;
+	if (a->n > 0 && health_far_above(fb_us, a->base, min)) {
+		a->base += (fb_us - a->base) / 8;
+		if (h->state != HEALTH_TRIAL)
+			return false;
+		snprintf(why, sizeof(why), "slow: first byte %u ms, its "
+		    "baseline %u ms", fb_us / 1000, a->base / 1000);
+		health_down(h, now, why, true);
+		return true;
+	}
+	a->recent = fb_us;
+	return health_ok(h, now);
+}
+
+bool
+health_retrans(struct health *h, uint64_t now, uint32_t segs, uint32_t rtx)
+{
+	struct health_avg *a = &h->rtx;
+	char why[sizeof(h->why)];
+	uint32_t pm;
+
+	if (segs < HEALTH_RTX_MIN_SEGS)
+		return false;
+	pm = (uint32_t)((uint64_t)(rtx > segs ? segs : rtx) * 1000 / segs);
+	if (!health_sample(a, now, pm, HEALTH_RTX_MIN_PM) ||
+	    h->state != HEALTH_UP)
+		return false;
+	snprintf(why, sizeof(why), "retransmits %u.%u %%, its baseline "
+	    "%u.%u %%", a->recent / 10, a->recent % 10, a->base / 10,
+	    a->base % 10);
+	health_down(h, now, why, true);
+	return true;
+}
+
+bool
+health_degraded(const struct health *h)
+{
+	return h->state != HEALTH_UP && h->soft;
+}
+
+const char *
+health_name(const struct health *h)
+{
+	return health_degraded(h) && h->state == HEALTH_DOWN ? "degraded" :
+	    health_state_name(h->state);
 }
 
 const char *

@@ -27,6 +27,18 @@
 #define HEALTH_BACKOFF_MIN_MS	1000
 #define HEALTH_BACKOFF_MAX_MS	60000
 #define HEALTH_TRIAL_MS		15000
+#define HEALTH_SLOW_SAMPLES	8	/* before the baseline is trusted */
+#define HEALTH_SLOW_FACTOR	4
+#define HEALTH_SLOW_MIN_MS	100
+#define HEALTH_RTX_MIN_SEGS	100
+#define HEALTH_RTX_MIN_PM	50	/* 5 % */
+
+/* A recent average and a baseline of one measure (health_sample). */
+struct health_avg {
+	uint32_t	 recent, base;	/* microseconds, or per mille */
+	uint32_t	 n;		/* samples so far (stops at 2^31) */
+	uint64_t	 at_ms;		/* the last one */
+};
 
 enum health_state {
 	HEALTH_UP = 0,
@@ -41,7 +53,10 @@ struct health {
 	uint64_t		 retry_ms;	/* down, trial: next flow let in */
 	unsigned		 backoff_ms;
 	uint64_t		 downs;		/* times it went down */
-	char			 why[48];	/* the failure that took it down */
+	bool			 soft;		/* down for being slow: degraded */
+	char			 why[64];	/* the failure that took it down */
+	struct health_avg	 first_byte;	/* request to answer, us */
+	struct health_avg	 rtx;		/* retransmits, per mille */
 };
 
 /* Whether a new flow may take it at now. */
@@ -51,6 +66,18 @@ void health_start(struct health *h, uint64_t now);
 /* Evidence from a flow; true when the state changed (to log). */
 bool health_fail(struct health *h, uint64_t now, const char *why);
 bool health_ok(struct health *h, uint64_t now);
+/* An answer saying we are refused: down at once. */
+bool health_refused(struct health *h, uint64_t now, const char *why);
+/* An answer that took fb_us from the request (0: not measured): up, or
+ * degraded when slow (above); true when the state changed. */
+bool health_answer(struct health *h, uint64_t now, uint32_t fb_us);
+/* A flow's outer connection sent segs segments, rtx of them again. */
+bool health_retrans(struct health *h, uint64_t now, uint32_t segs,
+    uint32_t rtx);
+/* Whether a group may take it when none of its members is usable. */
+bool health_degraded(const struct health *h);
+/* "up", "down", "trial", "degraded" */
+const char *health_name(const struct health *h);
 const char *health_state_name(enum health_state s);
 
 #endif

@@ -194,16 +194,58 @@ outbound_fail(struct outbound *ob, const char *why)
 		    "in %u ms", ob->co->name, why, h->fails, h->backoff_ms);
 }
 
+/* A change health_* reported, logged: the state it is in now says which. */
+static void
+outbound_log_change(struct outbound *ob, uint64_t since, bool was_up)
+{
+	struct health *h = &ob->stats->health;
+
+	if (h->state == HEALTH_UP)
+		log_warnx("outbound %s: up again after %llu ms down",
+		    ob->co->name, (unsigned long long)(group_now() - since));
+	else if (was_up)
+		log_warnx("outbound %s: %s (%s); new flows go to its group's "
+		    "next member; one is let through in %u ms", ob->co->name,
+		    health_name(h), h->why, h->backoff_ms);
+	else
+		log_warnx("outbound %s: still %s (%s); the next try in %u ms",
+		    ob->co->name, health_name(h), h->why, h->backoff_ms);
+}
+
 void
 outbound_ok(struct outbound *ob)
 {
+	outbound_answer(ob, 0);
+}
+
+void
+outbound_answer(struct outbound *ob, uint32_t fb_us)
+{
 	struct health *h = &ob->stats->health;
 	uint64_t since = h->since_ms;
+	bool was_up = h->state == HEALTH_UP;
 
-	if (!health_ok(h, group_now()))
-		return;
-	log_warnx("outbound %s: up again after %llu ms down", ob->co->name,
-	    (unsigned long long)(group_now() - since));
+	if (health_answer(h, group_now(), fb_us))
+		outbound_log_change(ob, since, was_up);
+}
+
+void
+outbound_refused(struct outbound *ob, const char *why)
+{
+	struct health *h = &ob->stats->health;
+	bool was_up = h->state == HEALTH_UP;
+
+	if (health_refused(h, group_now(), why))
+		outbound_log_change(ob, h->since_ms, was_up);
+}
+
+void
+outbound_retrans(struct outbound *ob, uint32_t segs, uint32_t rtx)
+{
+	struct health *h = &ob->stats->health;
+
+	if (health_retrans(h, group_now(), segs, rtx))
+		outbound_log_change(ob, h->since_ms, true);
 }
 
 bool

@@ -42,7 +42,9 @@ struct outbound_stats {
 	uint64_t	 bytes_up, bytes_down;	/* of ended flows, payload */
 	struct stats_hist handshake;	/* outer connect start to ready */
 	struct health	 health;	/* from its flows (health.h) */
-	char		 selected[33];	/* select group: the member chosen */
+	char		 selected[33];	/* select, fastest: the member chosen */
+	uint64_t	 chosen_ms;	/* fastest: when */
+	uint64_t	 flows;		/* balance strategy flow: the count */
 };
 
 struct outbound {
@@ -82,6 +84,13 @@ void outbound_close(struct outbound *ob, bool failed, uint64_t up,
  * logged. */
 void outbound_fail(struct outbound *ob, const char *why);
 void outbound_ok(struct outbound *ob);
+/* The same, the answer fb_us after the request (0: not measured): a
+ * slow one is evidence too.  _refused: the answer says the server will
+ * not serve us (down at once).  _retrans: a flow's outer connection
+ * ended having sent segs segments, rtx of them again (TCP_INFO). */
+void outbound_answer(struct outbound *ob, uint32_t fb_us);
+void outbound_refused(struct outbound *ob, const char *why);
+void outbound_retrans(struct outbound *ob, uint32_t segs, uint32_t rtx);
 /* Whether ob refuses everything (protocol block, or a group none of
  * whose members is up). */
 bool outbound_blocks(const struct outbound *ob);

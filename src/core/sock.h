@@ -20,5 +20,7 @@ int  sock_set_nonblock(int fd);
 int  sock_set_cc(int fd, const char *cc);	/* 0 or -1 (logged once) */
 void sock_set_nodelay(int fd);
 void sock_close_rst(int fd);			/* SO_LINGER 0 + close */
+/* TCP_INFO of fd: segments sent and retransmitted so far.  0, or -1. */
+int  sock_tcp_retrans(int fd, uint32_t *segs, uint32_t *rtx);
 
 #endif

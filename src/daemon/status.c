@@ -172,6 +172,11 @@ text_health(const struct status_outbound *o, FILE *fp)
 			fprintf(fp, "DOWN: %s", o->why);
 		return;
 	}
+	if (o->fb_us > 0)
+		fprintf(fp, "\n  first byte %u ms (baseline %u ms), "
+		    "retransmits %u.%u %% (baseline %u.%u %%)", o->fb_us / 1000,
+		    o->fb_base_us / 1000, o->rtx_pm / 10, o->rtx_pm % 10,
+		    o->rtx_base_pm / 10, o->rtx_base_pm % 10);
 	if (o->state == NULL || strcmp(o->state, "up") == 0)
 		return;
 	fprintf(fp, "\n  %s for %" PRIu64 " s (%s)", o->state,
@@ -483,6 +488,9 @@ json_outbounds(const struct status *st, FILE *fp)
 			fprintf(fp, ",\"down_ms\":%" PRIu64 ",\"downs\":%"
 			    PRIu64 ",\"why\":", o->down_ms, o->downs);
 			status_json_str(fp, o->why);
+			fprintf(fp, ",\"first_byte_us\":%u,\"first_byte_base_us"
+			    "\":%u,\"retrans_pm\":%u,\"retrans_base_pm\":%u",
+			    o->fb_us, o->fb_base_us, o->rtx_pm, o->rtx_base_pm);
 		}
 		if (o->group != NULL && o->group[0] != '\0') {
 			fprintf(fp, ",\"group\":");

@@ -54,6 +54,10 @@ struct status_outbound {
 	uint64_t	 down_ms;		/* not up for so long */
 	uint64_t	 downs;			/* times it went down */
 	char		 why[STATUS_RULE_MAX];	/* what took it down */
+	/* The evidence it is judged by: first-byte time, recent average
+	 * and baseline (0: no sample), retransmits per mille likewise. */
+	uint32_t	 fb_us, fb_base_us;
+	uint32_t	 rtx_pm, rtx_base_pm;
 	const char	*group;			/* "" or the group's type */
 	char		 members[STATUS_RULE_MAX];
 	char		 active_member[STATUS_NAME_MAX];	/* balance:

@@ -61,6 +61,17 @@ flow_detach_pcb(struct flow *f, bool abort_app)
 	tcp_abort(pcb);
 }
 
+/* Health: how much its outer connection had to send again (health.h). */
+static void
+flow_health_retrans(struct flow *f)
+{
+	uint32_t segs, rtx;
+
+	if (f->obr != NULL && f->obr->has_server && f->status_ok &&
+	    sock_tcp_retrans(f->fd, &segs, &rtx) == 0)
+		outbound_retrans(f->obr, segs, rtx);
+}
+
 /*
  * The single teardown.  abort: reset both sides (RST to the app, RST on
  * the outer stream); otherwise close both gracefully.  Idempotent; the
@@ -80,6 +91,7 @@ flow_close(struct flow *f, bool abort, const char *reason)
 	loop_timer_cancel(env->loop, &f->timer);
 	loop_timer_cancel(env->loop, &f->early);
 	loop_timer_cancel(env->loop, &f->retry);
+	flow_health_retrans(f);
 	if (f->out != NULL) {
 		if (abort)
 			outer_abort(f->out);
@@ -520,17 +532,34 @@ flow_app_flush(struct flow *f)
 
 /* Health from the server's status: it refuses work of its own (its
  * connection limit), or what answered was no tunsplit server that knows
- * our key (a status no server sends: a cover site's bytes); any other
- * status, the target's fate included, says the server works. */
+ * our key (a status no server sends: a cover site's bytes), which is a
+ * refusal; any other status, the target's fate included, says the server
+ * works, and how long it took is evidence too. */
 static void
 flow_health_status(struct flow *f, uint8_t st)
 {
+	uint64_t us = stats_now_us() - f->req_us;
+
 	if (st == PROTO_ERR_LIMIT)
 		outbound_fail(f->obr, "server refused (connection limit)");
 	else if (st > PROTO_ERR_LIMIT)
-		outbound_fail(f->obr, "server refused (not a tunsplit answer)");
+		outbound_refused(f->obr, "refused: no tunsplit status (key "
+		    "not known there?)");
 	else
-		outbound_ok(f->obr);
+		outbound_answer(f->obr, us > UINT32_MAX ? UINT32_MAX :
+		    us == 0 ? 1 : (uint32_t)us);
+}
+
+/* The server closed before its status: a tunsplit server does that to
+ * a request it does not accept (a key it does not know, without a cover
+ * site): refused, once the whole request was sent. */
+static const char *
+flow_health_eof(struct flow *f)
+{
+	if (f->hdr == NULL && f->obr != NULL)
+		outbound_refused(f->obr, "refused: closed on our request "
+		    "(key not known there?)");
+	return "server closed before connect status";
 }
 
 /* The status byte.  A refusal is counted by its own reason (the status's
@@ -577,8 +606,12 @@ flow_held_status(struct flow *f, const char **why)
 		f->down_blocked = false;
 		return 0;
 	}
-	if (r <= 0) {
-		*why = "server closed before connect status";
+	if (r < 0) {
+		*why = "server reset before connect status";
+		return -1;
+	}
+	if (r == 0) {
+		*why = flow_health_eof(f);
 		return -1;
 	}
 	stats_contact_ok(&f->env->stats.contact, loop_now(f->env->loop));
@@ -652,7 +685,7 @@ flow_pump_down(struct flow *f, const char **why)
 		if (r == 0) {
 			f->out_eof = true;
 			if (!f->status_ok) {
-				*why = "server closed before connect status";
+				*why = flow_health_eof(f);
 				return -1;
 			}
 			break;

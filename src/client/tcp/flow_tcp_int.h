@@ -128,6 +128,7 @@ struct flow {
 
 	uint64_t	 start_ms, last_ms;
 	uint64_t	 dial_us;		/* outer connect started */
+	uint64_t	 req_us;		/* request queued: health */
 	uint64_t	 up, down;
 
 	/* server -> app: bytes read from the outer stream that lwIP could not

@@ -67,6 +67,7 @@ flow_start_relay(struct flow *f)
 	    (n = f->ob->header(f, buf, sizeof(buf))) < 0)
 		return -1;
 	f->phase = FLOW_RELAY;
+	f->req_us = stats_now_us();
 	flow_mark_dirty(f);
 	if (n == 0) {		/* no header: the stream is the target's */
 		flow_connected(f);
