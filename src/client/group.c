@@ -53,85 +53,201 @@ group_selected(const struct outbound *ob)
 	return ob->members[0];
 }
 
-/* A member's leaf that may take a flow now, or NULL. */
+static struct outbound *group_pick_pass(struct outbound *ob,
+    const struct rule_query *q, uint64_t now, const struct outbound *skip,
+    bool soft);
+
+/* A member's leaf that may take a flow now, or NULL.  soft: a degraded
+ * one too (the second pass, when no member is up). */
 static struct outbound *
 group_try(struct outbound *m, const struct rule_query *q, uint64_t now,
-    const struct outbound *skip)
+    const struct outbound *skip, bool soft)
 {
-	struct outbound *r;
+	const struct health *h;
 
 	if (m == skip)
 		return NULL;
-	if (outbound_is_group(m)) {
-		r = group_pick(m, q, now, skip);
-		return r == m ? NULL : r;
-	}
-	return health_usable(&m->stats->health, now) ? m : NULL;
+	if (outbound_is_group(m))
+		return group_pick_pass(m, q, now, skip, soft);
+	h = &m->stats->health;
+	return health_usable(h, now) || (soft && health_degraded(h)) ? m :
+	    NULL;
 }
 
-/* FNV-1a over the destination and the member's name: highest wins. */
+/* FNV-1a over key, the member's name and k, finished by a mixer. */
 static uint64_t
-group_hash(const struct rule_query *q, const char *name)
+group_hash(const uint8_t *key, size_t n, const char *name, unsigned k)
 {
 	uint64_t h = 1469598103934665603ULL;
-	const uint8_t *p;
-	size_t i, n;
+	size_t i;
 
-	if (q != NULL && q->domain != NULL) {
-		p = (const uint8_t *)q->domain;
-		n = strlen(q->domain);
-	} else if (q != NULL) {
-		p = q->dst;
-		n = q->family == 0 ? 0 : sizeof(q->dst);
-	} else {
-		p = NULL;
-		n = 0;
-	}
 	for (i = 0; i < n; i++)
-		h = (h ^ p[i]) * 1099511628211ULL;
+		h = (h ^ key[i]) * 1099511628211ULL;
 	for (; *name != '\0'; name++)
 		h = (h ^ (uint8_t)*name) * 1099511628211ULL;
+	h = (h ^ k) * 1099511628211ULL;
 	h ^= h >> 29;
 	h *= 0xbf58476d1ce4e5b9ULL;
 	return h ^ (h >> 32);
+}
+
+/*
+ * balance: rendezvous hashing, a member of weight w standing as w
+ * entries (its highest hash of the key counts): each member takes its
+ * weight's share of keys, and a member going down moves only its own.
+ * The key is the destination (its domain when known, else its address),
+ * or with strategy flow a count of the group's flows.
+ */
+static struct outbound *
+group_balance(struct outbound *ob, const struct rule_query *q, uint64_t now,
+    const struct outbound *skip, bool soft)
+{
+	struct outbound *r, *best = NULL;
+	const uint8_t *key = NULL;
+	uint64_t h, besth = 0, seq;
+	size_t i, n = 0;
+	unsigned k;
+
+	if (ob->co->per_flow) {
+		seq = q != NULL ? ob->stats->flows++ : ob->stats->flows;
+		key = (const uint8_t *)&seq;
+		n = sizeof(seq);
+	} else if (q != NULL && q->domain != NULL) {
+		key = (const uint8_t *)q->domain;
+		n = strlen(q->domain);
+	} else if (q != NULL && q->family != 0) {
+		key = q->dst;
+		n = sizeof(q->dst);
+	}
+	for (i = 0; i < ob->nmembers; i++) {
+		if ((r = group_try(ob->members[i], q, now, skip, soft)) == NULL)
+			continue;
+		for (k = 0; k < ob->co->weights[i] || k == 0; k++) {
+			h = group_hash(key, n, outbound_name(ob->members[i]), k);
+			if (best == NULL || h > besth) {
+				best = r;
+				besth = h;
+			}
+		}
+	}
+	return best;
+}
+
+/* A leaf's recent cost for fastest: its first-byte time (health.h), or
+ * UINT32_MAX while unknown. */
+static uint32_t
+group_cost(const struct outbound *r)
+{
+	const struct health_avg *a = &r->stats->health.first_byte;
+
+	return a->n == 0 ? UINT32_MAX : a->recent;
+}
+
+/* Whether fastest should measure leaf r again (one flow). */
+static bool
+group_stale(const struct outbound *r, uint64_t now)
+{
+	const struct health_avg *a = &r->stats->health.first_byte;
+
+	return (a->n == 0 && a->at_ms == 0) ||
+	    now - a->at_ms >= GROUP_FASTEST_EXPLORE_MS;
+}
+
+/*
+ * fastest: the member chosen (stats->selected) keeps new flows until
+ * another has been cheaper by GROUP_FASTEST_MARGIN_PCT and the choice is
+ * GROUP_FASTEST_HOLD_MS old.  The others' costs are what their own flows
+ * measured: a member with none for GROUP_FASTEST_EXPLORE_MS (or ever)
+ * gets one new flow, the choice unchanged, to measure it again.
+ */
+static struct outbound *
+group_fastest(struct outbound *ob, const struct rule_query *q, uint64_t now,
+    const struct outbound *skip, bool soft)
+{
+	struct outbound_stats *st = ob->stats;
+	struct outbound *r, *rcur = NULL, *rbest = NULL, *rold = NULL;
+	struct health_avg *a;
+	size_t i, cur = 0, best = 0;
+	uint32_t c, ccur = 0, cbest = 0;
+
+	for (i = 0; i < ob->nmembers; i++) {
+		if ((r = group_try(ob->members[i], q, now, skip, soft)) == NULL)
+			continue;
+		c = group_cost(r);
+		if (strcmp(st->selected, outbound_name(ob->members[i])) == 0) {
+			rcur = r;
+			cur = i;
+			ccur = c;
+		} else if (rold == NULL && group_stale(r, now))
+			rold = r;
+		if (rbest == NULL || c < cbest) {
+			rbest = r;
+			best = i;
+			cbest = c;
+		}
+	}
+	if (rbest == NULL)
+		return NULL;
+	if (rcur != NULL && (rbest == rcur || cbest == UINT32_MAX ||
+	    now - st->chosen_ms < GROUP_FASTEST_HOLD_MS ||
+	    (uint64_t)cbest * 100 >= (uint64_t)ccur *
+	    (100 - GROUP_FASTEST_MARGIN_PCT))) {
+		if (q != NULL && rold != NULL && rold != rcur) {
+			a = &rold->stats->health.first_byte;
+			a->at_ms = now;		/* one flow per period */
+			return rold;
+		}
+		return rcur;
+	}
+	if (rcur != NULL)
+		log_info("group %s: fastest is now %s (first byte %u ms, "
+		    "against %u ms on %s)", outbound_name(ob),
+		    outbound_name(ob->members[best]), cbest / 1000,
+		    ccur / 1000, outbound_name(ob->members[cur]));
+	else
+		log_info("group %s: fastest is now %s", outbound_name(ob),
+		    outbound_name(ob->members[best]));
+	snprintf(st->selected, sizeof(st->selected), "%s",
+	    outbound_name(ob->members[best]));
+	st->chosen_ms = now;
+	return rbest;
+}
+
+static struct outbound *
+group_pick_pass(struct outbound *ob, const struct rule_query *q,
+    uint64_t now, const struct outbound *skip, bool soft)
+{
+	struct outbound *r;
+	size_t i;
+
+	switch (ob->co->group) {
+	case CONF_GROUP_SELECT:
+		return group_try(group_selected(ob), q, now, skip, soft);
+	case CONF_GROUP_BALANCE:
+		return group_balance(ob, q, now, skip, soft);
+	case CONF_GROUP_FASTEST:
+		return group_fastest(ob, q, now, skip, soft);
+	default:	/* failover */
+		for (i = 0; i < ob->nmembers; i++)
+			if ((r = group_try(ob->members[i], q, now, skip,
+			    soft)) != NULL)
+				return r;
+		return NULL;
+	}
 }
 
 struct outbound *
 group_pick(struct outbound *ob, const struct rule_query *q, uint64_t now,
     const struct outbound *skip)
 {
-	struct outbound *r, *best = NULL;
-	uint64_t h, besth = 0;
-	size_t i;
+	struct outbound *r;
 
 	if (!outbound_is_group(ob))
 		return ob;
-	switch (ob->co->group) {
-	case CONF_GROUP_SELECT:
-		if ((r = group_try(group_selected(ob), q, now, skip)) != NULL)
-			return r;
-		break;
-	case CONF_GROUP_BALANCE:
-		for (i = 0; i < ob->nmembers; i++) {
-			if ((r = group_try(ob->members[i], q, now, skip)) ==
-			    NULL)
-				continue;
-			h = group_hash(q, outbound_name(ob->members[i]));
-			if (best == NULL || h > besth) {
-				best = r;
-				besth = h;
-			}
-		}
-		if (best != NULL)
-			return best;
-		break;
-	default:	/* failover */
-		for (i = 0; i < ob->nmembers; i++)
-			if ((r = group_try(ob->members[i], q, now, skip)) !=
-			    NULL)
-				return r;
-		break;
-	}
+	/* Members up first; then a degraded one (slow beats none). */
+	if ((r = group_pick_pass(ob, q, now, skip, false)) != NULL ||
+	    (r = group_pick_pass(ob, q, now, skip, true)) != NULL)
+		return r;
 	return ob;	/* none up: the group refuses (fail closed) */
 }
 

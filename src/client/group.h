@@ -11,7 +11,16 @@
  *   balance   by a hash of the destination (its domain when known, else
  *             its address), over the members that are up, so one site
  *             sticks to one member; a member going down moves only its
- *             own share
+ *             own share.  Members weigh their weight: (1..100) each;
+ *             strategy flow spreads each new flow instead.
+ *   fastest   the member of lowest recent cost (first-byte time, see
+ *             health.h), with hysteresis: another takes over only when
+ *             cheaper by GROUP_FASTEST_MARGIN_PCT and the current choice
+ *             is at least GROUP_FASTEST_HOLD_MS old.  A member whose cost
+ *             is unknown or GROUP_FASTEST_EXPLORE_MS old gets one new
+ *             flow to measure it (a real flow: no probe is ever sent).
+ *
+ * A member degraded (slow, health.h) is taken only when none is up.
  *
  * Members may be groups (check rejects cycles).  Fail closed: when no
  * member is up the answer is the group itself, whose protocol is block:
@@ -23,6 +32,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#define GROUP_FASTEST_MARGIN_PCT	25
+#define GROUP_FASTEST_HOLD_MS		5000
+#define GROUP_FASTEST_EXPLORE_MS	30000
 
 struct outbound;
 struct outbounds;

@@ -28,6 +28,8 @@
 #define CONF_MAX_UIDS	32		/* route_uid_exclude/include ranges */
 #define CONF_OB_NAME_MAX	32		/* an outbound's name */
 #define CONF_MAX_OUTBOUNDS	64
+#define CONF_WEIGHT_MIN		1	/* a balance member's weight: */
+#define CONF_WEIGHT_MAX		100
 
 struct rules;
 
@@ -81,6 +83,7 @@ enum conf_group {
 	CONF_GROUP_FAILOVER,	/* the first member that is up */
 	CONF_GROUP_SELECT,	/* the one chosen (tunsplit select) */
 	CONF_GROUP_BALANCE,	/* by a hash of the destination */
+	CONF_GROUP_FASTEST,	/* the lowest recent cost, with hysteresis */
 };
 
 /*
@@ -133,6 +136,8 @@ struct conf_outbound {
 	enum conf_group	 group;
 	size_t		*members;
 	size_t		 nmembers;
+	uint8_t		 weights[CONF_MAX_OUTBOUNDS];	/* balance: 1..100 */
+	bool		 per_flow;	/* balance strategy: flow */
 };
 
 /*
@@ -309,7 +314,7 @@ void conf_dump_secrets(const struct conf *c, FILE *fp);
 int conf_outbound_index(const struct conf *c, const char *name);
 /* The outbound flows take when no rule matches (client.final). */
 const struct conf_outbound *conf_final(const struct conf *c);
-/* "failover", "select", "balance", or "" (not a group). */
+/* "failover", "select", "balance", "fastest", or "" (not a group). */
 const char *conf_group_name(enum conf_group g);
 
 /* "tunsplit", "trojan", "socks5", "direct", "block". */

@@ -297,6 +297,13 @@ check_group(struct ctx *x, yaml_node_t *map, struct conf_outbound *ob)
 		    strcmp(keys_outbound[i].name, "type") == 0 ||
 		    strcmp(keys_outbound[i].name, "members") == 0)
 			continue;
+		if (strcmp(keys_outbound[i].name, "strategy") == 0) {
+			if (ob->group != CONF_GROUP_BALANCE &&
+			    unused_key(x, map, "strategy", "needs type: "
+			    "balance") == -1)
+				return -1;
+			continue;
+		}
 		if (unused_key(x, map, keys_outbound[i].name, "not used by a "
 		    "group (type:): its members have their own") == -1)
 			return -1;
@@ -318,15 +325,30 @@ check_outbound_entry(struct ctx *x, yaml_node_t *map, void *base)
 	if (conf_seen(x, "members")) {
 		conf_path_push(x, "members");
 		return conf_err(x, map, "members need a group type (type: "
-		    "failover, select or balance)");
+		    "failover, select, balance or fastest)");
 	}
+	if (unused_key(x, map, "strategy", "needs type: balance") == -1)
+		return -1;
 	return check_outbound(x, map, base);
 }
 
 static const struct conf_word conf_groups[] = {
 	{ "failover", CONF_GROUP_FAILOVER }, { "select", CONF_GROUP_SELECT },
-	{ "balance", CONF_GROUP_BALANCE }, { NULL, 0 }
+	{ "balance", CONF_GROUP_BALANCE }, { "fastest", CONF_GROUP_FASTEST },
+	{ NULL, 0 }
 };
+
+/* balance's strategy: destination (hash, default) or flow. */
+static int
+key_strategy(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
+    void *base)
+{
+	static const struct conf_word	w[] = {
+		{ "destination", 0 }, { "flow", 1 }, { NULL, 0 }
+	};
+
+	return conf_flag(x, n, k, base, w);
+}
 
 const char *
 conf_group_name(enum conf_group g)
@@ -352,12 +374,68 @@ key_ob_type(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
 	return 0;
 }
 
+/* A member: its name, or {name: NAME, weight: 1..100}. */
+struct member_entry {
+	unsigned	 weight;
+};
+
+static int
+member_name(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
+    void *base)
+{
+	(void)k;
+	(void)base;
+	return conf_scalar(x, n) == NULL ? -1 : 0;
+}
+
+static int
+check_member(struct ctx *x, yaml_node_t *map, void *base)
+{
+	(void)base;
+	return conf_require(x, map, "name");
+}
+
+static const struct conf_key keys_member[] = {
+	{ "name", member_name, 0, 0, 0, NULL },
+	{ "weight", conf_key_uint, offsetof(struct member_entry, weight),
+	    CONF_WEIGHT_MIN, CONF_WEIGHT_MAX, NULL },
+	{ NULL, NULL, 0, 0, 0, NULL }
+};
+static const struct conf_map map_member = { keys_member, check_member };
+
 static int
 member_item(struct ctx *x, yaml_node_t *n, size_t i, void *arg)
 {
+	struct member_entry	 e;
+
 	(void)i;
 	(void)arg;
+	if (n->type == YAML_MAPPING_NODE)
+		return conf_map_walk(x, n, &map_member, &e);
 	return conf_scalar(x, n) == NULL ? -1 : 0;
+}
+
+/* A member item's name and weight node (NULL: 1); walked already. */
+static const char *
+member_parts(struct ctx *x, yaml_node_t *item, yaml_node_t **weight)
+{
+	yaml_node_pair_t	*p;
+	yaml_node_t		*k, *v;
+	const char		*name = NULL;
+
+	*weight = NULL;
+	if (item->type == YAML_SCALAR_NODE)
+		return (const char *)item->data.scalar.value;
+	for (p = item->data.mapping.pairs.start;
+	    p < item->data.mapping.pairs.top; p++) {
+		k = yaml_document_get_node(x->doc, p->key);
+		v = yaml_document_get_node(x->doc, p->value);
+		if (strcmp((const char *)k->data.scalar.value, "name") == 0)
+			name = (const char *)v->data.scalar.value;
+		else
+			*weight = v;
+	}
+	return name;
 }
 
 /* Names, resolved once every outbound is known (group_resolve). */
@@ -458,6 +536,7 @@ static const struct conf_key keys_outbound[] = {
 	{ "name", key_ob_name, 0, 0, 0, NULL },
 	{ "type", key_ob_type, 0, 0, 0, NULL },
 	{ "members", key_members, 0, 0, 0, NULL },
+	{ "strategy", key_strategy, O(per_flow), 0, 0, NULL },
 	{ "protocol", key_protocol, O(protocol), 0, 0, NULL },
 	{ "server", key_server_addr, 0, 0, 0, NULL },
 	{ "sni", key_sni, O(sni), 0, 0, NULL },
@@ -609,9 +688,11 @@ static int
 group_resolve(struct ctx *x, struct conf *c)
 {
 	struct conf_outbound	*ob;
-	yaml_node_t		*n, *item;
+	yaml_node_t		*n, *item, *w;
 	yaml_node_item_t	*it;
 	uint8_t			 state[CONF_MAX_OUTBOUNDS];
+	const char		*name;
+	unsigned long long	 wv;
 	size_t			 i, m;
 	int			 j;
 
@@ -626,12 +707,18 @@ group_resolve(struct ctx *x, struct conf *c)
 		    it < n->data.sequence.items.top; it++) {
 			/* Walked once already (key_members): not again. */
 			item = yaml_document_get_node(x->doc, *it);
-			j = conf_outbound_index(c,
-			    (const char *)item->data.scalar.value);
+			name = member_parts(x, item, &w);
+			if (w != NULL && ob->group != CONF_GROUP_BALANCE)
+				return conf_err(x, w, "weight: only a balance "
+				    "group weighs its members");
+			ob->weights[ob->nmembers] = 1;
+			if (w != NULL && conf_parse_u64((const char *)
+			    w->data.scalar.value, &wv) == 0)
+				ob->weights[ob->nmembers] = (uint8_t)wv;
+			j = conf_outbound_index(c, name);
 			if (j < 0)
 				return conf_err(x, item, "'%s': no outbound of "
-				    "that name", conf_vis(x, (const char *)
-				    item->data.scalar.value));
+				    "that name", conf_vis(x, name));
 			if ((size_t)j == i)
 				return conf_err(x, item, "'%s': a group cannot "
 				    "be its own member", ob->name);

@@ -227,10 +227,15 @@ dump_outbound(const struct conf *c, const struct conf_outbound *ob, FILE *fp,
 		fprintf(fp, "\n%stype: %s\n%smembers: [", in,
 		    conf_group_name(ob->group), in);
 		for (i = 0; i < ob->nmembers; i++) {
-			fprintf(fp, "%s", i > 0 ? ", " : "");
+			fprintf(fp, "%s%s", i > 0 ? ", " : "",
+			    ob->weights[i] > 1 ? "{name: " : "");
 			conf_dump_str(fp, c->client.outbounds[ob->members[i]].name);
+			if (ob->weights[i] > 1)
+				fprintf(fp, ", weight: %u}", ob->weights[i]);
 		}
 		fprintf(fp, "]\n");
+		if (ob->per_flow)
+			fprintf(fp, "%sstrategy: flow\n", in);
 		return;
 	}
 	fprintf(fp, "\n%sprotocol: %s\n", in, conf_proto_name(ob->protocol));

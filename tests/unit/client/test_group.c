@@ -355,11 +355,197 @@ test_check(void **state)
 	    "members");
 	bad("    - name: g\n      members: [a]\n      server: x:1\n",
 	    "members need a group type");
-	bad("    - name: g\n      type: fastest\n      members: [a]\n",
+	bad("    - name: g\n      type: fastest2\n      members: [a]\n",
 	    "t.yaml:7:13");
+	bad("    - name: g\n      type: balance\n      members: [{name: a, "
+	    "weight: 101}]\n", "t.yaml:8:35: client.outbounds[1].members[0]"
+	    ".weight: 101 out of range (1..100)");
+	bad("    - name: g\n      type: balance\n      members: [{name: a, "
+	    "weight: 0}]\n", "t.yaml:8:35");
+	bad("    - name: g\n      type: failover\n      members: [{name: a, "
+	    "weight: 2}]\n", "t.yaml:8:35: client.outbounds: weight: only "
+	    "a balance group weighs its members");
+	bad("    - name: g\n      type: balance\n      members: [{weight: "
+	    "2}]\n", "name");
+	bad("    - name: g\n      type: balance\n      members: [{name: a, "
+	    "wait: 2}]\n", "wait");
+	bad("    - name: g\n      type: failover\n      members: [a]\n"
+	    "      strategy: flow\n", "t.yaml:6:7: client.outbounds[1]."
+	    "strategy: needs type: balance");
+	bad("    - name: g\n      type: balance\n      members: [a]\n"
+	    "      strategy: random\n", "t.yaml:9:17");
 	bad("    - name: g\n      type: balance\n      members: [a]\n"
 	    "      server: 127.0.0.1:1\n",
 	    "client.outbounds[1].server: not used by a group");
+}
+
+/* Slowness against its own baseline: degraded (a soft down, why with
+ * the numbers), taken only when nothing is up; a fast trial answer
+ * brings it back; a refusal is down at once. */
+static void
+test_health_slow(void **state)
+{
+	struct health h;
+	uint64_t t = 1000;
+	int i;
+
+	(void)state;
+	memset(&h, 0, sizeof(h));
+	for (i = 0; i < 20; i++)
+		assert_false(health_answer(&h, t++, 20000));	/* 20 ms */
+	assert_int_equal(h.first_byte.base, 20000);
+	/* One slow answer moves the recent average, not the state. */
+	assert_false(health_answer(&h, t++, 400000));
+	assert_int_equal(h.state, HEALTH_UP);
+	assert_int_equal(h.first_byte.base, 20000);	/* not in the base */
+	assert_true(health_answer(&h, t, 400000));
+	assert_int_equal(h.state, HEALTH_DOWN);
+	assert_true(health_degraded(&h));
+	assert_string_equal(health_name(&h), "degraded");
+	assert_string_equal(h.why, "slow: first byte 186 ms, its baseline "
+	    "20 ms");
+	assert_false(health_usable(&h, t));
+	/* The trial: slow again, down again, the backoff doubled. */
+	t += HEALTH_BACKOFF_MIN_MS;
+	health_start(&h, t);
+	assert_true(health_answer(&h, t, 400000));
+	assert_int_equal(h.backoff_ms, 2 * HEALTH_BACKOFF_MIN_MS);
+	assert_true(h.first_byte.base > 20000);		/* 1/8 of the way */
+	t += h.backoff_ms;
+	health_start(&h, t);
+	assert_true(health_answer(&h, t, 25000));
+	assert_int_equal(h.state, HEALTH_UP);
+	assert_false(health_degraded(&h));
+	/* A hard failure during a degraded trial: plain down. */
+	memset(&h, 0, sizeof(h));
+	assert_true(health_refused(&h, t, "refused: x"));
+	assert_int_equal(h.state, HEALTH_DOWN);
+	assert_false(health_degraded(&h));
+	assert_string_equal(health_name(&h), "down");
+	assert_false(health_refused(&h, t + 1, "refused: x"));	/* no news */
+	/* Retransmits: 0.5 % for a while, then 10 %. */
+	memset(&h, 0, sizeof(h));
+	assert_false(health_retrans(&h, t, 10, 5));	/* too few segments */
+	for (i = 0; i < 10; i++)
+		assert_false(health_retrans(&h, t, 1000, 5));
+	assert_false(health_retrans(&h, t, 1000, 100));
+	assert_false(health_retrans(&h, t, 1000, 100));
+	assert_true(health_retrans(&h, t, 1000, 100));
+	assert_true(health_degraded(&h));
+	assert_string_equal(h.why, "retransmits 5.9 %, its baseline 0.5 %");
+}
+
+/* Record n answers of fb_us on ob's health. */
+static void
+answers(struct outbound *ob, uint64_t t, uint32_t fb_us, int n)
+{
+	while (n-- > 0)
+		health_answer(&ob->stats->health, t, fb_us);
+}
+
+#define FAST	"client:\n  outbounds:\n" \
+	OB("a", "127.0.0.1:443") OB("b", "127.0.0.2:443") \
+	"    - name: f\n      type: fastest\n      members: [a, b]\n" \
+	"    - name: w\n      type: balance\n      members: [a, {name: b, " \
+	"weight: 3}]\n" \
+	"    - name: pf\n      type: balance\n      strategy: flow\n" \
+	"      members: [a, b]\n" \
+	"  final: f\n"
+
+/* fastest: first the first member, one flow to measure the other; a
+ * cheaper one takes over only past the margin and the hold time; a
+ * degraded member is left while another is up. */
+static void
+test_fastest(void **state)
+{
+	char err[512];
+	struct conf *c = load(FAST, err, sizeof(err));
+	struct outbounds *obs;
+	struct outbound *a, *b, *f;
+	struct rule_query q;
+	uint64_t t = 100000;
+
+	(void)state;
+	if (c == NULL)
+		fail_msg("%s", err);
+	assert_non_null(obs = outbounds_new(NULL, c, NULL));
+	a = by(obs, "a");
+	b = by(obs, "b");
+	f = by(obs, "f");
+	query(&q, "192.0.2.1");
+	assert_ptr_equal(group_pick(f, &q, t, NULL), a);	/* chosen */
+	answers(a, t, 50000, 10);
+	assert_ptr_equal(group_pick(f, &q, t, NULL), b);	/* measure b */
+	assert_ptr_equal(group_pick(f, &q, t, NULL), a);	/* once */
+	answers(b, t, 40000, 10);		/* 20 % cheaper: not enough */
+	t += GROUP_FASTEST_HOLD_MS;
+	assert_ptr_equal(group_pick(f, &q, t, NULL), a);
+	answers(b, t, 30000, 10);		/* 40 % cheaper */
+	assert_ptr_equal(group_pick(f, &q, t, NULL), b);
+	assert_string_equal(f->stats->selected, "b");
+	/* a cheaper again at once: held for GROUP_FASTEST_HOLD_MS. */
+	answers(a, t, 5000, 10);
+	assert_ptr_equal(group_pick(f, &q, t + 1, NULL), b);
+	assert_ptr_equal(group_pick(f, &q, t + GROUP_FASTEST_HOLD_MS - 1,
+	    NULL), b);
+	assert_ptr_equal(group_pick(f, &q, t + GROUP_FASTEST_HOLD_MS, NULL),
+	    a);
+	t += GROUP_FASTEST_HOLD_MS;
+	/* b not measured for GROUP_FASTEST_EXPLORE_MS: one flow to it. */
+	t += GROUP_FASTEST_EXPLORE_MS;
+	answers(a, t, 5000, 1);
+	assert_ptr_equal(group_pick(f, &q, t, NULL), b);
+	assert_ptr_equal(group_pick(f, &q, t, NULL), a);
+	/* a down: b at once, hold or not. */
+	down(a, t);
+	assert_ptr_equal(group_pick(f, &q, t, NULL), b);
+	assert_string_equal(f->stats->selected, "b");
+	/* every member degraded: still served (slow beats none) */
+	health_refused(&a->stats->health, t, "refused: x");
+	answers(b, t, 900000, 3);
+	assert_true(health_degraded(&b->stats->health));
+	assert_ptr_equal(group_pick(f, &q, t, NULL), b);
+	outbounds_free(obs);
+	conf_unref(c);
+}
+
+/* balance weights: b of weight 3 takes about 3/4 of the destinations;
+ * strategy flow spreads one destination's flows over both. */
+static void
+test_weights(void **state)
+{
+	char err[512], addr[32];
+	struct conf *c = load(FAST, err, sizeof(err));
+	struct outbounds *obs;
+	struct outbound *w, *pf, *b;
+	struct rule_query q;
+	unsigned i, nb = 0;
+
+	(void)state;
+	if (c == NULL)
+		fail_msg("%s", err);
+	assert_non_null(obs = outbounds_new(NULL, c, NULL));
+	w = by(obs, "w");
+	pf = by(obs, "pf");
+	b = by(obs, "b");
+	for (i = 0; i < 1000; i++) {
+		snprintf(addr, sizeof(addr), "10.%u.%u.1", i / 250, i % 250);
+		query(&q, addr);
+		if (group_pick(w, &q, 0, NULL) == b)
+			nb++;
+		assert_ptr_equal(group_pick(w, &q, 0, NULL),
+		    group_pick(w, &q, 0, NULL));	/* sticks */
+	}
+	if (nb < 700 || nb > 800)
+		fail_msg("weight 3 of 4 took %u of 1000", nb);
+	query(&q, "192.0.2.1");
+	for (i = 0, nb = 0; i < 1000; i++)
+		if (group_pick(pf, &q, 0, NULL) == b)
+			nb++;
+	if (nb < 440 || nb > 560)
+		fail_msg("strategy flow: b took %u of 1000", nb);
+	outbounds_free(obs);
+	conf_unref(c);
 }
 
 int
@@ -368,6 +554,9 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_health),
 		cmocka_unit_test(test_health_trial_lost),
+		cmocka_unit_test(test_health_slow),
+		cmocka_unit_test(test_fastest),
+		cmocka_unit_test(test_weights),
 		cmocka_unit_test(test_failover),
 		cmocka_unit_test(test_select_balance),
 		cmocka_unit_test(test_state),
