@@ -565,6 +565,91 @@ test_offload_gso_v4(void **state)
 	tcp_recv(accepted, NULL);
 }
 
+/*
+ * A FIN must stay at the end of the data.  lwIP's persist timer, when the
+ * app's window is open but smaller than the first unsent segment, cuts
+ * that segment at the window (tcp_split_unsent_seg) and means to move its
+ * FIN to the second part -- but lwIP 2.1 only ORs the first part's flags,
+ * so its FIN stayed too: the app's TCP took that FIN as the end of the
+ * stream, a clean EOF short by the rest, and answered the rest with a RST.
+ * With offloads (segments of up to 64 KiB, windows of a few app MSS) this
+ * is an everyday case under load; seen as a download 5,944 bytes short
+ * (fault_reset_storm).  Here: 20000 bytes and the FIN queued, a 4000-byte
+ * window, nothing in flight; the persist timer sends 4000 bytes without
+ * FIN, and the rest goes once the window opens, with the FIN at its end.
+ */
+static void
+test_persist_split_keeps_fin_last(void **state)
+{
+	static const uint8_t app[4] = { 10, 9, 0, 2 }, dst[4] = { 10, 77, 2, 2 };
+	static uint8_t pkt[128], data[20000], out[VNET_HDR_LEN + 65536];
+	struct vnet_hdr none = { 0, 0, 0, 0, 0, 0 };
+	uint32_t iss, seq;
+	ssize_t n;
+	size_t i, got = 0;
+	int tick;
+
+	(void)state;
+	tsnetif_offload(true);
+	mk_tcp4(pkt, app, dst, 40010, 8080, 1000, 0, 0x02);
+	put16(pkt + 2, 44);
+	put16(pkt + 10, 0);
+	put16(pkt + 10, (uint16_t)~ref_sum(pkt, 20));
+	pkt[32] = 6 << 4;
+	memcpy(pkt + 40, "\x02\x04\x02\x18", 4);	/* MSS 536 */
+	in_vnet(&none, pkt, 44);
+	n = out_read(out, sizeof(out));
+	assert_true(n >= VNET_HDR_LEN + 44);
+	iss = get32(out + VNET_HDR_LEN + 24);
+	in_vnet(&none, pkt, mk_tcp4(pkt, app, dst, 40010, 8080, 1001,
+	    iss + 1, 0x10));
+	assert_non_null(accepted);
+
+	/* 1000 bytes, acked with the window shrunk to 4000. */
+	for (i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 7 + 3);
+	assert_int_equal(tcp_write(accepted, data, 1000, TCP_WRITE_FLAG_COPY),
+	    ERR_OK);
+	assert_int_equal(tcp_output(accepted), ERR_OK);
+	n = out_read(out, sizeof(out));
+	assert_int_equal(n, VNET_HDR_LEN + 40 + 1000);
+	mk_tcp4(pkt, app, dst, 40010, 8080, 1001, iss + 1 + 1000, 0x10);
+	put16(pkt + 34, 4000);
+	in_vnet(&none, pkt, 40);
+	assert_null(accepted->unacked);
+
+	/* 20000 more and the FIN: one segment, larger than the window. */
+	assert_int_equal(tcp_write(accepted, data, sizeof(data),
+	    TCP_WRITE_FLAG_COPY), ERR_OK);
+	assert_int_equal(tcp_shutdown(accepted, 0, 1), ERR_OK);
+	assert_int_equal(tcp_output(accepted), ERR_OK);
+	assert_int_equal(out_read(out, sizeof(out)), 0);
+
+	/* The persist timer fills the window: 4000 bytes, no FIN. */
+	for (tick = 0; tick < 10 && (n = out_read(out, sizeof(out))) == 0;
+	    tick++)
+		tcp_slowtmr();
+	assert_int_equal(n, VNET_HDR_LEN + 40 + 4000);
+	seq = get32(out + VNET_HDR_LEN + 24);
+	assert_int_equal(seq, iss + 1 + 1000);
+	assert_int_equal(out[VNET_HDR_LEN + 33] & 0x01, 0);	/* no FIN */
+	assert_memory_equal(out + VNET_HDR_LEN + 40, data, 4000);
+	got = 4000;
+
+	/* The app takes it and opens its window: the rest, then the FIN
+	 * right after the last byte. */
+	mk_tcp4(pkt, app, dst, 40010, 8080, 1001, seq + 4000, 0x10);
+	in_vnet(&none, pkt, 40);
+	assert_int_equal(tcp_output(accepted), ERR_OK);
+	n = out_read(out, sizeof(out));
+	assert_int_equal(n, VNET_HDR_LEN + 40 + sizeof(data) - got);
+	assert_int_equal(get32(out + VNET_HDR_LEN + 24), seq + got);
+	assert_true(out[VNET_HDR_LEN + 33] & 0x01);		/* FIN */
+	assert_memory_equal(out + VNET_HDR_LEN + 40, data + got,
+	    sizeof(data) - got);
+	assert_int_equal(out_read(out, sizeof(out)), 0);
+}
+
 int
 main(void)
 {
@@ -580,6 +665,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_malformed_dropped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_other_handler_gets_udp, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_offload_gso_v4, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_persist_split_keeps_fin_last,
+		    setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
