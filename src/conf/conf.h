@@ -92,9 +92,21 @@ enum conf_group {
  * takes is conf_client.c's check_outbound.
  */
 /* client.dns.upstreams: one resolver and the names it answers. */
+/* How an upstream is asked (client/dns/dnsup.h for the streams). */
+enum conf_dns_proto {
+	CONF_DNS_UDP, CONF_DNS_TCP, CONF_DNS_TLS, CONF_DNS_HTTPS
+};
+
 struct conf_dns_upstream {
 	char		 name[CONF_OB_NAME_MAX + 1];	/* unique */
-	struct addr	 addr;				/* numeric, port 53 default */
+	struct addr	 addr;		/* numeric; port by protocol default:
+					 * 53, 53, 853, 443 */
+	bool		 has_port;
+	int		 protocol;	/* enum conf_dns_proto */
+	char		 tls_name[254];	/* tls, https: verified, SNI, Host;
+					 * default: the address */
+	char		*path;		/* https: default /dns-query */
+	char		*ca_file;	/* tls, https: NULL: system store */
 	char		**domains;	/* lower case; each also its subdomains */
 	size_t		 ndomains;
 };

@@ -23,6 +23,7 @@
 
 #include <arpa/inet.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -232,34 +233,60 @@ key_up_address(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
 	(void)k;
 	if (s == NULL)
 		return -1;
-	if ((addr_parse(&up->addr, s) == -1 || addr_port(&up->addr) == 0) &&
-	    addr_from_ip(&up->addr, s, 53) == -1)
+	up->has_port = addr_parse(&up->addr, s) == 0 &&
+	    addr_port(&up->addr) != 0;
+	if (!up->has_port && addr_from_ip(&up->addr, s, 53) == -1)
 		return conf_err(x, n, "'%s' is not a numeric address[:port] "
 		    "(192.0.2.53:53, [2001:db8::53]:53)", conf_vis(x, s));
 	return 0;
 }
 
-/* Only udp for now: the query goes as the app sent it. */
+/* udp: the query goes as the app sent it; tcp, tls, https: the client
+ * asks over a stream of its own (client/dns/dnsup.h). */
 static int
 key_up_protocol(struct ctx *x, yaml_node_t *n, const struct conf_key *k,
     void *base)
 {
-	static const struct conf_word w[] = { { "udp", 1 }, { NULL, 0 } };
-	int	v;
+	static const struct conf_word w[] = { { "udp", CONF_DNS_UDP },
+	    { "tcp", CONF_DNS_TCP }, { "tls", CONF_DNS_TLS },
+	    { "https", CONF_DNS_HTTPS }, { NULL, 0 } };
 
 	(void)k;
-	(void)base;
-	return conf_choice(x, n, w, &v);
+	return conf_choice(x, n, w, &((struct conf_dns_upstream *)base)->
+	    protocol);
 }
 
 static int
 check_upstream(struct ctx *x, yaml_node_t *map, void *base)
 {
-	(void)base;
+	static const uint16_t port[] = { 53, 53, 853, 443 };
+	struct conf_dns_upstream *up = base;
+	const void *src;
+	uint8_t	ip[16];
+	size_t	len;
+	bool	tls = up->protocol == CONF_DNS_TLS ||
+	    up->protocol == CONF_DNS_HTTPS;
+
 	if (conf_require(x, map, "name") == -1 ||
-	    conf_require(x, map, "address") == -1)
+	    conf_require(x, map, "address") == -1 ||
+	    conf_require(x, map, "domains") == -1)
 		return -1;
-	return conf_require(x, map, "domains");
+	if (!up->has_port) {
+		src = addr_ip(&up->addr, &len);
+		memcpy(ip, src, len);
+		addr_from_raw(&up->addr, addr_family(&up->addr), ip,
+		    port[up->protocol]);
+	}
+	if (!tls && (up->tls_name[0] != '\0' || up->ca_file != NULL))
+		return conf_err(x, map, "tls_name and ca are for protocol tls "
+		    "and https");
+	if (up->protocol != CONF_DNS_HTTPS && up->path != NULL)
+		return conf_err(x, map, "path is for protocol https");
+	if (up->protocol == CONF_DNS_HTTPS && up->path != NULL &&
+	    (up->path[0] != '/' || strpbrk(up->path, " \t\r\n") != NULL))
+		return conf_err(x, map, "path: '%s' is not an absolute path "
+		    "without blanks", conf_vis(x, up->path));
+	return 0;
 }
 
 static const struct conf_key keys_upstream[] = {
@@ -267,6 +294,13 @@ static const struct conf_key keys_upstream[] = {
 	{ "address", key_up_address, 0, 0, 0, NULL },
 	{ "protocol", key_up_protocol, 0, 0, 0, NULL },
 	{ "domains", key_up_domains, 0, 0, 0, NULL },
+	{ "tls_name", conf_key_word, offsetof(struct conf_dns_upstream,
+	    tls_name), 0, sizeof(((struct conf_dns_upstream *)0)->tls_name),
+	    NULL },
+	{ "path", conf_key_path, offsetof(struct conf_dns_upstream, path), 0,
+	    0, NULL },
+	{ "ca", conf_key_filename, offsetof(struct conf_dns_upstream,
+	    ca_file), 0, 0, NULL },
 	{ NULL, NULL, 0, 0, 0, NULL }
 };
 static const struct conf_map map_upstream = { keys_upstream, check_upstream };
@@ -499,6 +533,8 @@ conf_dns_free(struct conf *c)
 		for (j = 0; j < c->client.dns_upstreams[i].ndomains; j++)
 			free(c->client.dns_upstreams[i].domains[j]);
 		free(c->client.dns_upstreams[i].domains);
+		free(c->client.dns_upstreams[i].path);
+		free(c->client.dns_upstreams[i].ca_file);
 	}
 	free(c->client.dns_upstreams);
 	free(c->client.fake_ip_exclude);

@@ -96,7 +96,15 @@ dump_client_dns(FILE *fp, const struct conf *c)
 		fputc('\n', fp);
 		dump_kv(fp, "        ", "address", addr_fmt(&up->addr, buf,
 		    sizeof(buf)));
-		fprintf(fp, "        protocol: udp\n        domains:\n");
+		fprintf(fp, "        protocol: %s\n", (const char *[]){ "udp",
+		    "tcp", "tls", "https" }[up->protocol]);
+		if (up->tls_name[0] != '\0')
+			dump_kv(fp, "        ", "tls_name", up->tls_name);
+		if (up->path != NULL)
+			dump_kv(fp, "        ", "path", up->path);
+		if (up->ca_file != NULL)
+			dump_kv(fp, "        ", "ca", up->ca_file);
+		fprintf(fp, "        domains:\n");
 		for (j = 0; j < up->ndomains; j++) {
 			fprintf(fp, "          - ");
 			conf_dump_str(fp, up->domains[j]);

@@ -20,6 +20,9 @@ fuzz_dns input: one DNS query, as an app sends it to port 53.
 
 fuzz_sniff input: a mode byte, then first bytes (see fuzz_sniff.c).
 
+fuzz_dnsstream input: a byte whose low bit picks the parser (0: DNS over
+TCP's length prefix, 1: a DoH HTTP/1.1 response), then the stream.
+
 fuzz_resp input: one settings byte, then records [ctl:1][len:2][bytes the
 server sends] (see fuzz_resp.c).
 
@@ -634,6 +637,26 @@ def sniff_seeds():
     }
 
 
+def dnsstream_seeds():
+    reply = bytes.fromhex("123481800001000100000000") + b"\3www\7example\0" + \
+        bytes.fromhex("00010001c00c000100010000012c00040a000001")
+    ok = b"HTTP/1.1 200 OK\r\nContent-Type: application/dns-message\r\n"
+    return {
+        "tcp_one": b"\0" + len(reply).to_bytes(2, "big") + reply,
+        "tcp_two": b"\0" + (len(reply).to_bytes(2, "big") + reply) * 2,
+        "tcp_short": b"\0\0\x40" + reply[:10],
+        "tcp_big": b"\0\xff\xff" + reply,
+        "http_one": b"\1" + ok + b"Content-Length: %d\r\n\r\n" %
+        len(reply) + reply,
+        "http_close": b"\1HTTP/1.0 200 OK\r\nConnection: close\r\n"
+        b"Content-Length: 12\r\n\r\n" + reply[:12],
+        "http_chunked": b"\1" + ok + b"Transfer-Encoding: chunked\r\n\r\n"
+        b"c\r\n" + reply[:12] + b"\r\n0\r\n\r\n",
+        "http_big": b"\1" + ok + b"Content-Length: 70000\r\n\r\n" + reply,
+        "http_502": b"\1HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n",
+    }
+
+
 def main():
     ap = argparse.ArgumentParser()
     here = os.path.dirname(os.path.abspath(__file__))
@@ -646,7 +669,8 @@ def main():
                            ("resp", resp_seeds()),
                            ("socks5", socks5_seeds()),
                            ("dns", dns_seeds()),
-                           ("sniff", sniff_seeds())):
+                           ("sniff", sniff_seeds()),
+                           ("dnsstream", dnsstream_seeds())):
         d = os.path.join(a.out, harness)
         os.makedirs(d, exist_ok=True)
         for name, data in seeds.items():

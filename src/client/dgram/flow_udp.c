@@ -25,6 +25,7 @@
 #include "client/dgram/reass.h"
 #include "rules/rules.h"
 #include "client/dns/dnsfwd.h"
+#include "client/dns/dnsup.h"
 #include "client/dns/fakeip.h"
 #include "wire/dns.h"
 
@@ -49,6 +50,17 @@ struct flow_udp {
 	struct loop_timer	 quic_timer;	/* held datagrams' deadline */
 	struct dnsfwd_cache	*cache;		/* dns.cache_size, or NULL */
 	struct dnsfwd_names	*names;		/* learnt, made on first use */
+	struct dnsup		*dnsup;		/* tcp/tls/https upstreams,
+						 * made on first use */
+	struct outbounds	*obs;		/* the generation's */
+};
+
+/* Where a query over a stream upstream came from: its answer goes back
+ * there (dnsup keeps these bytes with the query). */
+struct flow_udp_asker {
+	int		 family;
+	uint8_t		 app[16], dst[16];
+	uint16_t	 aport, dport;
 };
 
 /*
@@ -234,6 +246,7 @@ fake_original(const struct assoc *a, const struct proto_dest *src)
 	return NULL;
 }
 
+static void flow_udp_dns_learn(struct flow_udp *, const uint8_t *, size_t);
 static void flow_udp_dns_reply(struct flow_udp *, const struct pkt_ip *,
     const struct pkt_udp *, const uint8_t *, size_t);
 
@@ -266,6 +279,66 @@ flow_udp_dns_reply(struct flow_udp *u, const struct pkt_ip *ip,
 		(void)assoc_tun_write(u->assoc, pkt, n);
 }
 
+/* A stream upstream's answer, or its failure (SERVFAIL), to the app;
+ * an answer longer than the app takes over UDP is cut to its question
+ * with TC set (the app asks again over TCP). */
+static void
+flow_udp_on_dnsup(void *arg, const void *ctx, const uint8_t *query,
+    size_t qlen, const uint8_t *reply, size_t len)
+{
+	struct flow_udp			*u = arg;
+	const struct flow_udp_asker	*k = ctx;
+	struct dns_query		 q;
+	uint8_t				 ans[DNS_ANSWER_MAX], *pkt;
+	size_t				 n, room;
+	ssize_t				 r;
+
+	if (dns_query_parse(query, qlen, &q) == -1)
+		return;
+	room = q.has_opt && q.opt_size > 512 ? q.opt_size : 512;
+	if (reply != NULL && len <= room) {
+		flow_udp_dns_learn(u, reply, len);
+	} else {
+		if ((r = dns_answer(ans, sizeof(ans), &q, reply != NULL ?
+		    DNS_NOERROR : DNS_SERVFAIL, NULL, 0, 0)) < 0)
+			return;
+		if (reply != NULL)
+			ans[2] |= DNS_FLAG_TC >> 8;
+		else
+			u->st.dns_servfail++;
+		reply = ans;
+		len = (size_t)r;
+	}
+	pkt = assoc_pkt_buf(u->assoc);
+	n = pkt_build_udp(pkt, k->family, k->dst, k->dport, k->app, k->aport,
+	    reply, len, assoc_next_ipid(u->assoc));
+	if (n > 0)
+		(void)assoc_tun_write(u->assoc, pkt, n);
+}
+
+/* A query for a tcp, tls or https upstream: the client asks it (dnsup.h);
+ * refused there, SERVFAIL now. */
+static void
+flow_udp_dns_stream(struct flow_udp *u, const struct pkt_ip *ip,
+    const struct pkt_udp *ud, int up)
+{
+	struct flow_udp_asker	k;
+
+	memset(&k, 0, sizeof(k));
+	k.family = ip->family;
+	memcpy(k.app, ip->src, ip->family == AF_INET ? 4 : 16);
+	memcpy(k.dst, ip->dst, ip->family == AF_INET ? 4 : 16);
+	k.aport = ud->sport;
+	k.dport = ud->dport;
+	if (u->dnsup == NULL && (u->dnsup = dnsup_new(u->loop, u->conf,
+	    u->obs, flow_udp_on_dnsup, u)) == NULL) {
+		flow_udp_on_dnsup(u, &k, ud->data, ud->len, NULL, 0);
+		return;
+	}
+	if (dnsup_query(u->dnsup, up, ud->data, ud->len, &k, sizeof(k)) == -1)
+		flow_udp_on_dnsup(u, &k, ud->data, ud->len, NULL, 0);
+}
+
 /*
  * Real DNS: a query answered from the cache (true), else where it goes:
  * the upstream its name's domains choose, else client.dns's server;
@@ -292,10 +365,14 @@ flow_udp_dns_route(struct flow_udp *u, const struct pkt_ip *ip,
 		}
 		up = dnsfwd_pick(c, q.name);
 	}
+	if (up >= 0 && up < FLOW_UDP_UPSTREAMS)
+		u->st.dns_upstream[up]++;
+	if (dnsup_wants(c, up)) {
+		flow_udp_dns_stream(u, ip, ud, up);
+		return true;
+	}
 	if (up >= 0) {
 		frame_dest_from_addr(dst, &c->client.dns_upstreams[up].addr);
-		if (up < FLOW_UDP_UPSTREAMS)
-			u->st.dns_upstream[up]++;
 	} else if (c->client.has_dns) {
 		frame_dest_from_addr(dst, &c->client.dns);
 	} else {
@@ -401,6 +478,17 @@ flow_udp_set_fakeip(struct flow_udp *u, struct fakeip *t)
 
 /* ---- UDP both ways ------------------------------------------------------- */
 
+/* An upstream's answer: cached, its addresses learnt for the rules. */
+static void
+flow_udp_dns_learn(struct flow_udp *u, const uint8_t *data, size_t len)
+{
+	dnsfwd_cache_put(u->cache, data, len, loop_now(u->loop));
+	if (u->names == NULL && (u->names = dnsfwd_names_new(
+	    DNSFWD_NAMES_MAX)) != NULL)
+		dnsfwd_names_use(u->names);
+	dnsfwd_names_learn(u->names, data, len);
+}
+
 static int
 flow_udp_deliver(void *arg, struct assoc *a, const struct proto_dest *src,
     const uint8_t *data, size_t len)
@@ -416,13 +504,8 @@ flow_udp_deliver(void *arg, struct assoc *a, const struct proto_dest *src,
 
 	if (dns_resolver(u->conf, src) &&
 	    (orig = dns_original(a, data, len)) != NULL) {
-		if (dns_asked(a, data, len)) {
-			dnsfwd_cache_put(u->cache, data, len, loop_now(u->loop));
-			if (u->names == NULL && (u->names = dnsfwd_names_new(
-			    DNSFWD_NAMES_MAX)) != NULL)
-				dnsfwd_names_use(u->names);
-			dnsfwd_names_learn(u->names, data, len);
-		}
+		if (dns_asked(a, data, len))
+			flow_udp_dns_learn(u, data, len);
 		src = orig;
 	}
 	if (u->fakeip != NULL && (fip = fake_original(a, src)) != NULL) {
@@ -740,6 +823,7 @@ flow_udp_new(const struct assoc_cfg *cfg)
 		return NULL;
 	u->loop = cfg->loop;
 	u->conf = cfg->conf;
+	u->obs = cfg->obs;
 	loop_timer_init(&u->reass_timer, flow_udp_on_reass_timer);
 	loop_timer_init(&u->quic_timer, flow_udp_on_quic_timer);
 	if ((u->reass = reass_new()) == NULL ||
@@ -799,6 +883,7 @@ flow_udp_free(struct flow_udp *u)
 	quic_route_free(u->quic);
 	dnsfwd_cache_free(u->cache);
 	dnsfwd_names_free(u->names);
+	dnsup_free(u->dnsup);
 	free(u);
 }
 
@@ -830,7 +915,10 @@ flow_udp_reconfigure(struct flow_udp *u, const struct conf *c,
 	dnsfwd_cache_free(u->cache);
 	u->cache = dnsfwd_cache_new(c->client.dns_cache_size);
 	memset(u->st.dns_upstream, 0, sizeof(u->st.dns_upstream));
+	dnsup_retire(u->dnsup);
+	u->dnsup = NULL;
 	u->conf = c;
+	u->obs = obs;
 	assoc_env_reconfigure(u->assoc, c, obs);
 }
 

@@ -1,0 +1,167 @@
+#!/bin/bash
+# DNS upstreams over TCP, TLS and HTTPS (client.dns.upstreams protocol
+# tcp, tls, https; issue 16 item 5), each asked by the client itself
+# through the outbound the rules pick for the upstream's address
+# (topology in lib.sh):
+#
+#   tsc: dig @198.18.0.53 ──► ts0 ──► client ──┬─ tunnel ──► tss ──► tst
+#        (capture on eth0)                     │   dnsstreamtool 10.77.2.2:
+#                                              │     tcp 53, tls 853, https 443
+#                                              └─ direct (rule) ──► tss
+#                                                  dnsstreamtool 10.77.1.2:443
+#
+#  1. each protocol answers right: *.tcp.test, *.tls.test, *.doh.test
+#     through the tunnel (the resolver sees the server's 10.77.2.1),
+#     *.home.test over HTTPS direct (the resolver sees the client's
+#     10.77.1.1);
+#  2. connections are reused: several queries, one connection each;
+#  3. an upstream nobody listens on answers SERVFAIL, at once;
+#  4. malformed answers (a length prefix or Content-Length promising
+#     more than comes, or one past any DNS message) give SERVFAIL, and
+#     the upstream answers the next query right;
+#  5. leak-proof: the capture on the client's physical interface never
+#     shows a packet to the tunnel's resolver (10.77.2.2), while the
+#     direct DoH upstream's packets are there (the capture works).
+. "$(dirname "$0")/../lib.sh"
+ts_init e2e_dns_streams
+
+command -v dig >/dev/null 2>&1 || ts_skip "missing tool: dig (apt-get install dnsutils)"
+"$TS_PY" -c 'import ssl' 2>/dev/null || ts_skip "python3 without ssl"
+RESOLVER=198.18.0.53
+MARK=0x7353
+TOOL=$(dirname "$0")/../dnsstreamtool.py
+CAP=$TS_TMP/capture.txt
+
+ts_topology_up
+ts_make_pki
+ts_write_configs
+up() {	# NAME PROTOCOL ADDRESS DOMAIN
+	printf '      - {name: %s, protocol: %s, address: "%s", domains: [%s]' \
+	    "$1" "$2" "$3" "$4"
+	[ "$2" = tcp ] || printf ', tls_name: %s, ca: %s' "$TS_SNI" "$TS_TMP/ca.pem"
+	printf '}\n'
+}
+cat >"$TS_TMP/client.yaml" <<EOF
+log: {level: info, flows: true}
+control: $TS_TMP/client.sock
+tun: {name: $TS_TUN, mtu: 9000, address: [198.18.0.1/15, "fdfe:dcba:9876::1/64"]}
+client:
+  mark: $MARK
+  connect_timeout: 5s
+  outbounds:
+    - name: tunnel
+      server: "$TS_S_ADDR4:$TS_SERVER_PORT"
+      sni: $TS_SNI
+      ca: $TS_TMP/ca.pem
+      key: "$TS_KEY"
+    - name: home
+      protocol: direct
+  rules:
+    - dst: $TS_S_ADDR4/32
+      outbound: home
+  final: tunnel
+  dns:
+    mode: redirect
+    server: $TS_T_ADDR4
+    cache_size: 64
+    upstreams:
+$(up dot tls "$TS_T_ADDR4" tls.test)
+$(up doh https "$TS_T_ADDR4" doh.test)
+$(up plain tcp "$TS_T_ADDR4" tcp.test)
+$(up homedoh https "$TS_S_ADDR4" home.test)
+$(up dead tls "$TS_T_ADDR4:8853" dead.test)
+EOF
+chmod 600 "$TS_TMP/client.yaml"
+"$TUNSPLIT" check -c "$TS_TMP/client.yaml" >"$TS_TMP/check.log" 2>&1 ||
+    ts_fail "tunsplit check: $(cat "$TS_TMP/check.log")"
+"$TUNSPLIT" check --secrets -c "$TS_TMP/client.yaml" >"$TS_TMP/dump.yaml" \
+    2>"$TS_TMP/dump.log" || ts_fail "check --secrets: $(cat "$TS_TMP/dump.log")"
+grep -q "protocol: https" "$TS_TMP/dump.yaml" &&
+    grep -q "tls_name: \"*$TS_SNI" "$TS_TMP/dump.yaml" ||
+    ts_fail "the dump lacks the stream upstreams: $(sed -n '/dns:/,$p' "$TS_TMP/dump.yaml")"
+chmod 600 "$TS_TMP/dump.yaml"
+"$TUNSPLIT" check -c "$TS_TMP/dump.yaml" >"$TS_TMP/dump2.log" 2>&1 ||
+    ts_fail "the dump does not load: $(cat "$TS_TMP/dump2.log")"
+
+ts_bg "$NS_T" far "$TS_PY" -u "$TOOL" --bind "$TS_T_ADDR4" --tcp 53 \
+    --tls 853 --https 443 --cert "$TS_TMP/server.pem" --key "$TS_TMP/server.key" \
+    a.tcp.test=10.55.3.1 b.tcp.test=10.55.3.2 c.tcp.test=10.55.3.3 \
+    a.tls.test=10.55.1.1 b.tls.test=10.55.1.2 c.tls.test=10.55.1.3 \
+    d.tls.test=10.55.1.4 a.doh.test=10.55.2.1 b.doh.test=10.55.2.2 \
+    c.doh.test=10.55.2.3 d.doh.test=10.55.2.4
+ts_wait_log "$TS_TMP/far.log" ready || ts_fail "dnsstreamtool (tunnel side) did not start"
+ts_bg "$NS_S" home "$TS_PY" -u "$TOOL" --bind "$TS_S_ADDR4" --https 443 \
+    --cert "$TS_TMP/server.pem" --key "$TS_TMP/server.key" a.home.test=10.66.1.1
+ts_wait_log "$TS_TMP/home.log" ready || ts_fail "dnsstreamtool (home) did not start"
+
+ts_start_server
+ts_start_client
+ts_bg "$NS_C" sniff "$TS_PY" -u "$(dirname "$0")/leaksniff.py" --out "$CAP" \
+    --iface eth0 --seconds 120
+ts_wait_log "$TS_TMP/sniff.log" ready || ts_fail "leaksniff did not start"
+
+dig_c() { ip netns exec "$NS_C" timeout 20 dig +time=8 +tries=1 "@$RESOLVER" "$@"; }
+want() {	# NAME ADDR
+	local a
+	a=$(dig_c +short "$1" A)
+	[ "$a" = "$2" ] || ts_fail "$1: '$a', want $2 ($(tail -n 3 "$TS_TMP/client.log"))"
+}
+seen() { grep -c "^$1 $2 $3\$" "$TS_TMP/$4.log"; }
+
+# 1. Each protocol, each its way.
+want a.tcp.test 10.55.3.1
+want a.tls.test 10.55.1.1
+want a.doh.test 10.55.2.1
+want a.home.test 10.66.1.1
+for p in tcp:a.tcp.test tls:a.tls.test https:a.doh.test; do
+	[ "$(seen "${p%%:*}" "$TS_S2_ADDR4" "${p#*:}" far)" = 1 ] ||
+	    ts_fail "the tunnel's resolver did not see ${p#*:} over ${p%%:*} from the server: $(cat "$TS_TMP/far.log")"
+done
+[ "$(seen https "$TS_C_ADDR4" a.home.test home)" = 1 ] ||
+    ts_fail "the home resolver did not see a.home.test from the client: $(cat "$TS_TMP/home.log")"
+ts_log "tcp, tls and https through the tunnel (from $TS_S2_ADDR4); https direct (from $TS_C_ADDR4)"
+
+# 2. Reuse: more queries, no new connection.
+want b.tcp.test 10.55.3.2
+want b.tls.test 10.55.1.2
+want c.tls.test 10.55.1.3
+want b.doh.test 10.55.2.2
+want c.doh.test 10.55.2.3
+for p in tcp tls https; do
+	n=$(grep -c "^conn $TS_S2_ADDR4 $p\$" "$TS_TMP/far.log")
+	[ "$n" = 1 ] || ts_fail "$p: $n connections for its queries, want 1 (reuse)"
+done
+ts_log "one connection per upstream for all its queries"
+
+# 3. A dead upstream: SERVFAIL, quickly.
+t0=$(date +%s%N)
+r=$(dig_c www.dead.test A | grep -o 'status: [A-Z]*')
+ms=$((($(date +%s%N) - t0) / 1000000))
+[ "$r" = "status: SERVFAIL" ] || ts_fail "dead upstream: '$r', want SERVFAIL"
+[ "$ms" -lt 3000 ] || ts_fail "dead upstream: SERVFAIL after $ms ms"
+ts_log "dead upstream: SERVFAIL in $ms ms"
+
+# 4. Malformed answers: SERVFAIL, and the upstream serves on.
+for n in trunc.tls.test big.tls.test trunc.doh.test big.doh.test \
+    trunc.tcp.test big.tcp.test; do
+	r=$(dig_c "$n" A | grep -o 'status: [A-Z]*')
+	[ "$r" = "status: SERVFAIL" ] || ts_fail "$n: '$r', want SERVFAIL"
+done
+want d.tls.test 10.55.1.4
+want d.doh.test 10.55.2.4
+want c.tcp.test 10.55.3.3
+grep -q "malformed answer" "$TS_TMP/client.log" ||
+    ts_fail "the client did not log the malformed answers"
+ts_log "truncated and oversize answers: SERVFAIL; the upstreams serve on"
+
+# 5. Nothing to the tunnel's resolver on the wire; the direct one's there.
+sleep 0.3
+l=$(awk -v t="$TS_T_ADDR4" '$4 == t || $3 == t' "$CAP")
+[ -z "$l" ] || ts_fail "packets to the tunnelled resolver on eth0: $(head -n 5 <<<"$l")"
+grep -q "^eth0 tcp $TS_C_ADDR4 $TS_S_ADDR4 [0-9]* 443\$" "$CAP" ||
+    ts_fail "the capture lacks the direct DoH upstream: $(head -n 5 "$CAP")"
+l=$(awk '$7 == "dns"' "$CAP")
+[ -z "$l" ] || ts_fail "plain DNS on eth0: $(head -n 5 <<<"$l")"
+ts_log "capture: $(wc -l <"$CAP") packets on eth0, none to $TS_T_ADDR4, the direct DoH ones there"
+
+ts_pass "dns over tcp, tls and https through the chosen outbound, reuse, SERVFAIL on failure"
