@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
+#include "server/httpframe.h"
 #include "tls/outer.h"
 
 static bool
@@ -79,11 +80,21 @@ relay_outer_held(const struct relay *r)
 	return r->hold_outer;
 }
 
+int
+relay_frame_http(struct relay *r)
+{
+	if (r->frame == NULL && (r->frame = httpframe_new()) == NULL)
+		return -1;
+	return 0;
+}
+
 void
 relay_free(struct relay *r)
 {
 	buf_free(&r->to_fd);
 	buf_free(&r->to_outer);
+	httpframe_free(r->frame);
+	r->frame = NULL;
 }
 
 void
@@ -123,6 +134,9 @@ relay_flush_fd(struct relay *r, bool *progress)
 			r->err = errno;
 			return -1;
 		}
+		if (r->frame != NULL)
+			httpframe_requests(r->frame, buf_head(&r->to_fd),
+			    (size_t)n);
 		buf_consume(&r->to_fd, (size_t)n);
 		r->bytes_to_fd += (uint64_t)n;
 		*progress = true;
@@ -144,12 +158,18 @@ static int
 relay_flush_outer(struct relay *r, bool *progress)
 {
 	ssize_t	 n;
+	size_t	 len;
 
 	if (r->hold_outer)
 		return 0;
-	while (buf_len(&r->to_outer) > 0) {
-		n = outer_write(r->outer, buf_head(&r->to_outer),
-		    buf_len(&r->to_outer));
+	r->frame_held = false;
+	while ((len = buf_len(&r->to_outer)) > 0) {
+		if (r->frame != NULL && (len = httpframe_record(r->frame,
+		    buf_head(&r->to_outer), len, r->fd_eof)) == 0) {
+			r->frame_held = true;	/* more bytes release it */
+			return 0;
+		}
+		n = outer_write(r->outer, buf_head(&r->to_outer), len);
 		if (n == -1) {
 			if (relay_again(errno)) {
 				r->outer_wr_ev = relay_blocked_on(r, EPOLLOUT);
@@ -158,6 +178,8 @@ relay_flush_outer(struct relay *r, bool *progress)
 			r->err = errno;
 			return -1;
 		}
+		if (r->frame != NULL)
+			httpframe_sent(r->frame, (size_t)n);
 		buf_consume(&r->to_outer, (size_t)n);
 		r->bytes_to_outer += (uint64_t)n;
 		*progress = true;
@@ -278,7 +300,7 @@ relay_outer_events(const struct relay *r)
 
 	if (!r->outer_eof && buf_room(&r->to_fd) > 0 && !r->to_fd.denied)
 		ev |= r->outer_rd_ev;
-	if (!r->hold_outer &&
+	if (!r->hold_outer && !r->frame_held &&
 	    (buf_len(&r->to_outer) > 0 || (r->fd_eof && !r->outer_shut)))
 		ev |= r->outer_wr_ev;
 	/* Paused for memory: outer_wr_ev may still carry the EPOLLIN of the

@@ -22,6 +22,7 @@
 
 #include "core/buf.h"
 
+struct httpframe;
 struct limit_mem;
 struct outer;
 
@@ -53,6 +54,8 @@ struct relay {
 	 * is done without close_notify; the owner then closes. */
 	bool		 quiet;
 	bool		 hold_outer;	/* to_outer waits (relay_hold_outer) */
+	struct httpframe *frame;	/* records end as nginx's (or NULL) */
+	bool		 frame_held;	/* to_outer waits for the rest */
 };
 
 /* Buffers only (nothing allocated yet): before relay_start the owner may
@@ -84,5 +87,11 @@ bool relay_outer_held(const struct relay *r);
  */
 void relay_set_budget(struct relay *r, struct limit_mem *m);
 bool relay_starved(const struct relay *r);
+/*
+ * The cover site's relay: TLS records toward the outer side end where
+ * nginx's would (httpframe.h), the fd side being an HTTP/1.x server.
+ * -1: out of memory (the relay writes what it reads, as without).
+ */
+int relay_frame_http(struct relay *r);
 
 #endif

@@ -494,6 +494,8 @@ sess_fallback_connected(struct sess *s, int err)
 		sess_close(s, "cover site unreachable", 0);
 		return;
 	}
+	if (!s->plain)	/* TLS records end as nginx's; none: as read */
+		(void)relay_frame_http(&s->relay);
 	sess_start_relay(s, c->server.idle_timeout_ms);
 }
 
