@@ -82,6 +82,13 @@ httpframe_active(const struct httpframe *f)
 	return f->rsp.state != MSG_LOST;
 }
 
+bool
+httpframe_request_open(const struct httpframe *f)
+{
+	return f->req.state != MSG_LOST &&
+	    (f->req.state != MSG_START || f->req.linelen > 0);
+}
+
 /* ---- one message ---------------------------------------------------- */
 
 static void

@@ -41,6 +41,13 @@ size_t httpframe_record(struct httpframe *, const uint8_t *p, size_t n,
     bool eof);
 /* The first n of those bytes have been written. */
 void httpframe_sent(struct httpframe *, size_t n);
+/*
+ * The prober is in the middle of a request (its line, headers or body):
+ * a cover that closes now has given up waiting for the rest (nginx's
+ * client_header_timeout, or the lingering close after an answer sent
+ * before the body), and nginx closes those without close_notify.
+ */
+bool httpframe_request_open(const struct httpframe *);
 /* Still framing (tests). */
 bool httpframe_active(const struct httpframe *);
 

@@ -186,7 +186,8 @@ relay_flush_outer(struct relay *r, bool *progress)
 	}
 	buf_release_if_empty(&r->to_outer);
 	if (r->fd_eof && !r->outer_shut && r->quiet &&
-	    (r->bytes_to_outer == 0 || r->outer_eof)) {
+	    (r->bytes_to_outer == 0 || r->outer_eof || (r->frame != NULL &&
+	    httpframe_request_open(r->frame)))) {
 		r->outer_shut = r->outer_eof = r->fd_shut = true;
 		*progress = true;
 		return 0;

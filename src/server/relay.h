@@ -50,8 +50,9 @@ struct relay {
 	bool		 outer_shut;	/* outer write side shut */
 	bool		 fd_shut;	/* fd write side shut */
 	/* nginx's close (the cover site): when the fd side ends before it
-	 * sent a byte (a timeout) or after the outer side ended, the relay
-	 * is done without close_notify; the owner then closes. */
+	 * sent a byte (a timeout), after the outer side ended, or (frame)
+	 * amid a request, the relay is done without close_notify; the
+	 * owner then closes. */
 	bool		 quiet;
 	bool		 hold_outer;	/* to_outer waits (relay_hold_outer) */
 	struct httpframe *frame;	/* records end as nginx's (or NULL) */

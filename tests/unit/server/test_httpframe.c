@@ -246,6 +246,41 @@ test_not_followed(void **state)
 	expect(&r, 0, 1, a);
 }
 
+/* Amid a request, the cover's close is a timeout's (no close_notify). */
+static void
+test_request_open(void **state)
+{
+	static const struct {
+		const char	*req;
+		bool		 open;
+	} t[] = {
+		{ "", false },
+		{ "GET / HTTP/1.1\r\n\r\n", false },
+		{ "\r\n", false },
+		{ "GET / HTTP/1.1\r\n\r\nGET /", true },
+		{ "GET / HTTP/1.1\r\nHost: x\r\n", true },
+		{ "POST / HTTP/1.1\r\nContent-Length: 5\r\n\r\nabc", true },
+		{ "POST / HTTP/1.1\r\nContent-Length: 5\r\n\r\nabcde",
+		    false },
+		{ "\x01", false },	/* not a request: nginx's 400 */
+		{ "a", false },
+		{ "GE\x01", false },
+		{ "garbage \x01\r\n\r\n", false },
+	};
+	struct httpframe	*f;
+	size_t			 i;
+
+	(void)state;
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		assert_non_null(f = httpframe_new());
+		httpframe_requests(f, (const uint8_t *)t[i].req,
+		    strlen(t[i].req));
+		if (httpframe_request_open(f) != t[i].open)
+			fail_msg("%zu: \"%s\"", i, t[i].req);
+		httpframe_free(f);
+	}
+}
+
 int
 main(void)
 {
@@ -257,6 +292,7 @@ main(void)
 		cmocka_unit_test(test_request_bodies),
 		cmocka_unit_test(test_interim),
 		cmocka_unit_test(test_not_followed),
+		cmocka_unit_test(test_request_open),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
