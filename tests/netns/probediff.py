@@ -546,6 +546,8 @@ def http_probe(req, **kw):
     return run
 
 
+# The modification time of the site's files (e2e_probe_diff.sh sets it).
+MTIME = 'Sun, 13 Sep 2020 12:26:40 GMT'
 H2_PREFACE = b'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'
 DEF = {'alpn': ['h2', 'http/1.1']}
 
@@ -622,6 +624,31 @@ PROBES = {
     'get-then-close-notify': tls_probe(DEF, after=send_then_close(
         b'GET / HTTP/1.1\r\nHost: x\r\n\r\n')),
     'pipelined': http_probe(get() + get('/no-such-page', close=True)),
+    # record ends: nginx ends a record with every response, and fills
+    # 16 KiB records in between (the site's files are dated MTIME)
+    'head': http_probe('HEAD / HTTP/1.1\r\nHost: %s\r\n\r\n'),
+    'pipelined-head': http_probe('HEAD / HTTP/1.1\r\nHost: %s\r\n\r\n' +
+                                 get(close=True)),
+    'pipelined-big': http_probe(get('/big.bin') + get('/no-such-page') +
+                                get('/large.bin', close=True)),
+    'pipelined-304': http_probe(get(extra='If-Modified-Since: %s\r\n' %
+                                    MTIME) + get(close=True)),
+    'pipelined-many': http_probe(get() * 8 + get('/no-such-page') * 4 +
+                                 get(close=True)),
+    'pipelined-post': http_probe(
+        'POST / HTTP/1.1\r\nHost: %s\r\nContent-Length: 19\r\n\r\n'
+        'HEAD / HTTP/1.1\r\n\r\nHEAD / HTTP/1.1\r\nHost: %s\r\n\r\n' +
+        get(close=True)),
+    'pipelined-chunked-post': http_probe(
+        'POST / HTTP/1.1\r\nHost: %s\r\nTransfer-Encoding: chunked\r\n'
+        '\r\n5\r\nhello\r\n0\r\n\r\n' + get(close=True)),
+    'expect-continue': http_probe(
+        'POST / HTTP/1.1\r\nHost: %s\r\nContent-Length: 5\r\n'
+        'Expect: 100-continue\r\nConnection: close\r\n\r\n'),
+    'get-then-partial': http_probe(get() + 'GET / HTTP/1.1\r\nHost: %s\r\n'),
+    'get-large': http_probe(get('/large.bin', close=True)),
+    'get-range': http_probe(get('/big.bin', close=True,
+                                extra='Range: bytes=100-20099\r\n')),
     'request-in-pieces': tls_probe(DEF, after=send_in_pieces(
         b'GE', b'T / HTTP/1.1\r\nHost: x\r\n', b'Connection: close\r\n\r\n')),
     'byte-01-then-rest': tls_probe(DEF, after=send_in_pieces(
