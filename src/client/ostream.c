@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <sys/epoll.h>
 
 #include <sodium.h>
@@ -26,7 +25,6 @@
 #include "tls/tlsmem.h"
 #include "wire/frame.h"
 #include "wire/proto.h"
-#include "wire/proto_trojan.h"
 
 enum os_step {
 	OS_CONNECT,	/* TCP connect to the server, proxy or target */
@@ -112,30 +110,10 @@ os_tls_take(struct ostream *s)
 static int
 os_request(struct ostream *s)
 {
-	const struct conf_outbound *co = s->ob->co;
-	uint8_t buf[PROTO_REQ_MAX], bind[PROTO_BIND_LEN];
-	struct proto_req req;
-	bool v1 = co->header_version == PROTO_VERSION_1;
+	uint8_t buf[PROTO_REQ_MAX];
 	ssize_t n;
 
-	if (co->protocol == CONF_PROTO_TROJAN) {
-		n = proto_trojan_encode(buf, sizeof(buf), co->trojan_hex,
-		    PROTO_TROJAN_CMD_CONNECT, &s->dst);
-	} else {
-		if (!v1 && outer_export(s->out, PROTO_BIND_LABEL, bind,
-		    sizeof(bind)) < 0)
-			return -1;
-		memset(&req, 0, sizeof(req));
-		req.kind = PROTO_KIND_TCP;
-		req.ts = (uint64_t)time(NULL);
-		randombytes_buf(req.nonce, sizeof(req.nonce));
-		memcpy(req.user_id, s->ob->user_id, sizeof(req.user_id));
-		req.dest = s->dst;
-		n = proto_req_encode(buf, sizeof(buf), &req, co->key,
-		    v1 ? NULL : bind, proto_req_pad_random(&req));
-		sodium_memzero(&req, sizeof(req));
-		sodium_memzero(bind, sizeof(bind));
-	}
+	n = outbound_tcp_request(s->ob, s->out, &s->dst, buf, sizeof(buf));
 	if (n <= 0 || buf_append(&s->tx, buf, (size_t)n) != (size_t)n) {
 		sodium_memzero(buf, sizeof(buf));
 		return -1;

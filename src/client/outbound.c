@@ -12,6 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#include <sodium.h>
 
 #include "client/group.h"
 #include "client/pool.h"
@@ -19,6 +22,7 @@
 #include "core/log.h"
 #include "tls/outer.h"
 #include "wire/auth.h"
+#include "wire/proto_trojan.h"
 
 _Static_assert(sizeof(((struct outbound_stats *)0)->selected) ==
     CONF_OB_NAME_MAX + 1, "a member's name");
@@ -246,6 +250,36 @@ outbound_retrans(struct outbound *ob, uint32_t segs, uint32_t rtx)
 
 	if (health_retrans(h, group_now(), segs, rtx))
 		outbound_log_change(ob, h->since_ms, true);
+}
+
+ssize_t
+outbound_tcp_request(const struct outbound *ob, struct outer *out,
+    const struct proto_dest *pd, uint8_t *buf, size_t len)
+{
+	const struct conf_outbound *co = ob->co;
+	struct proto_req req;
+	uint8_t bind[PROTO_BIND_LEN];
+	bool v1 = co->header_version == PROTO_VERSION_1;
+	ssize_t n;
+
+	if (co->protocol == CONF_PROTO_TROJAN)
+		return proto_trojan_encode(buf, len, co->trojan_hex,
+		    PROTO_TROJAN_CMD_CONNECT, pd);
+	/* Version 2: bound to this TLS connection. */
+	if (!v1 && outer_export(out, PROTO_BIND_LABEL, bind,
+	    sizeof(bind)) < 0)
+		return -1;
+	memset(&req, 0, sizeof(req));
+	req.kind = PROTO_KIND_TCP;
+	req.ts = (uint64_t)time(NULL);
+	randombytes_buf(req.nonce, sizeof(req.nonce));
+	memcpy(req.user_id, ob->user_id, sizeof(req.user_id));
+	req.dest = *pd;
+	n = proto_req_encode(buf, len, &req, co->key, v1 ? NULL : bind,
+	    proto_req_pad_random(&req));
+	sodium_memzero(&req, sizeof(req));
+	sodium_memzero(bind, sizeof(bind));
+	return n;
 }
 
 bool

@@ -22,6 +22,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "client/health.h"
 #include "core/addr.h"
@@ -94,6 +95,13 @@ void outbound_retrans(struct outbound *ob, uint32_t segs, uint32_t rtx);
 /* Whether ob refuses everything (protocol block, or a group none of
  * whose members is up). */
 bool outbound_blocks(const struct outbound *ob);
+/* The request a TCP stream to pd through ob's server (tunsplit, trojan)
+ * opens with: the native header (version 2 bound to out, whose TLS
+ * handshake is done) or trojan's CONNECT.  Its length in buf, or -1. */
+struct outer;
+struct proto_dest;
+ssize_t outbound_tcp_request(const struct outbound *ob, struct outer *out,
+    const struct proto_dest *pd, uint8_t *buf, size_t len);
 const char *outbound_name(const struct outbound *ob);
 
 /* One generation's outbounds, in the configuration's order. */

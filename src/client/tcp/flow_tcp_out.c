@@ -23,9 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-#include <sodium.h>
 
 #include "conf/conf.h"
 #include "client/tcp/flow_socks5.h"
@@ -37,7 +34,6 @@
 #include "client/outbound.h"
 #include "client/pool.h"
 #include "wire/proto.h"
-#include "wire/proto_trojan.h"
 #include "core/sock.h"
 #include "wire/socks5.h"
 #include "stack/tsnetif.h"
@@ -249,28 +245,12 @@ out_socks(struct flow *f, const char **why)
 static ssize_t
 out_hdr_tunsplit(struct flow *f, uint8_t *buf, size_t len)
 {
-	const struct conf_outbound *ob = f->obr->co;
-	struct proto_req req;
-	uint8_t bind[PROTO_BIND_LEN];
-	bool v1 = ob->header_version == PROTO_VERSION_1;
-	ssize_t n;
+	struct proto_dest pd;
 
-	/* Version 2: bound to this TLS connection (done: a pooled one, or
-	 * ours after out_tls). */
-	if (!v1 && outer_export(f->out, PROTO_BIND_LABEL, bind,
-	    sizeof(bind)) < 0)
-		return -1;
-	memset(&req, 0, sizeof(req));
-	req.kind = PROTO_KIND_TCP;
-	req.ts = (uint64_t)time(NULL);
-	randombytes_buf(req.nonce, sizeof(req.nonce));
-	memcpy(req.user_id, f->obr->user_id, sizeof(req.user_id));
-	flow_target_dest(f, &req.dest);
-	n = proto_req_encode(buf, len, &req, ob->key, v1 ? NULL : bind,
-	    proto_req_pad_random(&req));
-	sodium_memzero(&req, sizeof(req));
-	sodium_memzero(bind, sizeof(bind));
-	return n;
+	/* Version 2 binds to f->out, done: a pooled one, or ours after
+	 * out_tls. */
+	flow_target_dest(f, &pd);
+	return outbound_tcp_request(f->obr, f->out, &pd, buf, len);
 }
 
 /* No status comes back: the stream counts as connected now, and a target
@@ -282,8 +262,7 @@ out_hdr_trojan(struct flow *f, uint8_t *buf, size_t len)
 
 	flow_target_dest(f, &pd);
 	f->status_ok = true;
-	return proto_trojan_encode(buf, len, f->obr->co->trojan_hex,
-	    PROTO_TROJAN_CMD_CONNECT, &pd);
+	return outbound_tcp_request(f->obr, f->out, &pd, buf, len);
 }
 
 /* ---- the table ----------------------------------------------------------- */
