@@ -575,6 +575,82 @@ async def early(args):
     return 0 if got == stream_bytes(7, 0, args.reply) else 1
 
 
+async def stall(args):
+    """--conns apps with small receive windows that stall, all at once.
+    Each sets SO_RCVBUF (4 to 64 KiB) and TCP_MAXSEG (536, 1220, 1460)
+    before its connect and downloads (SEND) between half and four times
+    its buffer -- or, every fourth, uploads as much to ECHO, half-closes
+    and reads the echo.  It reads nothing for a while, so that the rest
+    and the FIN wait in the stack; then a little at a time, pausing about
+    2 s after each read (longer than lwIP's first persist interval, 1.5 s:
+    the window it sees is open but smaller than what it holds), then the
+    rest at full speed.  Every byte must arrive, and the stream must end
+    exactly at its end: a FIN too early is a clean EOF, short."""
+    res = {"down": 0, "up": 0, "bad": []}
+
+    async def one(i):
+        r = random.Random(args.seed * 1000003 + i)
+        rcvbuf = r.choice([4096, 8192, 16384, 32768, 65536])
+        mss = r.choice([536, 1220, 1460])
+        n = r.randint(rcvbuf // 2, rcvbuf * 4)
+        up = i % 4 == 3
+        seed = args.seed * 1000 + i
+        want = (b"OK\n" if up else b"") + stream_bytes(seed, 0, n)
+        what = "%d: %s %d bytes (rcvbuf %d, mss %d)" % (
+            i, "up" if up else "down", n, rcvbuf, mss)
+        loop = asyncio.get_running_loop()
+        s = socket.socket(socket.AF_INET6 if ":" in args.host else
+                          socket.AF_INET, socket.SOCK_STREAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, mss)
+        s.setblocking(False)
+        got, sender = 0, None
+        try:
+            await asyncio.wait_for(loop.sock_connect(
+                s, (args.host, args.port)), args.timeout)
+            if up:
+                async def send():
+                    await loop.sock_sendall(s, b"ECHO\n" + want[3:])
+                    s.shutdown(socket.SHUT_WR)
+                sender = asyncio.ensure_future(send())
+            else:
+                await loop.sock_sendall(s, b"SEND %d %d\n" % (n, seed))
+            await asyncio.sleep(0.5 + r.random())
+            stalls = r.randint(1, 3)
+            while True:
+                k = r.randint(1024, rcvbuf // 2) if stalls > 0 else BLOCK
+                b = await asyncio.wait_for(loop.sock_recv(s, k),
+                                           args.timeout)
+                if not b:
+                    break
+                if b != want[got:got + len(b)]:
+                    res["bad"].append("%s: wrong bytes at %d" % (what, got))
+                    return
+                got += len(b)
+                if stalls > 0:
+                    stalls -= 1
+                    await asyncio.sleep(1.8 + r.random())
+            if sender is not None:
+                await asyncio.wait_for(sender, args.timeout)
+            if got != len(want):
+                res["bad"].append("%s: clean EOF after %d" % (what, got))
+            else:
+                res["up" if up else "down"] += 1
+        except Exception as e:  # noqa: BLE001 -- reported
+            res["bad"].append("%s: %s after %d" % (what, errname(e), got))
+        finally:
+            if sender is not None and not sender.done():
+                sender.cancel()
+            s.close()
+
+    t0 = time.monotonic()
+    await asyncio.gather(*(one(i) for i in range(args.conns)))
+    log("stall: %d/%d intact (%d down, %d up), %d bad in %.1fs %s" %
+        (res["down"] + res["up"], args.conns, res["down"], res["up"],
+         len(res["bad"]), time.monotonic() - t0, "; ".join(res["bad"][:5])))
+    return 0 if not res["bad"] else 1
+
+
 def recovery(args):
     """From churn --events and a list of server restart times (when the
     server listened again): the delay to the first successful flow after
@@ -628,6 +704,9 @@ def main():
     a = app("storm", par=100)
     a.add_argument("--conns", type=int, default=100)
     a.add_argument("--bytes", type=int, default=3 << 20)
+    a = app("stall")
+    a.add_argument("--conns", type=int, default=60)
+    a.add_argument("--seed", type=int, default=1)
     a = app("loris")
     a.add_argument("--conns", type=int, default=200)
     a.add_argument("--within", type=float, default=10)
@@ -655,7 +734,7 @@ def main():
     if args.cmd == "recovery":
         return recovery(args)
     fn = {"serve": serve, "hold": hold, "churn": churn, "storm": storm,
-          "loris": loris, "garbage": garbage, "early": early}[args.cmd]
+          "stall": stall, "loris": loris, "garbage": garbage, "early": early}[args.cmd]
     try:
         return asyncio.run(fn(args))
     except KeyboardInterrupt:
