@@ -479,6 +479,20 @@ check_partial4(const uint8_t *p, size_t n, const struct vnet_hdr *h)
 	check_tcp4_sums(q, n);
 }
 
+/* An IPv4 SYN announcing MSS 536 (one 4-byte option) into b. */
+static size_t
+mk_syn4_mss536(uint8_t *b, const uint8_t src[4], const uint8_t dst[4],
+    uint16_t sport, uint16_t dport, uint32_t seq)
+{
+	mk_tcp4(b, src, dst, sport, dport, seq, 0, 0x02);
+	put16(b + 2, 44);
+	put16(b + 10, 0);
+	put16(b + 10, (uint16_t)~ref_sum(b, 20));
+	b[32] = 6 << 4;
+	memcpy(b + 40, "\x02\x04\x02\x18", 4);
+	return 44;
+}
+
 /*
  * With offloads, the app announces MSS 536: lwIP announces the TUN's
  * (9000 - 40) in a SYN-ACK whose checksum the kernel finishes, builds a
@@ -498,14 +512,7 @@ test_offload_gso_v4(void **state)
 
 	(void)state;
 	tsnetif_offload(true);
-	/* SYN with MSS 536 (one 4-byte option). */
-	mk_tcp4(pkt, app, dst, 40000, 8080, 1000, 0, 0x02);
-	put16(pkt + 2, 44);
-	put16(pkt + 10, 0);
-	put16(pkt + 10, (uint16_t)~ref_sum(pkt, 20));
-	pkt[32] = 6 << 4;
-	memcpy(pkt + 40, "\x02\x04\x02\x18", 4);
-	in_vnet(&none, pkt, 44);
+	in_vnet(&none, pkt, mk_syn4_mss536(pkt, app, dst, 40000, 8080, 1000));
 	n = out_read(out, sizeof(out));
 	assert_true(n >= VNET_HDR_LEN + 44);
 	vnet_hdr_get(&h, out);
@@ -591,13 +598,7 @@ test_persist_split_keeps_fin_last(void **state)
 
 	(void)state;
 	tsnetif_offload(true);
-	mk_tcp4(pkt, app, dst, 40010, 8080, 1000, 0, 0x02);
-	put16(pkt + 2, 44);
-	put16(pkt + 10, 0);
-	put16(pkt + 10, (uint16_t)~ref_sum(pkt, 20));
-	pkt[32] = 6 << 4;
-	memcpy(pkt + 40, "\x02\x04\x02\x18", 4);	/* MSS 536 */
-	in_vnet(&none, pkt, 44);
+	in_vnet(&none, pkt, mk_syn4_mss536(pkt, app, dst, 40010, 8080, 1000));
 	n = out_read(out, sizeof(out));
 	assert_true(n >= VNET_HDR_LEN + 44);
 	iss = get32(out + VNET_HDR_LEN + 24);
