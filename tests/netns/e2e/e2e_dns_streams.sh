@@ -21,7 +21,12 @@
 #     the upstream answers the next query right;
 #  5. leak-proof: the capture on the client's physical interface never
 #     shows a packet to the tunnel's resolver (10.77.2.2), while the
-#     direct DoH upstream's packets are there (the capture works).
+#     direct DoH upstream's packets are there (the capture works);
+#  6. the other outbounds a rule may pick (by the upstream's port): DoT
+#     through trojan (the server logs a trojan session) and DoH through
+#     SOCKS5 (dante in tss logs the connect);
+#  7. a reload that moves tls.test to the DoH upstream applies at once,
+#     and the upstreams serve on.
 . "$(dirname "$0")/../lib.sh"
 ts_init e2e_dns_streams
 
@@ -32,9 +37,11 @@ MARK=0x7353
 TOOL=$(dirname "$0")/../dnsstreamtool.py
 CAP=$TS_TMP/capture.txt
 
+PW=dns-streams-trojan-pw
 ts_topology_up
 ts_make_pki
-ts_write_configs
+ts_write_configs "" "  trojan_passwords: [\"$PW\"]"
+ts_start_danted 1080
 up() {	# NAME PROTOCOL ADDRESS DOMAIN
 	printf '      - {name: %s, protocol: %s, address: "%s", domains: [%s]' \
 	    "$1" "$2" "$3" "$4"
@@ -56,9 +63,20 @@ client:
       key: "$TS_KEY"
     - name: home
       protocol: direct
+    - name: troj
+      protocol: trojan
+      server: "$TS_S_ADDR4:$TS_SERVER_PORT"
+      sni: $TS_SNI
+      ca: $TS_TMP/ca.pem
+      password: "$PW"
+    - name: sock
+      protocol: socks5
+      server: "$TS_S_ADDR4:1080"
   rules:
     - dst: $TS_S_ADDR4/32
       outbound: home
+    - {dst: $TS_T_ADDR4/32, port: 5353, outbound: troj}
+    - {dst: $TS_T_ADDR4/32, port: 5354, outbound: sock}
   final: tunnel
   dns:
     mode: redirect
@@ -70,6 +88,8 @@ $(up doh https "$TS_T_ADDR4" doh.test)
 $(up plain tcp "$TS_T_ADDR4" tcp.test)
 $(up homedoh https "$TS_S_ADDR4" home.test)
 $(up dead tls "$TS_T_ADDR4:8853" dead.test)
+$(up viatrojan tls "$TS_T_ADDR4:5353" troj.test)
+$(up viasocks https "$TS_T_ADDR4:5354" sock.test)
 EOF
 chmod 600 "$TS_TMP/client.yaml"
 "$TUNSPLIT" check -c "$TS_TMP/client.yaml" >"$TS_TMP/check.log" 2>&1 ||
@@ -90,6 +110,10 @@ ts_bg "$NS_T" far "$TS_PY" -u "$TOOL" --bind "$TS_T_ADDR4" --tcp 53 \
     d.tls.test=10.55.1.4 a.doh.test=10.55.2.1 b.doh.test=10.55.2.2 \
     c.doh.test=10.55.2.3 d.doh.test=10.55.2.4
 ts_wait_log "$TS_TMP/far.log" ready || ts_fail "dnsstreamtool (tunnel side) did not start"
+ts_bg "$NS_T" far2 "$TS_PY" -u "$TOOL" --bind "$TS_T_ADDR4" --tls 5353 \
+    --https 5354 --cert "$TS_TMP/server.pem" --key "$TS_TMP/server.key" \
+    a.troj.test=10.55.4.1 a.sock.test=10.55.5.1 a.tls.test=10.55.6.1
+ts_wait_log "$TS_TMP/far2.log" ready || ts_fail "dnsstreamtool (second) did not start"
 ts_bg "$NS_S" home "$TS_PY" -u "$TOOL" --bind "$TS_S_ADDR4" --https 443 \
     --cert "$TS_TMP/server.pem" --key "$TS_TMP/server.key" a.home.test=10.66.1.1
 ts_wait_log "$TS_TMP/home.log" ready || ts_fail "dnsstreamtool (home) did not start"
@@ -163,5 +187,27 @@ grep -q "^eth0 tcp $TS_C_ADDR4 $TS_S_ADDR4 [0-9]* 443\$" "$CAP" ||
 l=$(awk '$7 == "dns"' "$CAP")
 [ -z "$l" ] || ts_fail "plain DNS on eth0: $(head -n 5 <<<"$l")"
 ts_log "capture: $(wc -l <"$CAP") packets on eth0, none to $TS_T_ADDR4, the direct DoH ones there"
+
+# 6. Through trojan and SOCKS5 (the server's trojan session: after 7).
+want a.troj.test 10.55.4.1
+want a.sock.test 10.55.5.1
+[ "$(seen tls "$TS_S2_ADDR4" a.troj.test far2)" = 1 ] &&
+    [ "$(seen https "$TS_S2_ADDR4" a.sock.test far2)" = 1 ] ||
+    ts_fail "the second resolver's log: $(cat "$TS_TMP/far2.log")"
+grep -q "$TS_T_ADDR4.5354" "$TS_TMP/danted.log" ||
+    ts_fail "dante did not connect to $TS_T_ADDR4:5354: $(tail -n 3 "$TS_TMP/danted.log")"
+ts_log "DoT through trojan, DoH through SOCKS5"
+
+# 7. Reload: tls.test now to the second resolver's DoT (through trojan).
+sed -i 's/domains: \[troj.test\]/domains: [troj.test, tls.test]/' "$TS_TMP/client.yaml"
+sed -i '/name: dot,/d' "$TS_TMP/client.yaml"
+ts_reload "$TS_CLIENT_PID" "$TS_TMP/client.log" "client SIGHUP: tls.test to viatrojan"
+want a.tls.test 10.55.6.1
+want b.doh.test 10.55.2.2
+# The reload closed the old upstreams' connections: the server logs the
+# trojan session now.
+ts_wait_log "$TS_TMP/server.log" "$TS_T_ADDR4:5353 user trojan#" ||
+    ts_fail "no trojan session to $TS_T_ADDR4:5353 on the server: $(grep trojan "$TS_TMP/server.log" | tail -n 3)"
+ts_log "reload: a.tls.test from the other upstream, the cache emptied"
 
 ts_pass "dns over tcp, tls and https through the chosen outbound, reuse, SERVFAIL on failure"
