@@ -211,8 +211,8 @@ usage(void)
 	    "  --pidfile FILE             written once both TUNs are up\n"
 	    "  --stats FILE               JSON counters, on SIGUSR1 and at exit\n"
 	    "  --timerfd                  wait with a timerfd, not epoll_pwait2\n"
-	    "  --ctl FILE                 on SIGHUP, apply the --loss, --ge and\n"
-	    "                             --seed options written in FILE\n"
+	    "  --ctl FILE                 on SIGHUP, apply the --loss, --ge,\n"
+	    "                             --seed and --delay options in FILE\n"
 	    "SIGUSR1 writes the counters and starts a new counting period;\n"
 	    "SIGHUP changes the loss settings live (--ctl); SIGINT/SIGTERM\n"
 	    "print the counters and exit.\n");
@@ -958,8 +958,9 @@ linkem_wait(struct linkem *le, struct epoll_event *ev, int nev)
 }
 
 /*
- * SIGHUP: the loss settings in --ctl FILE ("--loss PCT", "--ge A,B,C,D" or
- * "--ge off", "--seed N", whitespace-separated) replace the current ones,
+ * SIGHUP: the settings in --ctl FILE ("--loss PCT", "--ge A,B,C,D" or
+ * "--ge off", "--seed N", "--delay MS", whitespace-separated) replace the
+ * current ones (a new delay applies to packets that arrive from then on),
  * and both directions restart their loss streams from the (new) seed, as
  * a fresh linkem would: a run can change the loss pattern without tearing
  * down the TUNs and every connection across them.  Packets already queued
@@ -1000,6 +1001,8 @@ linkem_reload(struct linkem *le)
 		}
 		if (strcmp(tok, "--loss") == 0)
 			ok = num_ok(arg, 0, 100, &nc.loss_pct);
+		else if (strcmp(tok, "--delay") == 0)
+			ok = num_ok(arg, 0, 10000, &nc.delay_ms);
 		else if (strcmp(tok, "--seed") == 0) {
 			ok = num_ok(arg, 0, 9007199254740992.0, &v);
 			nc.seed = (uint64_t)v;
@@ -1019,12 +1022,14 @@ linkem_reload(struct linkem *le)
 		}
 	}
 	le->cf = nc;
+	le->delay_ns = (uint64_t)(nc.delay_ms * 1e6);
 	for (i = 0; i < 2; i++) {
 		rng_seed(le->d[i].rng, nc.seed * 2 + (uint64_t)i);
 		le->d[i].ge_bad = false;
 	}
-	fprintf(stderr, "linkem: reloaded: loss %g%%%s seed %" PRIu64 "\n",
-	    nc.loss_pct, nc.ge_on ? " + Gilbert-Elliott" : "", nc.seed);
+	fprintf(stderr, "linkem: reloaded: loss %g%%%s seed %" PRIu64
+	    " delay %g ms\n", nc.loss_pct, nc.ge_on ? " + Gilbert-Elliott" : "",
+	    nc.seed, nc.delay_ms);
 }
 
 /* Returns false when asked to exit. */
