@@ -550,16 +550,20 @@ flow_health_status(struct flow *f, uint8_t st)
 		    us == 0 ? 1 : (uint32_t)us);
 }
 
-/* The server closed before its status: a tunsplit server does that to
- * a request it does not accept (a key it does not know, without a cover
- * site): refused, once the whole request was sent. */
+/* The server closed (or reset) before its status: a tunsplit server
+ * does that to a request it does not accept (a key it does not know,
+ * without a cover site; the close is a reset when our first bytes came
+ * with the request): refused, once the whole request was sent.  The
+ * flow's failure reason, for it. */
 static const char *
-flow_health_eof(struct flow *f)
+flow_health_unanswered(struct flow *f, bool reset)
 {
 	if (f->hdr == NULL && f->obr != NULL)
-		outbound_refused(f->obr, "refused: closed on our request "
-		    "(key not known there?)");
-	return "server closed before connect status";
+		outbound_refused(f->obr, reset ? "refused: reset right after "
+		    "our request" : "refused: closed right after our "
+		    "request");
+	return reset ? "server reset before connect status" :
+	    "server closed before connect status";
 }
 
 /* The status byte.  A refusal is counted by its own reason (the status's
@@ -606,12 +610,8 @@ flow_held_status(struct flow *f, const char **why)
 		f->down_blocked = false;
 		return 0;
 	}
-	if (r < 0) {
-		*why = "server reset before connect status";
-		return -1;
-	}
-	if (r == 0) {
-		*why = flow_health_eof(f);
+	if (r <= 0) {
+		*why = flow_health_unanswered(f, r < 0);
 		return -1;
 	}
 	stats_contact_ok(&f->env->stats.contact, loop_now(f->env->loop));
@@ -685,7 +685,7 @@ flow_pump_down(struct flow *f, const char **why)
 		if (r == 0) {
 			f->out_eof = true;
 			if (!f->status_ok) {
-				*why = flow_health_eof(f);
+				*why = flow_health_unanswered(f, false);
 				return -1;
 			}
 			break;
@@ -693,7 +693,8 @@ flow_pump_down(struct flow *f, const char **why)
 		if (r < 0) {
 			if (errno == EAGAIN)
 				break;
-			*why = "server reset";
+			*why = f->status_ok ? "server reset" :
+			    flow_health_unanswered(f, true);
 			return -1;
 		}
 		f->last_ms = loop_now(f->env->loop);

@@ -176,7 +176,7 @@ grep -q "^  group failover of a, b: active b" <<<"$st" ||
     ts_fail "status does not show b active: $st"
 grep -q "^  group balance of a, b: active by destination over b$" <<<"$st" ||
     ts_fail "status does not show the balance group on b alone: $st"
-grep -qE "^  down for [0-9]+ s \((server unreachable|TLS|connect|server closed)" \
+grep -qE "^  down for [0-9]+ s \((server unreachable|TLS|connect|server closed|refused: reset)" \
     <<<"$st" || ts_fail "status does not say a is down, and why: $st"
 ts_log "status: $(grep -A1 '^outbound \(a\|servers\) ' <<<"$st" | tr '\n' '|')"
 ip netns exec "$NS_C" "$TS_PY" -c 'import urllib.request, sys
