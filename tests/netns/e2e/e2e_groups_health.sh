@@ -1,0 +1,301 @@
+#!/bin/bash
+# Outbound groups judged by real traffic (issue 17): balance weights and
+# strategy flow, fastest moving off a member whose link degrades, and a
+# member whose server no longer knows our key going down as "refused".
+#
+#   tsc$$                 linkem LA (2 ms each way,     tss$$            tst$$
+#  +----------------+    later 60 ms + 3 % loss)      +-------------+   +-----------+
+#  | app -> ts0 ->  |--lk0 10.77.1.1 == 10.77.1.2 lk0-| server A    |   | target    |
+#  | tunsplit client|                                 |  :8443      |   | :9000 on  |
+#  |                |    linkem LB (6 ms each way)    | server C    |---| 10.77.2.2,|
+#  |                |--lk1 10.77.3.1 == 10.77.3.2 lk1-|  :8445 (lk0)|   | 10.77.2.3,|
+#  +----------------+                                 | server B    |   | fd77:2::2 |
+#                                                     |  :8444 (lk1)|   +-----------+
+#                                                     +-------------+
+# Client groups:
+#   fast  fastest [a, b]                            final (10.77.2.2)
+#   w     balance [{a, weight 3}, b], strategy flow  dst 10.77.2.3
+#   fo    failover [c, b]                           dst fd77:2::2
+# Every flow downloads 64 KiB whose SHA-256 the app checks.
+#  1. w: 40 flows to one destination spread over both servers, A about
+#     3 of 4 (A >= 22 and B >= 4 of 40, A more than twice B).
+#  2. fast: A's path is faster (4 ms round trip against 12 ms): a stream
+#     of flows (one every 100 ms) lands on A.  Then LA's delay goes to
+#     60 ms with 3 % loss: within a few flows the client logs "fastest is
+#     now b" and the flows go to B; at most FEW (5) flows reach A after
+#     the change, none fails.  Each member keeps its own warm pool: B's
+#     fills once it is active.
+#  3. fo: flows go to C.  C's key table is replaced (SIGHUP) by one
+#     without our key: the next flow is refused by C and tried once more
+#     on B (the app sees no failure), c is down with why "refused" in
+#     the log and in status, and the flows after it go to B at once.
+# Every connection the target saw came from the server's address: the
+# server namespace does not forward.
+. "$(dirname "$0")/../lib.sh"
+ts_init e2e_groups_health
+
+ts_find_linkem
+TS_APP_TIMEOUT=60
+PORT_B=8444
+PORT_C=8445
+B_ADDR4=10.77.3.2
+C_LK1=10.77.3.1
+T_ADDR4B=10.77.2.3
+FEW=5
+
+# ---- topology: two linkem links from client to server ----------------------
+ts_ns_add "$NS_C"
+ts_ns_add "$NS_S"
+ts_ns_add "$NS_T"
+# linkem NAME DEV DELAY: a link between the client and server namespaces.
+linkem() {
+	local i
+	ts_bg "$NS_C" "linkem-$1" "$LINKEM" --a-netns "/run/netns/$NS_C" \
+	    --a-name "$2" --b-netns "/run/netns/$NS_S" --b-name "$2" \
+	    --delay "$3" --ctl "$TS_TMP/$1.ctl" --pidfile "$TS_TMP/$1.pid"
+	for i in $(seq 50); do
+		[ -s "$TS_TMP/$1.pid" ] && break
+		sleep 0.1
+	done
+	[ -s "$TS_TMP/$1.pid" ] ||
+	    ts_fail "linkem $1 did not start: $(tail -n 3 "$TS_TMP/linkem-$1.log")"
+	ip -n "$NS_C" link set "$2" up
+	ip -n "$NS_S" link set "$2" up
+}
+linkem la lk0 2
+linkem lb lk1 6
+ip -n "$NS_C" addr add "$TS_C_ADDR4/24" dev lk0
+ip -n "$NS_S" addr add "$TS_S_ADDR4/24" dev lk0
+ip -n "$NS_C" addr add "$TS_C_ADDR6/64" dev lk0 nodad
+ip -n "$NS_S" addr add "$TS_S_ADDR6/64" dev lk0 nodad
+ip -n "$NS_C" addr add "$C_LK1/24" dev lk1
+ip -n "$NS_S" addr add "$B_ADDR4/24" dev lk1
+ip -n "$NS_T" link add eth0 type veth peer name eth1 netns "$NS_S" ||
+    ts_fail "veth target-server"
+ip -n "$NS_S" addr add "$TS_S2_ADDR4/24" dev eth1
+ip -n "$NS_S" addr add "$TS_S2_ADDR6/64" dev eth1 nodad
+ip -n "$NS_T" addr add "$TS_T_ADDR4/24" dev eth0
+ip -n "$NS_T" addr add "$T_ADDR4B/24" dev eth0
+ip -n "$NS_T" addr add "$TS_T_ADDR6/64" dev eth0 nodad
+ip -n "$NS_S" link set eth1 up
+ip -n "$NS_T" link set eth0 up
+ip -n "$NS_T" route add default via "$TS_S2_ADDR4"
+ip -n "$NS_T" -6 route add default via "$TS_S2_ADDR6"
+ts_sysctl "$NS_S" net/ipv4/ip_forward 0 &&
+    ts_sysctl "$NS_S" net/ipv6/conf/all/forwarding 0 ||
+    ts_fail "cannot disable forwarding in $NS_S"
+
+ts_make_pki
+ts_write_configs
+TS_TARGET_PORT=9000
+ts_bg "$NS_T" target "$TS_PY" -u "$TS_TOOLS" serve --bind "$TS_T_ADDR4" \
+    --bind "$T_ADDR4B" --bind "$TS_T_ADDR6" --port "$TS_TARGET_PORT"
+ts_wait_port "$NS_T" "$TS_TARGET_PORT" 10 "$TS_LAST_PID" ||
+    ts_fail "target did not listen"
+
+umask 077
+sed -e "s/\"$TS_S_ADDR4:$TS_SERVER_PORT\", \"\[$TS_S_ADDR6\]:$TS_SERVER_PORT\"/\"$B_ADDR4:$PORT_B\"/" \
+    -e "s/server.sock/server-b.sock/" "$TS_TMP/server.yaml" >"$TS_TMP/server-b.yaml"
+sed -e "s/:$TS_SERVER_PORT\"/:$PORT_C\"/g" -e "s/server.sock/server-c.sock/" \
+    "$TS_TMP/server.yaml" >"$TS_TMP/server-c.yaml"
+cat >"$TS_TMP/client.yaml" <<EOF
+log: {level: info, flows: true}
+control: $TS_TMP/client.sock
+tun: {name: $TS_TUN, mtu: 9000, address: [198.18.0.1/15, "fdfe:dcba:9876::1/64"]}
+client:
+  connect_timeout: 5s
+  outbounds:
+    - {name: a, server: "$TS_S_ADDR4:$TS_SERVER_PORT", sni: $TS_SNI, ca: $TS_TMP/ca.pem, key: "$TS_KEY", pool: 4}
+    - {name: b, server: "$B_ADDR4:$PORT_B", sni: $TS_SNI, ca: $TS_TMP/ca.pem, key: "$TS_KEY", pool: 4}
+    - {name: c, server: "$TS_S_ADDR4:$PORT_C", sni: $TS_SNI, ca: $TS_TMP/ca.pem, key: "$TS_KEY", pool: 1}
+    - name: fast
+      type: fastest
+      members: [a, b]
+    - name: w
+      type: balance
+      strategy: flow
+      members: [{name: a, weight: 3}, b]
+    - name: fo
+      type: failover
+      members: [c, b]
+  rules:
+    - {dst: "$T_ADDR4B/32", outbound: w}
+    - {dst: "$TS_T_ADDR6/128", outbound: fo}
+  final: fast
+EOF
+umask 022
+"$TUNSPLIT" check -c "$TS_TMP/client.yaml" >"$TS_TMP/check.log" 2>&1 ||
+    ts_fail "tunsplit check: $(cat "$TS_TMP/check.log")"
+for s in server server-b server-c; do
+	"$TUNSPLIT" check -c "$TS_TMP/$s.yaml" >"$TS_TMP/check.log" 2>&1 ||
+	    ts_fail "tunsplit check $s: $(cat "$TS_TMP/check.log")"
+done
+ts_bg "$NS_S" server "$TUNSPLIT" run -c "$TS_TMP/server.yaml"
+TS_SERVER_PID=$TS_LAST_PID
+ts_wait_port "$NS_S" "$TS_SERVER_PORT" 10 "$TS_LAST_PID" || ts_fail "A did not listen"
+ts_bg "$NS_S" server-b "$TUNSPLIT" run -c "$TS_TMP/server-b.yaml"
+ts_wait_port "$NS_S" "$PORT_B" 10 "$TS_LAST_PID" || ts_fail "B did not listen"
+ts_bg "$NS_S" server-c "$TUNSPLIT" run -c "$TS_TMP/server-c.yaml"
+PID_C=$TS_LAST_PID
+ts_wait_port "$NS_S" "$PORT_C" 10 "$PID_C" || ts_fail "C did not listen"
+ts_start_client
+
+# stream.py HOST PORT COUNT OUT [GAP]: COUNT flows one after another (or
+# until OUT.stop exists), "T ok|fail ..." per flow; T is the time it
+# started (CLOCK_REALTIME).
+cat >"$TS_TMP/stream.py" <<EOF
+import hashlib, os, socket, sys, time
+sys.path.insert(0, "$TS_LIB_DIR")
+import tools
+host, port, count, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+gap = float(sys.argv[5]) if len(sys.argv) > 5 else 0
+n = 65536
+want = tools.stream_hash(7, n)
+with open(out, "w", buffering=1) as f:
+    for i in range(count):
+        if os.path.exists(out + ".stop"):
+            break
+        t = time.time()
+        try:
+            c = socket.create_connection((host, port), timeout=10)
+            c.settimeout(10)
+            c.sendall(b"SEND %d 7 0\n" % n)
+            h, got = hashlib.sha256(), 0
+            while True:
+                b = c.recv(65536)
+                if not b:
+                    break
+                h.update(b)
+                got += len(b)
+            c.close()
+            ok = got == n and h.hexdigest() == want
+            f.write("%.3f %s %d\n" % (t, "ok" if ok else "fail", got))
+        except OSError as e:
+            f.write("%.3f fail %s\n" % (t, e.__class__.__name__))
+        time.sleep(max(0, gap - (time.time() - t)))
+EOF
+# stream HOST COUNT OUT [GAP]
+stream() {
+	ip netns exec "$NS_C" timeout 120 "$TS_PY" -u "$TS_TMP/stream.py" \
+	    "$1" "$TS_TARGET_PORT" "$2" "$TS_TMP/$3" "${4:-0}" \
+	    >>"$TS_TMP/apps.log" 2>&1
+}
+# flows_on LOG DST: the flows a server has carried to DST.
+flows_on() { grep -c "sess [0-9]*: closed: .* -> $2:" "$TS_TMP/$1.log"; }
+# wait_flows LOG DST N: until the server's log has N flows to DST (5 s):
+# its line comes a moment after the app saw the end.
+wait_flows() {
+	local i
+	for i in $(seq 50); do
+		[ "$(flows_on "$1" "$2")" -ge "$3" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+all_ok() {	# all_ok OUT COUNT
+	local ok
+	ok=$(grep -c " ok " "$TS_TMP/$1")
+	[ "$ok" -eq "$2" ] ||
+	    ts_fail "$1: $ok of $2 flows ok: $(grep -v ' ok ' "$TS_TMP/$1" | head -n 3)"
+}
+status() {
+	ip netns exec "$NS_C" "$TUNSPLIT" status -s "$TS_TMP/client.sock" "$@"
+}
+
+# ---- 1. balance weights, strategy flow ---------------------------------------
+stream "$T_ADDR4B" 40 w.log
+all_ok w.log 40
+for i in $(seq 50); do
+	[ $(($(flows_on server "$T_ADDR4B") + $(flows_on server-b "$T_ADDR4B"))) \
+	    -ge 40 ] && break
+	sleep 0.1
+done
+wa=$(flows_on server "$T_ADDR4B")
+wb=$(flows_on server-b "$T_ADDR4B")
+ts_log "balance w (a weight 3, b 1, strategy flow): $wa flows on A, $wb on B"
+[ $((wa + wb)) -eq 40 ] || ts_fail "balance: $wa + $wb flows, not 40"
+[ "$wa" -ge 22 ] && [ "$wb" -ge 4 ] && [ "$wa" -gt $((2 * wb)) ] ||
+    ts_fail "balance: weights 3:1 gave $wa:$wb"
+
+# ---- 2. fastest, then A's link degrades ------------------------------------
+stream "$TS_T_ADDR4" 400 fast.log 0.1 &
+sp=$!
+for i in $(seq 150); do	# measured both, settled on A
+	[ "$(flows_on server "$TS_T_ADDR4")" -ge 15 ] && break
+	sleep 0.1
+done
+grep -q "group fast: fastest is now a" "$TS_TMP/client.log" ||
+    ts_fail "fastest did not choose a: $(grep 'group fast' "$TS_TMP/client.log")"
+grep -q "group fast: fastest is now b" "$TS_TMP/client.log" &&
+    ts_fail "fastest chose b with A faster: $(grep 'group fast' "$TS_TMP/client.log")"
+on_b=$(flows_on server-b "$TS_T_ADDR4")
+[ "$on_b" -le 2 ] || ts_fail "fastest: $on_b flows on B while A was faster"
+a_before=$(flows_on server "$TS_T_ADDR4")
+echo "--delay 60 --loss 3" >"$TS_TMP/la.ctl"
+t_deg=$(date +%s.%N)
+kill -HUP "$(cat "$TS_TMP/la.pid")"
+ts_wait_log "$TS_TMP/linkem-la.log" "reloaded" 20 || ts_fail "linkem LA reload"
+ts_wait_log "$TS_TMP/client.log" "group fast: fastest is now b" 150 ||
+    ts_fail "fastest did not move to b: $(grep 'group fast' "$TS_TMP/client.log")"
+t_sw=$(date +%s.%N)
+a_after=$(($(flows_on server "$TS_T_ADDR4") - a_before))
+sleep 2
+b_now=$(flows_on server-b "$TS_T_ADDR4")
+sleep 1
+[ "$(flows_on server-b "$TS_T_ADDR4")" -gt "$b_now" ] ||
+    ts_fail "fastest: no new flows on B after the switch"
+st=$(status) || ts_fail "status"
+touch "$TS_TMP/fast.log.stop"
+wait "$sp"
+total=$(wc -l <"$TS_TMP/fast.log")
+all_ok fast.log "$total"
+took=$(awk -v a="$t_deg" -v b="$t_sw" 'BEGIN { printf "%.2f", b - a }')
+ts_log "fastest: A degraded at $t_deg; moved to b ${took} s later," \
+    "$a_after flows reached A meanwhile; $total flows, all ok"
+grep "group fast" "$TS_TMP/client.log" | sed 's/^/  /'
+[ "$a_after" -le "$FEW" ] ||
+    ts_fail "fastest: $a_after flows reached A after it degraded (> $FEW)"
+grep -A2 "^outbound a " <<<"$st" | grep -q "first byte" ||
+    ts_fail "status lacks a's first-byte time: $st"
+pool_b=$(status --json | "$TS_PY" -c 'import json, sys
+o = [x for x in json.load(sys.stdin)["outbounds"] if x["name"] == "b"][0]
+print(o["pool"]["opened"])') || ts_fail "status --json"
+[ "$pool_b" -gt 0 ] || ts_fail "b's own warm pool opened nothing"
+
+# ---- 3. C refuses our key --------------------------------------------------
+echo "--delay 2 --loss 0" >"$TS_TMP/la.ctl"	# C shares A's link
+kill -HUP "$(cat "$TS_TMP/la.pid")"
+stream "$TS_T_ADDR6" 5 fo1.log
+all_ok fo1.log 5
+wait_flows server-c "\[$TS_T_ADDR6\]" 5 ||
+    ts_fail "fo: $(flows_on server-c "\[$TS_T_ADDR6\]") of 5 flows on C"
+other=$("$TUNSPLIT" genkey)
+sed -i "s|key: \"$TS_KEY\"|key: \"$other\"|" "$TS_TMP/server-c.yaml"
+ts_hup "$PID_C" "$TS_TMP/server-c.log" "reloaded" "C without our key"
+b1=$(flows_on server-b "\[$TS_T_ADDR6\]")
+stream "$TS_T_ADDR6" 5 fo2.log
+ts_wait_log "$TS_TMP/client.log" "outbound c: down (refused" 20 ||
+    ts_fail "no log line for c going down as refused: $(grep 'outbound c' "$TS_TMP/client.log")"
+# The first flow met the refusal: tried once more on b when nothing had
+# left for the server yet; else (its first bytes went with the request,
+# and the server may have passed them on: never repeated) it fails.
+# The flows after it go to b at once.
+fails=$(grep -vc " ok " "$TS_TMP/fo2.log")
+[ "$fails" -le 1 ] && ! tail -n 4 "$TS_TMP/fo2.log" | grep -qv " ok " ||
+    ts_fail "refused: flows failed after the first: $(cat "$TS_TMP/fo2.log")"
+wait_flows server-b "\[$TS_T_ADDR6\]" $((b1 + 5 - fails)) ||
+    ts_fail "refused: $(($(flows_on server-b "\[$TS_T_ADDR6\]") - b1)) of $((5 - fails)) flows on B"
+[ "$fails" -eq 1 ] || grep -q "outbound c: .* before any byte moved: tried once more on b" \
+    "$TS_TMP/client.log" || ts_fail "the refused flow was not tried on b"
+[ "$(flows_on server-c "\[$TS_T_ADDR6\]")" -eq 5 ] ||
+    ts_fail "refused: a flow went through C without our key"
+st=$(status) || ts_fail "status"
+grep -qE "^  down for [0-9]+ s \(refused" <<<"$st" ||
+    ts_fail "status does not say c is down as refused: $st"
+grep -q "^  group failover of c, b: active b" <<<"$st" ||
+    ts_fail "status does not show fo on b: $st"
+ts_log "refused: $fails of 5 flows failed;" \
+    "$(grep -m1 'outbound c: down' "$TS_TMP/client.log" | sed 's/.*outbound c/outbound c/')"
+ts_check_alive
+ts_pass "balance 3:1 gave $wa:$wb, fastest left degraded A in ${took} s" \
+    "($a_after flows on A), refused member down at its first refusal"
