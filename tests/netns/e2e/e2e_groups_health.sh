@@ -20,7 +20,8 @@
 #  1. w: 40 flows to one destination spread over both servers, A about
 #     3 of 4 (A >= 22 and B >= 4 of 40, A more than twice B).
 #  2. fast: A's path is faster (4 ms round trip against 12 ms): a stream
-#     of flows (one every 100 ms) lands on A.  Then LA's delay goes to
+#     of flows (one every 100 ms) lands on A.  Past fastest's hold time
+#     (5 s from its first choice) LA's delay goes to
 #     60 ms with 3 % loss: within a few flows the client logs "fastest is
 #     now b" and the flows go to B; at most FEW (5) flows reach A after
 #     the change, none fails.  Each member keeps its own warm pool: B's
@@ -220,6 +221,7 @@ ts_log "balance w (a weight 3, b 1, strategy flow): $wa flows on A, $wb on B"
 # ---- 2. fastest, then A's link degrades ------------------------------------
 stream "$TS_T_ADDR4" 400 fast.log 0.1 &
 sp=$!
+sleep 5.5	# past the hold time (5 s) of fastest's first choice
 for i in $(seq 150); do	# measured both, settled on A
 	[ "$(flows_on server "$TS_T_ADDR4")" -ge 15 ] && break
 	sleep 0.1
