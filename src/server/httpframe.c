@@ -371,7 +371,6 @@ msg_owed(const struct msg *m)
 {
 	switch (m->state) {
 	case MSG_START:
-	case MSG_CHUNK_SIZE:	/* between chunks it may pause */
 		return m->linelen > 0;
 	case MSG_LOST:
 		return false;

@@ -34,8 +34,8 @@ void httpframe_requests(struct httpframe *, const uint8_t *p, size_t n);
  * at most HTTPFRAME_RECORD, ending where a response ends if one ends
  * within.  0: the bytes wait, as nginx's buffer would (a response is
  * unfinished and the cover owes the rest of it: its header, its
- * Content-Length, the chunk it announced), unless eof (the cover has
- * closed).  Out of framing it is min(n, HTTPFRAME_RECORD).
+ * Content-Length, its chunks up to the last one), unless eof (the cover
+ * has closed).  Out of framing it is min(n, HTTPFRAME_RECORD).
  */
 size_t httpframe_record(struct httpframe *, const uint8_t *p, size_t n,
     bool eof);

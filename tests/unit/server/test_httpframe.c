@@ -170,10 +170,10 @@ test_chunked(void **state)
 	run(&r, "GET / HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\n\r\n", rsp, a + b,
 	    0, false);
 	expect(&r, 0, 2, a, b);
+	/* Chunk by chunk: nginx fills its buffer across chunks too. */
 	run(&r, "GET / HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\n\r\n", rsp, a + b,
 	    1, false);
-	assert_int_equal(r.held, 0);
-	assert_int_equal(r.rec[r.nrec - 1], b);	/* never shares a record */
+	expect(&r, 0, 2, a, b);
 }
 
 static void
