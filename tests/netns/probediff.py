@@ -548,6 +548,7 @@ def http_probe(req, **kw):
 
 # The modification time of the site's files (e2e_probe_diff.sh sets it).
 MTIME = 'Sun, 13 Sep 2020 12:26:40 GMT'
+GZIP = 'Accept-Encoding: gzip\r\n'
 H2_PREFACE = b'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'
 DEF = {'alpn': ['h2', 'http/1.1']}
 
@@ -645,6 +646,12 @@ PROBES = {
     'expect-continue': http_probe(
         'POST / HTTP/1.1\r\nHost: %s\r\nContent-Length: 5\r\n'
         'Expect: 100-continue\r\nConnection: close\r\n\r\n'),
+    'get-gzip': http_probe(get(close=True, extra=GZIP)),
+    'get-gzip-big': http_probe(get('/page.html', close=True, extra=GZIP)),
+    'pipelined-gzip': http_probe(get('/page.html', extra=GZIP) +
+                                 get(extra=GZIP) + get('/big.bin', extra=GZIP) +
+                                 'HEAD /page.html HTTP/1.1\r\nHost: %s\r\n' +
+                                 GZIP + '\r\n' + get(close=True)),
     'get-then-partial': http_probe(get() + 'GET / HTTP/1.1\r\nHost: %s\r\n'),
     'get-large': http_probe(get('/large.bin', close=True)),
     'get-range': http_probe(get('/big.bin', close=True,

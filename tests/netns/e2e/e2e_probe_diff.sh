@@ -9,8 +9,8 @@
 #                                          10.77.1.2:9443  reference nginx (TLS)
 #
 # The reference is Debian 12's nginx 1.22 configured as Debian ships it
-# (/etc/nginx/nginx.conf's ssl_protocols and ssl_prefer_server_ciphers,
-# everything else at nginx's defaults), terminating TLS itself with the
+# (/etc/nginx/nginx.conf's sendfile, ssl_protocols,
+# ssl_prefer_server_ciphers and gzip, everything else at nginx's defaults), terminating TLS itself with the
 # same RSA certificate and serving the same site as the cover; the cover
 # nginx has a second server (return 497) for the server's fallback_plain.
 # tests/netns/probediff.py runs every probe against both at once (TLS 1.3
@@ -72,6 +72,9 @@ printf '<!DOCTYPE html>\n<html>\n<head><title>Welcome</title></head>\n<body>\n<h
     >"$site/index.html"
 head -c 50000 /dev/zero | tr '\0' 'x' >"$site/big.bin"
 head -c 300000 /dev/zero | tr '\0' 'y' >"$site/large.bin"
+# ~250 kB of HTML that gzip turns into several 16 KiB records (chunked)
+seq 1 12000 | awk '{ printf "<p>%08x %d</p>\n", ($1 * 2654435761) % 4294967296, $1 }' \
+    >"$site/page.html"
 touch -d @1600000000 "$site"/*	# probediff.py's MTIME
 chmod 755 "$site"
 chmod 644 "$site"/*
@@ -95,6 +98,7 @@ http {
 	ssl_protocols TLSv1 TLSv1.1 TLSv1.2 TLSv1.3;
 	ssl_prefer_server_ciphers on;
 	access_log $TS_TMP/$1-access.log;
+	gzip on;
 	client_body_temp_path $d/body;
 	proxy_temp_path $d/proxy;
 	fastcgi_temp_path $d/fastcgi;
