@@ -18,6 +18,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "wire/httphdr.h"
+
 #define HTTPFRAME_LINE		64	/* bytes a line keeps */
 #define HTTPFRAME_QUEUE		64	/* requests awaiting an answer */
 #define HTTP_1_PREFIX		0x485454502f312eULL	/* "HTTP/1." */
@@ -122,28 +124,6 @@ msg_text(const struct msg *m, bool *whole)
 	return n;
 }
 
-/* "name: value" (any case), the value without surrounding blanks. */
-static bool
-msg_field(const char *l, size_t n, const char *name, const char **v,
-    size_t *vn)
-{
-	size_t	k = strlen(name);
-
-	if (n <= k || l[k] != ':' || strncasecmp(l, name, k) != 0)
-		return false;
-	l += k + 1;
-	n -= k + 1;
-	while (n > 0 && (*l == ' ' || *l == '\t')) {
-		l++;
-		n--;
-	}
-	while (n > 0 && (l[n - 1] == ' ' || l[n - 1] == '\t'))
-		n--;
-	*v = l;
-	*vn = n;
-	return true;
-}
-
 /* A number of at most 15 digits in base 10 or 16, then `stop` or the end;
  * -1 if none. */
 static int
@@ -178,12 +158,12 @@ msg_header(struct msg *m, const char *l, size_t n, bool whole)
 	const char	*v;
 	size_t		 vn, i;
 
-	if (msg_field(l, n, "content-length", &v, &vn)) {
+	if (httphdr_field(l, n, "content-length", &v, &vn)) {
 		if (!whole || m->has_len ||
 		    msg_number(v, vn, 10, "", &m->left) == -1)
 			return -1;
 		m->has_len = true;
-	} else if (msg_field(l, n, "transfer-encoding", &v, &vn)) {
+	} else if (httphdr_field(l, n, "transfer-encoding", &v, &vn)) {
 		if (!whole)
 			return -1;
 		for (i = vn; i > 0 && v[i - 1] != ',' && v[i - 1] != ' '; i--)

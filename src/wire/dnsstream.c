@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "wire/dns.h"
+#include "wire/httphdr.h"
 
 ssize_t
 dnsstream_tcp_parse(const uint8_t *in, size_t inlen, const uint8_t **msg,
@@ -79,29 +80,6 @@ dnsstream_head_end(const uint8_t *in, size_t inlen)
 	return 0;
 }
 
-/* Whether the header line [p, p+n) is name: followed by value (the value
- * with its leading blanks skipped into *v, *vlen). */
-static bool
-dnsstream_header(const char *p, size_t n, const char *name, const char **v,
-    size_t *vlen)
-{
-	size_t	k = strlen(name);
-
-	if (n <= k || strncasecmp(p, name, k) != 0 || p[k] != ':')
-		return false;
-	p += k + 1;
-	n -= k + 1;
-	while (n > 0 && (*p == ' ' || *p == '\t')) {
-		p++;
-		n--;
-	}
-	while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t'))
-		n--;
-	*v = p;
-	*vlen = n;
-	return true;
-}
-
 static bool
 dnsstream_is(const char *v, size_t n, const char *word)
 {
@@ -156,15 +134,15 @@ dnsstream_http_parse(const uint8_t *in, size_t inlen, int *status,
 		if (eol == NULL || eol == p || eol[-1] != '\r')
 			return -1;
 		n = (size_t)(eol - 1 - p);
-		if (dnsstream_header(p, n, "Content-Length", &v, &vlen)) {
+		if (httphdr_field(p, n, "Content-Length", &v, &vlen)) {
 			if (has_len || dnsstream_length(v, vlen, &clen) == -1)
 				return -1;
 			has_len = true;
-		} else if (dnsstream_header(p, n, "Transfer-Encoding", &v,
+		} else if (httphdr_field(p, n, "Transfer-Encoding", &v,
 		    &vlen)) {
 			if (!dnsstream_is(v, vlen, "identity"))
 				return -1;
-		} else if (dnsstream_header(p, n, "Connection", &v, &vlen)) {
+		} else if (httphdr_field(p, n, "Connection", &v, &vlen)) {
 			if (dnsstream_is(v, vlen, "close"))
 				*close = 1;
 			else if (dnsstream_is(v, vlen, "keep-alive"))
