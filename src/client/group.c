@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "client/outbound.h"
+#include "client/pool.h"
 #include "conf/conf.h"
 #include "core/log.h"
 #include "rules/rules.h"
@@ -53,25 +54,33 @@ group_selected(const struct outbound *ob)
 	return ob->members[0];
 }
 
+/* How a pick is asked for: skip, soft (group_try) and commit: a new
+ * TCP flow starts on the answer (group_pick_flow). */
+struct group_ask {
+	const struct rule_query	*q;
+	uint64_t		 now;
+	const struct outbound	*skip;
+	bool			 soft;
+	bool			 commit;
+};
+
 static struct outbound *group_pick_pass(struct outbound *ob,
-    const struct rule_query *q, uint64_t now, const struct outbound *skip,
-    bool soft);
+    const struct group_ask *a);
 
 /* A member's leaf that may take a flow now, or NULL.  soft: a degraded
  * one too (the second pass, when no member is up). */
 static struct outbound *
-group_try(struct outbound *m, const struct rule_query *q, uint64_t now,
-    const struct outbound *skip, bool soft)
+group_try(struct outbound *m, const struct group_ask *a)
 {
 	const struct health *h;
 
-	if (m == skip)
+	if (m == a->skip)
 		return NULL;
 	if (outbound_is_group(m))
-		return group_pick_pass(m, q, now, skip, soft);
+		return group_pick_pass(m, a);
 	h = &m->stats->health;
-	return health_usable(h, now) || (soft && health_degraded(h)) ? m :
-	    NULL;
+	return health_usable(h, a->now) || (a->soft && health_degraded(h)) ?
+	    m : NULL;
 }
 
 /* FNV-1a over key, the member's name and k, finished by a mixer. */
@@ -96,20 +105,21 @@ group_hash(const uint8_t *key, size_t n, const char *name, unsigned k)
  * entries (its highest hash of the key counts): each member takes its
  * weight's share of keys, and a member going down moves only its own.
  * The key is the destination (its domain when known, else its address),
- * or with strategy flow a count of the group's flows.
+ * or with strategy flow a count of the group's new TCP flows (a UDP
+ * association's datagrams must all take one member: the destination).
  */
 static struct outbound *
-group_balance(struct outbound *ob, const struct rule_query *q, uint64_t now,
-    const struct outbound *skip, bool soft)
+group_balance(struct outbound *ob, const struct group_ask *a)
 {
+	const struct rule_query *q = a->q;
 	struct outbound *r, *best = NULL;
 	const uint8_t *key = NULL;
 	uint64_t h, besth = 0, seq;
 	size_t i, n = 0;
 	unsigned k;
 
-	if (ob->co->per_flow) {
-		seq = q != NULL ? ob->stats->flows++ : ob->stats->flows;
+	if (ob->co->per_flow && (q == NULL || q->network == RULES_NET_TCP)) {
+		seq = a->commit ? ob->stats->flows++ : ob->stats->flows;
 		key = (const uint8_t *)&seq;
 		n = sizeof(seq);
 	} else if (q != NULL && q->domain != NULL) {
@@ -120,7 +130,7 @@ group_balance(struct outbound *ob, const struct rule_query *q, uint64_t now,
 		n = sizeof(q->dst);
 	}
 	for (i = 0; i < ob->nmembers; i++) {
-		if ((r = group_try(ob->members[i], q, now, skip, soft)) == NULL)
+		if ((r = group_try(ob->members[i], a)) == NULL)
 			continue;
 		for (k = 0; k < ob->co->weights[i] || k == 0; k++) {
 			h = group_hash(key, n, outbound_name(ob->members[i]), k);
@@ -161,17 +171,16 @@ group_stale(const struct outbound *r, uint64_t now)
  * gets one new flow, the choice unchanged, to measure it again.
  */
 static struct outbound *
-group_fastest(struct outbound *ob, const struct rule_query *q, uint64_t now,
-    const struct outbound *skip, bool soft)
+group_fastest(struct outbound *ob, const struct group_ask *a)
 {
 	struct outbound_stats *st = ob->stats;
 	struct outbound *r, *rcur = NULL, *rbest = NULL, *rold = NULL;
-	struct health_avg *a;
+	uint64_t now = a->now;
 	size_t i, cur = 0, best = 0;
 	uint32_t c, ccur = 0, cbest = 0;
 
 	for (i = 0; i < ob->nmembers; i++) {
-		if ((r = group_try(ob->members[i], q, now, skip, soft)) == NULL)
+		if ((r = group_try(ob->members[i], a)) == NULL)
 			continue;
 		c = group_cost(r);
 		if (strcmp(st->selected, outbound_name(ob->members[i])) == 0) {
@@ -192,9 +201,9 @@ group_fastest(struct outbound *ob, const struct rule_query *q, uint64_t now,
 	    now - st->chosen_ms < GROUP_FASTEST_HOLD_MS ||
 	    (uint64_t)cbest * 100 >= (uint64_t)ccur *
 	    (100 - GROUP_FASTEST_MARGIN_PCT))) {
-		if (q != NULL && rold != NULL && rold != rcur) {
-			a = &rold->stats->health.first_byte;
-			a->at_ms = now;		/* one flow per period */
+		if (a->commit && rold != NULL && rold != rcur) {
+			/* one flow per period */
+			rold->stats->health.first_byte.at_ms = now;
 			return rold;
 		}
 		return rcur;
@@ -214,41 +223,78 @@ group_fastest(struct outbound *ob, const struct rule_query *q, uint64_t now,
 }
 
 static struct outbound *
-group_pick_pass(struct outbound *ob, const struct rule_query *q,
-    uint64_t now, const struct outbound *skip, bool soft)
+group_pick_pass(struct outbound *ob, const struct group_ask *a)
 {
 	struct outbound *r;
 	size_t i;
 
 	switch (ob->co->group) {
 	case CONF_GROUP_SELECT:
-		return group_try(group_selected(ob), q, now, skip, soft);
+		return group_try(group_selected(ob), a);
 	case CONF_GROUP_BALANCE:
-		return group_balance(ob, q, now, skip, soft);
+		return group_balance(ob, a);
 	case CONF_GROUP_FASTEST:
-		return group_fastest(ob, q, now, skip, soft);
+		return group_fastest(ob, a);
 	default:	/* failover */
 		for (i = 0; i < ob->nmembers; i++)
-			if ((r = group_try(ob->members[i], q, now, skip,
-			    soft)) != NULL)
+			if ((r = group_try(ob->members[i], a)) != NULL)
 				return r;
 		return NULL;
 	}
 }
 
-struct outbound *
-group_pick(struct outbound *ob, const struct rule_query *q, uint64_t now,
-    const struct outbound *skip)
+static struct outbound *
+group_pick_ask(struct outbound *ob, struct group_ask *a)
 {
 	struct outbound *r;
 
 	if (!outbound_is_group(ob))
 		return ob;
 	/* Members up first; then a degraded one (slow beats none). */
-	if ((r = group_pick_pass(ob, q, now, skip, false)) != NULL ||
-	    (r = group_pick_pass(ob, q, now, skip, true)) != NULL)
+	a->soft = false;
+	if ((r = group_pick_pass(ob, a)) != NULL)
+		return r;
+	a->soft = true;
+	if ((r = group_pick_pass(ob, a)) != NULL)
 		return r;
 	return ob;	/* none up: the group refuses (fail closed) */
+}
+
+struct outbound *
+group_pick(struct outbound *ob, const struct rule_query *q, uint64_t now,
+    const struct outbound *skip)
+{
+	struct group_ask a = { q, now, skip, false, false };
+
+	return group_pick_ask(ob, &a);
+}
+
+struct outbound *
+group_pick_flow(struct outbound *ob, const struct rule_query *q,
+    uint64_t now)
+{
+	struct group_ask a = { q, now, NULL, false,
+	    q != NULL && q->network == RULES_NET_TCP };
+	struct outbound *r = group_pick_ask(ob, &a);
+
+	if (a.commit)
+		group_standby(ob, r);
+	return r;
+}
+
+void
+group_standby(struct outbound *g, const struct outbound *picked)
+{
+	struct outbound *m;
+	size_t i;
+
+	for (i = 0; outbound_is_group(g) && i < g->nmembers; i++) {
+		m = g->members[i];
+		if (outbound_is_group(m))
+			group_standby(m, picked);
+		else if (m != picked)
+			pool_standby(m->pool);
+	}
 }
 
 int

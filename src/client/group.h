@@ -46,6 +46,17 @@ bool outbound_is_group(const struct outbound *ob);
  * skip: a member not to take (the one a flow just failed on), or NULL. */
 struct outbound *group_pick(struct outbound *ob, const struct rule_query *q,
     uint64_t now, const struct outbound *skip);
+/* The same for a new flow that starts on the answer (a TCP one: q's
+ * network): fastest may send it to measure another member, strategy
+ * flow counts it, and the other members' pools stand by
+ * (group_standby).  group_pick alone changes none of that (a look, a
+ * UDP datagram). */
+struct outbound *group_pick_flow(struct outbound *ob,
+    const struct rule_query *q, uint64_t now);
+/* A new flow of group g took picked: g's other leaves are on standby,
+ * their warm pools hold their floor (pool_demand.h), a pool per member
+ * following the active one(s).  Nothing for a g that is no group. */
+void group_standby(struct outbound *g, const struct outbound *picked);
 /* ob, or for a group its first member's leaf, health aside: what the
  * group stands for where one outbound must be named (the final one's
  * transport, its server). */

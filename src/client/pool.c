@@ -321,6 +321,15 @@ pool_take(struct pool *p)
 	return out;
 }
 
+void
+pool_standby(struct pool *p)
+{
+	if (p == NULL)
+		return;
+	pool_demand_standby(&p->demand, loop_now(p->loop));
+	pool_fill(p);
+}
+
 const struct pool_stats *
 pool_stats(const struct pool *p)
 {

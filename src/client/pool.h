@@ -59,5 +59,8 @@ void pool_retire(struct pool *p);
  * The caller owns it from now on. */
 struct outer *pool_take(struct pool *p);
 const struct pool_stats *pool_stats(const struct pool *p);
+/* A flow of the group p's outbound is a member of went to another
+ * member: p holds its floor (pool_demand.h).  NULL ok. */
+void pool_standby(struct pool *p);
 
 #endif

@@ -40,6 +40,15 @@ pool_demand_init(struct pool_demand *d)
 	d->ngaps = 0;
 	d->seen = false;
 	d->hs_ms = POOL_DEMAND_HS_INIT_MS;
+	d->standby_ms = 0;
+	d->standby = false;
+}
+
+void
+pool_demand_standby(struct pool_demand *d, uint64_t now_ms)
+{
+	d->standby_ms = now_ms;
+	d->standby = true;
 }
 
 void
@@ -100,7 +109,7 @@ pool_demand_target(const struct pool_demand *d, uint64_t now_ms,
 	if (min > max)
 		min = max;
 	if (idle_ms != 0 && (!d->seen || now_ms - d->last_flow_ms >= idle_ms))
-		return 0;
+		return d->standby && now_ms - d->standby_ms < idle_ms ? min : 0;
 	rate = pool_demand_rate(d, now_ms);
 	hs = d->hs_ms < POOL_DEMAND_HS_MIN_MS ? POOL_DEMAND_HS_MIN_MS :
 	    d->hs_ms;

@@ -18,6 +18,11 @@
  * and once no flow has arrived for `idle` milliseconds (or none ever
  * has) the target is 0: an idle client opens nothing.  idle 0 keeps the
  * floor forever (the old fixed pool, which beacons).
+ *
+ * A standby member of a group (one whose group sends its flows to
+ * another member now) holds the floor while its group is busy: flows of
+ * the group elsewhere within `idle` keep `min` warm, so a failover finds
+ * a connection ready; the active member's own flows size its pool.
  */
 #ifndef TUNSPLIT_POOL_DEMAND_H
 #define TUNSPLIT_POOL_DEMAND_H
@@ -37,11 +42,15 @@ struct pool_demand {
 	unsigned	 ngaps;		/* of them known, 0..2 */
 	bool		 seen;		/* a flow has arrived */
 	unsigned	 hs_ms;		/* handshake time, smoothed */
+	uint64_t	 standby_ms;	/* the group's last flow elsewhere */
+	bool		 standby;	/* one has been seen */
 };
 
 void	 pool_demand_init(struct pool_demand *);
 /* A new flow asked for a connection at now. */
 void	 pool_demand_flow(struct pool_demand *, uint64_t now_ms);
+/* A flow of the pool's group went to another member at now. */
+void	 pool_demand_standby(struct pool_demand *, uint64_t now_ms);
 /* A pool handshake (dial to TLS done) took ms. */
 void	 pool_demand_handshake(struct pool_demand *, unsigned ms);
 /* Flows per second at now, in 1/1024ths. */

@@ -14,11 +14,14 @@
 #include "conf/conf.h"
 #include "rules/rules.h"
 
+static struct outbound *client_route_pick(const struct outbounds *obs,
+    const struct rule_query *q, struct rule_hit *why, bool flow);
+
 struct outbound *
 client_route(const struct outbounds *obs, const struct rule_query *q,
     struct rule_hit *why)
 {
-	struct outbound *ob = client_route_peek(obs, q, why);
+	struct outbound *ob = client_route_pick(obs, q, why, true);
 
 	client_route_count(obs, why);
 	return ob;
@@ -33,6 +36,14 @@ client_route_count(const struct outbounds *obs, const struct rule_hit *why)
 struct outbound *
 client_route_peek(const struct outbounds *obs, const struct rule_query *q,
     struct rule_hit *why)
+{
+	return client_route_pick(obs, q, why, false);
+}
+
+/* flow: a new flow starts on the answer (group_pick_flow). */
+static struct outbound *
+client_route_pick(const struct outbounds *obs, const struct rule_query *q,
+    struct rule_hit *why, bool flow)
 {
 	const struct conf *c = obs->conf;
 	struct rule_query named;
@@ -56,7 +67,8 @@ client_route_peek(const struct outbounds *obs, const struct rule_query *q,
 		why->rule = -1;
 	}
 	/* A group: the member a new flow takes now (group.h). */
-	return group_pick(obs->v[i], q, group_now(), NULL);
+	return flow ? group_pick_flow(obs->v[i], q, group_now()) :
+	    group_pick(obs->v[i], q, group_now(), NULL);
 }
 
 const char *

@@ -285,6 +285,13 @@ pool_retire(struct pool *p)
 	(void)p;
 }
 
+/* A group's standby members (group.c): nothing to keep warm here. */
+void
+pool_standby(struct pool *p)
+{
+	(void)p;
+}
+
 /* The DNS stream upstreams' (ostream.c), never asked here. */
 struct outer *
 pool_take(struct pool *p)

@@ -432,6 +432,13 @@ pool_retire(struct pool *p)
 	(void)p;
 }
 
+/* A group's standby members (group.c): nothing to keep warm here. */
+void
+pool_standby(struct pool *p)
+{
+	(void)p;
+}
+
 const struct pool_stats *
 pool_stats(const struct pool *p)
 {

@@ -24,8 +24,9 @@
 #     (5 s from its first choice) LA's delay goes to
 #     60 ms with 3 % loss: within a few flows the client logs "fastest is
 #     now b" and the flows go to B; at most FEW (5) flows reach A after
-#     the change, none fails.  Each member keeps its own warm pool: B's
-#     fills once it is active.
+#     the change, none fails.  Each member keeps its own warm pool: b's
+#     holds its floor (1) while on standby, and serves b's flows once
+#     it is active.
 #  3. fo: flows go to C.  C's key table is replaced (SIGHUP) by one
 #     without our key: the next flow is refused by C and tried once more
 #     on B (the app sees no failure), c is down with why "refused" in
@@ -202,6 +203,12 @@ all_ok() {	# all_ok OUT COUNT
 status() {
 	ip netns exec "$NS_C" "$TUNSPLIT" status -s "$TS_TMP/client.sock" "$@"
 }
+# pool OUTBOUND FIELD: its warm pool's counter (status --json).
+pool() {
+	status --json | "$TS_PY" -c 'import json, sys
+o = [x for x in json.load(sys.stdin)["outbounds"] if x["name"] == sys.argv[1]][0]
+print(o["pool"][sys.argv[2]])' "$1" "$2" || ts_fail "status --json"
+}
 
 # ---- 1. balance weights, strategy flow ---------------------------------------
 stream "$T_ADDR4B" 40 w.log
@@ -232,11 +239,17 @@ grep -q "group fast: fastest is now b" "$TS_TMP/client.log" &&
     ts_fail "fastest chose b with A faster: $(grep 'group fast' "$TS_TMP/client.log")"
 on_b=$(flows_on server-b "$TS_T_ADDR4")
 [ "$on_b" -le 2 ] || ts_fail "fastest: $on_b flows on B while A was faster"
-a_before=$(flows_on server "$TS_T_ADDR4")
+# b on standby: its own pool holds the floor (1), warm for a failover.
+pt=$(pool b target)
+po=$(pool b opened)
+[ "$pt" -eq 1 ] && [ "$po" -ge 1 ] ||
+    ts_fail "standby b's pool: target $pt (want the floor, 1), opened $po"
 echo "--delay 60 --loss 3" >"$TS_TMP/la.ctl"
-t_deg=$(date +%s.%N)
 kill -HUP "$(cat "$TS_TMP/la.pid")"
 ts_wait_log "$TS_TMP/linkem-la.log" "reloaded" 20 || ts_fail "linkem LA reload"
+# Counted from linkem's word that it applies the change.
+t_deg=$(date +%s.%N)
+a_before=$(flows_on server "$TS_T_ADDR4")
 ts_wait_log "$TS_TMP/client.log" "group fast: fastest is now b" 150 ||
     ts_fail "fastest did not move to b: $(grep 'group fast' "$TS_TMP/client.log")"
 t_sw=$(date +%s.%N)
@@ -259,10 +272,8 @@ grep "group fast" "$TS_TMP/client.log" | sed 's/^/  /'
     ts_fail "fastest: $a_after flows reached A after it degraded (> $FEW)"
 grep -A2 "^outbound a " <<<"$st" | grep -q "first byte" ||
     ts_fail "status lacks a's first-byte time: $st"
-pool_b=$(status --json | "$TS_PY" -c 'import json, sys
-o = [x for x in json.load(sys.stdin)["outbounds"] if x["name"] == "b"][0]
-print(o["pool"]["opened"])') || ts_fail "status --json"
-[ "$pool_b" -gt 0 ] || ts_fail "b's own warm pool opened nothing"
+pool_b=$(pool b taken)
+[ "$pool_b" -gt 5 ] || ts_fail "active b's own pool served $pool_b flows"
 
 # ---- 3. C refuses our key --------------------------------------------------
 echo "--delay 2 --loss 0" >"$TS_TMP/la.ctl"	# C shares A's link

@@ -473,38 +473,39 @@ test_fastest(void **state)
 	b = by(obs, "b");
 	f = by(obs, "f");
 	query(&q, "192.0.2.1");
-	assert_ptr_equal(group_pick(f, &q, t, NULL), a);	/* chosen */
+	assert_ptr_equal(group_pick_flow(f, &q, t), a);	/* chosen */
 	answers(a, t, 50000, 10);
-	assert_ptr_equal(group_pick(f, &q, t, NULL), b);	/* measure b */
-	assert_ptr_equal(group_pick(f, &q, t, NULL), a);	/* once */
+	assert_ptr_equal(group_pick(f, &q, t, NULL), a);	/* a look */
+	assert_ptr_equal(group_pick_flow(f, &q, t), b);	/* measure b */
+	assert_ptr_equal(group_pick_flow(f, &q, t), a);	/* once */
 	answers(b, t, 40000, 10);		/* 20 % cheaper: not enough */
 	t += GROUP_FASTEST_HOLD_MS;
-	assert_ptr_equal(group_pick(f, &q, t, NULL), a);
+	assert_ptr_equal(group_pick_flow(f, &q, t), a);
 	answers(b, t, 30000, 10);		/* 40 % cheaper */
-	assert_ptr_equal(group_pick(f, &q, t, NULL), b);
+	assert_ptr_equal(group_pick_flow(f, &q, t), b);
 	assert_string_equal(f->stats->selected, "b");
 	/* a cheaper again at once: held for GROUP_FASTEST_HOLD_MS. */
 	answers(a, t, 5000, 10);
-	assert_ptr_equal(group_pick(f, &q, t + 1, NULL), b);
-	assert_ptr_equal(group_pick(f, &q, t + GROUP_FASTEST_HOLD_MS - 1,
-	    NULL), b);
-	assert_ptr_equal(group_pick(f, &q, t + GROUP_FASTEST_HOLD_MS, NULL),
+	assert_ptr_equal(group_pick_flow(f, &q, t + 1), b);
+	assert_ptr_equal(group_pick_flow(f, &q, t + GROUP_FASTEST_HOLD_MS - 1),
+	    b);
+	assert_ptr_equal(group_pick_flow(f, &q, t + GROUP_FASTEST_HOLD_MS),
 	    a);
 	t += GROUP_FASTEST_HOLD_MS;
 	/* b not measured for GROUP_FASTEST_EXPLORE_MS: one flow to it. */
 	t += GROUP_FASTEST_EXPLORE_MS;
 	answers(a, t, 5000, 1);
-	assert_ptr_equal(group_pick(f, &q, t, NULL), b);
-	assert_ptr_equal(group_pick(f, &q, t, NULL), a);
+	assert_ptr_equal(group_pick_flow(f, &q, t), b);
+	assert_ptr_equal(group_pick_flow(f, &q, t), a);
 	/* a down: b at once, hold or not. */
 	down(a, t);
-	assert_ptr_equal(group_pick(f, &q, t, NULL), b);
+	assert_ptr_equal(group_pick_flow(f, &q, t), b);
 	assert_string_equal(f->stats->selected, "b");
 	/* every member degraded: still served (slow beats none) */
 	health_refused(&a->stats->health, t, "refused: x");
 	answers(b, t, 900000, 3);
 	assert_true(health_degraded(&b->stats->health));
-	assert_ptr_equal(group_pick(f, &q, t, NULL), b);
+	assert_ptr_equal(group_pick_flow(f, &q, t), b);
 	outbounds_free(obs);
 	conf_unref(c);
 }
@@ -540,10 +541,15 @@ test_weights(void **state)
 		fail_msg("weight 3 of 4 took %u of 1000", nb);
 	query(&q, "192.0.2.1");
 	for (i = 0, nb = 0; i < 1000; i++)
-		if (group_pick(pf, &q, 0, NULL) == b)
+		if (group_pick_flow(pf, &q, 0) == b)
 			nb++;
 	if (nb < 440 || nb > 560)
 		fail_msg("strategy flow: b took %u of 1000", nb);
+	/* A look, or a UDP datagram: by destination, always the same. */
+	q.network = RULES_NET_UDP;
+	for (i = 0; i < 20; i++)
+		assert_ptr_equal(group_pick_flow(pf, &q, 0), group_pick(pf, &q,
+		    0, NULL));
 	outbounds_free(obs);
 	conf_unref(c);
 }

@@ -151,6 +151,30 @@ test_decay(void **state)
 	assert_int_equal(pool_demand_rate(&d, now + 3600000), 0);
 }
 
+/* A group's standby member: no flow of its own, its group's flows
+ * elsewhere keep its floor warm (never more), until they stop for idle. */
+static void
+test_standby(void **state)
+{
+	struct pool_demand d;
+	uint64_t now = 5000;
+	int i;
+
+	(void)state;
+	pool_demand_init(&d);
+	assert_int_equal(pool_demand_target(&d, now, 1, 8, IDLE), 0);
+	for (i = 0; i < 400; i++, now += 5)
+		pool_demand_standby(&d, now);
+	assert_int_equal(pool_demand_target(&d, now, 1, 8, IDLE), 1);
+	assert_int_equal(pool_demand_target(&d, now, 2, 8, IDLE), 2);
+	assert_int_equal(pool_demand_target(&d, now + IDLE - 6, 1, 8, IDLE),
+	    1);
+	assert_int_equal(pool_demand_target(&d, now + IDLE, 1, 8, IDLE), 0);
+	/* Its own flows size it as ever. */
+	flows(&d, &now, 400, 5);
+	assert_int_equal(pool_demand_target(&d, now, 1, 8, IDLE), 8);
+}
+
 int
 main(void)
 {
@@ -159,6 +183,7 @@ main(void)
 		cmocka_unit_test(test_rate_up),
 		cmocka_unit_test(test_sequential),
 		cmocka_unit_test(test_decay),
+		cmocka_unit_test(test_standby),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
