@@ -47,12 +47,12 @@ enum conf_proto {
 /*
  * One user's own egress lists (server.users[].egress_allow/egress_deny,
  * or a trojan_passwords entry's), checked before the server-wide ones.
- * Reference counted, loop thread only: a session keeps the lists it
+ * Reference counted (atomic: any worker): a session keeps the lists it
  * authenticated with (conf_egress_ref) across a reload that frees the
  * table.
  */
 struct conf_egress {
-	unsigned	 refs;
+	_Atomic unsigned refs;
 	struct cidr	*allow;
 	size_t		 nallow;
 	struct cidr	*deny;
@@ -168,7 +168,7 @@ enum conf_sniff {
 };
 
 struct conf {
-	unsigned	 refs;		/* conf_ref / conf_unref */
+	_Atomic unsigned refs;	/* conf_ref / conf_unref, any thread */
 	uint64_t	 generation;	/* 1 at start, +1 per reload */
 	char		*path;		/* file it was loaded from, or NULL */
 	enum conf_role	 role;
@@ -284,6 +284,7 @@ struct conf {
 		size_t		 negress_allow;
 		struct cidr	*egress_deny;		/* extra denies */
 		size_t		 negress_deny;
+		unsigned	 workers;		/* loops; 0: online CPUs */
 		/* resolver: domain-name targets (resolve.h). */
 		unsigned	 resolve_workers;	/* threads, default 4 */
 		unsigned	 resolve_queue;		/* waiting, default 256 */

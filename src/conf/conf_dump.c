@@ -407,6 +407,7 @@ dump_server(const struct conf *c, FILE *fp, bool secrets)
 	fprintf(fp, "  max_preauth_per_source: %u\n",
 	    c->server.max_preauth_per_source);
 	fprintf(fp, "  padding: %u\n", c->server.padding);
+	fprintf(fp, "  workers: %u\n", c->server.workers);
 	dump_ms(fp, "connect_timeout", c->server.connect_timeout_ms);
 	dump_ms(fp, "idle_timeout", c->server.idle_timeout_ms);
 	dump_ms(fp, "handshake_timeout", c->server.handshake_timeout_ms);

@@ -395,6 +395,7 @@ static const struct conf_key keys_server[] = {
 	{ "max_preauth_per_source", conf_key_uint,
 	    C(server.max_preauth_per_source), 0, 1000000, NULL },
 	{ "padding", conf_key_uint, C(server.padding), 0, 64, NULL },
+	{ "workers", conf_key_uint, C(server.workers), 0, 64, NULL },
 	{ "connect_timeout", conf_key_ms, C(server.connect_timeout_ms), 100,
 	    600000, NULL },
 	{ "idle_timeout", conf_key_ms, C(server.idle_timeout_ms), 1000,

@@ -8,6 +8,8 @@
 #ifndef TUNSPLIT_LIMIT_H
 #define TUNSPLIT_LIMIT_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -47,6 +49,25 @@ enum limit_kind {
  * "cover_source", "cover_memory", "preauth_source", "preauth". */
 const char *limit_kind_name(enum limit_kind k);
 
+/*
+ * Threads.  The server's workers (one loop each) share one struct
+ * limit_server: the counts are atomic, a table's chains are guarded by
+ * striped locks taken only to find, create or free an entry (at an
+ * accept, an authentication, a close: never per byte), and the memory
+ * budget is a lock-free counter with one queue of waiters per thread
+ * (limit_set_slot).  A single-threaded user (the client) sees no
+ * difference.
+ */
+#define LIMIT_SLOTS		64	/* threads sharing a budget, at most */
+#define LIMIT_TAB_STRIPES	16
+
+/* The waiter queue this thread uses in every limit_mem (0 by default). */
+void limit_set_slot(unsigned slot);
+
+/* Takes one count on *n unless it reached max (0: no maximum); exact
+ * however many threads take at once. */
+bool limit_count_take(_Atomic unsigned *n, unsigned max);
+
 /* ---- counts per key ------------------------------------------------- */
 
 /*
@@ -61,12 +82,15 @@ const char *limit_kind_name(enum limit_kind k);
 
 struct limit_ent {
 	struct limit_ent	*next;		/* bucket chain */
-	unsigned		 conns;
-	unsigned		 udp;
-	unsigned		 preauth;	/* of conns: not authenticated yet */
-	unsigned		 waiting;	/* of conns: accepted, waiting for
+	_Atomic unsigned	 conns;
+	_Atomic unsigned	 udp;
+	_Atomic unsigned	 preauth;	/* of conns: not authenticated yet */
+	_Atomic unsigned	 waiting;	/* of conns: accepted, waiting for
 						 * a preauth turn (server.c) */
-	unsigned		 cover;		/* of conns: relayed to the cover */
+	_Atomic unsigned	 cover;		/* of conns: relayed to the cover */
+	unsigned		 holds;		/* gets not yet released (under
+						 * the stripe's lock): another
+						 * thread's get keeps it */
 	uint8_t			 klen;
 	uint8_t			 key[];
 };
@@ -74,8 +98,9 @@ struct limit_ent {
 struct limit_tab {
 	struct limit_ent	**bucket;
 	size_t			 nbucket;	/* power of two */
-	size_t			 n;		/* entries */
+	_Atomic size_t		 n;		/* entries */
 	uint8_t			 hkey[16];
+	pthread_mutex_t		 lock[LIMIT_TAB_STRIPES];	/* by bucket */
 };
 
 /* nbucket is rounded up to a power of two.  0 or -1 (out of memory). */
@@ -83,11 +108,12 @@ int  limit_tab_init(struct limit_tab *t, size_t nbucket);
 void limit_tab_free(struct limit_tab *t);	/* every entry */
 struct limit_ent *limit_tab_find(const struct limit_tab *t, const void *key,
     size_t klen);
-/* Finds or creates (with zero counts); NULL when out of memory or klen is
- * past LIMIT_KEY_MAX. */
+/* Finds or creates (with zero counts) and holds it until the matching
+ * release; NULL when out of memory or klen is past LIMIT_KEY_MAX. */
 struct limit_ent *limit_tab_get(struct limit_tab *t, const void *key,
     size_t klen);
-/* Frees e when nothing holds it any more. */
+/* Drops a get's hold; frees e when nothing holds it any more (no hold,
+ * no count). */
 void limit_tab_release(struct limit_tab *t, struct limit_ent *e);
 
 /* The key of a client address: IPv4 (also IPv4-mapped IPv6) by /32, IPv6
@@ -113,15 +139,21 @@ struct limit_waiter {
 	void			(*fn)(struct limit_waiter *);
 };
 
-struct limit_mem {
-	size_t			 max;		/* 0: no limit */
-	size_t			 used;
-	size_t			 peak;
-	size_t			 unit;		/* what a waiter needs to go on */
-	uint64_t		 denied;	/* takes refused (reads paused) */
+/* One thread's waiters (its slot). */
+struct limit_mem_q {
+	struct limit_waiters	 waiters;
 	uint64_t		 gen;		/* wake calls so far */
 	bool			 waking;	/* a waiter runs: its turn */
-	struct limit_waiters	 waiters;
+};
+
+struct limit_mem {
+	_Atomic size_t		 max;		/* 0: no limit */
+	_Atomic size_t		 used;
+	_Atomic size_t		 peak;
+	size_t			 unit;		/* what a waiter needs to go on */
+	_Atomic uint64_t	 denied;	/* takes refused (reads paused) */
+	_Atomic unsigned	 nwaiting;	/* queued, all slots */
+	struct limit_mem_q	 q[LIMIT_SLOTS];
 };
 
 void limit_mem_init(struct limit_mem *m, size_t max, size_t unit);
@@ -136,10 +168,13 @@ void limit_mem_give(struct limit_mem *m, size_t n);
 bool limit_mem_admit(const struct limit_mem *m, size_t n);
 void limit_mem_wait(struct limit_mem *m, struct limit_waiter *w);
 void limit_mem_unwait(struct limit_mem *m, struct limit_waiter *w);
-/* Calls the waiters queued before this call, oldest first, while a unit
- * fits; a waiter that is refused again queues itself again (for the next
- * call).  Meant for the end of a loop iteration. */
+/* Calls this thread's waiters queued before this call, oldest first,
+ * while a unit fits; a waiter that is refused again queues itself again
+ * (for the next call).  Meant for the end of a loop iteration. */
 void limit_mem_wake(void *m);
+/* This thread has waiters queued on m (another thread may free memory
+ * without waking this one's loop: the caller polls while true). */
+bool limit_mem_waiting(const struct limit_mem *m);
 
 /*
  * Parses "64M", "512K", "1G", "4096" (bytes; K, M, G are powers of 1024,
@@ -152,13 +187,13 @@ int limit_parse_size(const char *s, unsigned long long *bytes);
 /* ---- refusals -------------------------------------------------------- */
 
 struct limit_log {
-	uint64_t		 last_ms;	/* 0: never logged */
-	uint64_t		 since;		/* refusals since last_ms */
+	_Atomic uint64_t	 last_ms;	/* 0: never logged */
+	_Atomic uint64_t	 since;		/* refusals since last_ms */
 };
 
-/* Counters and message state of every kind; plain data for the status. */
+/* Counters and message state of every kind. */
 struct limit_stats {
-	uint64_t		 refused[LIMIT_NKINDS];
+	_Atomic uint64_t	 refused[LIMIT_NKINDS];
 	struct limit_log	 log[LIMIT_NKINDS];
 };
 
@@ -174,16 +209,19 @@ bool limit_refuse(struct limit_stats *st, enum limit_kind k, uint64_t now_ms,
  * budget, at least 1 MiB; 32 MiB when the main one has no limit. */
 size_t limit_cover_memory_default(size_t max_buffer_memory);
 
-/* The server's limit state: server.c owns it, sess.c charges it. */
+/* The server's limit state: server.c owns it, sess.c charges it; one
+ * for all workers. */
 struct limit_server {
 	struct limit_tab	 sources;	/* connections per source */
 	struct limit_tab	 users;		/* sessions, datagram ones */
 	struct limit_mem	 mem;		/* authenticated relays' buffers */
 	struct limit_mem	 cover_mem;	/* cover relays' buffers */
 	struct limit_stats	 st;
-	unsigned		 udp;		/* live datagram sessions */
-	unsigned		 preauth;	/* sessions not authenticated yet */
-	unsigned		 cover;		/* sessions relayed to the cover */
+	_Atomic unsigned	 udp;		/* live datagram sessions */
+	_Atomic unsigned	 preauth;	/* sessions not authenticated yet */
+	_Atomic unsigned	 cover;		/* sessions relayed to the cover */
+	_Atomic unsigned	 waiting;	/* accepted, waiting for a
+						 * preauth turn (server.c) */
 };
 
 #endif

@@ -61,6 +61,36 @@ stats_reason_add(struct stats_reasons *r, const char *reason)
 	r->nv++;
 }
 
+void
+stats_reasons_merge(struct stats_reasons *a, const struct stats_reasons *b)
+{
+	size_t	i, j;
+
+	a->other += b->other;
+	for (i = 0; i < b->nv; i++) {
+		for (j = 0; j < a->nv; j++)
+			if (strcmp(a->v[j].reason, b->v[i].reason) == 0)
+				break;
+		if (j < a->nv)
+			a->v[j].n += b->v[i].n;
+		else if (a->nv == STATS_REASONS_MAX)
+			a->other += b->v[i].n;
+		else
+			a->v[a->nv++] = b->v[i];
+	}
+}
+
+void
+stats_hist_merge(struct stats_hist *a, const struct stats_hist *b)
+{
+	size_t	i;
+
+	for (i = 0; i < STATS_HIST_NBOUNDS + 1; i++)
+		a->bucket[i] += b->bucket[i];
+	a->count += b->count;
+	a->sum_us += b->sum_us;
+}
+
 uint64_t
 stats_reason_get(const struct stats_reasons *r, const char *reason)
 {

@@ -57,6 +57,10 @@ void     stats_contact_merge(struct stats_contact *a,
     const struct stats_contact *b);
 
 void     stats_reason_add(struct stats_reasons *r, const char *reason);
+/* Adds b's counts into a (the server's workers, summed for the status). */
+void     stats_reasons_merge(struct stats_reasons *a,
+    const struct stats_reasons *b);
+void     stats_hist_merge(struct stats_hist *a, const struct stats_hist *b);
 uint64_t stats_reason_get(const struct stats_reasons *r, const char *reason);
 uint64_t stats_reason_total(const struct stats_reasons *r);
 

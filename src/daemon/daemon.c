@@ -678,6 +678,10 @@ daemon_carry_server(const struct conf *live, struct conf *n)
 	if (daemon_keeps("server.padding",
 	    live->server.padding != n->server.padding))
 		n->server.padding = live->server.padding;
+	/* The workers' threads and listeners are made at start. */
+	if (daemon_keeps("server.workers",
+	    live->server.workers != n->server.workers))
+		n->server.workers = live->server.workers;
 	return 0;
 }
 

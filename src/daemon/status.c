@@ -273,6 +273,13 @@ text_limits(const struct status *st, FILE *fp)
 	    status_bytes(st->mem_peak, b, sizeof(b)),
 	    st->mem_max != 0 ? status_bytes(st->mem_max, c, sizeof(c)) : "none",
 	    st->mem_denied);
+	if (st->workers > 0) {
+		fprintf(fp, "workers: %u; sessions per worker:", st->workers);
+		for (i = 0; i < st->workers && i < STATUS_WORKERS_MAX; i++)
+			fprintf(fp, " %" PRIu64 " (%" PRIu64 " live)",
+			    st->worker_total[i], st->worker_active[i]);
+		fputc('\n', fp);
+	}
 	if (st->has_sources) {
 		fprintf(fp, "sources: %zu with connections; datagram sessions "
 		    "%u (max %u)\n", st->sources, st->udp_sessions,
@@ -606,6 +613,14 @@ json_limits(const struct status *st, FILE *fp)
 	fprintf(fp, "},\"buffer_memory\":{\"used\":%zu,\"peak\":%zu,"
 	    "\"max\":%zu,\"denied\":%" PRIu64 "}", st->mem_used, st->mem_peak,
 	    st->mem_max, st->mem_denied);
+	if (st->workers > 0) {
+		fprintf(fp, ",\"workers\":[");
+		for (i = 0; i < st->workers && i < STATUS_WORKERS_MAX; i++)
+			fprintf(fp, "%s{\"sessions\":%" PRIu64 ",\"active\":%"
+			    PRIu64 "}", i > 0 ? "," : "", st->worker_total[i],
+			    st->worker_active[i]);
+		fputc(']', fp);
+	}
 	if (st->has_sources) {
 		fprintf(fp, ",\"sources\":%zu,\"udp_sessions\":%u,"
 		    "\"udp_max\":%u", st->sources, st->udp_sessions,
@@ -1202,6 +1217,13 @@ prom_limits(FILE *fp, const struct status *st)
 	prom_one(fp, "buffer_memory_denied_total", "counter",
 	    "Buffer allocations refused by max_buffer_memory (that side "
 	    "paused reading).", st->mem_denied);
+	if (st->workers > 0) {
+		prom_head(fp, "worker_sessions_total", "counter",
+		    "Sessions accepted by each worker loop (server.workers).");
+		for (i = 0; i < st->workers && i < STATUS_WORKERS_MAX; i++)
+			fprintf(fp, "tunsplit_worker_sessions_total{worker=\"%zu\"} "
+			    "%" PRIu64 "\n", i, st->worker_total[i]);
+	}
 	if (st->has_sources) {
 		prom_one(fp, "limit_sources", "gauge",
 		    "Source addresses (IPv4, IPv6 /64) with live connections.",

@@ -24,6 +24,7 @@
 #include "stack/tsnetif.h"
 
 #define STATUS_NAME_MAX	64
+#define STATUS_WORKERS_MAX	64	/* server.workers, at most */
 #define STATUS_RULE_MAX	96
 
 /* One of the client's rules and what it decided (since the last reload). */
@@ -172,6 +173,10 @@ struct status {
 	uint64_t	 limit_refused[LIMIT_NKINDS];
 	size_t		 mem_used, mem_peak, mem_max;	/* max 0: none */
 	uint64_t	 mem_denied;		/* allocations refused: reads paused */
+	/* Server: its worker loops and the sessions each accepted. */
+	unsigned	 workers;
+	uint64_t	 worker_total[STATUS_WORKERS_MAX];
+	uint64_t	 worker_active[STATUS_WORKERS_MAX];
 	bool		 has_sources;		/* server */
 	size_t		 sources;		/* sources with live connections */
 	unsigned	 udp_sessions, udp_max;	/* server datagram sessions */

@@ -20,6 +20,7 @@
 #include <ifaddrs.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <netinet/in.h>
@@ -138,10 +139,12 @@ egress_is_loopback(int family, const uint8_t *ip)
  * a lookup is a binary search however many addresses the host has. */
 #define EGRESS_LOCAL_KEY	17
 
+/* Refreshed by the main thread, read by every worker's dials. */
 static struct {
+	pthread_rwlock_t  lock;
 	uint8_t		(*key)[EGRESS_LOCAL_KEY];
 	size_t		 n;
-} egress_local;
+} egress_local = { .lock = PTHREAD_RWLOCK_INITIALIZER };
 
 static void
 egress_local_key(int family, const uint8_t *ip, uint8_t key[EGRESS_LOCAL_KEY])
@@ -160,7 +163,7 @@ egress_local_cmp(const void *a, const void *b)
 int
 egress_local_set(const struct addr *a, size_t n)
 {
-	uint8_t		(*key)[EGRESS_LOCAL_KEY] = NULL;
+	uint8_t		(*key)[EGRESS_LOCAL_KEY] = NULL, (*old)[EGRESS_LOCAL_KEY];
 	const uint8_t	*ip;
 	size_t		 i, len, m = 0;
 
@@ -172,10 +175,14 @@ egress_local_set(const struct addr *a, size_t n)
 		    (addr_family(&a[i]) == AF_INET6 && len == 16))
 			egress_local_key(addr_family(&a[i]), ip, key[m++]);
 	}
-	qsort(key, m, sizeof(*key), egress_local_cmp);
-	free(egress_local.key);
+	if (m > 0)
+		qsort(key, m, sizeof(*key), egress_local_cmp);
+	pthread_rwlock_wrlock(&egress_local.lock);
+	old = egress_local.key;
 	egress_local.key = key;
 	egress_local.n = m;
+	pthread_rwlock_unlock(&egress_local.lock);
+	free(old);
 	return 0;
 }
 
@@ -217,27 +224,32 @@ egress_local_refresh(void)
 size_t
 egress_local_count(void)
 {
-	return egress_local.n;
+	size_t	 n;
+
+	pthread_rwlock_rdlock(&egress_local.lock);
+	n = egress_local.n;
+	pthread_rwlock_unlock(&egress_local.lock);
+	return n;
 }
 
 void
 egress_local_clear(void)
 {
-	free(egress_local.key);
-	egress_local.key = NULL;
-	egress_local.n = 0;
+	(void)egress_local_set(NULL, 0);
 }
 
 static bool
 egress_is_local1(int family, const uint8_t *ip)
 {
 	uint8_t		 key[EGRESS_LOCAL_KEY];
+	bool		 found;
 
-	if (egress_local.n == 0)
-		return false;
 	egress_local_key(family, ip, key);
-	return bsearch(key, egress_local.key, egress_local.n,
-	    sizeof(*egress_local.key), egress_local_cmp) != NULL;
+	pthread_rwlock_rdlock(&egress_local.lock);
+	found = egress_local.n > 0 && bsearch(key, egress_local.key,
+	    egress_local.n, sizeof(*egress_local.key), egress_local_cmp) != NULL;
+	pthread_rwlock_unlock(&egress_local.lock);
+	return found;
 }
 
 /* Either form of the address is one of the host's. */

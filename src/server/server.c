@@ -3,15 +3,17 @@
  * Sessions (TLS, authentication, dial, relay) live in server/sess/, the
  * egress policy in egress.c, the user table and limits in users.c.
  *
- * Process model: one thread, one epoll loop, owning every listener and
- * session.  Listeners are opened with SO_REUSEPORT so that more processes
- * (or, later, one loop per worker thread) can share the ports; nothing here
- * assumes it is the only listener.
+ * Process model: server.workers loops (server_int.h), each owning its
+ * SO_REUSEPORT listeners and the sessions they accept; the kernel spreads
+ * new connections over the listeners.  What the workers share (limits,
+ * users, the TLS context, the generation) is in struct server.
  */
 #include "config.h"
 
 #include "server/server.h"
 #include "server/server_int.h"
+
+#include <sys/sysinfo.h>
 
 #include <sys/epoll.h>
 #include <sys/queue.h>
@@ -53,8 +55,6 @@
 #define SERVER_WAIT_PER_SOURCE	4	/* x max_preauth_per_source */
 #define SERVER_WAIT_TOTAL	2	/* x max_preauth */
 
-struct server;
-
 /*
  * A connection accepted while its source had max_preauth_per_source
  * unauthenticated ones: it waits, with no TLS object and unread, until
@@ -64,7 +64,8 @@ struct server;
  * are bounded apart: SERVER_WAIT_PER_SOURCE times max_preauth_per_source
  * per source, SERVER_WAIT_TOTAL times max_preauth in all (past them,
  * reset at the accept as before), so that strangers cannot fill
- * max_conns with them.
+ * max_conns with them.  Each worker queues its own; the counts are the
+ * shared ones.
  */
 struct waiting {
 	TAILQ_ENTRY(waiting)	 entry;
@@ -72,33 +73,6 @@ struct waiting {
 	struct addr		 peer;
 	struct limit_ent	*src;
 	uint64_t		 since_ms;
-};
-TAILQ_HEAD(waiting_queue, waiting);
-
-struct listener {
-	struct server		*srv;
-	struct loop_fd		 lfd;
-};
-
-struct server {
-	const struct conf	*conf;
-	struct loop		*loop;
-	struct sess_env		 env;
-	struct listener		 listeners[CONF_MAX_LISTEN];
-	size_t			 nlisteners;
-	struct loop_timer	 accept_timer;
-	uint64_t		 emfile_log_ms;
-	struct limit_server	 lim;		/* per source, per user, memory */
-	struct control		*ctl;		/* status socket, metrics */
-	struct cover		*cover;		/* cover site for probes */
-	struct daemon_drain	 drain;		/* SIGTERM */
-	struct daemon_signals	 sig;		/* SIGHUP, SIGINT, SIGTERM */
-	struct loop_fd		 ifaddr_lfd;	/* address changes (netlink) */
-	struct loop_timer	 ifaddr_timer;	/* or a poll without it */
-	struct waiting_queue	 waiting;	/* oldest first */
-	size_t			 nwaiting;
-	uint64_t		 waiting_seen;	/* env.preauth_ended then */
-	struct loop_timer	 waiting_timer;	/* the oldest one's deadline */
 };
 
 /* A source as counted: "192.0.2.1", "2001:db8::/64" (mapped: IPv4). */
@@ -125,24 +99,29 @@ server_source_fmt(const uint8_t *key, size_t klen, char *out, size_t outlen)
  * and cost one accept and one hash lookup.  NULL *src: no entry (out of
  * memory: accepted uncounted rather than refused).  *wait: the source has
  * max_preauth_per_source unauthenticated connections; this one waits its
- * turn (struct waiting).
+ * turn (struct waiting).  The per-source counts are taken atomically, so
+ * that they hold exactly across workers; max_conns is judged on what the
+ * other workers published at the end of their last iteration.
  */
 static bool
-server_admit(struct server *srv, const struct addr *peer,
+server_admit(struct worker *w, const struct addr *peer,
     struct limit_ent **src, bool *wait)
 {
-	const struct conf	*c = srv->conf;
-	struct limit_server	*ls = &srv->lim;
-	uint64_t		 now = loop_now(srv->loop);
+	const struct conf	*c = w->conf;
+	struct limit_server	*ls = &w->srv->lim;
+	uint64_t		 now = loop_now(w->loop);
 	uint8_t			 key[LIMIT_SOURCE_KEY_LEN];
 	char			 a[ADDR_STRLEN];
 	struct limit_ent	*e;
-	size_t			 klen;
+	unsigned		 pps = c->server.max_preauth_per_source;
+	size_t			 klen, live;
 
 	*src = NULL;
 	*wait = false;
-	if (srv->env.nlive + srv->nwaiting >= c->server.max_conns) {
-		srv->env.stats.refused++;
+	live = w->env.nlive + w->nwaiting + server_live_all(w->srv) -
+	    atomic_load_explicit(&w->live, memory_order_relaxed);
+	if (live >= c->server.max_conns) {
+		w->env.stats.refused++;
 		limit_refuse(&ls->st, LIMIT_CONNS, now, "connections",
 		    "max_conns %u reached", c->server.max_conns);
 		return false;
@@ -150,9 +129,8 @@ server_admit(struct server *srv, const struct addr *peer,
 	klen = limit_source_key(peer, key);
 	if ((e = limit_tab_get(&ls->sources, key, klen)) == NULL)
 		return true;
-	if (c->server.max_conns_per_source != 0 &&
-	    e->conns >= c->server.max_conns_per_source) {
-		srv->env.stats.refused++;
+	if (!limit_count_take(&e->conns, c->server.max_conns_per_source)) {
+		w->env.stats.refused++;
 		limit_tab_release(&ls->sources, e);
 		limit_refuse(&ls->st, LIMIT_SOURCE, now, "connections",
 		    "source %s: max_conns_per_source %u reached",
@@ -163,146 +141,162 @@ server_admit(struct server *srv, const struct addr *peer,
 	/* Unauthenticated ones apart: a TLS object each, whatever the
 	 * stranger sends (see "Strangers" in doc/DESIGN.md).  Past the
 	 * source's share, a turn is waited for (struct waiting). */
-	if (c->server.max_preauth_per_source != 0 &&
-	    e->preauth >= c->server.max_preauth_per_source) {
-		if (e->waiting >= SERVER_WAIT_PER_SOURCE *
-		    c->server.max_preauth_per_source ||
-		    (c->server.max_preauth != 0 && srv->nwaiting >=
-		    SERVER_WAIT_TOTAL * (size_t)c->server.max_preauth)) {
-			srv->env.stats.refused++;
-			limit_refuse(&ls->st, LIMIT_PREAUTH_SOURCE, now,
-			    "connections", "source %s: max_preauth_per_source "
-			    "%u reached and as many waiting as allowed",
-			    server_source_fmt(key, klen, a, sizeof(a)),
-			    c->server.max_preauth_per_source);
-			limit_tab_release(&ls->sources, e);
-			return false;
-		}
-		e->conns++;
-		e->waiting++;
-		*src = e;
-		*wait = true;
-		return true;
-	}
-	e->conns++;
-	e->preauth++;		/* handed to the session */
 	*src = e;
-	return true;
+	if (limit_count_take(&e->preauth, pps))
+		return true;		/* handed to the session */
+	if (limit_count_take(&e->waiting, SERVER_WAIT_PER_SOURCE * pps)) {
+		if (limit_count_take(&ls->waiting,
+		    SERVER_WAIT_TOTAL * c->server.max_preauth)) {
+			*wait = true;
+			return true;
+		}
+		e->waiting--;
+	}
+	w->env.stats.refused++;
+	limit_refuse(&ls->st, LIMIT_PREAUTH_SOURCE, now,
+	    "connections", "source %s: max_preauth_per_source "
+	    "%u reached and as many waiting as allowed",
+	    server_source_fmt(key, klen, a, sizeof(a)), pps);
+	e->conns--;
+	limit_tab_release(&ls->sources, e);
+	*src = NULL;
+	return false;
 }
 
 /* ---- waiting for a pre-authentication slot ------------------------ */
 
 static void
-server_waiting_arm(struct server *srv)
+server_waiting_arm(struct worker *w)
 {
-	struct waiting	*w = TAILQ_FIRST(&srv->waiting);
-	uint64_t	 now = loop_now(srv->loop), at;
+	struct waiting	*q = TAILQ_FIRST(&w->waiting);
+	uint64_t	 now = loop_now(w->loop), at;
 
-	if (w == NULL) {
-		loop_timer_cancel(srv->loop, &srv->waiting_timer);
+	if (q == NULL) {
+		loop_timer_cancel(w->loop, &w->waiting_timer);
 		return;
 	}
-	at = w->since_ms + srv->conf->server.handshake_timeout_ms;
-	loop_timer_set(srv->loop, &srv->waiting_timer, at > now ? at - now : 0);
+	at = q->since_ms + w->conf->server.handshake_timeout_ms;
+	loop_timer_set(w->loop, &w->waiting_timer, at > now ? at - now : 0);
 }
 
-/* Unlists w and frees it; started: its fd and counts went to a session,
+/* Unlists q and frees it; started: its fd and counts went to a session,
  * else the connection is reset and its count given back. */
 static void
-server_waiting_del(struct server *srv, struct waiting *w, bool started)
+server_waiting_del(struct worker *w, struct waiting *q, bool started)
 {
-	TAILQ_REMOVE(&srv->waiting, w, entry);
-	srv->nwaiting--;
-	if (w->src != NULL)
-		w->src->waiting--;
+	TAILQ_REMOVE(&w->waiting, q, entry);
+	w->nwaiting--;
+	if (q->src != NULL) {
+		q->src->waiting--;
+		w->srv->lim.waiting--;
+	}
 	if (!started) {
-		sock_close_rst(w->fd);
-		if (w->src != NULL) {
-			w->src->conns--;
-			limit_tab_release(&srv->lim.sources, w->src);
+		sock_close_rst(q->fd);
+		if (q->src != NULL) {
+			q->src->conns--;
+			limit_tab_release(&w->srv->lim.sources, q->src);
 		}
 	}
-	free(w);
+	free(q);
 }
 
 static bool
-server_wait(struct server *srv, int fd, const struct addr *peer,
+server_wait(struct worker *w, int fd, const struct addr *peer,
     struct limit_ent *src)
 {
-	struct waiting	*w;
+	struct waiting	*q;
 
-	if ((w = calloc(1, sizeof(*w))) == NULL)
+	if ((q = calloc(1, sizeof(*q))) == NULL)
 		return false;
-	w->fd = fd;
-	w->peer = *peer;
-	w->src = src;
-	w->since_ms = loop_now(srv->loop);
-	TAILQ_INSERT_TAIL(&srv->waiting, w, entry);
-	if (srv->nwaiting++ == 0)
-		server_waiting_arm(srv);
-	srv->env.stats.waited++;
+	q->fd = fd;
+	q->peer = *peer;
+	q->src = src;
+	q->since_ms = loop_now(w->loop);
+	TAILQ_INSERT_TAIL(&w->waiting, q, entry);
+	if (w->nwaiting++ == 0)
+		server_waiting_arm(w);
+	w->env.stats.waited++;
 	return true;
 }
 
-/* Each loop iteration in which a session left pre-authentication: start
- * the waiting connections whose source has room again, oldest first.
- * Only then can a source have room, so the queue is not walked in the
- * other iterations. */
+/* Starts the waiting connections whose source has room again, oldest
+ * first. */
+static void
+server_waiting_walk(struct worker *w)
+{
+	unsigned	 max = w->conf->server.max_preauth_per_source;
+	struct waiting	*q, *next;
+
+	for (q = TAILQ_FIRST(&w->waiting); q != NULL; q = next) {
+		next = TAILQ_NEXT(q, entry);
+		if (q->src != NULL && !limit_count_take(&q->src->preauth, max))
+			continue;		/* else handed to the session */
+		sess_new(&w->env, q->fd, &q->peer, q->src);
+		server_waiting_del(w, q, true);
+	}
+	server_waiting_arm(w);
+}
+
+/* Each loop iteration in which a session left pre-authentication.  Only
+ * then can a source have room on this worker, so the queue is not walked
+ * in the other iterations; room made on another worker is found by the
+ * poll (server_worker.c). */
 static void
 server_waiting_run(void *arg)
 {
-	struct server	*srv = arg;
-	unsigned	 max = srv->conf->server.max_preauth_per_source;
-	struct waiting	*w, *next;
+	struct worker	*w = arg;
 
-	if (srv->nwaiting == 0 || srv->env.preauth_ended == srv->waiting_seen)
+	if (w->nwaiting == 0 || w->env.preauth_ended == w->waiting_seen)
 		return;
-	srv->waiting_seen = srv->env.preauth_ended;
-	for (w = TAILQ_FIRST(&srv->waiting); w != NULL; w = next) {
-		next = TAILQ_NEXT(w, entry);
-		if (w->src != NULL && max != 0 && w->src->preauth >= max)
-			continue;
-		if (w->src != NULL)
-			w->src->preauth++;	/* handed to the session */
-		sess_new(&srv->env, w->fd, &w->peer, w->src);
-		server_waiting_del(srv, w, true);
-	}
-	server_waiting_arm(srv);
+	w->waiting_seen = w->env.preauth_ended;
+	server_waiting_walk(w);
 }
 
 static void
 server_on_waiting_timer(struct loop_timer *t)
 {
-	struct server	*srv = container_of(t, struct server, waiting_timer);
-	uint64_t	 now = loop_now(srv->loop);
-	struct waiting	*w;
+	struct worker	*w = container_of(t, struct worker, waiting_timer);
+	uint64_t	 now = loop_now(w->loop);
+	struct waiting	*q;
 
-	while ((w = TAILQ_FIRST(&srv->waiting)) != NULL &&
-	    w->since_ms + srv->conf->server.handshake_timeout_ms <= now) {
-		srv->env.stats.refused++;
-		limit_refuse(&srv->lim.st, LIMIT_PREAUTH_SOURCE, now,
+	while ((q = TAILQ_FIRST(&w->waiting)) != NULL &&
+	    q->since_ms + w->conf->server.handshake_timeout_ms <= now) {
+		w->env.stats.refused++;
+		limit_refuse(&w->srv->lim.st, LIMIT_PREAUTH_SOURCE, now,
 		    "connections", "waited handshake_timeout for a turn "
 		    "(max_preauth_per_source %u)",
-		    srv->conf->server.max_preauth_per_source);
-		server_waiting_del(srv, w, false);
+		    w->conf->server.max_preauth_per_source);
+		server_waiting_del(w, q, false);
 	}
-	server_waiting_arm(srv);
+	server_waiting_arm(w);
 }
 
 static void
-server_waiting_close_all(struct server *srv)
+server_waiting_close_all(struct worker *w)
 {
-	while (!TAILQ_EMPTY(&srv->waiting))
-		server_waiting_del(srv, TAILQ_FIRST(&srv->waiting), false);
-	loop_timer_cancel(srv->loop, &srv->waiting_timer);
+	while (!TAILQ_EMPTY(&w->waiting))
+		server_waiting_del(w, TAILQ_FIRST(&w->waiting), false);
+	loop_timer_cancel(w->loop, &w->waiting_timer);
+}
+
+/* The poll timer of a worker: what another worker freed. */
+static void
+server_on_poll_timer(struct loop_timer *t)
+{
+	struct worker	*w = container_of(t, struct worker, poll_timer);
+
+	if (w->nwaiting > 0)
+		server_waiting_walk(w);
+	/* The memory waiters are woken by the iteration hooks, which run
+	 * after this timer. */
 }
 
 /* ---- accepting --------------------------------------------------- */
 
 static bool
-server_log_due(struct server *srv, uint64_t *last_ms)
+server_log_due(struct worker *w, uint64_t *last_ms)
 {
-	uint64_t	 now = loop_now(srv->loop);
+	uint64_t	 now = loop_now(w->loop);
 
 	if (*last_ms != 0 && now - *last_ms < SERVER_LOG_INTERVAL_MS)
 		return false;
@@ -312,12 +306,12 @@ server_log_due(struct server *srv, uint64_t *last_ms)
 
 
 static void
-server_accept_enable(struct server *srv, bool on)
+server_accept_enable(struct worker *w, bool on)
 {
 	size_t	 i;
 
-	for (i = 0; i < srv->nlisteners; i++)
-		if (loop_fd_mod(srv->loop, &srv->listeners[i].lfd,
+	for (i = 0; i < w->nlisteners; i++)
+		if (loop_fd_mod(w->loop, &w->listeners[i].lfd,
 		    on ? EPOLLIN : 0) == -1)
 			log_warn("epoll listener");
 }
@@ -328,21 +322,21 @@ server_accept_enable(struct server *srv, bool on)
  * watching the listeners for a moment instead.
  */
 static void
-server_accept_pause(struct server *srv)
+server_accept_pause(struct worker *w)
 {
-	if (server_log_due(srv, &srv->emfile_log_ms))
+	if (server_log_due(w, &w->emfile_log_ms))
 		log_warn("accept (pausing accepts for %d ms)",
 		    SERVER_ACCEPT_PAUSE_MS);
-	server_accept_enable(srv, false);
-	loop_timer_set(srv->loop, &srv->accept_timer, SERVER_ACCEPT_PAUSE_MS);
+	server_accept_enable(w, false);
+	loop_timer_set(w->loop, &w->accept_timer, SERVER_ACCEPT_PAUSE_MS);
 }
 
 static void
 server_on_accept_timer(struct loop_timer *t)
 {
-	struct server	*srv = container_of(t, struct server, accept_timer);
+	struct worker	*w = container_of(t, struct worker, accept_timer);
 
-	server_accept_enable(srv, true);
+	server_accept_enable(w, true);
 }
 
 /* Errors that concern one pending connection, not the listener. */
@@ -371,7 +365,7 @@ static void
 server_on_accept(struct loop_fd *lfd, uint32_t revents)
 {
 	struct listener	*ln = container_of(lfd, struct listener, lfd);
-	struct server	*srv = ln->srv;
+	struct worker	*w = ln->w;
 	struct limit_ent *src;
 	struct addr	 peer;
 	bool		 wait;
@@ -389,26 +383,27 @@ server_on_accept(struct loop_fd *lfd, uint32_t revents)
 				continue;
 			if (errno == EMFILE || errno == ENFILE ||
 			    errno == ENOBUFS || errno == ENOMEM) {
-				server_accept_pause(srv);
+				server_accept_pause(w);
 				return;
 			}
 			log_warn("accept");
 			return;
 		}
-		if (!server_admit(srv, &peer, &src, &wait)) {
+		if (!server_admit(w, &peer, &src, &wait)) {
 			sock_close_rst(fd);
 			continue;
 		}
 		if (!wait) {
-			sess_new(&srv->env, fd, &peer, src);
+			sess_new(&w->env, fd, &peer, src);
 			continue;
 		}
-		if (!server_wait(srv, fd, &peer, src)) {
+		if (!server_wait(w, fd, &peer, src)) {
 			log_warn("accept: waiting connection");
 			sock_close_rst(fd);
 			src->conns--;
 			src->waiting--;
-			limit_tab_release(&srv->lim.sources, src);
+			w->srv->lim.waiting--;
+			limit_tab_release(&w->srv->lim.sources, src);
 		}
 	}
 }
@@ -459,7 +454,7 @@ server_on_ifaddr_timer(struct loop_timer *t)
 	struct server	*srv = container_of(t, struct server, ifaddr_timer);
 
 	server_ifaddr_refresh(srv);
-	loop_timer_set(srv->loop, t, SERVER_IFADDR_POLL_MS);
+	loop_timer_set(srv->w[0].loop, t, SERVER_IFADDR_POLL_MS);
 }
 
 static int
@@ -475,13 +470,13 @@ server_ifaddr_open(struct server *srv)
 	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC,
 	    NETLINK_ROUTE);
 	if (fd == -1 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == -1 ||
-	    loop_fd_add(srv->loop, &srv->ifaddr_lfd, fd, EPOLLIN,
+	    loop_fd_add(srv->w[0].loop, &srv->ifaddr_lfd, fd, EPOLLIN,
 	    server_on_ifaddr) == -1) {
 		log_warn("egress: no netlink address events (polling the "
 		    "interface list every %d ms)", SERVER_IFADDR_POLL_MS);
 		if (fd != -1)
 			close(fd);
-		loop_timer_set(srv->loop, &srv->ifaddr_timer,
+		loop_timer_set(srv->w[0].loop, &srv->ifaddr_timer,
 		    SERVER_IFADDR_POLL_MS);
 	}
 	if (egress_local_refresh() == -1) {
@@ -497,26 +492,49 @@ static void
 server_ifaddr_close(struct server *srv)
 {
 	if (srv->ifaddr_lfd.active) {
-		loop_fd_del(srv->loop, &srv->ifaddr_lfd);
+		loop_fd_del(srv->w[0].loop, &srv->ifaddr_lfd);
 		close(srv->ifaddr_lfd.fd);
 	}
-	loop_timer_cancel(srv->loop, &srv->ifaddr_timer);
+	loop_timer_cancel(srv->w[0].loop, &srv->ifaddr_timer);
 	egress_local_clear();
 }
 
 /* ---- start, stop ------------------------------------------------- */
 
 static void
-server_close_listeners(struct server *srv)
+server_close_listeners(struct worker *w)
 {
 	size_t	 i;
 
-	loop_timer_cancel(srv->loop, &srv->accept_timer);
-	for (i = 0; i < srv->nlisteners; i++) {
-		loop_fd_del(srv->loop, &srv->listeners[i].lfd);
-		close(srv->listeners[i].lfd.fd);
+	loop_timer_cancel(w->loop, &w->accept_timer);
+	for (i = 0; i < w->nlisteners; i++) {
+		loop_fd_del(w->loop, &w->listeners[i].lfd);
+		close(w->listeners[i].lfd.fd);
 	}
-	srv->nlisteners = 0;
+	w->nlisteners = 0;
+}
+
+/* A worker takes the new generation and context, on its own thread. */
+struct server_gen {
+	const struct conf	*conf;
+	struct ssl_ctx_st	*ctx;
+};
+
+static void
+server_worker_adopt(struct worker *w, void *arg)
+{
+	const struct server_gen	*g = arg;
+
+	w->conf = g->conf;
+	w->env.conf = g->conf;
+	if (g->ctx != w->env.ctx) {
+		/* The old context lives on in the sessions that use it. */
+		outer_ctx_free(w->env.ctx);
+		w->env.ctx = outer_ctx_ref(g->ctx);
+	}
+	if (cover_configure(w->cover, g->conf) == -1 && w->idx == 0)
+		log_warnx("reload: keeping the previous cover site %s",
+		    cover_name(w->cover));
 }
 
 /*
@@ -524,34 +542,35 @@ server_close_listeners(struct server *srv)
  * table is replaced, the replay cache kept), the cover site, and the
  * certificate files read again (renewals).  Live sessions keep going with
  * what they authenticated and handshook with.  What fails to apply keeps
- * its previous state, logged.
+ * its previous state, logged.  Every worker switches before this returns.
  */
 static void
 server_reload(struct server *srv)
 {
 	const struct conf	*c = srv->conf;
 	struct ssl_ctx_st	*ctx;
+	struct server_gen	 g = { .conf = c };
+	unsigned		 i;
 
 	srv->lim.mem.max = c->server.max_buffer_memory;
 	srv->lim.cover_mem.max = c->server.cover_buffer_memory;
-	if (users_reload(srv->env.auth, c) == 0)
+	if (users_reload(srv->auth, c) == 0)
 		log_info("reload: %zu users", c->server.nusers);
 	else
 		log_warnx("reload: keeping the previous users");
-	if (cover_configure(srv->cover, c) == -1)
-		log_warnx("reload: keeping the previous cover site %s",
-		    cover_name(srv->cover));
-	/* The old context lives on in the sessions that use it. */
 	if ((ctx = outer_ctx_server(c->server.cert_file,
-	    c->server.cert_key_file)) == NULL) {
+	    c->server.cert_key_file)) == NULL)
 		log_warnx("reload: keeping the previous certificate");
-		return;
+	else {
+		(void)outer_ctx_padding(ctx, c->server.padding, OUTER_PAD_MAX);
+		/* Clients' tickets stay good: no round of full handshakes. */
+		(void)outer_ctx_share_tickets(ctx, srv->ctx);
+		outer_ctx_free(srv->ctx);
+		srv->ctx = ctx;
 	}
-	(void)outer_ctx_padding(ctx, c->server.padding, OUTER_PAD_MAX);
-	/* Clients' tickets stay good: no round of full handshakes. */
-	(void)outer_ctx_share_tickets(ctx, srv->env.ctx);
-	outer_ctx_free(srv->env.ctx);
-	srv->env.ctx = ctx;
+	g.ctx = srv->ctx;
+	for (i = 0; i < srv->nworkers; i++)
+		server_worker_call(&srv->w[i], server_worker_adopt, &g);
 }
 
 /*
@@ -564,30 +583,40 @@ server_adopt(void *arg, const struct conf *n)
 	struct server *srv = arg;
 
 	srv->conf = n;
-	srv->env.conf = n;
 	server_reload(srv);
+}
+
+static void
+server_worker_stop_accepting(struct worker *w, void *arg)
+{
+	(void)arg;
+	server_close_listeners(w);
+	server_waiting_close_all(w);
 }
 
 /* Draining: listeners closed, live sessions run on. */
 static void
 server_stop_accepting(void *arg)
 {
-	server_close_listeners(arg);
-	server_waiting_close_all(arg);
+	struct server	*srv = arg;
+	unsigned	 i;
+
+	srv->draining = true;
+	for (i = 0; i < srv->nworkers; i++)
+		server_worker_call(&srv->w[i], server_worker_stop_accepting,
+		    NULL);
 }
 
 static size_t
 server_live(void *arg)
 {
-	struct server	*srv = arg;
-
-	return srv->env.nlive;
+	return server_live_all(arg);
 }
 
 static int
-server_listen(struct server *srv)
+server_listen(struct worker *w)
 {
-	const struct conf	*c = srv->conf;
+	const struct conf	*c = w->conf;
 	struct listener		*ln;
 	char			 a[ADDR_STRLEN];
 	size_t			 i;
@@ -600,25 +629,27 @@ server_listen(struct server *srv)
 			log_warn("listen on %s", a);
 			return -1;
 		}
-		ln = &srv->listeners[srv->nlisteners];
-		ln->srv = srv;
-		if (loop_fd_add(srv->loop, &ln->lfd, fd, EPOLLIN,
+		ln = &w->listeners[w->nlisteners];
+		ln->w = w;
+		if (loop_fd_add(w->loop, &ln->lfd, fd, EPOLLIN,
 		    server_on_accept) == -1) {
 			log_warn("epoll listener %s", a);
 			close(fd);
 			return -1;
 		}
-		srv->nlisteners++;
-		log_info("listening on %s", a);
+		w->nlisteners++;
+		if (w->idx == 0)
+			log_info("listening on %s (%u workers)", a,
+			    w->srv->nworkers);
 	}
 	return 0;
 }
 
 /* Domain-name targets; the threads start with the first name. */
 static int
-server_resolver(struct server *srv)
+server_resolver(struct worker *w)
 {
-	const struct conf	*c = srv->conf;
+	const struct conf	*c = w->conf;
 	struct resolve_conf	 rc = {
 		.workers = c->server.resolve_workers,
 		.queue = c->server.resolve_queue,
@@ -628,7 +659,7 @@ server_resolver(struct server *srv)
 		.negative_ttl_ms = c->server.resolve_negative_ttl_ms,
 	};
 
-	if ((srv->env.resolver = resolver_new(srv->loop, &rc)) == NULL) {
+	if ((w->env.resolver = resolver_new(w->loop, &rc)) == NULL) {
 		log_warn("server: cannot set up the resolver");
 		return -1;
 	}
@@ -638,52 +669,116 @@ server_resolver(struct server *srv)
 static void
 server_status(void *arg, struct status_fill *sf)
 {
-	struct server	*srv = arg;
+	server_status_fill(arg, sf);
+}
 
-	server_status_fill(&srv->env, srv->conf, sf);
+unsigned
+server_workers_count(const struct conf *c)
+{
+	int	 n = c->server.workers;
+
+	if (n == 0)
+		n = get_nprocs();
+	if (n < 1)
+		n = 1;
+	return n > SERVER_WORKERS_MAX ? SERVER_WORKERS_MAX : (unsigned)n;
+}
+
+/* One worker's loop, sessions, resolver, cover site and listeners. */
+static int
+server_worker_open(struct server *srv, struct worker *w, unsigned idx)
+{
+	const struct conf	*c = srv->conf;
+
+	w->srv = srv;
+	w->idx = idx;
+	w->conf = c;
+	if ((w->loop = loop_new()) == NULL) {
+		log_warnx("cannot create the event loop");
+		return -1;
+	}
+	loop_timer_init(&w->accept_timer, server_on_accept_timer);
+	loop_timer_init(&w->waiting_timer, server_on_waiting_timer);
+	loop_timer_init(&w->poll_timer, server_on_poll_timer);
+	TAILQ_INIT(&w->waiting);
+	loop_trim_memory(w->loop, 10000);
+	sess_env_init(&w->env, c, w->loop, outer_ctx_ref(srv->ctx),
+	    srv->auth);
+	w->env.lim = &srv->lim;
+	w->env.id_first = idx + 1;
+	w->env.id_step = srv->nworkers;
+	if (server_resolver(w) == -1)
+		return -1;
+	if (loop_on_iteration(w->loop, limit_mem_wake, &srv->lim.mem) == -1 ||
+	    loop_on_iteration(w->loop, limit_mem_wake,
+	    &srv->lim.cover_mem) == -1) {
+		log_warnx("cannot register the memory waiter");
+		return -1;
+	}
+	if (loop_on_iteration(w->loop, server_waiting_run, w) == -1 ||
+	    loop_on_iteration(w->loop, sess_reap, &w->env) == -1) {
+		log_warnx("cannot register the session reaper");
+		return -1;
+	}
+	if ((w->cover = cover_new(w->loop)) == NULL ||
+	    cover_configure(w->cover, c) == -1) {
+		log_warnx("server: cannot set up the cover site");
+		return -1;
+	}
+	cover_set_budget(w->cover, &srv->lim.cover_mem);
+	w->env.cover = w->cover;
+	if (server_worker_init(w) == -1)
+		return -1;
+	return server_listen(w);
+}
+
+static void
+server_worker_close(struct worker *w)
+{
+	if (w->loop == NULL)
+		return;
+	server_close_listeners(w);
+	server_waiting_close_all(w);
+	sess_close_all(&w->env, "shutdown");
+	sess_reap(&w->env);
+	resolver_free(w->env.resolver);
+	cover_free(w->cover);
+	server_worker_fini(w);
+	outer_ctx_free(w->env.ctx);
 }
 
 static int
 server_open(struct server *srv)
 {
 	const struct conf	*c = srv->conf;
-	struct ssl_ctx_st	*ctx;
-	struct users		*auth;
 	struct control_role	 role = {
 		.live = server_live, .fill = server_status, .arg = srv,
 	};
+	unsigned		 i;
 
-	if ((srv->loop = loop_new()) == NULL) {
-		log_warnx("cannot create the event loop");
+	srv->nworkers = server_workers_count(c);
+	if ((srv->w = calloc(srv->nworkers, sizeof(*srv->w))) == NULL) {
+		log_warn("server: workers");
 		return -1;
 	}
-	loop_timer_init(&srv->accept_timer, server_on_accept_timer);
 	loop_timer_init(&srv->ifaddr_timer, server_on_ifaddr_timer);
-	loop_timer_init(&srv->waiting_timer, server_on_waiting_timer);
-	TAILQ_INIT(&srv->waiting);
-	loop_trim_memory(srv->loop, 10000);
 	if (c->server.cert_file == NULL || c->server.cert_key_file == NULL) {
 		log_warnx("server: cert and cert_key are required");
 		return -1;
 	}
-	if ((ctx = outer_ctx_server(c->server.cert_file,
+	if ((srv->ctx = outer_ctx_server(c->server.cert_file,
 	    c->server.cert_key_file)) == NULL) {
 		log_warnx("server: cannot load certificate %s with key %s",
 		    c->server.cert_file, c->server.cert_key_file);
 		return -1;
 	}
-	if (outer_ctx_padding(ctx, c->server.padding, OUTER_PAD_MAX) == -1) {
-		outer_ctx_free(ctx);
+	if (outer_ctx_padding(srv->ctx, c->server.padding,
+	    OUTER_PAD_MAX) == -1)
 		return -1;
-	}
-	if ((auth = users_new(c)) == NULL) {
-		outer_ctx_free(ctx);
+	if ((srv->auth = users_new(c)) == NULL) {
 		log_warnx("server: cannot set up the user table");
 		return -1;
 	}
-	sess_env_init(&srv->env, c, srv->loop, ctx, auth);
-	if (server_resolver(srv) == -1 || server_ifaddr_open(srv) == -1)
-		return -1;
 	/* Entries exist only for live connections: at most max_conns. */
 	if (limit_tab_init(&srv->lim.sources, c->server.max_conns / 4) == -1 ||
 	    limit_tab_init(&srv->lim.users, 256) == -1) {
@@ -694,32 +789,23 @@ server_open(struct server *srv)
 	    RELAY_BUF_SIZE);
 	limit_mem_init(&srv->lim.cover_mem, c->server.cover_buffer_memory,
 	    RELAY_BUF_SIZE);
-	srv->env.lim = &srv->lim;
-	if (loop_on_iteration(srv->loop, limit_mem_wake, &srv->lim.mem) == -1 ||
-	    loop_on_iteration(srv->loop, limit_mem_wake,
-	    &srv->lim.cover_mem) == -1) {
-		log_warnx("cannot register the memory waiter");
+	for (i = 0; i < srv->nworkers; i++)
+		if (server_worker_open(srv, &srv->w[i], i) == -1)
+			return -1;
+	if (server_ifaddr_open(srv) == -1)
 		return -1;
-	}
-	if (loop_on_iteration(srv->loop, server_waiting_run, srv) == -1 ||
-	    loop_on_iteration(srv->loop, sess_reap, &srv->env) == -1) {
-		log_warnx("cannot register the session reaper");
+	/* Signals are blocked before the threads start, so that they
+	 * inherit the mask: the main thread alone reads them. */
+	if (daemon_signals_open(&srv->sig, srv->w[0].loop, &srv->drain,
+	    server_adopt, srv) == -1)
 		return -1;
-	}
-	if ((srv->cover = cover_new(srv->loop)) == NULL ||
-	    cover_configure(srv->cover, c) == -1) {
-		log_warnx("server: cannot set up the cover site");
-		return -1;
-	}
-	cover_set_budget(srv->cover, &srv->lim.cover_mem);
-	srv->env.cover = srv->cover;
-	if (daemon_signals_open(&srv->sig, srv->loop, &srv->drain,
-	    server_adopt, srv) == -1 || server_listen(srv) == -1)
-		return -1;
+	for (i = 1; i < srv->nworkers; i++)
+		if (server_worker_start(&srv->w[i]) == -1)
+			return -1;
 	/* Everything privileged is open now. */
-	if (daemon_drain_init(&srv->drain, srv->loop, server_stop_accepting,
-	    server_live, srv) == -1 ||
-	    (srv->ctl = control_new(srv->loop, c, &role)) == NULL ||
+	if (daemon_drain_init(&srv->drain, srv->w[0].loop,
+	    server_stop_accepting, server_live, srv) == -1 ||
+	    (srv->ctl = control_new(srv->w[0].loop, c, &role)) == NULL ||
 	    daemon_up(NULL, NULL) == -1)
 		return -1;
 	return 0;
@@ -728,22 +814,23 @@ server_open(struct server *srv)
 static void
 server_cleanup(struct server *srv)
 {
-	if (srv->loop != NULL) {
-		server_close_listeners(srv);
-		server_waiting_close_all(srv);
-		sess_close_all(&srv->env, "shutdown");
-		sess_reap(&srv->env);
-		resolver_free(srv->env.resolver);
-		cover_free(srv->cover);
+	unsigned	 i;
+
+	for (i = 1; srv->w != NULL && i < srv->nworkers; i++)
+		server_worker_join(&srv->w[i]);
+	for (i = 0; srv->w != NULL && i < srv->nworkers; i++)
+		server_worker_close(&srv->w[i]);
+	if (srv->w != NULL && srv->w[0].loop != NULL)
 		server_ifaddr_close(srv);
-	}
 	daemon_signals_close(&srv->sig);
-	users_free(srv->env.auth);
-	outer_ctx_free(srv->env.ctx);
+	users_free(srv->auth);
+	outer_ctx_free(srv->ctx);
 	control_free(srv->ctl);
 	limit_tab_free(&srv->lim.sources);
 	limit_tab_free(&srv->lim.users);
-	loop_free(srv->loop);
+	for (i = 0; srv->w != NULL && i < srv->nworkers; i++)
+		loop_free(srv->w[i].loop);
+	free(srv->w);
 }
 
 int
@@ -755,16 +842,17 @@ server_run(const struct conf *c)
 	/* Writes to a peer that went away must fail with EPIPE. */
 	(void)signal(SIGPIPE, SIG_IGN);
 	if (server_open(&srv) == 0) {
-		log_info("server: %zu users, max_conns %u (%u per source), "
-		    "max_udp %u, max_buffer_memory %zu; strangers: "
+		log_info("server: %u workers, %zu users, max_conns %u (%u per "
+		    "source), max_udp %u, max_buffer_memory %zu; strangers: "
 		    "max_preauth %u (%u per source), max_cover_per_source "
-		    "%u, cover_buffer_memory %zu", c->server.nusers,
+		    "%u, cover_buffer_memory %zu", srv.nworkers,
+		    c->server.nusers,
 		    c->server.max_conns, c->server.max_conns_per_source,
 		    c->server.max_udp, c->server.max_buffer_memory,
 		    c->server.max_preauth, c->server.max_preauth_per_source,
 		    c->server.max_cover_per_source,
 		    c->server.cover_buffer_memory);
-		if (loop_run(srv.loop) == 0)
+		if (loop_run(srv.w[0].loop) == 0)
 			rc = 0;
 		else
 			log_warn("event loop");

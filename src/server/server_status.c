@@ -41,48 +41,107 @@ server_on_sess(void *arg, const struct sess_info *si)
 	status_flow_tcp_info(f, si->fd);
 }
 
-void
-server_status_fill(struct sess_env *env, const struct conf *c,
-    struct status_fill *sf)
+static void
+server_resolve_merge(struct resolve_stats *a, const struct resolve_stats *b)
 {
-	struct status	*st = sf->st;
+	a->lookups += b->lookups;
+	a->cache_hits += b->cache_hits;
+	a->ok += b->ok;
+	a->notfound += b->notfound;
+	a->failed += b->failed;
+	a->timeouts += b->timeouts;
+	a->busy += b->busy;
+	a->badname += b->badname;
+	a->cancelled += b->cancelled;
+	a->late += b->late;
+	a->waiting += b->waiting;
+	a->running += b->running;
+	a->threads += b->threads;
+	a->cached += b->cached;
+}
 
-	st->role = "server";
-	st->active = env->nlive;
-	st->total = env->next_id;
-	st->refused = env->stats.refused;
-	st->failed = env->stats.failed;
-	st->internal = env->stats.internal;
-	st->unused = env->stats.unused;
-	st->waited = env->stats.waited;
-	st->max = c->server.max_conns;
-	st->bytes_up = env->stats.bytes_up;
-	st->bytes_down = env->stats.bytes_down;
-	st->failures = &env->stats.failures;
-	st->rejects = &env->stats.rejects;
-	st->handshake = &env->stats.handshake;
-	st->users = c->server.nusers;
-	st->has_cover = cover_enabled(env->cover);
-	snprintf(st->cover, sizeof(st->cover), "%s", cover_name(env->cover));
-	st->cover_relayed = env->stats.fallback;
-	st->cover_failed = env->stats.fallback_failed;
-	if (env->lim != NULL) {
-		status_fill_limits(st, &env->lim->st, &env->lim->mem);
-		st->has_sources = true;
-		st->sources = env->lim->sources.n;
-		st->udp_sessions = env->lim->udp;
-		st->udp_max = c->server.max_udp;
-		st->preauth = env->lim->preauth;
-		st->preauth_max = c->server.max_preauth;
-		st->cover_sessions = env->lim->cover;
-		st->cover_mem_used = env->lim->cover_mem.used;
-		st->cover_mem_peak = env->lim->cover_mem.peak;
-		st->cover_mem_max = env->lim->cover_mem.max;
-		st->cover_mem_denied = env->lim->cover_mem.denied;
+/* One worker's counters and sessions, added on its own thread while the
+ * main thread waits (server_worker_call). */
+static void
+server_status_worker(struct worker *w, void *arg)
+{
+	struct status_fill	*sf = arg;
+	struct status		*st = sf->st;
+	struct sess_env		*env = &w->env;
+	struct sess_stats	*agg = &w->srv->agg;
+
+	st->active += env->nlive;
+	st->total += env->next_id;
+	agg->refused += env->stats.refused;
+	agg->failed += env->stats.failed;
+	agg->internal += env->stats.internal;
+	agg->unused += env->stats.unused;
+	agg->waited += env->stats.waited;
+	agg->bytes_up += env->stats.bytes_up;
+	agg->bytes_down += env->stats.bytes_down;
+	agg->fallback += env->stats.fallback;
+	agg->fallback_failed += env->stats.fallback_failed;
+	stats_reasons_merge(&agg->failures, &env->stats.failures);
+	stats_reasons_merge(&agg->rejects, &env->stats.rejects);
+	stats_hist_merge(&agg->handshake, &env->stats.handshake);
+	if (w->idx < STATUS_WORKERS_MAX) {
+		st->worker_total[w->idx] = env->next_id;
+		st->worker_active[w->idx] = env->nlive;
 	}
 	if (env->resolver != NULL) {
 		st->has_resolver = true;
-		st->resolver = *resolver_stats(env->resolver);
+		server_resolve_merge(&w->srv->agg_res,
+		    resolver_stats(env->resolver));
+	}
+	if (w->idx == 0) {
+		st->has_cover = cover_enabled(env->cover);
+		snprintf(st->cover, sizeof(st->cover), "%s",
+		    cover_name(env->cover));
 	}
 	sess_foreach(env, server_on_sess, sf);
+}
+
+void
+server_status_fill(struct server *srv, struct status_fill *sf)
+{
+	struct status		*st = sf->st;
+	const struct conf	*c = srv->conf;
+	struct sess_stats	*agg = &srv->agg;
+	struct limit_server	*ls = &srv->lim;
+	unsigned		 i;
+
+	memset(agg, 0, sizeof(*agg));
+	memset(&srv->agg_res, 0, sizeof(srv->agg_res));
+	st->role = "server";
+	st->workers = srv->nworkers;
+	for (i = 0; i < srv->nworkers; i++)
+		server_worker_call(&srv->w[i], server_status_worker, sf);
+	/* Sessions' bytes so far were added to the closed ones'. */
+	st->bytes_up += agg->bytes_up;
+	st->bytes_down += agg->bytes_down;
+	st->refused = agg->refused;
+	st->failed = agg->failed;
+	st->internal = agg->internal;
+	st->unused = agg->unused;
+	st->waited = agg->waited;
+	st->max = c->server.max_conns;
+	st->failures = &agg->failures;
+	st->rejects = &agg->rejects;
+	st->handshake = &agg->handshake;
+	st->users = c->server.nusers;
+	st->cover_relayed = agg->fallback;
+	st->cover_failed = agg->fallback_failed;
+	st->resolver = srv->agg_res;
+	status_fill_limits(st, &ls->st, &ls->mem);
+	st->has_sources = true;
+	st->sources = ls->sources.n;
+	st->udp_sessions = ls->udp;
+	st->udp_max = c->server.max_udp;
+	st->preauth = ls->preauth;
+	st->preauth_max = c->server.max_preauth;
+	st->cover_sessions = ls->cover;
+	st->cover_mem_used = ls->cover_mem.used;
+	st->cover_mem_peak = ls->cover_mem.peak;
+	st->cover_mem_max = ls->cover_mem.max;
+	st->cover_mem_denied = ls->cover_mem.denied;
 }

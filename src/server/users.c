@@ -339,6 +339,14 @@ users_check(struct users *a, const uint8_t *hdr, size_t len,
     const struct proto_req *r, const uint8_t *bind, uint64_t now_s,
     size_t *user)
 {
+	return users_check_name(a, hdr, len, r, bind, now_s, user, NULL, 0);
+}
+
+int
+users_check_name(struct users *a, const uint8_t *hdr, size_t len,
+    const struct proto_req *r, const uint8_t *bind, uint64_t now_s,
+    size_t *user, char *name, size_t namelen)
+{
 	const struct users_ent	*u, *end;
 	uint64_t		 skew;
 	size_t			 index;
@@ -388,6 +396,9 @@ users_check(struct users *a, const uint8_t *hdr, size_t len,
 		goto out;
 	if (user != NULL)
 		*user = index;
+	if (name != NULL && namelen > 0)
+		snprintf(name, namelen, "%s", index < a->nusers ?
+		    a->names[index] : "?");
 	rc = USERS_OK;
 out:
 	pthread_rwlock_unlock(&a->users_lock);

@@ -33,6 +33,11 @@ void users_free(struct users *a);
 int  users_check(struct users *a, const uint8_t *hdr, size_t len,
     const struct proto_req *r, const uint8_t *bind, uint64_t now_s,
     size_t *user);
+/* The same, also copying the user's name into name[namelen] under the
+ * table's lock: another thread's reload cannot come in between. */
+int  users_check_name(struct users *a, const uint8_t *hdr, size_t len,
+    const struct proto_req *r, const uint8_t *bind, uint64_t now_s,
+    size_t *user, char *name, size_t namelen);
 /* Replaces the user table (keys), the time window and accept_v1 with c's; the replay
  * cache is kept.  Until the next reload, user indices (users_check's
  * *user) refer to c->server.users.  0, or -1 (logged; nothing changed). */

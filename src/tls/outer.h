@@ -66,6 +66,9 @@ struct ssl_ctx_st *outer_ctx_server(const char *cert_file, const char *key_file)
  * 0 turns it off.  0 or -1. */
 #define OUTER_PAD_MAX	1024
 int  outer_ctx_padding(struct ssl_ctx_st *ctx, unsigned records, unsigned max);
+/* One more reference (the server's workers share one context, so that
+ * a ticket issued by one resumes on any); outer_ctx_free drops one. */
+struct ssl_ctx_st *outer_ctx_ref(struct ssl_ctx_st *ctx);
 void outer_ctx_free(struct ssl_ctx_st *ctx);
 
 /* Wraps a connected (or connecting) non-blocking fd; takes ownership of fd

@@ -675,6 +675,14 @@ fail_quiet:
 	return NULL;
 }
 
+SSL_CTX *
+outer_ctx_ref(SSL_CTX *ctx)
+{
+	if (ctx != NULL)
+		(void)SSL_CTX_up_ref(ctx);
+	return ctx;
+}
+
 void
 outer_ctx_free(SSL_CTX *ctx)
 {

@@ -58,7 +58,7 @@ struct sd_icmp_filter {
 
 /* ICMP messages are built and received here: the loop is single threaded
  * and nothing keeps a pointer into it across calls. */
-static uint8_t	sd_icmp_buf[SD_ICMP_MAX];
+static _Thread_local uint8_t sd_icmp_buf[SD_ICMP_MAX];	/* per worker */
 
 static void sd_update(struct sess_dgram *);
 
@@ -535,7 +535,7 @@ sd_on_sock(struct loop_fd *lfd, uint32_t revents)
 static int
 sd_frames(struct sess_dgram *d)
 {
-	static struct sd_batch	 b;	/* 14 KiB; one loop, one thread */
+	static _Thread_local struct sd_batch b;	/* 14 KiB, per worker */
 	struct proto_dest	 dst;
 	const uint8_t		*p, *head = buf_head(&d->rx);
 	size_t			 plen, len = buf_len(&d->rx), off = 0;

@@ -89,7 +89,7 @@ sd_name_free(struct sd_name *nm)
 static void
 sd_on_resolved(void *arg, const struct resolve_result *res)
 {
-	static struct sd_batch	 b;	/* see sd_frames */
+	static _Thread_local struct sd_batch b;	/* see sd_frames */
 	struct sd_name		*nm = arg;
 	struct sess_dgram	*d = nm->d;
 	size_t			 off = 0, len;

@@ -825,14 +825,19 @@ sess_preauth_victim(struct sess_env *env)
  * short their own slowest ones.  The source's count is handed over by
  * server_admit.
  */
-static void
+static bool
 sess_preauth_begin(struct sess *s)
 {
 	struct sess_env		*env = s->env;
 	struct limit_server	*ls = env->lim;
 	struct sess		*old;
+	bool			 ok = ls == NULL;
 
-	if (ls != NULL && ls->preauth >= s->conf->server.max_preauth &&
+	/* The count is shared by the workers: taken, not compared, and
+	 * room is made among this worker's own sessions.  None of its own
+	 * to close: the new one is refused instead, so max_preauth holds. */
+	while (!ok && !(ok = limit_count_take(&ls->preauth,
+	    s->conf->server.max_preauth)) &&
 	    (old = sess_preauth_victim(env)) != NULL) {
 		limit_refuse(&ls->st, LIMIT_PREAUTH, loop_now(env->loop),
 		    "unauthenticated connections", "max_preauth %u reached "
@@ -840,11 +845,18 @@ sess_preauth_begin(struct sess *s)
 		    s->conf->server.max_preauth);
 		sess_close(old, "limit: max_preauth", 0);
 	}
+	if (!ok) {
+		limit_refuse(&ls->st, LIMIT_PREAUTH, loop_now(env->loop),
+		    "unauthenticated connections", "max_preauth %u reached "
+		    "on the other workers", s->conf->server.max_preauth);
+		if (s->lim_src != NULL)
+			s->lim_src->preauth--;	/* handed over, not begun */
+		return false;
+	}
 	TAILQ_INSERT_TAIL(&env->preauth, s, preauth_entry);
 	s->lim_preauth = true;
 	outer_set_lean(s->outer, true);
-	if (ls != NULL)
-		ls->preauth++;
+	return true;
 }
 
 void
@@ -874,7 +886,7 @@ sess_new(struct sess_env *env, int fd, const struct addr *peer,
 	s->lim_src = src;
 	s->lim_idx = SIZE_MAX;
 	s->lim_wait.fn = sess_on_memory;
-	s->id = ++env->next_id;
+	s->id = env->id_first + env->next_id++ * env->id_step;
 	s->peer = *peer;
 	s->target_fd = -1;
 	s->start_ms = s->last_io_ms = loop_now(env->loop);
@@ -891,8 +903,11 @@ sess_new(struct sess_env *env, int fd, const struct addr *peer,
 	}
 	LIST_INSERT_HEAD(&env->live, s, entry);
 	env->nlive++;
-	sess_preauth_begin(s);
 	s->state = SESS_HANDSHAKE;
+	if (!sess_preauth_begin(s)) {
+		sess_close(s, "limit: max_preauth", 0);
+		return;
+	}
 	sess_timer_set(s, c->server.handshake_timeout_ms);
 	return;
 fail:
@@ -908,7 +923,8 @@ void
 sess_env_init(struct sess_env *e, const struct conf *c, struct loop *l,
     struct ssl_ctx_st *ctx, struct users *auth)
 {
-	*e = (struct sess_env){ .conf = c, .loop = l, .ctx = ctx, .auth = auth };
+	*e = (struct sess_env){ .conf = c, .loop = l, .ctx = ctx, .auth = auth,
+	    .id_first = 1, .id_step = 1 };
 	LIST_INIT(&e->live);
 	LIST_INIT(&e->dead);
 	TAILQ_INIT(&e->preauth);

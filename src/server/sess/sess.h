@@ -77,7 +77,9 @@ struct sess_env {
 	size_t			 nlive;
 	uint64_t		 preauth_ended;	/* sessions that left pre-auth
 						 * (server.c's waiting queue) */
-	unsigned long long	 next_id;
+	unsigned long long	 next_id;	/* sessions so far */
+	unsigned		 id_first, id_step; /* ids: first + n * step,
+						 * unique over the workers */
 	struct sess_stats	 stats;
 };
 

@@ -60,22 +60,28 @@ sess_admit(struct sess *s, uint8_t kind)
 		sess_answer(s, PROTO_ERR_GENERAL, SESS_OOM, ENOMEM);
 		return -1;
 	}
-	/* A refused session holds no count while its answer lingers. */
-	if (max_conns != 0 && u->conns >= max_conns) {
+	/* A refused session holds no count while its answer lingers.  The
+	 * counts are taken, not compared then added: the workers share
+	 * them, and a limit of N stays N however many race for it. */
+	if (!limit_count_take(&u->conns, max_conns)) {
 		limit_tab_release(&ls->users, u);
 		limit_refuse(&ls->st, LIMIT_USER_CONNS, now, "connections",
 		    "user %s: max_conns %u reached", s->user, max_conns);
 		sess_answer(s, PROTO_ERR_LIMIT, "limit: user max_conns", 0);
 		return -1;
 	}
-	if (dgram && ls->udp >= c->server.max_udp) {
+	if (dgram && (c->server.max_udp == 0 ||
+	    !limit_count_take(&ls->udp, c->server.max_udp))) {
+		u->conns--;
 		limit_tab_release(&ls->users, u);
 		limit_refuse(&ls->st, LIMIT_UDP, now, "datagram sessions",
 		    "max_udp %u reached", c->server.max_udp);
 		sess_answer(s, PROTO_ERR_LIMIT, "limit: max_udp", 0);
 		return -1;
 	}
-	if (dgram && max_udp != 0 && u->udp >= max_udp) {
+	if (dgram && !limit_count_take(&u->udp, max_udp)) {
+		ls->udp--;
+		u->conns--;
 		limit_tab_release(&ls->users, u);
 		limit_refuse(&ls->st, LIMIT_USER_UDP, now, "datagram sessions",
 		    "user %s: max_udp %u reached", s->user, max_udp);
@@ -91,21 +97,22 @@ sess_admit(struct sess *s, uint8_t kind)
 		room = sess_reserve(s, RELAY_BUF_SIZE +
 		    (s->relay.to_fd.data != NULL ? RELAY_BUF_SIZE : 0));
 	if (!room) {
-		if (dgram)
+		if (dgram) {
 			limit_refuse(&ls->st, LIMIT_MEMORY, now,
 			    "datagram sessions", "max_buffer_memory: %zu of "
-			    "%zu bytes in use", ls->mem.used, ls->mem.max);
+			    "%zu bytes in use", (size_t)ls->mem.used,
+			    (size_t)ls->mem.max);
+			ls->udp--;
+			u->udp--;
+		}
+		u->conns--;
 		limit_tab_release(&ls->users, u);
 		sess_answer(s, PROTO_ERR_LIMIT, "limit: max_buffer_memory", 0);
 		return -1;
 	}
-	u->conns++;
 	s->lim_user = u;
-	if (dgram) {
-		ls->udp++;
-		u->udp++;
+	if (dgram)
 		s->lim_udp = true;
-	}
 	return 0;
 }
 
@@ -200,8 +207,8 @@ sess_request(struct sess *s, const struct proto_req *req, size_t hlen)
 		sess_reject(s, "no TLS exporter");
 		return;
 	}
-	rc = users_check(s->env->auth, hdr, hlen, req, bind,
-	    (uint64_t)time(NULL), &user);
+	rc = users_check_name(s->env->auth, hdr, hlen, req, bind,
+	    (uint64_t)time(NULL), &user, s->user, sizeof(s->user));
 	sodium_memzero(bind, sizeof(bind));
 	if (rc != USERS_OK) {
 		sess_reject(s, users_result_str(rc));
@@ -211,8 +218,6 @@ sess_request(struct sess *s, const struct proto_req *req, size_t hlen)
 	s->has_user = true;
 	s->lim_idx = user;
 	outer_trust(s->outer);
-	snprintf(s->user, sizeof(s->user), "%s",
-	    users_name(s->env->auth, user));
 	/* auth's index is into conf's users (swapped together on reload;
 	 * the name guards against a reload auth refused). */
 	if (user < c->server.nusers &&

@@ -45,7 +45,9 @@ ts_topology_up
 ts_make_pki
 # No warm pool: its idle connections would outlive the 1 s deadline (the
 # pool keeps them younger than pool_lifetime, made for the default 10 s).
+# One worker: the "(N so far)" of the rejection lines counts per worker.
 ts_write_configs "  pool: 0" "  handshake_timeout: 1s
+  workers: 1
   fallback: 127.0.0.1:$COVER_PORT"
 KEY1=$TS_KEY
 

@@ -207,7 +207,8 @@ while True:
     d, a = s.recvfrom(4096)
     print("blackhole: query of %d bytes dropped" % len(d), flush=True)
 '
-sed -i 's/^  resolver: {.*}$/  resolver: {workers: 1, queue: 1, timeout: 1s, negative_ttl: 0}/' \
+# One server worker too: each worker has its own resolver and queue.
+sed -i 's/^  resolver: {.*}$/  resolver: {workers: 1, queue: 1, timeout: 1s, negative_ttl: 0}\n  workers: 1/' \
     "$TS_TMP/server.yaml"
 grep -q 'workers: 1, queue: 1' "$TS_TMP/server.yaml" || ts_fail "resolver line not replaced"
 ts_start_server

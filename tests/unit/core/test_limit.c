@@ -227,7 +227,7 @@ test_mem_waiters(void **state)
 	limit_mem_give(&m, 300);
 	limit_mem_wake(&m);
 	assert_int_equal(w[1].calls, 1);
-	assert_true(TAILQ_EMPTY(&m.waiters));
+	assert_true(TAILQ_EMPTY(&m.q[0].waiters));
 }
 
 static void

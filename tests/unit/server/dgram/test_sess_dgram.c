@@ -169,7 +169,7 @@ fx_free(struct fx *f)
 	sess_dgram_free(f->d);
 	/* Every charge given back, none twice. */
 	assert_int_equal(f->m.used, 0);
-	assert_true(TAILQ_EMPTY(&f->m.waiters));
+	assert_true(!limit_mem_waiting(&f->m));
 	outer_free(f->o);
 	close(f->cli);
 	close(f->target);
@@ -288,18 +288,18 @@ test_budget_full(void **state)
 	assert_false(fx_target_got(&f, "later"));
 	assert_false(f.ended);
 	assert_true(f.d->rx_paused);
-	assert_false(TAILQ_EMPTY(&f.m.waiters));
+	assert_false(!limit_mem_waiting(&f.m));
 	assert_true(f.m.used <= f.m.max);
 	f.m.max = 0;
 	limit_mem_wake(&f.m);
 	assert_true(fx_target_got(&f, "later"));
-	assert_true(TAILQ_EMPTY(&f.m.waiters));
+	assert_true(!limit_mem_waiting(&f.m));
 
 	/* Paused when it ends: the waiter is taken off the queue. */
 	f.m.max = f.m.used;
 	fx_send(&f, "never");
 	assert_false(fx_target_got(&f, "never"));
-	assert_false(TAILQ_EMPTY(&f.m.waiters));
+	assert_false(!limit_mem_waiting(&f.m));
 	fx_free(&f);
 }
 
