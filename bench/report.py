@@ -208,6 +208,9 @@ def cmd_connrate(meta, jpath, epath):
         r.update(d)
         r["value"] = "%.0f new connections/s (%d in %.1f s, %d failed)" % (
             d["per_second"], d["connections"], d["seconds"], d["failed"])
+        if r.get("cpu_server_s") is not None and d["connections"]:
+            r["value"] += ", server CPU %.0f ms per 1,000" % (
+                1e6 * r["cpu_server_s"] / d["connections"])
         if d["failed"]:
             r["error"] = "%d connections failed" % d["failed"]
     return r

@@ -73,7 +73,8 @@
 # bottleneck each way, 70 ms one-way delay (RTT 140 ms), 100 ms drop-tail
 # queue, random loss applied after the queue, both directions.  rrlat uses
 # the same link with RTT 20 ms.  Override with BENCH_RATE, BENCH_DELAY,
-# BENCH_QUEUE, BENCH_RR_DELAY.
+# BENCH_QUEUE, BENCH_RR_DELAY.  BENCH_SERVER_WORKERS sets the tunsplit
+# server's workers (default 0: one per online CPU).
 #
 # Environment: LINKEM, RRLAT (built by make; else testbed.sh and run.sh
 # build them), TUNSPLIT (tunsplit binary), TSB_TUNSPLIT_REV (the revision
@@ -563,6 +564,7 @@ server:
   max_conns: 30000
   max_conns_per_source: 0
   max_conns_per_user: 0
+  workers: ${BENCH_SERVER_WORKERS:-0}
   egress: {allow: [10.201.2.0/24, "fd00:201:2::/64"]}
 EOF
 	cat >"$TS_DIR/client.yaml" <<EOF
@@ -738,10 +740,17 @@ m_rrlat() {	# META RATE (0: closed loop)
 }
 
 m_connrate() {
-	local meta=$1
+	local meta=$1 cp sp c0 s0
+	read -r cp sp <<<"$(path_pids "$CUR_PATH" 80)"
+	c0=$(cpu_ticks "$cp"); s0=$(cpu_ticks "$sp")
 	timeout --foreground $((CONN_T + 30)) ip netns exec $NS_C python3 \
 	    "$FLOWS_PY" connrate $TARGET 80 "$CONN_T" >"$WORK/conn.json" \
 	    2>"$WORK/conn.err" </dev/null 9>&-
+	# The daemons' CPU over the run, for the CPU per 1,000 flows.
+	[ "$cp" != 0 ] && meta="$meta, \"cpu_client_s\": $(awk "BEGIN {
+	    print ($(cpu_ticks "$cp") - $c0) / $CLK_TCK }")"
+	[ "$sp" != 0 ] && meta="$meta, \"cpu_server_s\": $(awk "BEGIN {
+	    print ($(cpu_ticks "$sp") - $s0) / $CLK_TCK }")"
 	record connrate "$meta}" "$WORK/conn.json" "$WORK/conn.err"
 }
 

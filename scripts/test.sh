@@ -33,12 +33,16 @@ if [ "${1:-}" = --asan ]; then
 elif [ "${1:-}" = --tsan ]; then
 	build=${BUILD_DIR_TSAN:-$top/build-tsan}
 	cfg+=(--enable-tsan)
-	# The only threads in tunsplit are the resolver's workers
-	# (src/server/resolve.c, on the server); a few unit tests run a fake peer
-	# on a thread of their own.  Everything else is one loop on one
-	# thread, which TSan has nothing to say about.
+	# The threads in tunsplit are the server's worker loops (server.workers,
+	# src/server/server_worker.c) and the resolver's threads
+	# (src/server/resolve.c); a few unit tests run a fake peer on a thread
+	# of their own.  The client is one loop on one thread, which TSan has
+	# nothing to say about.  e2e_workers.sh runs two server workers
+	# through limits, replays, tickets and a reload; e2e_resolve.sh and
+	# fault_preauth.sh run the default (one per CPU) too.
 	tests=(tests/unit/server/test_resolve tests/unit/client/dgram/test_assoc
-	    tests/unit/client/dgram/test_flow_udp tests/netns/e2e/e2e_resolve.sh)
+	    tests/unit/client/dgram/test_flow_udp tests/netns/e2e/e2e_resolve.sh
+	    tests/netns/e2e/e2e_workers.sh tests/netns/fault/fault_preauth.sh)
 	# A report makes a unit test exit with 66; tests/netns/lib.sh fails a
 	# test whose logs hold one (the server's stderr is its log).
 	export TSAN_OPTIONS=${TSAN_OPTIONS:-second_deadlock_stack=1}

@@ -20,6 +20,8 @@
  *                 (on another TLS connection)
  *     -o prefix   write what connection i received to prefix.i
  *     -T ms       give up reading after ms of silence (default 5000)
+ *     -R          end each line with "resumed" or "full": whether the
+ *                 TLS handshake resumed the previous connection's session
  *
  * One line per connection on stdout:
  *   "<i> <bytes received> <how it ended> <first bytes, hex>"
@@ -60,6 +62,7 @@ struct probe {
 	size_t		 hdrlen;	/* 0: none (yet) */
 	bool		 has_key;	/* make one after the first handshake */
 	bool		 v1;
+	bool		 resumed;	/* -R */
 	uint8_t		 key[PROTO_KEY_LEN];
 	struct proto_req req;
 	const char	*save;
@@ -77,7 +80,7 @@ usage(void)
 {
 	fprintf(stderr, "usage: ts_probe -c host:port [-s sni] [-C ca | -K] "
 	    "[-k key [-1] [-t ip:port] [-p n -W ms] | -L file] [-S file] "
-	    "[-w ms] [-d text] [-n count] [-o prefix] [-T ms]\n");
+	    "[-w ms] [-d text] [-n count] [-o prefix] [-T ms] [-R]\n");
 	exit(2);
 }
 
@@ -270,6 +273,8 @@ read:
 	printf("%d %zu %s ", i, got, end);
 	for (k = 0; k < got && k < 16; k++)
 		printf("%02x", buf[k]);
+	if (p->resumed)
+		printf(" %s", outer_session_reused(o) ? "resumed" : "full");
 	printf("\n");
 	fflush(stdout);
 	if (p->out != NULL) {
@@ -295,7 +300,7 @@ main(int argc, char **argv)
 	log_init(LOG_LVL_WARN, false, "ts_probe");
 	if (sodium_init() < 0)
 		fatalx("libsodium");
-	while ((ch = getopt(argc, argv, "c:s:C:Kk:1S:L:t:p:W:w:d:n:o:T:")) != -1) {
+	while ((ch = getopt(argc, argv, "c:s:C:Kk:1S:L:t:p:W:w:d:n:o:T:R")) != -1) {
 		switch (ch) {
 		case 'c':
 			server = optarg;
@@ -344,6 +349,9 @@ main(int argc, char **argv)
 			break;
 		case 'T':
 			p.timeout_ms = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 'R':
+			p.resumed = true;
 			break;
 		default:
 			usage();
