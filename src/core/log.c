@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,12 +24,13 @@
 
 #define LOG_LINE_MAX	1024
 
-static enum log_level	 log_level = LOG_LVL_INFO;
+/* Level and flows change on a reload while the server's workers log. */
+static _Atomic enum log_level log_level = LOG_LVL_INFO;
 static bool		 log_to_syslog;
 /* stderr is journald's stream: -1 until log_init or the first line (the
  * loader may warn before log_init). */
 static int		 log_journal = -1;
-static bool		 log_flows;	/* per-flow lines at info, not debug */
+static atomic_bool	 log_flows;	/* per-flow lines at info, not debug */
 static bool		 log_copy_stderr;	/* warnings also to stderr */
 /* openlog() keeps the pointer, so the ident lives here. */
 static char		 log_ident[64] = "tunsplit";
