@@ -21,7 +21,9 @@
  *     -o prefix   write what connection i received to prefix.i
  *     -T ms       give up reading after ms of silence (default 5000)
  *     -R          end each line with "resumed" or "full": whether the
- *                 TLS handshake resumed the previous connection's session
+ *                 TLS handshake resumed an earlier connection's session
+ *                 (a close without close_notify then keeps the session
+ *                 resumable, as it would not be by default)
  *
  * One line per connection on stdout:
  *   "<i> <bytes received> <how it ended> <first bytes, hex>"
@@ -43,6 +45,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/ssl.h>
 #include <sodium.h>
 
 #include "core/addr.h"
@@ -369,6 +372,8 @@ main(int argc, char **argv)
 		load_header(&p, load);
 	if ((ctx = outer_ctx_client(p.ca, p.insecure)) == NULL)
 		fatalx("TLS context");
+	if (p.resumed)
+		(void)SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
 	for (i = 1; i <= count; i++)
 		if (run_one(&p, ctx, i) == -1)
 			rc = 1;
