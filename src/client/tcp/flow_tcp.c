@@ -395,10 +395,30 @@ flow_header_waits(struct flow *f)
 	return true;
 }
 
+/*
+ * The next bytes to write: straight from the queue's first pbuf when it
+ * holds a record's worth or more (with the TUN's offloads one pbuf is up
+ * to 64 KiB of the app's data), else gathered into the staging buffer.
+ * A blocked write is repeated with the same bytes (retry_len), which the
+ * same choice finds again: the head of the queue has not moved.
+ */
+static const uint8_t *
+flow_next_up(struct flow *f, size_t *n)
+{
+	size_t want = f->retry_len ? f->retry_len : FLOW_STAGE;
+
+	if (f->hdr_off == f->hdr_len && f->inq != NULL && f->inq->len >= want) {
+		*n = f->retry_len ? f->retry_len : f->inq->len;
+		return f->inq->payload;
+	}
+	*n = flow_gather(f, f->env->stage, want);
+	return f->env->stage;
+}
+
 static int
 flow_pump_up(struct flow *f)
 {
-	uint8_t *stage = f->env->stage;
+	const uint8_t *data;
 	size_t n;
 	ssize_t w;
 
@@ -406,8 +426,8 @@ flow_pump_up(struct flow *f)
 	if (flow_header_waits(f))
 		return 0;
 	while (f->hdr_off < f->hdr_len || f->inq_len > 0) {
-		n = flow_gather(f, stage, f->retry_len ? f->retry_len : FLOW_STAGE);
-		w = outer_write(f->out, stage, n);
+		data = flow_next_up(f, &n);
+		w = outer_write(f->out, data, n);
 		if (w < 0) {
 			if (errno != EAGAIN)
 				return -1;
