@@ -766,6 +766,22 @@ tsnetif_tcp_room(const struct tcp_pcb *pcb)
 	return room < most ? room : most;
 }
 
+void
+tsnetif_ack_defer(struct tcp_pcb *pcb)
+{
+	if (pcb->flags & TF_ACK_NOW) {
+		tcp_clear_flags(pcb, TF_ACK_NOW);
+		tcp_set_flags(pcb, TF_ACK_DELAY);
+	}
+}
+
+bool
+tsnetif_ack_owed(struct tcp_pcb *pcb)
+{
+	return (pcb->flags & (TF_ACK_DELAY | TF_ACK_NOW)) != 0 ||
+	    tcp_update_rcv_ann_wnd(pcb) > 0;
+}
+
 uint32_t
 tsnetif_timers(void)
 {

@@ -99,6 +99,17 @@ int  tsnetif_output_raw(const uint8_t *pkt, size_t len);
 #define TSNETIF_QUEUE_SPARE	8
 size_t tsnetif_tcp_room(const struct tcp_pcb *pcb);
 
+/*
+ * ACKs for the app, one per flow and pass.  From a recv callback, defer
+ * lwIP's immediate ACK (every second segment) to the flow's pass later in
+ * the same iteration, which must then ACK if tsnetif_ack_owed(): an ACK
+ * is owed for data received, or the window would open (lwIP's rule
+ * against silly windows).  A TUN batch of n segments then costs one ACK,
+ * not n/2 plus window updates.
+ */
+void tsnetif_ack_defer(struct tcp_pcb *pcb);
+bool tsnetif_ack_owed(struct tcp_pcb *pcb);
+
 /* Runs lwIP's timers when due; returns ms until the next one. */
 uint32_t tsnetif_timers(void);
 

@@ -197,7 +197,6 @@ flow_on_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
 {
 	struct flow *f = arg;
 
-	(void)pcb;
 	if (p == NULL) {
 		f->app_fin = true;
 	} else if (err != ERR_OK) {
@@ -206,6 +205,10 @@ flow_on_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
 	} else {
 		flow_queue_append(f, p);
 		f->ack_pending = true;
+		/* Relaying, the flow's pass in this iteration ACKs what the
+		 * whole TUN batch brought, with the window its writes opened. */
+		if (f->phase == FLOW_RELAY && !f->closing)
+			tsnetif_ack_defer(pcb);
 	}
 	flow_mark_dirty(f);
 	return ERR_OK;
@@ -336,10 +339,12 @@ flow_mem_take(struct flow *f, size_t want)
 	return 0;
 }
 
-static void
+/* Takes n bytes written out off the queue; returns how many of them
+ * were the app's (not the header), for the window update. */
+static size_t
 flow_consume(struct flow *f, size_t n)
 {
-	size_t k;
+	size_t k, app;
 
 	k = f->hdr_len - f->hdr_off;
 	if (k > n)
@@ -355,7 +360,7 @@ flow_consume(struct flow *f, size_t n)
 	f->up += n;
 	f->inq_len -= n;
 	limit_mem_give(&f->env->mem, n);
-	flow_recved(f, n);
+	app = n;
 	while (n > 0) {
 		k = n > 0xffff ? 0xffff : n;
 		f->inq = pbuf_free_header(f->inq, (u16_t)k);
@@ -363,6 +368,7 @@ flow_consume(struct flow *f, size_t n)
 	}
 	if (f->inq == NULL)
 		f->inq_tail = NULL;
+	return app;
 }
 
 static void
@@ -419,8 +425,9 @@ static int
 flow_pump_up(struct flow *f)
 {
 	const uint8_t *data;
-	size_t n;
+	size_t n, sent = 0;
 	ssize_t w;
+	int rc = 0;
 
 	f->write_blocked = false;
 	if (flow_header_waits(f))
@@ -430,20 +437,26 @@ flow_pump_up(struct flow *f)
 		w = outer_write(f->out, data, n);
 		if (w < 0) {
 			if (errno != EAGAIN)
-				return -1;
+				rc = -1;
 			f->retry_len = n;
 			f->write_blocked = true;
-			return 0;
+			break;
 		}
 		f->retry_len = 0;
 		f->last_ms = loop_now(f->env->loop);
-		flow_consume(f, (size_t)w);
+		sent += flow_consume(f, (size_t)w);
 		/* tcp_recved() only announces a window opened by more than
 		 * TCP_WND_UPDATE_THRESHOLD; a sender that saw a small window
 		 * would otherwise wait for its persist timer (seconds, with
 		 * backoff).  Announce every opening, once per iteration. */
 		f->ack_pending = true;
 	}
+	/* The window opens once for the pass: per record, every other one
+	 * crossed lwIP's threshold and was an ACK of its own to the app. */
+	if (sent > 0)
+		flow_recved(f, sent);
+	if (rc < 0 || f->write_blocked)
+		return rc;
 	if (f->app_fin && !f->out_shut) {
 		if (outer_shutdown_write(f->out) == 0)
 			f->out_shut = true;
@@ -776,8 +789,10 @@ flow_work(struct flow *f)
 		return;
 	}
 	if (f->pcb != NULL) {
-		if (f->ack_pending)
-			tcp_set_flags(f->pcb, TF_ACK_NOW);	/* ACK now, not at the 250 ms timer */
+		/* ACK now, not at the 250 ms timer -- when it says something
+		 * new: tcp_recved() may have sent it already. */
+		if (f->ack_pending && tsnetif_ack_owed(f->pcb))
+			tcp_set_flags(f->pcb, TF_ACK_NOW);
 		tcp_output(f->pcb);
 	}
 	f->ack_pending = false;
