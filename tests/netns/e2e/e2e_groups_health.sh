@@ -43,7 +43,10 @@ PORT_C=8445
 B_ADDR4=10.77.3.2
 C_LK1=10.77.3.1
 T_ADDR4B=10.77.2.3
-FEW=5
+FEW=${TS_FEW:-5}
+# What A's link becomes (linkem --ctl options; bench/groups_fastest.sh
+# runs other cells).
+DEGRADE=${TS_DEGRADE:---delay 60 --loss 3}
 
 # ---- topology: two linkem links from client to server ----------------------
 ts_ns_add "$NS_C"
@@ -244,7 +247,7 @@ pt=$(pool b target)
 po=$(pool b opened)
 [ "$pt" -eq 1 ] && [ "$po" -ge 1 ] ||
     ts_fail "standby b's pool: target $pt (want the floor, 1), opened $po"
-echo "--delay 60 --loss 3" >"$TS_TMP/la.ctl"
+echo "$DEGRADE" >"$TS_TMP/la.ctl"
 kill -HUP "$(cat "$TS_TMP/la.pid")"
 ts_wait_log "$TS_TMP/linkem-la.log" "reloaded" 20 || ts_fail "linkem LA reload"
 # Counted from linkem's word that it applies the change.
@@ -265,8 +268,8 @@ wait "$sp"
 total=$(wc -l <"$TS_TMP/fast.log")
 all_ok fast.log "$total"
 took=$(awk -v a="$t_deg" -v b="$t_sw" 'BEGIN { printf "%.2f", b - a }')
-ts_log "fastest: A degraded at $t_deg; moved to b ${took} s later," \
-    "$a_after flows reached A meanwhile; $total flows, all ok"
+ts_log "fastest: A degraded ($DEGRADE) at $t_deg; moved to b ${took} s" \
+    "later, $a_after flows reached A meanwhile; $total flows, all ok"
 grep "group fast" "$TS_TMP/client.log" | sed 's/^/  /'
 [ "$a_after" -le "$FEW" ] ||
     ts_fail "fastest: $a_after flows reached A after it degraded (> $FEW)"
