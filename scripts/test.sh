@@ -40,7 +40,8 @@ elif [ "${1:-}" = --tsan ]; then
 	# nothing to say about.  e2e_workers.sh runs two server workers
 	# through limits, replays, tickets and a reload; e2e_resolve.sh and
 	# fault_preauth.sh run the default (one per CPU) too.
-	tests=(tests/unit/server/test_resolve tests/unit/client/dgram/test_assoc
+	tests=(tests/unit/server/test_resolve tests/unit/core/test_limit
+	    tests/unit/client/dgram/test_assoc
 	    tests/unit/client/dgram/test_flow_udp tests/netns/e2e/e2e_resolve.sh
 	    tests/netns/e2e/e2e_workers.sh tests/netns/fault/fault_preauth.sh)
 	# A report makes a unit test exit with 66; tests/netns/lib.sh fails a

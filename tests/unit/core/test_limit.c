@@ -2,11 +2,16 @@
  * limit: counts per key (entries live only while held), source keys
  * (IPv4 /32, IPv6 /64, mapped IPv4 as IPv4), the memory budget (take,
  * force, admission reserve, waiters woken once per call), buffers charged
- * to a budget, sizes, and refusal messages rate-limited per kind.
+ * to a budget, sizes, and refusal messages rate-limited per kind; and the
+ * same shared by threads (the server's workers): a count taken by four
+ * at once never passes its maximum, entries got and released by all
+ * stay consistent, a budget never goes past its limit nor leaks.
  */
 #include "config.h"
 
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
@@ -344,6 +349,83 @@ test_refuse_rate_limited(void **state)
 	assert_int_equal(limit_cover_memory_default(0), (size_t)32 << 20);
 }
 
+/* ---- threads ------------------------------------------------------- */
+
+#define T_THREADS	4
+#define T_ROUNDS	100000
+#define T_MAX		2	/* fewer than the threads: they race for it */
+
+struct shared {
+	_Atomic unsigned	 count;
+	_Atomic unsigned	 most;		/* the count seen while held */
+	struct limit_tab	 tab;
+	struct limit_mem	 mem;
+	_Atomic unsigned	 bad;
+	_Atomic unsigned	 ready;		/* all start at once */
+};
+
+static void *
+t_worker(void *arg)
+{
+	struct shared		*sh = arg;
+	struct limit_ent	*e;
+	unsigned		 v, m, i;
+	char			 key[2] = { 'k', 0 };
+
+	sh->ready++;
+	while (sh->ready < T_THREADS)
+		;
+	for (i = 0; i < T_ROUNDS; i++) {
+		if (limit_count_take(&sh->count, T_MAX)) {
+			v = sh->count;
+			m = sh->most;
+			while (v > m && !atomic_compare_exchange_weak(&sh->most,
+			    &m, v))
+				;
+			sh->count--;
+		}
+		key[1] = (char)(i % 3);
+		if ((e = limit_tab_get(&sh->tab, key, 2)) == NULL) {
+			sh->bad++;
+			continue;
+		}
+		if (limit_count_take(&e->conns, 0)) {
+			e->conns--;
+		}
+		limit_tab_release(&sh->tab, e);
+		if (limit_mem_take(&sh->mem, 100)) {
+			if (sh->mem.used > sh->mem.max)
+				sh->bad++;
+			limit_mem_give(&sh->mem, 100);
+		}
+	}
+	return NULL;
+}
+
+static void
+test_shared_by_threads(void **state)
+{
+	static struct shared	 sh;
+	pthread_t		 th[T_THREADS];
+	int			 i;
+
+	(void)state;
+	assert_int_equal(limit_tab_init(&sh.tab, 4), 0);
+	limit_mem_init(&sh.mem, 250, 100);
+	for (i = 0; i < T_THREADS; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, t_worker, &sh),
+		    0);
+	for (i = 0; i < T_THREADS; i++)
+		pthread_join(th[i], NULL);
+	assert_int_equal(sh.bad, 0);
+	assert_int_equal(sh.count, 0);
+	assert_true(sh.most >= 1 && sh.most <= T_MAX);
+	assert_int_equal(sh.tab.n, 0);		/* every entry freed */
+	assert_int_equal(sh.mem.used, 0);
+	assert_true(sh.mem.peak <= 200);
+	limit_tab_free(&sh.tab);
+}
+
 int
 main(void)
 {
@@ -355,6 +437,7 @@ main(void)
 		cmocka_unit_test(test_buf_charged),
 		cmocka_unit_test(test_parse_size),
 		cmocka_unit_test(test_refuse_rate_limited),
+		cmocka_unit_test(test_shared_by_threads),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
