@@ -340,6 +340,14 @@ EOF
 	ts_log "configs written and accepted by 'tunsplit check'"
 }
 
+# ts_server_users YAML-LIST: the server's users replaced (the line
+# ts_write_configs wrote), and the file checked again.
+ts_server_users() {
+	sed -i "s|^  users: .*|  users: $1|" "$TS_TMP/server.yaml"
+	"$TUNSPLIT" check -c "$TS_TMP/server.yaml" >"$TS_TMP/check-users.log" 2>&1 ||
+	    ts_fail "server config with users $1: $(cat "$TS_TMP/check-users.log")"
+}
+
 # ---- processes --------------------------------------------------------------
 
 # ts_bg NS LOGNAME CMD...: run CMD in namespace NS in the background, output

@@ -34,10 +34,7 @@ ts_make_pki
 ts_write_configs "  pool: 2" "  workers: 2
   accept_v1: true"
 ka=$("$TUNSPLIT" genkey) || ts_fail "genkey"
-sed -i "s|^  users: .*|  users: [{name: test, key: \"$TS_KEY\"}, {name: alice, key: \"$ka\", max_conns: 4}]|" \
-    "$TS_TMP/server.yaml"
-"$TUNSPLIT" check -c "$TS_TMP/server.yaml" >"$TS_TMP/check2.log" 2>&1 ||
-    ts_fail "server config: $(cat "$TS_TMP/check2.log")"
+ts_server_users "[{name: test, key: \"$TS_KEY\"}, {name: alice, key: \"$ka\", max_conns: 4}]"
 ts_start_target
 ts_start_soak_target
 ts_prove_no_forward "$TS_TARGET_PORT"
