@@ -228,18 +228,26 @@ ts_topology_up() {
 	ts_ns_add "$NS_T"
 	ip -n "$NS_C" link add eth0 type veth peer name eth0 netns "$NS_S" ||
 	    ts_fail "veth client-server"
-	ip -n "$NS_T" link add eth0 type veth peer name eth1 netns "$NS_S" ||
-	    ts_fail "veth target-server"
 	ip -n "$NS_C" addr add "$TS_C_ADDR4/24" dev eth0
 	ip -n "$NS_C" addr add "$TS_C_ADDR6/64" dev eth0 nodad
 	ip -n "$NS_S" addr add "$TS_S_ADDR4/24" dev eth0
 	ip -n "$NS_S" addr add "$TS_S_ADDR6/64" dev eth0 nodad
+	ip -n "$NS_C" link set eth0 up
+	ip -n "$NS_S" link set eth0 up
+	ts_target_link_up
+	ts_log "topology up"
+}
+
+# ts_target_link_up: the server-target veth of the topology above (eth1
+# in the server namespace, eth0 in the target's), its addresses, the
+# target's default routes, and no forwarding in the server namespace.
+ts_target_link_up() {
+	ip -n "$NS_T" link add eth0 type veth peer name eth1 netns "$NS_S" ||
+	    ts_fail "veth target-server"
 	ip -n "$NS_S" addr add "$TS_S2_ADDR4/24" dev eth1
 	ip -n "$NS_S" addr add "$TS_S2_ADDR6/64" dev eth1 nodad
 	ip -n "$NS_T" addr add "$TS_T_ADDR4/24" dev eth0
 	ip -n "$NS_T" addr add "$TS_T_ADDR6/64" dev eth0 nodad
-	ip -n "$NS_C" link set eth0 up
-	ip -n "$NS_S" link set eth0 up
 	ip -n "$NS_S" link set eth1 up
 	ip -n "$NS_T" link set eth0 up
 	ip -n "$NS_T" route add default via "$TS_S2_ADDR4"
@@ -248,7 +256,6 @@ ts_topology_up() {
 	ts_sysctl "$NS_S" net/ipv4/ip_forward 0 &&
 	    ts_sysctl "$NS_S" net/ipv6/conf/all/forwarding 0 ||
 	    ts_fail "cannot disable forwarding in $NS_S"
-	ts_log "topology up"
 }
 
 # Prove that the target is unreachable from the client namespace without the

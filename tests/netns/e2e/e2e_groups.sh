@@ -110,41 +110,11 @@ PID_B=$TS_LAST_PID
 ts_wait_port "$NS_S" "$PORT_B" 10 "$PID_B" || ts_fail "server B did not listen"
 ts_start_client
 
-# The stream of short flows: "T ok|fail why" per flow, T in seconds
-# (CLOCK_REALTIME, as date +%s.%N).
-cat >"$TS_TMP/stream.py" <<EOF
-import hashlib, os, socket, sys, time
-sys.path.insert(0, "$TS_LIB_DIR")
-import tools
-host, port, secs, out = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
-n = 65536
-want = tools.stream_hash(7, n)
-end = time.time() + secs
-with open(out, "w", buffering=1) as f:
-    while time.time() < end and not os.path.exists(out + ".stop"):
-        t = time.time()
-        try:
-            c = socket.create_connection((host, port), timeout=5)
-            c.settimeout(5)
-            c.sendall(b"SEND %d 7 0\n" % n)
-            h, got = hashlib.sha256(), 0
-            while True:
-                b = c.recv(65536)
-                if not b:
-                    break
-                h.update(b)
-                got += len(b)
-            c.close()
-            ok = got == n and h.hexdigest() == want
-            f.write("%.3f %s %d %.3f\n" % (t, "ok" if ok else "fail", got,
-                                          time.time()))
-        except OSError as e:
-            f.write("%.3f fail %s\n" % (t, e.__class__.__name__))
-        time.sleep(max(0, 0.05 - (time.time() - t)))
-EOF
+# The stream of short flows (flowstream.py): "T ok|fail ..." per flow.
 stream() {
-	ip netns exec "$NS_C" timeout 60 "$TS_PY" -u "$TS_TMP/stream.py" \
-	    "$TS_T_ADDR4" "$TS_TARGET_PORT" "$1" "$TS_TMP/$2" \
+	ip netns exec "$NS_C" timeout 60 "$TS_PY" -u \
+	    "$TS_LIB_DIR/e2e/flowstream.py" "$TS_T_ADDR4" "$TS_TARGET_PORT" \
+	    "$TS_TMP/$2" --secs "$1" --gap 0.05 --timeout 5 \
 	    >>"$TS_TMP/apps.log" 2>&1
 }
 # flows_on LOG: the flows a server has carried (its per-flow lines).

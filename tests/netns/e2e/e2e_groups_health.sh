@@ -75,20 +75,8 @@ ip -n "$NS_C" addr add "$TS_C_ADDR6/64" dev lk0 nodad
 ip -n "$NS_S" addr add "$TS_S_ADDR6/64" dev lk0 nodad
 ip -n "$NS_C" addr add "$C_LK1/24" dev lk1
 ip -n "$NS_S" addr add "$B_ADDR4/24" dev lk1
-ip -n "$NS_T" link add eth0 type veth peer name eth1 netns "$NS_S" ||
-    ts_fail "veth target-server"
-ip -n "$NS_S" addr add "$TS_S2_ADDR4/24" dev eth1
-ip -n "$NS_S" addr add "$TS_S2_ADDR6/64" dev eth1 nodad
-ip -n "$NS_T" addr add "$TS_T_ADDR4/24" dev eth0
+ts_target_link_up
 ip -n "$NS_T" addr add "$T_ADDR4B/24" dev eth0
-ip -n "$NS_T" addr add "$TS_T_ADDR6/64" dev eth0 nodad
-ip -n "$NS_S" link set eth1 up
-ip -n "$NS_T" link set eth0 up
-ip -n "$NS_T" route add default via "$TS_S2_ADDR4"
-ip -n "$NS_T" -6 route add default via "$TS_S2_ADDR6"
-ts_sysctl "$NS_S" net/ipv4/ip_forward 0 &&
-    ts_sysctl "$NS_S" net/ipv6/conf/all/forwarding 0 ||
-    ts_fail "cannot disable forwarding in $NS_S"
 
 ts_make_pki
 ts_write_configs
@@ -145,45 +133,12 @@ PID_C=$TS_LAST_PID
 ts_wait_port "$NS_S" "$PORT_C" 10 "$PID_C" || ts_fail "C did not listen"
 ts_start_client
 
-# stream.py HOST PORT COUNT OUT [GAP]: COUNT flows one after another (or
-# until OUT.stop exists), "T ok|fail ..." per flow; T is the time it
-# started (CLOCK_REALTIME).
-cat >"$TS_TMP/stream.py" <<EOF
-import hashlib, os, socket, sys, time
-sys.path.insert(0, "$TS_LIB_DIR")
-import tools
-host, port, count, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-gap = float(sys.argv[5]) if len(sys.argv) > 5 else 0
-n = 65536
-want = tools.stream_hash(7, n)
-with open(out, "w", buffering=1) as f:
-    for i in range(count):
-        if os.path.exists(out + ".stop"):
-            break
-        t = time.time()
-        try:
-            c = socket.create_connection((host, port), timeout=10)
-            c.settimeout(10)
-            c.sendall(b"SEND %d 7 0\n" % n)
-            h, got = hashlib.sha256(), 0
-            while True:
-                b = c.recv(65536)
-                if not b:
-                    break
-                h.update(b)
-                got += len(b)
-            c.close()
-            ok = got == n and h.hexdigest() == want
-            f.write("%.3f %s %d\n" % (t, "ok" if ok else "fail", got))
-        except OSError as e:
-            f.write("%.3f fail %s\n" % (t, e.__class__.__name__))
-        time.sleep(max(0, gap - (time.time() - t)))
-EOF
-# stream HOST COUNT OUT [GAP]
+# stream HOST COUNT OUT [GAP]: COUNT flows one after another
+# (flowstream.py), a flow GAP seconds after the one before started.
 stream() {
-	ip netns exec "$NS_C" timeout 120 "$TS_PY" -u "$TS_TMP/stream.py" \
-	    "$1" "$TS_TARGET_PORT" "$2" "$TS_TMP/$3" "${4:-0}" \
-	    >>"$TS_TMP/apps.log" 2>&1
+	ip netns exec "$NS_C" timeout 120 "$TS_PY" -u \
+	    "$TS_LIB_DIR/e2e/flowstream.py" "$1" "$TS_TARGET_PORT" \
+	    "$TS_TMP/$3" --count "$2" --gap "${4:-0}" >>"$TS_TMP/apps.log" 2>&1
 }
 # flows_on LOG DST: the flows a server has carried to DST.
 flows_on() { grep -c "sess [0-9]*: closed: .* -> $2:" "$TS_TMP/$1.log"; }

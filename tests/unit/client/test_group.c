@@ -53,6 +53,22 @@ by(const struct outbounds *obs, const char *name)
 	return NULL;
 }
 
+/* The outbounds of yaml (they hold their own reference to its conf). */
+static struct outbounds *
+obs_load(const char *yaml)
+{
+	char err[512];
+	struct conf *c = load(yaml, err, sizeof(err));
+	struct outbounds *obs;
+
+	if (c == NULL)
+		fail_msg("%s", err);
+	obs = outbounds_new(NULL, c, NULL);
+	conf_unref(c);
+	assert_non_null(obs);
+	return obs;
+}
+
 static void
 query(struct rule_query *q, const char *dst)
 {
@@ -149,17 +165,12 @@ down(struct outbound *ob, uint64_t t)
 static void
 test_failover(void **state)
 {
-	char err[512];
-	struct conf *c = load(CONF, err, sizeof(err));
-	struct outbounds *obs;
+	struct outbounds *obs = obs_load(CONF);
 	struct outbound *a, *b, *fo, *outer, *r;
 	struct rule_query q;
 	uint64_t t = 100000;
 
 	(void)state;
-	if (c == NULL)
-		fail_msg("%s", err);
-	assert_non_null(obs = outbounds_new(NULL, c, NULL));
 	a = by(obs, "a");
 	b = by(obs, "b");
 	fo = by(obs, "fo");
@@ -190,7 +201,6 @@ test_failover(void **state)
 	health_ok(&a->stats->health, t + 5);	/* a answered */
 	assert_ptr_equal(group_pick(fo, &q, t + 5, NULL), a);
 	outbounds_free(obs);
-	conf_unref(c);
 }
 
 /* select: the chosen member, taken only while up; balance: one
@@ -200,16 +210,12 @@ static void
 test_select_balance(void **state)
 {
 	char err[512], addr[32];
-	struct conf *c = load(CONF, err, sizeof(err));
-	struct outbounds *obs;
+	struct outbounds *obs = obs_load(CONF);
 	struct outbound *sel, *bal, *before[64], *r;
 	struct rule_query q;
 	unsigned i, seen[3] = { 0, 0, 0 }, moved = 0;
 
 	(void)state;
-	if (c == NULL)
-		fail_msg("%s", err);
-	assert_non_null(obs = outbounds_new(NULL, c, NULL));
 	sel = by(obs, "sel");
 	bal = by(obs, "bal");
 	query(&q, "192.0.2.1");
@@ -245,7 +251,6 @@ test_select_balance(void **state)
 	}
 	assert_int_equal(moved, seen[1]);
 	outbounds_free(obs);
-	conf_unref(c);
 }
 
 /* select's choice kept across a restart: saved, loaded into a new set;
@@ -458,17 +463,12 @@ answers(struct outbound *ob, uint64_t t, uint32_t fb_us, int n)
 static void
 test_fastest(void **state)
 {
-	char err[512];
-	struct conf *c = load(FAST, err, sizeof(err));
-	struct outbounds *obs;
+	struct outbounds *obs = obs_load(FAST);
 	struct outbound *a, *b, *f;
 	struct rule_query q;
 	uint64_t t = 100000;
 
 	(void)state;
-	if (c == NULL)
-		fail_msg("%s", err);
-	assert_non_null(obs = outbounds_new(NULL, c, NULL));
 	a = by(obs, "a");
 	b = by(obs, "b");
 	f = by(obs, "f");
@@ -507,7 +507,6 @@ test_fastest(void **state)
 	assert_true(health_degraded(&b->stats->health));
 	assert_ptr_equal(group_pick_flow(f, &q, t), b);
 	outbounds_free(obs);
-	conf_unref(c);
 }
 
 /* balance weights: b of weight 3 takes about 3/4 of the destinations;
@@ -515,17 +514,13 @@ test_fastest(void **state)
 static void
 test_weights(void **state)
 {
-	char err[512], addr[32];
-	struct conf *c = load(FAST, err, sizeof(err));
-	struct outbounds *obs;
+	char addr[32];
+	struct outbounds *obs = obs_load(FAST);
 	struct outbound *w, *pf, *b;
 	struct rule_query q;
 	unsigned i, nb = 0;
 
 	(void)state;
-	if (c == NULL)
-		fail_msg("%s", err);
-	assert_non_null(obs = outbounds_new(NULL, c, NULL));
 	w = by(obs, "w");
 	pf = by(obs, "pf");
 	b = by(obs, "b");
@@ -551,7 +546,6 @@ test_weights(void **state)
 		assert_ptr_equal(group_pick_flow(pf, &q, 0), group_pick(pf, &q,
 		    0, NULL));
 	outbounds_free(obs);
-	conf_unref(c);
 }
 
 int
