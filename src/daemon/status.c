@@ -1026,6 +1026,27 @@ prom_outbounds(FILE *fp, const struct status *st)
 			fprintf(fp, "tunsplit_outbound_up{outbound=\"%s\"} %d\n",
 			    st->outbounds[i].name,
 			    strcmp(st->outbounds[i].state, "up") == 0);
+	prom_head(fp, "outbound_degraded", "gauge",
+	    "1 while an outbound is degraded: far slower, or retransmitting "
+	    "far more, than its own baseline.");
+	for (i = 0; i < st->noutbounds; i++)
+		if (st->outbounds[i].state != NULL)
+			fprintf(fp, "tunsplit_outbound_degraded{outbound=\"%s\"} "
+			    "%d\n", st->outbounds[i].name,
+			    strcmp(st->outbounds[i].state, "degraded") == 0);
+	prom_head(fp, "outbound_first_byte_seconds", "gauge",
+	    "Request to the server's answer on each outbound: the recent "
+	    "average (what fastest compares) and the baseline.");
+	for (i = 0; i < st->noutbounds; i++) {
+		o = &st->outbounds[i];
+		if (o->fb_us == 0)
+			continue;
+		fprintf(fp, "tunsplit_outbound_first_byte_seconds{outbound=\"%s\","
+		    "avg=\"recent\"} %.6f\n"
+		    "tunsplit_outbound_first_byte_seconds{outbound=\"%s\","
+		    "avg=\"baseline\"} %.6f\n", o->name, o->fb_us / 1e6,
+		    o->name, o->fb_base_us / 1e6);
+	}
 	prom_head(fp, "group_active", "gauge",
 	    "1 for the member of each group a new flow takes now (balance: "
 	    "each member up).");

@@ -94,6 +94,7 @@ sed -e "s/:$TS_SERVER_PORT\"/:$PORT_C\"/g" -e "s/server.sock/server-c.sock/" \
 cat >"$TS_TMP/client.yaml" <<EOF
 log: {level: info, flows: true}
 control: $TS_TMP/client.sock
+metrics: 9354
 tun: {name: $TS_TUN, mtu: 9000, address: [198.18.0.1/15, "fdfe:dcba:9876::1/64"]}
 client:
   connect_timeout: 5s
@@ -230,6 +231,15 @@ grep "group fast" "$TS_TMP/client.log" | sed 's/^/  /'
     ts_fail "fastest: $a_after flows reached A after it degraded (> $FEW)"
 grep -A2 "^outbound a " <<<"$st" | grep -q "first byte" ||
     ts_fail "status lacks a's first-byte time: $st"
+ip netns exec "$NS_C" "$TS_PY" -c 'import urllib.request, sys
+sys.stdout.write(urllib.request.urlopen("http://127.0.0.1:9354/metrics",
+    timeout=5).read().decode())' >"$TS_TMP/c.prom" || ts_fail "metrics"
+grep -qE '^tunsplit_outbound_first_byte_seconds\{outbound="a",avg="recent"\} 0\.[0-9]+$' \
+    "$TS_TMP/c.prom" || ts_fail "metrics lack a's first-byte time"
+grep -qxE 'tunsplit_outbound_degraded\{outbound="b"\} 0' "$TS_TMP/c.prom" ||
+    ts_fail "metrics lack b's degraded gauge"
+grep -qxF 'tunsplit_group_active{group="fast",member="b"} 1' "$TS_TMP/c.prom" ||
+    ts_fail "metrics do not show b active in fast"
 pool_b=$(pool b taken)
 [ "$pool_b" -gt 5 ] || ts_fail "active b's own pool served $pool_b flows"
 
