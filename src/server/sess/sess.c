@@ -514,8 +514,9 @@ sess_cover_admit(struct sess *s)
 
 	if (ls == NULL)
 		return true;
-	if (s->lim_src != NULL && c->server.max_cover_per_source != 0 &&
-	    s->lim_src->cover >= c->server.max_cover_per_source) {
+	/* Taken, not compared: the workers share the source's count. */
+	if (s->lim_src != NULL && !limit_count_take(&s->lim_src->cover,
+	    c->server.max_cover_per_source)) {
 		limit_refuse(&ls->st, LIMIT_COVER_SOURCE,
 		    loop_now(s->env->loop), "cover relays",
 		    "source %s: max_cover_per_source %u reached",
@@ -524,14 +525,12 @@ sess_cover_admit(struct sess *s)
 		sess_close(s, "limit: max_cover_per_source", 0);
 		return false;
 	}
+	s->lim_cover = true;	/* sess_close gives the count back */
+	ls->cover++;
 	if (!sess_reserve(s, RELAY_BUF_SIZE)) {
 		sess_close(s, "limit: cover_buffer_memory", 0);
 		return false;
 	}
-	s->lim_cover = true;
-	ls->cover++;
-	if (s->lim_src != NULL)
-		s->lim_src->cover++;
 	return true;
 }
 
