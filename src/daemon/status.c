@@ -613,14 +613,6 @@ json_limits(const struct status *st, FILE *fp)
 	fprintf(fp, "},\"buffer_memory\":{\"used\":%zu,\"peak\":%zu,"
 	    "\"max\":%zu,\"denied\":%" PRIu64 "}", st->mem_used, st->mem_peak,
 	    st->mem_max, st->mem_denied);
-	if (st->workers > 0) {
-		fprintf(fp, ",\"workers\":[");
-		for (i = 0; i < st->workers && i < STATUS_WORKERS_MAX; i++)
-			fprintf(fp, "%s{\"sessions\":%" PRIu64 ",\"active\":%"
-			    PRIu64 "}", i > 0 ? "," : "", st->worker_total[i],
-			    st->worker_active[i]);
-		fputc(']', fp);
-	}
 	if (st->has_sources) {
 		fprintf(fp, ",\"sources\":%zu,\"udp_sessions\":%u,"
 		    "\"udp_max\":%u", st->sources, st->udp_sessions,
@@ -680,6 +672,11 @@ status_write_json(const struct status *st, FILE *fp)
 		json_contact(fp, st);
 	if (strcmp(st->role, "server") == 0)
 		fprintf(fp, ",\"users\":%zu", st->users);
+	for (i = 0; i < st->workers && i < STATUS_WORKERS_MAX; i++)
+		fprintf(fp, "%s{\"sessions\":%" PRIu64 ",\"active\":%" PRIu64
+		    "}%s", i == 0 ? ",\"workers\":[" : ",",
+		    st->worker_total[i], st->worker_active[i],
+		    i + 1 == st->workers ? "]" : "");
 	fprintf(fp, ",\"%s\":{\"active\":%" PRIu64 ",\"total\":%" PRIu64
 	    ",\"refused\":%" PRIu64, what, st->active, st->total, st->refused);
 	if (strcmp(st->role, "server") == 0)

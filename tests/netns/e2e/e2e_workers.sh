@@ -58,7 +58,7 @@ done
 status_json
 per=$("$TS_PY" -c 'import json, sys
 st = json.load(open(sys.argv[1]))
-w = st["limits"]["workers"] if "workers" in st["limits"] else st["workers"]
+w = st["workers"]
 print(" ".join(str(x["sessions"]) for x in w))' "$TS_TMP/status.json") ||
     ts_fail "no per-worker counts in the status: $(cat "$TS_TMP/status.json")"
 read -r w0 w1 rest <<<"$per"
