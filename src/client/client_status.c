@@ -314,6 +314,8 @@ client_status_fill(struct client_status *cs, struct status_fill *sf)
 		if (st->ndns_up > FLOW_UDP_UPSTREAMS)
 			st->ndns_up = FLOW_UDP_UPSTREAMS;
 		st->dns_up_queries = flow_udp_stats(cs->udp)->dns_upstream;
+		st->dns_up_failed =
+		    flow_udp_stats(cs->udp)->dns_upstream_failed;
 	}
 	if (env->fakeip != NULL) {
 		st->has_fakeip = true;

@@ -231,6 +231,15 @@ text_rules(const struct status *st, FILE *fp)
 	}
 }
 
+static const char *
+status_dns_proto(const struct conf_dns_upstream *up)
+{
+	static const char *const name[] = { "udp", "tcp", "tls", "https" };
+
+	return up->protocol >= 0 && up->protocol < 4 ? name[up->protocol] :
+	    "?";
+}
+
 /* The server's resolver: outcomes of its lookups, its queue now. */
 static void
 text_dns(const struct status *st, FILE *fp)
@@ -244,9 +253,11 @@ text_dns(const struct status *st, FILE *fp)
 	    PRIu64 " expired\n", k->entries, k->hits, k->misses, k->stored,
 	    k->evicted, k->expired);
 	for (i = 0; i < st->ndns_up; i++)
-		fprintf(fp, "dns upstream %s %s: %" PRIu64 " queries\n",
-		    st->dns_up[i].name, addr_fmt(&st->dns_up[i].addr, buf,
-		    sizeof(buf)), st->dns_up_queries[i]);
+		fprintf(fp, "dns upstream %s %s %s: %" PRIu64 " queries, %"
+		    PRIu64 " failed\n", st->dns_up[i].name,
+		    status_dns_proto(&st->dns_up[i]), addr_fmt(
+		    &st->dns_up[i].addr, buf, sizeof(buf)), st->dns_up_queries[i],
+		    st->dns_up_failed[i]);
 }
 
 static void
@@ -583,7 +594,9 @@ json_dns(const struct status *st, FILE *fp)
 		fprintf(fp, ",\"address\":");
 		status_json_str(fp, addr_fmt(&st->dns_up[i].addr, buf,
 		    sizeof(buf)));
-		fprintf(fp, ",\"queries\":%" PRIu64 "}", st->dns_up_queries[i]);
+		fprintf(fp, ",\"queries\":%" PRIu64 ",\"protocol\":\"%s\","
+		    "\"failed\":%" PRIu64 "}", st->dns_up_queries[i],
+		    status_dns_proto(&st->dns_up[i]), st->dns_up_failed[i]);
 	}
 	fputc(']', fp);
 }
@@ -922,6 +935,14 @@ prom_dns(FILE *fp, const struct status *st)
 	for (i = 0; i < st->ndns_up; i++)
 		fprintf(fp, "tunsplit_dns_upstream_queries_total{upstream=\"%s\"}"
 		    " %" PRIu64 "\n", st->dns_up[i].name, st->dns_up_queries[i]);
+	prom_head(fp, "dns_upstream_failures_total", "counter",
+	    "DNS queries to each of dns.upstreams answered SERVFAIL by the "
+	    "client: the upstream refused, failed, timed out or answered "
+	    "malformed (tcp, tls, https; since the last reload).");
+	for (i = 0; i < st->ndns_up; i++)
+		fprintf(fp, "tunsplit_dns_upstream_failures_total{upstream="
+		    "\"%s\"} %" PRIu64 "\n", st->dns_up[i].name,
+		    st->dns_up_failed[i]);
 }
 
 static void

@@ -159,6 +159,7 @@ struct status {
 	const struct conf_dns_upstream *dns_up;
 	size_t		 ndns_up;
 	const uint64_t	*dns_up_queries;
+	const uint64_t	*dns_up_failed;		/* answered SERVFAIL here */
 
 	/* Server. */
 	size_t		 users;

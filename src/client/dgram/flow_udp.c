@@ -61,6 +61,7 @@ struct flow_udp_asker {
 	int		 family;
 	uint8_t		 app[16], dst[16];
 	uint16_t	 aport, dport;
+	int		 up;		/* its index in dns.upstreams */
 };
 
 /*
@@ -304,8 +305,8 @@ flow_udp_on_dnsup(void *arg, const void *ctx, const uint8_t *query,
 			return;
 		if (reply != NULL)
 			ans[2] |= DNS_FLAG_TC >> 8;
-		else
-			u->st.dns_servfail++;
+		else if (k->up < FLOW_UDP_UPSTREAMS)
+			u->st.dns_upstream_failed[k->up]++;
 		reply = ans;
 		len = (size_t)r;
 	}
@@ -330,6 +331,7 @@ flow_udp_dns_stream(struct flow_udp *u, const struct pkt_ip *ip,
 	memcpy(k.dst, ip->dst, ip->family == AF_INET ? 4 : 16);
 	k.aport = ud->sport;
 	k.dport = ud->dport;
+	k.up = up;
 	if (u->dnsup == NULL && (u->dnsup = dnsup_new(u->loop, u->conf,
 	    u->obs, flow_udp_on_dnsup, u)) == NULL) {
 		flow_udp_on_dnsup(u, &k, ud->data, ud->len, NULL, 0);
@@ -915,6 +917,8 @@ flow_udp_reconfigure(struct flow_udp *u, const struct conf *c,
 	dnsfwd_cache_free(u->cache);
 	u->cache = dnsfwd_cache_new(c->client.dns_cache_size);
 	memset(u->st.dns_upstream, 0, sizeof(u->st.dns_upstream));
+	memset(u->st.dns_upstream_failed, 0,
+	    sizeof(u->st.dns_upstream_failed));
 	dnsup_retire(u->dnsup);
 	u->dnsup = NULL;
 	u->conf = c;

@@ -33,10 +33,12 @@ struct flow_udp_stats {
 	uint64_t	 rx_malformed;	/* bounds, lengths, versions */
 	uint64_t	 rx_badsum;	/* IP, UDP or ICMP checksum wrong */
 	uint64_t	 dns_pinned;	/* queries sent to client.dns */
-	uint64_t	 dns_servfail;	/* stream upstreams' failures */
 	/* Of those, the ones each of dns.upstreams took (by index; since
 	 * the last reload). */
 	uint64_t	 dns_upstream[FLOW_UDP_UPSTREAMS];
+	/* Of those, answered SERVFAIL here (tcp, tls, https upstreams:
+	 * refused, failed, timed out, malformed). */
+	uint64_t	 dns_upstream_failed[FLOW_UDP_UPSTREAMS];
 };
 
 struct flow_udp *flow_udp_new(const struct assoc_cfg *cfg);

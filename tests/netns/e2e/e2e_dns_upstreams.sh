@@ -161,7 +161,7 @@ st=$(ip netns exec "$NS_C" "$TUNSPLIT" status --json -s "$TS_TMP/client.sock") |
     ts_fail "status"
 grep -q '"dns_cache":{"hits":[1-9]' <<<"$st" ||
     ts_fail "status has no cache hits: $st"
-grep -q '"dns_upstreams":\[{"name":"corp","address":"10.77.1.2:53","queries":2}' <<<"$st" ||
+grep -q '"dns_upstreams":\[{"name":"corp","address":"10.77.1.2:53","queries":2,"protocol":"udp","failed":0}' <<<"$st" ||
     ts_fail "status: corp's queries: $(grep -o '"dns_upstreams":[^]]*' <<<"$st")"
 ts_log "repeated queries (and NXDOMAIN) answered by the cache; $(grep -o '"dns_cache":{[^}]*}' <<<"$st")"
 
