@@ -14,7 +14,8 @@
 #     through the tunnel (the resolver sees the server's 10.77.2.1),
 #     *.home.test over HTTPS direct (the resolver sees the client's
 #     10.77.1.1);
-#  2. connections are reused: several queries, one connection each;
+#  2. connections are reused: several queries, 30 at once too, one
+#     connection each;
 #  3. an upstream nobody listens on answers SERVFAIL, at once;
 #  4. malformed answers (a length prefix or Content-Length promising
 #     more than comes, or one past any DNS message) give SERVFAIL, and
@@ -151,6 +152,23 @@ want b.tls.test 10.55.1.2
 want c.tls.test 10.55.1.3
 want b.doh.test 10.55.2.2
 want c.doh.test 10.55.2.3
+# 30 at once to each (pipelined over tls, one after another over https):
+# each gets its own answer.
+pids=()
+for z in tls doh; do
+	for i in $(seq 30); do
+		dig_c "p$i.$z.test" A >"$TS_TMP/par-$z-$i.txt" 2>&1 &
+		pids+=($!)
+	done
+done
+wait "${pids[@]}"	# only these: the daemons are children too
+for z in tls doh; do
+	for i in $(seq 30); do
+		grep -q "status: NXDOMAIN" "$TS_TMP/par-$z-$i.txt" &&
+		    grep -q "^;p$i\.$z\.test\..*IN.*A" "$TS_TMP/par-$z-$i.txt" ||
+		    ts_fail "parallel p$i.$z.test: $(cat "$TS_TMP/par-$z-$i.txt")"
+	done
+done
 for p in tcp tls https; do
 	n=$(grep -c "^conn $TS_S2_ADDR4 $p\$" "$TS_TMP/far.log")
 	[ "$n" = 1 ] || ts_fail "$p: $n connections for its queries, want 1 (reuse)"
@@ -176,6 +194,13 @@ want d.doh.test 10.55.2.4
 want c.tcp.test 10.55.3.3
 grep -q "malformed answer" "$TS_TMP/client.log" ||
     ts_fail "the client did not log the malformed answers"
+st=$(ip netns exec "$NS_C" "$TUNSPLIT" status --json -s "$TS_TMP/client.sock") ||
+    ts_fail "status"
+for u in dot:tls:2 doh:https:2 plain:tcp:2 dead:tls:1; do
+	IFS=: read -r n p f <<<"$u"
+	grep -q "{\"name\":\"$n\",[^}]*\"protocol\":\"$p\",\"failed\":$f}" <<<"$st" ||
+	    ts_fail "status: upstream $n: $(grep -o "{\"name\":\"$n\",[^}]*}" <<<"$st")"
+done
 ts_log "truncated and oversize answers: SERVFAIL; the upstreams serve on"
 
 # 5. Nothing to the tunnel's resolver on the wire; the direct one's there.
