@@ -62,6 +62,12 @@ static uint8_t		 ts_rx[TS_RXV_MAX];
 static uint8_t		 ts_tx[TS_RX_MAX];
 /* One datagram of a UDP super-packet at a time (vnet_rx_uso). */
 static uint8_t		 ts_uso[TS_RX_MAX];
+/* With offloads, the pbuf the next read goes into (ts_read_vnet); one
+ * filled to TS_RXP_KEEP or more is handed to lwIP as it is, so that a
+ * queued super-packet holds at most a third more than its bytes. */
+#define TS_RXP_SIZE	0xffff
+#define TS_RXP_KEEP	(TS_RXP_SIZE / 4 * 3)
+static struct pbuf	*ts_rxp;
 
 /*
  * Offloads (tsnetif_offload).  Every packet on the fd then carries a
@@ -606,6 +612,18 @@ tsnetif_tcp_out_hook(struct pbuf *p, struct tcp_hdr *hdr,
 	return opts;
 }
 
+/* Hands lwIP p, which holds len bytes of packet and TS_RX_SLACK zeroes
+ * after them (or fills the 16-bit size). */
+static void
+ts_input_pbuf(struct pbuf *p, size_t len)
+{
+	p->len = p->tot_len = (u16_t)len;	/* one pbuf, nothing chained */
+	if (ts_netif.input(p, &ts_netif) != ERR_OK)
+		pbuf_free(p);
+	if (ts_syn_seen)
+		ts_syn_adopt();
+}
+
 void
 tsnetif_input(const uint8_t *pkt, size_t len)
 {
@@ -616,6 +634,15 @@ tsnetif_input(const uint8_t *pkt, size_t len)
 	ts_stats.rx_bytes += len;
 	if (len == 0 || len > 0xffff) {
 		ts_stats.rx_malformed++;
+		return;
+	}
+	if (ts_rxp != NULL && pkt == ts_rxp->payload && len >= TS_RXP_KEEP &&
+	    len + TS_RX_SLACK <= TS_RXP_SIZE) {
+		/* Read in place and nearly full: taken as it is. */
+		p = ts_rxp;
+		ts_rxp = NULL;
+		memset((uint8_t *)p->payload + len, 0, TS_RX_SLACK);
+		ts_input_pbuf(p, len);
 		return;
 	}
 	/* Right-sized copy: lwIP may keep this pbuf queued for a while, and
@@ -632,11 +659,7 @@ tsnetif_input(const uint8_t *pkt, size_t len)
 	}
 	memcpy(p->payload, pkt, len);
 	memset((uint8_t *)p->payload + len, 0, alloc - len);
-	p->len = p->tot_len = (u16_t)len;	/* one pbuf, nothing chained */
-	if (ts_netif.input(p, &ts_netif) != ERR_OK)
-		pbuf_free(p);
-	if (ts_syn_seen)
-		ts_syn_adopt();
+	ts_input_pbuf(p, len);
 }
 
 static void
@@ -646,38 +669,37 @@ ts_uso_emit(void *arg, const uint8_t *dgram, size_t len)
 	tsnetif_input(dgram, len);
 }
 
-/* A read with offloads: buf/len is the virtio-net header and the packet;
- * the packet is fixed up in place.  A UDP super-packet (USO) becomes its
- * datagrams, each input on its own. */
+/* A read with offloads: vh (VNET_HDR_LEN bytes, or NULL when the read
+ * was shorter) and the packet pkt/len, fixed up in place.  A UDP
+ * super-packet (USO) becomes its datagrams, each input on its own. */
 static void
-ts_input_vnet(uint8_t *buf, size_t len)
+ts_input_vnet(const uint8_t *vh, uint8_t *pkt, size_t len)
 {
 	struct vnet_hdr h;
 	int rc = -1;
 
-	if (len >= VNET_HDR_LEN) {
-		vnet_hdr_get(&h, buf);
+	if (vh != NULL) {
+		vnet_hdr_get(&h, vh);
 		if (h.gso_type == VNET_GSO_UDP_L4) {
-			rc = vnet_rx_uso(&h, buf + VNET_HDR_LEN,
-			    len - VNET_HDR_LEN, ts_uso, ts_uso_emit, NULL);
+			rc = vnet_rx_uso(&h, pkt, len, ts_uso, ts_uso_emit,
+			    NULL);
 			if (rc > 0) {
 				ts_stats.rx_gso++;
 				return;
 			}
 			rc = -1;
 		} else
-			rc = vnet_rx(&h, buf + VNET_HDR_LEN,
-			    len - VNET_HDR_LEN);
+			rc = vnet_rx(&h, pkt, len);
 	}
 	if (rc == -1) {
 		ts_stats.rx_packets++;
-		ts_stats.rx_bytes += len;
+		ts_stats.rx_bytes += len + (vh != NULL ? VNET_HDR_LEN : 0);
 		ts_stats.rx_vnet_bad++;
 		return;
 	}
 	if (rc == 1)
 		ts_stats.rx_gso++;
-	tsnetif_input(buf + VNET_HDR_LEN, len - VNET_HDR_LEN);
+	tsnetif_input(pkt, len);
 }
 
 void
@@ -689,7 +711,54 @@ tsnetif_input_vnet(const uint8_t *buf, size_t len)
 		return;
 	}
 	memcpy(ts_rx, buf, len);
-	ts_input_vnet(ts_rx, len);
+	if (len < VNET_HDR_LEN)
+		ts_input_vnet(NULL, ts_rx, len);
+	else
+		ts_input_vnet(ts_rx, ts_rx + VNET_HDR_LEN, len - VNET_HDR_LEN);
+}
+
+/*
+ * One read with offloads.  The packet lands in ts_rxp when there is one:
+ * a TCP super-packet of a bulk upload (up to 64 KiB) then enters lwIP in
+ * the pbuf it was read into instead of being copied into one of its size
+ * (tsnetif_input).  What does not fit the pbuf goes on into ts_rx, and is
+ * refused as too long.
+ */
+static ssize_t
+ts_read_vnet(void)
+{
+	struct iovec iov[3];
+	ssize_t n;
+	size_t pl;
+
+	if (ts_rxp == NULL)
+		ts_rxp = pbuf_alloc(PBUF_RAW, TS_RXP_SIZE, PBUF_RAM);
+	if (ts_rxp == NULL) {
+		if ((n = read(ts_fd, ts_rx, sizeof(ts_rx))) >= 0)
+			tsnetif_input_vnet(ts_rx, (size_t)n);
+		return n;
+	}
+	iov[0].iov_base = ts_rx;
+	iov[0].iov_len = VNET_HDR_LEN;
+	iov[1].iov_base = ts_rxp->payload;
+	iov[1].iov_len = TS_RXP_SIZE;
+	iov[2].iov_base = ts_rx + VNET_HDR_LEN;
+	iov[2].iov_len = sizeof(ts_rx) - VNET_HDR_LEN;
+	if ((n = readv(ts_fd, iov, 3)) < 0)
+		return n;
+	if ((size_t)n < VNET_HDR_LEN) {
+		ts_input_vnet(NULL, ts_rx, (size_t)n);
+		return n;
+	}
+	pl = (size_t)n - VNET_HDR_LEN;
+	if (pl > TS_RXP_SIZE) {
+		ts_stats.rx_packets++;
+		ts_stats.rx_bytes += pl;
+		ts_stats.rx_malformed++;
+		return n;
+	}
+	ts_input_vnet(ts_rx, ts_rxp->payload, pl);
+	return n;
 }
 
 int
@@ -699,7 +768,10 @@ tsnetif_poll(unsigned max)
 	ssize_t n;
 
 	for (i = 0; i < max; i++) {
-		n = read(ts_fd, ts_rx, sizeof(ts_rx));
+		if (ts_vnet)
+			n = ts_read_vnet();
+		else
+			n = read(ts_fd, ts_rx, sizeof(ts_rx));
 		if (n < 0) {
 			if (errno == EINTR) {
 				i--;
@@ -710,9 +782,7 @@ tsnetif_poll(unsigned max)
 			log_warn("tun read");
 			return -1;
 		}
-		if (ts_vnet)
-			ts_input_vnet(ts_rx, (size_t)n);
-		else
+		if (!ts_vnet)
 			tsnetif_input(ts_rx, (size_t)n);
 	}
 	return (int)i;
@@ -852,6 +922,9 @@ tsnetif_shutdown(void)
 		tcp_abort(tcp_active_pcbs);
 	while (tcp_tw_pcbs != NULL)
 		tcp_abort(tcp_tw_pcbs);
+	if (ts_rxp != NULL)
+		pbuf_free(ts_rxp);
+	ts_rxp = NULL;
 	netif_remove(&ts_netif);
 	memset(&ts_netif, 0, sizeof(ts_netif));
 	ts_fd = -1;
