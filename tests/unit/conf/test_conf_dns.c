@@ -194,6 +194,56 @@ test_upstream_errors(void **state)
 	    "expected a list of upstreams");
 }
 
+/* tcp, tls, https: ports by protocol, their TLS keys; keys that belong
+ * to another protocol are errors. */
+static void
+test_upstream_streams(void **state)
+{
+	const struct conf_dns_upstream *u;
+	struct conf	*c;
+	char		 buf[ADDR_STRLEN];
+
+	(void)state;
+	c = load_ok(HEAD UPS
+	    "      - {name: t, address: 10.1.0.1, protocol: tcp, domains: a}\n"
+	    "      - {name: d, address: 10.1.0.2, protocol: tls, domains: b,"
+	    " tls_name: dns.example, ca: /etc/ssl/ca.pem}\n"
+	    "      - {name: h, address: 10.1.0.3, protocol: https, domains: c,"
+	    " path: /q}\n"
+	    "      - {name: p, address: \"10.1.0.4:8443\", protocol: https,"
+	    " domains: d}\n");
+	u = c->client.dns_upstreams;
+	assert_int_equal(u[0].protocol, CONF_DNS_TCP);
+	assert_string_equal(addr_fmt(&u[0].addr, buf, sizeof(buf)),
+	    "10.1.0.1:53");
+	assert_int_equal(u[1].protocol, CONF_DNS_TLS);
+	assert_string_equal(addr_fmt(&u[1].addr, buf, sizeof(buf)),
+	    "10.1.0.2:853");
+	assert_string_equal(u[1].tls_name, "dns.example");
+	assert_string_equal(u[1].ca_file, "/etc/ssl/ca.pem");
+	assert_null(u[1].path);
+	assert_int_equal(u[2].protocol, CONF_DNS_HTTPS);
+	assert_string_equal(addr_fmt(&u[2].addr, buf, sizeof(buf)),
+	    "10.1.0.3:443");
+	assert_string_equal(u[2].path, "/q");
+	assert_string_equal(u[2].tls_name, "");
+	assert_string_equal(addr_fmt(&u[3].addr, buf, sizeof(buf)),
+	    "10.1.0.4:8443");
+	conf_free(c);
+	expect_err(HEAD UPS "      - {name: a, address: 10.1.0.53, "
+	    "tls_name: x.example, domains: [a.test]}\n",
+	    "t.yaml:8:9: client.dns.upstreams[0]: ", "for protocol tls");
+	expect_err(HEAD UPS "      - {name: a, address: 10.1.0.53, "
+	    "protocol: tls, path: /q, domains: [a.test]}\n",
+	    "t.yaml:8:9: client.dns.upstreams[0]: ", "for protocol https");
+	expect_err(HEAD UPS "      - {name: a, address: 10.1.0.53, "
+	    "protocol: https, path: q, domains: [a.test]}\n",
+	    "t.yaml:8:9: client.dns.upstreams[0]: ", "not an absolute path");
+	expect_err(HEAD UPS "      - {name: a, address: 10.1.0.53, "
+	    "protocol: https, tls_name: \"a b\", domains: [a.test]}\n",
+	    "t.yaml:8:66: client.dns.upstreams[0].tls_name: ", "");
+}
+
 static void
 round_trip(const char *yaml)
 {
@@ -234,6 +284,11 @@ test_dump(void **state)
 	    "domains: [corp.example, b.example]}\n"
 	    "      - {name: six, address: \"[2001:db8::53]:5353\", "
 	    "domains: [x.test, \"-\", \"1e5\"]}\n    cache_size: 10\n");
+	round_trip(HEAD UPS "      - {name: d, address: 10.1.0.2, protocol: tls,"
+	    " domains: b, tls_name: dns.example, ca: /etc/ssl/ca.pem}\n"
+	    "      - {name: h, address: 10.1.0.3, protocol: https, domains: c,"
+	    " path: /q}\n      - {name: t, address: 10.1.0.1, protocol: tcp,"
+	    " domains: a}\n");
 }
 
 int
@@ -246,6 +301,7 @@ main(void)
 		cmocka_unit_test(test_dump),
 		cmocka_unit_test(test_upstreams),
 		cmocka_unit_test(test_upstream_errors),
+		cmocka_unit_test(test_upstream_streams),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
