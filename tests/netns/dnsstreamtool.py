@@ -7,6 +7,8 @@ for some names:
   trunc.*  the length prefix (or Content-Length) promises more bytes than
            come, then the connection closes
   big.*    a length (Content-Length) past any DNS message: 65535 / 70000
+  wrong.*  a well-formed answer, with the query's id, to another question
+           (evil.test A 10.99.99.99): a cache poisoning attempt
 
 Each query is logged as "PROTO PEER NAME" on stdout (flushed), each
 connection as "conn PEER PROTO".  Runs
@@ -41,6 +43,12 @@ def qname(msg):
 
 def answer(msg):
     name, end = qname(msg)
+    if name.startswith("wrong."):
+        evil = b"\4evil\4test\0\0\1\0\1"
+        rr = b"\xc0\x0c" + struct.pack("!HHIH", 1, 1, 300, 4) + \
+            socket.inet_aton("10.99.99.99")
+        return name, msg[:2] + struct.pack("!HHHHH", 0x8180, 1, 1, 0, 0) + \
+            evil + rr
     qtype = struct.unpack("!H", msg[end - 4:end - 2])[0]
     ident = msg[:2]
     addr = RECORDS.get(name)

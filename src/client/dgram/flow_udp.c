@@ -290,6 +290,7 @@ flow_udp_on_dnsup(void *arg, const void *ctx, const uint8_t *query,
 	struct flow_udp			*u = arg;
 	const struct flow_udp_asker	*k = ctx;
 	struct dns_query		 q;
+	struct dns_reply		 rp;
 	uint8_t				 ans[DNS_ANSWER_MAX], *pkt;
 	size_t				 n, room;
 	ssize_t				 r;
@@ -297,6 +298,14 @@ flow_udp_on_dnsup(void *arg, const void *ctx, const uint8_t *query,
 	if (dns_query_parse(query, qlen, &q) == -1)
 		return;
 	room = q.has_opt && q.opt_size > 512 ? q.opt_size : 512;
+	/* An answer to another question would poison the cache. */
+	if (reply != NULL && (dns_reply_parse(reply, len, &rp) == -1 ||
+	    rp.q.qtype != q.qtype || rp.q.qclass != q.qclass ||
+	    strcmp(rp.q.name, q.name) != 0)) {
+		log_info("dns upstream %s: an answer to another question",
+		    u->conf->client.dns_upstreams[k->up].name);
+		reply = NULL;
+	}
 	if (reply != NULL && len <= room) {
 		flow_udp_dns_learn(u, reply, len);
 	} else {

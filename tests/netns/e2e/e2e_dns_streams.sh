@@ -18,8 +18,9 @@
 #     connection each;
 #  3. an upstream nobody listens on answers SERVFAIL, at once;
 #  4. malformed answers (a length prefix or Content-Length promising
-#     more than comes, or one past any DNS message) give SERVFAIL, and
-#     the upstream answers the next query right;
+#     more than comes, or one past any DNS message) and an answer to
+#     another question (never cached) give SERVFAIL, and the upstream
+#     answers the next query right;
 #  5. leak-proof: the capture on the client's physical interface never
 #     shows a packet to the tunnel's resolver (10.77.2.2), while the
 #     direct DoH upstream's packets are there (the capture works);
@@ -185,7 +186,7 @@ ts_log "dead upstream: SERVFAIL in $ms ms"
 
 # 4. Malformed answers: SERVFAIL, and the upstream serves on.
 for n in trunc.tls.test big.tls.test trunc.doh.test big.doh.test \
-    trunc.tcp.test big.tcp.test; do
+    trunc.tcp.test big.tcp.test wrong.tls.test; do
 	r=$(dig_c "$n" A | grep -o 'status: [A-Z]*')
 	[ "$r" = "status: SERVFAIL" ] || ts_fail "$n: '$r', want SERVFAIL"
 done
@@ -196,7 +197,7 @@ grep -q "malformed answer" "$TS_TMP/client.log" ||
     ts_fail "the client did not log the malformed answers"
 st=$(ip netns exec "$NS_C" "$TUNSPLIT" status --json -s "$TS_TMP/client.sock") ||
     ts_fail "status"
-for u in dot:tls:2 doh:https:2 plain:tcp:2 dead:tls:1; do
+for u in dot:tls:3 doh:https:2 plain:tcp:2 dead:tls:1; do
 	IFS=: read -r n p f <<<"$u"
 	grep -q "{\"name\":\"$n\",[^}]*\"protocol\":\"$p\",\"failed\":$f}" <<<"$st" ||
 	    ts_fail "status: upstream $n: $(grep -o "{\"name\":\"$n\",[^}]*}" <<<"$st")"
