@@ -9,7 +9,9 @@
 # and 536 x IPv4 and IPv6 x download and upload, SHA-256 checked, the
 # app's announced MSS checked (tests/netns/msslib.sh); `status --json`
 # must show offload on, TCP super-packets read and written, and no bad
-# virtio-net header; where the kernel has USO, a UDP send of 12032 bytes
+# virtio-net header; an upload's ACKs to the app are no more than its
+# packets (one per flow and pass, not one per record); where the kernel
+# has USO, a UDP send of 12032 bytes
 # with UDP_SEGMENT 1200 (v4 and v6) is one read the client cuts into the
 # 11 datagrams the echo server returns intact.  Super-packets out are cut
 # by the kernel at the app's
@@ -79,6 +81,19 @@ ts_log "MTU 9000: super-packets in $rx, out $tx, bad headers $bad"
 [ "$rx" -gt 0 ] && [ "$tx" -gt 0 ] ||
     ts_fail "MTU 9000: no super-packets (in $rx, out $tx)"
 [ "$bad" = 0 ] || ts_fail "MTU 9000: $bad bad virtio-net headers"
+
+# One ACK to the app per flow and pass (flow_tcp.c): in an upload the
+# packets written back to it, its ACKs, number no more than the packets
+# it sent, give or take the handshake and the close.  lwIP's ACK of every
+# second segment and a window update for every other 16 KiB record made
+# them half as many again.
+rx=$(tun_json rx_packets) tx=$(tun_json tx_packets)
+mss_case 9000 1460 4 up
+[ "${#MSS_FAILS[@]}" = 0 ] || ts_fail "ACK count upload: ${MSS_FAILS[*]}"
+rx=$(($(tun_json rx_packets) - rx)) tx=$(($(tun_json tx_packets) - tx))
+ts_log "MTU 9000 upload: $rx packets from the app, $tx to it"
+[ "$tx" -le $((rx + 8)) ] ||
+    ts_fail "MTU 9000 upload: $tx packets to the app for $rx from it"
 
 # UDP super-packets (USO, Linux 6.2+): an app sending with UDP_SEGMENT
 # hands the TUN one read, cut into datagrams again by the client.
