@@ -21,6 +21,7 @@
 
 #define ICMP_ECHO_REPLY		0
 #define ICMP_ECHO_REQUEST	8
+#define ICMP6_PACKET_TOO_BIG	2
 #define ICMP6_ECHO_REQUEST	128
 #define ICMP6_ECHO_REPLY	129
 
@@ -275,6 +276,25 @@ pkt_echo_parse(const struct pkt_ip *ip, struct pkt_echo *e)
 	e->seq = get16(h + 6);
 	e->data = h + PKT_ECHO_HDR;
 	e->len = ip->l4_len - PKT_ECHO_HDR;
+	return PKT_OK;
+}
+
+int
+pkt_ptb6_parse(const struct pkt_ip *ip, unsigned *mtu, const uint8_t **dst)
+{
+	const uint8_t	*h = ip->l4;
+
+	/* Type, code, checksum, MTU, then as much of our packet as fits:
+	 * its fixed header at least. */
+	if (ip->family != AF_INET6 || ip->proto != PKT_PROTO_ICMP6 ||
+	    ip->frag || ip->l4_len < 8 + 40 || h[0] != ICMP6_PACKET_TOO_BIG ||
+	    h[1] != 0 || (h[8] >> 4) != 6)
+		return PKT_OTHER;
+	if (pkt_csum_fold(pkt_csum_add(pkt_pseudo(AF_INET6, ip->src, ip->dst,
+	    PKT_PROTO_ICMP6, ip->l4_len), h, ip->l4_len)) != 0)
+		return PKT_BADSUM;
+	*mtu = get32(h + 4);
+	*dst = h + 8 + 24;
 	return PKT_OK;
 }
 

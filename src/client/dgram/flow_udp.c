@@ -468,8 +468,17 @@ flow_udp_icmp(struct flow_udp *u, const struct pkt_ip *ip)
 {
 	const char	*name = NULL;
 	bool		 blocked = false;
+	const uint8_t	*to;
+	unsigned	 mtu;
 	int		 rc;
 
+	/* A router between us and the app: our datagram was too big for
+	 * its link (IPv6 routers do not fragment). */
+	if ((rc = pkt_ptb6_parse(ip, &mtu, &to)) != PKT_OTHER) {
+		if (rc == PKT_OK)
+			assoc_pmtu_learn(u->assoc, to, mtu);
+		return rc;
+	}
 	if (u->fakeip != NULL &&
 	    fakeip_contains(u->fakeip, ip->family, ip->dst) &&
 	    ((name = fakeip_name(u->fakeip, ip->family, ip->dst)) == NULL ||

@@ -286,6 +286,57 @@ test_echo(void **state)
 	assert_int_equal(pkt_echo_parse(&ip, &e), PKT_MALFORMED);
 }
 
+/* ICMPv6 checksum of the message at buf + 40 (plen bytes), src to dst. */
+static void
+icmp6_fix_sum(uint8_t *p, const uint8_t *src, const uint8_t *dst,
+    size_t plen)
+{
+	uint8_t		ph[40] = { 0 };
+	uint16_t	s;
+
+	memcpy(ph, src, 16);
+	memcpy(ph + 16, dst, 16);
+	ph[34] = (uint8_t)(plen >> 8);
+	ph[35] = (uint8_t)plen;
+	ph[39] = 58;
+	p[42] = p[43] = 0;
+	s = pkt_csum_fold(pkt_csum_add(pkt_csum_add(0, ph, 40), p + 40, plen));
+	memcpy(p + 42, &s, 2);
+}
+
+/* A router's Packet Too Big for one of our datagrams (B6 to A6): the MTU
+ * and the quoted packet's destination. */
+static void
+test_ptb6(void **state)
+{
+	static const uint8_t	R6[16] = { 0xfd, 0x88, [15] = 1 };
+	struct pkt_ip		ip;
+	const uint8_t		*to = NULL;
+	unsigned		mtu = 0;
+	size_t			q, n;
+
+	(void)state;
+	q = pkt_build_udp(scratch, AF_INET6, B6, 7, A6, 9, frag, 8000, 0);
+	n = pkt_build_unreach(buf, AF_INET6, R6, B6, PKT_UNREACH_ADMIN6,
+	    scratch, q, 0);
+	assert_true(n >= 40 + 8 + 40);
+	assert_int_equal(pkt_parse(buf, n, &ip), PKT_OK);
+	assert_int_equal(pkt_ptb6_parse(&ip, &mtu, &to), PKT_OTHER);
+	buf[40] = 2;	/* Packet Too Big, code 0, MTU 1500 */
+	buf[41] = 0;
+	buf[44] = 0, buf[45] = 0, buf[46] = 0x05, buf[47] = 0xdc;
+	icmp6_fix_sum(buf, R6, B6, n - 40);
+	assert_int_equal(pkt_parse(buf, n, &ip), PKT_OK);
+	assert_int_equal(pkt_ptb6_parse(&ip, &mtu, &to), PKT_OK);
+	assert_int_equal(mtu, 1500);
+	assert_memory_equal(to, A6, 16);
+	buf[n - 1] ^= 1;
+	assert_int_equal(pkt_ptb6_parse(&ip, &mtu, &to), PKT_BADSUM);
+	/* Too short to quote our header. */
+	ip.l4_len = 8 + 39;
+	assert_int_equal(pkt_ptb6_parse(&ip, &mtu, &to), PKT_OTHER);
+}
+
 struct collect {
 	size_t	n, bytes;
 	size_t	lens[64];
@@ -376,6 +427,7 @@ main(void)
 		cmocka_unit_test(test_ext6),
 		cmocka_unit_test(test_echo),
 		cmocka_unit_test(test_fragment),
+		cmocka_unit_test(test_ptb6),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

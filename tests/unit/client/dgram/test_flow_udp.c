@@ -512,6 +512,83 @@ test_udp_echo(void **state)
 	srv_stop();
 }
 
+/* Sets the MTU of the ICMPv6 Packet Too Big in p (len bytes) and its
+ * checksum over the pseudo header of its addresses. */
+static void
+ptb_mtu(uint8_t *p, size_t len, unsigned mtu)
+{
+	uint8_t		ph[40] = { 0 };
+	uint16_t	cs;
+
+	p[44] = (uint8_t)(mtu >> 24), p[45] = (uint8_t)(mtu >> 16);
+	p[46] = (uint8_t)(mtu >> 8), p[47] = (uint8_t)mtu;
+	memcpy(ph, p + 8, 32);
+	ph[34] = (uint8_t)((len - 40) >> 8);
+	ph[35] = (uint8_t)(len - 40);
+	ph[39] = 58;
+	p[42] = p[43] = 0;
+	cs = pkt_csum_fold(pkt_csum_add(pkt_csum_add(0, ph, 40), p + 40,
+	    len - 40));
+	memcpy(p + 42, &cs, 2);
+}
+
+/*
+ * A router between the client and the app (its LAN link smaller than the
+ * TUN) answers an IPv6 reply too big for that link with Packet Too Big
+ * (IPv6 routers do not fragment): later replies to that app are
+ * fragmented to the MTU it named, at least 1280; other apps keep the
+ * TUN's MTU.
+ */
+static void
+test_ptb(void **state)
+{
+	static const uint8_t	 R6[16] = { 0xfd, 0x88, [15] = 1 };
+	static const uint8_t	 APP6B[16] = { 0xfd, 0xfe, [15] = 2 };
+	struct client		 c;
+	uint8_t			 msg[1280];
+	size_t			 n, i, m;
+
+	(void)state;
+	srv_start(SRV_ECHO);
+	client_start(&c, NULL);
+	for (i = 0; i < 1400; i++)
+		pay[i] = (uint8_t)(i * 5);
+	n = pkt_build_udp(pbuf, AF_INET6, APP6, 40002, DST6, 9, pay, 1400, 0);
+	assert_true(input(&c, pbuf, n));
+	run_until(&c, 1, 5000);
+	assert_int_equal(out.n, 1);	/* 1448 bytes: fits the TUN */
+	assert_int_equal(out.len[0], 1448);
+	/* The router's answer, quoting it: MTU 1300. */
+	m = pkt_build_unreach(msg, AF_INET6, R6, DST6, 0, out.pkt[0],
+	    out.len[0], 0);
+	msg[40] = 2;
+	ptb_mtu(msg, m, 1300);
+	assert_true(input(&c, msg, m));
+	out_clear();
+	assert_true(input(&c, pbuf, n));
+	run_until(&c, 2, 5000);
+	assert_int_equal(out.n, 2);
+	for (i = 0; i < out.n; i++)
+		assert_true(out.len[i] <= 1300);
+	out_clear();
+	/* Another app behind another link: whole. */
+	n = pkt_build_udp(pbuf, AF_INET6, APP6B, 40003, DST6, 9, pay, 1400, 0);
+	assert_true(input(&c, pbuf, n));
+	run_until(&c, 1, 5000);
+	assert_int_equal(out.n, 1);
+	out_clear();
+	/* Below IPv6's minimum MTU: 1280. */
+	ptb_mtu(msg, m, 1000);
+	assert_true(input(&c, msg, m));
+	n = pkt_build_udp(pbuf, AF_INET6, APP6, 40002, DST6, 9, pay, 1400, 0);
+	assert_true(input(&c, pbuf, n));
+	run_until(&c, 2, 5000);
+	assert_int_equal(out.n, 2);
+	assert_int_equal(out.len[0], 1280);
+	client_stop(&c);
+	srv_stop();
+}
+
 /* A datagram that arrives from the TUN in fragments goes out as one. */
 struct feed {
 	struct client	*c;
@@ -904,6 +981,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_classify),
 		cmocka_unit_test(test_udp_echo),
+		cmocka_unit_test(test_ptb),
 		cmocka_unit_test(test_fragments_in),
 		cmocka_unit_test(test_icmp_echo),
 		cmocka_unit_test(test_dns_pin),
