@@ -705,3 +705,33 @@ EOF2
 	    ts_fail "danted did not listen on $port: $(tail -n 5 "$TS_TMP/danted.log")"
 	ts_log "danted up on $TS_S_ADDR4:$port (${*:-connect})"
 }
+
+# ts_start_trojan_gfw PORT PASSWORD: Debian's trojan (trojan-gfw) as a
+# server in the server namespace on $TS_S_ADDR4:PORT with the test's
+# certificate, its fallback 127.0.0.1:8081 (nothing need listen there);
+# fails unless it listens within 10 s.  Leaves TROJAN_PID.
+ts_start_trojan_gfw() {
+	ts_need trojan trojan
+	cat >"$TS_TMP/trojan-$1.json" <<EOF2
+{
+  "run_type": "server",
+  "local_addr": "$TS_S_ADDR4", "local_port": $1,
+  "remote_addr": "127.0.0.1", "remote_port": 8081,
+  "password": ["$2"],
+  "log_level": 1,
+  "udp_timeout": 60,
+  "ssl": { "cert": "$TS_TMP/server.pem", "key": "$TS_TMP/server.key",
+    "key_password": "", "prefer_server_cipher": true,
+    "alpn": ["http/1.1"], "reuse_session": true, "session_ticket": false,
+    "session_timeout": 600, "plain_http_response": "", "curves": "",
+    "dhparam": "" },
+  "tcp": { "prefer_ipv4": false, "no_delay": true, "keep_alive": true,
+    "reuse_port": false, "fast_open": false, "fast_open_qlen": 20 }
+}
+EOF2
+	ts_bg "$NS_S" "trojan-$1" "$(command -v trojan || echo /usr/sbin/trojan)" \
+	    -c "$TS_TMP/trojan-$1.json"
+	TROJAN_PID=$TS_LAST_PID
+	ts_wait_port "$NS_S" "$1" 10 "$TROJAN_PID" ||
+	    ts_fail "trojan did not listen on $1: $(tail -n 5 "$TS_TMP/trojan-$1.log")"
+}

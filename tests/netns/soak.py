@@ -153,10 +153,11 @@ async def serve(args):
     servers = []
     for b in args.bind:
         fam = socket.AF_INET6 if ":" in b else socket.AF_INET
-        servers.append(await asyncio.start_server(
-            t.handle, b, args.port, family=fam, backlog=4096,
-            reuse_address=True))
-        log("soak-target: listening on [%s]:%d" % (b, args.port))
+        for port in args.port:
+            servers.append(await asyncio.start_server(
+                t.handle, b, port, family=fam, backlog=4096,
+                reuse_address=True))
+            log("soak-target: listening on [%s]:%d" % (b, port))
     while True:
         await asyncio.sleep(args.report)
         log("soak-target: live %d total %d resets %d" %
@@ -585,15 +586,21 @@ async def stall(args):
     2 s after each read (longer than lwIP's first persist interval, 1.5 s:
     the window it sees is open but smaller than what it holds), then the
     rest at full speed.  Every byte must arrive, and the stream must end
-    exactly at its end: a FIN too early is a clean EOF, short."""
+    exactly at its end: a FIN too early is a clean EOF, short.
+    --mss picks the MSS from its own list, --up-every K makes every Kth an
+    upload (0: none, for a path with no half-close), --bulk N makes the
+    second and eighth of every eight move N bytes."""
     res = {"down": 0, "up": 0, "bad": []}
+    msses = [int(m) for m in args.mss.split(",")]
 
     async def one(i):
         r = random.Random(args.seed * 1000003 + i)
         rcvbuf = r.choice([4096, 8192, 16384, 32768, 65536])
-        mss = r.choice([536, 1220, 1460])
+        mss = r.choice(msses)
         n = r.randint(rcvbuf // 2, rcvbuf * 4)
-        up = i % 4 == 3
+        up = args.up_every > 0 and i % args.up_every == args.up_every - 1
+        if args.bulk and i % 8 in (1, 7):	# past the stall, at full speed
+            n = args.bulk
         seed = args.seed * 1000 + i
         want = (b"OK\n" if up else b"") + stream_bytes(seed, 0, n)
         what = "%d: %s %d bytes (rcvbuf %d, mss %d)" % (
@@ -681,7 +688,7 @@ def main():
     sub = p.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("serve")
     s.add_argument("--bind", action="append", required=True)
-    s.add_argument("--port", type=int, required=True)
+    s.add_argument("--port", type=int, action="append", required=True)
     s.add_argument("--report", type=float, default=5)
 
     def app(name, **kw):
@@ -707,6 +714,9 @@ def main():
     a = app("stall")
     a.add_argument("--conns", type=int, default=60)
     a.add_argument("--seed", type=int, default=1)
+    a.add_argument("--mss", default="536,1220,1460")
+    a.add_argument("--up-every", type=int, default=4)
+    a.add_argument("--bulk", type=int, default=0)
     a = app("loris")
     a.add_argument("--conns", type=int, default=200)
     a.add_argument("--within", type=float, default=10)

@@ -68,30 +68,10 @@ run_client() {
 
 # ---- (a) Debian's trojan ---------------------------------------------------------
 ts_bg "$NS_S" fallback "$TS_PY" -m http.server --bind 127.0.0.1 8081
-cat >"$TS_TMP/trojan.json" <<EOF
-{
-  "run_type": "server",
-  "local_addr": "$TS_S_ADDR4", "local_port": $TROJAN_PORT,
-  "remote_addr": "127.0.0.1", "remote_port": 8081,
-  "password": ["$PW"],
-  "log_level": 1,
-  "udp_timeout": 60,
-  "ssl": { "cert": "$TS_TMP/server.pem", "key": "$TS_TMP/server.key",
-    "key_password": "", "prefer_server_cipher": true,
-    "alpn": ["http/1.1"], "reuse_session": true, "session_ticket": false,
-    "session_timeout": 600, "plain_http_response": "", "curves": "",
-    "dhparam": "" },
-  "tcp": { "prefer_ipv4": false, "no_delay": true, "keep_alive": true,
-    "reuse_port": false, "fast_open": false, "fast_open_qlen": 20 }
-}
-EOF
-ts_bg "$NS_S" trojan trojan -c "$TS_TMP/trojan.json"
-TROJAN_PID=$TS_LAST_PID
-ts_wait_port "$NS_S" "$TROJAN_PORT" 10 "$TROJAN_PID" ||
-    ts_fail "trojan did not listen on $TROJAN_PORT"
+ts_start_trojan_gfw "$TROJAN_PORT" "$PW"
 run_client trojan-gfw "$TROJAN_PORT" 1,100,1400,8000
 ts_alive "$TROJAN_PID" || ts_fail "trojan died"
-grep -q "UDP" "$TS_TMP/trojan.log" ||
+grep -q "UDP" "$TS_TMP/trojan-$TROJAN_PORT.log" ||
     ts_fail "trojan-gfw's log shows no UDP session"
 
 # ---- (b) v2ray's trojan inbound ------------------------------------------------
