@@ -180,7 +180,7 @@ run_server(const char *addr, const char *port)
 	if (bind(lfd, ai->ai_addr, ai->ai_addrlen) == -1)
 		err(1, "bind %s port %s", addr ? addr : "*", port);
 	freeaddrinfo(ai);
-	if (listen(lfd, 128) == -1)
+	if (listen(lfd, SOMAXCONN) == -1)
 		err(1, "listen");
 	set_nonblock(lfd);
 	ep = epoll_create1(EPOLL_CLOEXEC);
