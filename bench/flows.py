@@ -8,9 +8,8 @@
       each count in STEPS ("1000,10000"); at each step wait WAIT seconds and
       read the RSS of PIDS ("client=123,server=456", 0 = none); one JSON
       line at the end, progress on stderr
-  flows.py connrate ADDR PORT SECONDS
-      sequential new connections, each an HTTP/1.0 GET of /1k read to the
-      end, for SECONDS; one JSON line
+
+(The sequential connection rate is bench/conns.c's.)
 
 Connections only ever go to ADDR, an address of the bench's own namespaces.
 """
@@ -92,56 +91,6 @@ def open_flows(addr, port, steps, wait, pids):
     return 0
 
 
-def read_response(s):
-    """Reads one HTTP response to the end of its Content-Length, as a
-    browser would, rather than waiting for the close: proxies differ in how
-    soon they pass a half-close on, and that is not what is measured."""
-    got = b""
-    while b"\r\n\r\n" not in got:
-        b = s.recv(65536)
-        if not b:
-            return False
-        got += b
-    head, body = got.split(b"\r\n\r\n", 1)
-    if b" 200 " not in head.split(b"\r\n", 1)[0]:
-        return False
-    length = None
-    for line in head.split(b"\r\n")[1:]:
-        k, _, v = line.partition(b":")
-        if k.strip().lower() == b"content-length":
-            length = int(v)
-    if length is None:
-        return False
-    while len(body) < length:
-        b = s.recv(65536)
-        if not b:
-            return False
-        body += b
-    return len(body) == length
-
-
-def connrate(addr, port, secs):
-    req = b"GET /1k HTTP/1.0\r\nHost: t\r\n\r\n"
-    n = failed = 0
-    t0 = time.monotonic()
-    end = t0 + secs
-    while time.monotonic() < end:
-        try:
-            s = socket.create_connection((addr, port), timeout=10)
-            s.sendall(req)
-            if read_response(s):
-                n += 1
-            else:
-                failed += 1
-            s.close()
-        except OSError:
-            failed += 1
-    el = time.monotonic() - t0
-    print(json.dumps({"connections": n, "failed": failed,
-                      "seconds": round(el, 3), "per_second": round(n / el, 1)}))
-    return 0
-
-
 def main(argv):
     if len(argv) < 4:
         sys.exit(__doc__)
@@ -150,8 +99,6 @@ def main(argv):
         return hold(addr, port)
     if cmd == "open" and len(argv) == 7:
         return open_flows(addr, port, argv[4], float(argv[5]), argv[6])
-    if cmd == "connrate" and len(argv) == 5:
-        return connrate(addr, port, float(argv[4]))
     sys.exit(__doc__)
 
 

@@ -7,7 +7,8 @@ a run's result lines into the results file and its tables.
   report.py ping    META-JSON PING-OUTPUT  [LINKEM-JSON]
   report.py udp     META-JSON IPERF-JSON   [LINKEM-JSON]
   report.py rrlat   META-JSON RRLAT-JSON RRLAT-STDERR [LINKEM-JSON]
-  report.py connrate META-JSON FLOWS-JSON FLOWS-STDERR
+  report.py connrate META-JSON CONNS-JSON CONNS-STDERR
+  report.py burst   META-JSON CONNS-JSON CONNS-STDERR [LINKEM-JSON]
   report.py idle    META-JSON FLOWS-JSON FLOWS-STDERR
   report.py final   RESULTS-JSONL RUN-META-JSON OUT-JSON  -> tables (markdown)
                     (also OUT.<scenario>.json, one per scenario)
@@ -206,13 +207,44 @@ def cmd_connrate(meta, jpath, epath):
         r["value"] = "FAILED: " + r["error"]
     else:
         r.update(d)
+        per_k(r)
         r["value"] = "%.0f new connections/s (%d in %.1f s, %d failed)" % (
             d["per_second"], d["connections"], d["seconds"], d["failed"])
-        if r.get("cpu_server_s") is not None and d["connections"]:
+        if "p50_ms" in d:
+            r["value"] += ", median %.2f ms per GET" % d["p50_ms"]
+        if r.get("cpu_server_s_per_1k") is not None:
             r["value"] += ", server CPU %.0f ms per 1,000" % (
-                1e6 * r["cpu_server_s"] / d["connections"])
+                1e3 * r["cpu_server_s_per_1k"])
         if d["failed"]:
             r["error"] = "%d connections failed" % d["failed"]
+    return r
+
+
+def per_k(r):
+    """CPU seconds of the path's daemons per 1,000 connections."""
+    for side in ("client", "server"):
+        c = r.get("cpu_%s_s" % side)
+        if c is not None and r.get("connections"):
+            r["cpu_%s_s_per_1k" % side] = round(
+                c * 1000 / r["connections"], 4)
+
+
+def cmd_burst(meta, jpath, epath, lpath=None):
+    r = dict(meta)
+    d = load(jpath)
+    if not d:
+        r["error"] = err_tail(epath) or "no result"
+        r["value"] = "FAILED: " + r["error"]
+    else:
+        r.update(d)
+        per_k(r)
+        r["value"] = "%d connections of %d B each way in %.3f s " \
+            "(per connection median %.0f max %.0f ms, %d failed)" % (
+                d["connections"], d["bytes_each_way"], d["seconds"],
+                d["p50_ms"], d["max_ms"], d["failed"])
+        if d["failed"]:
+            r["error"] = "%d connections failed" % d["failed"]
+    r["linkem"] = linkem_summary(lpath)
     return r
 
 
@@ -301,11 +333,14 @@ def table(head, rows):
 PATH_NAMES = {"direct": "direct", "openvpn": "OpenVPN-TCP",
               "v2ray": "v2ray VLESS+TLS", "kcptun": "kcptun fast3",
               "tunsplit": "tunsplit", "tunsplit-nopool": "tunsplit, no pool",
-              "tunsplit-nooffload": "tunsplit, offloads off"}
+              "tunsplit-nooffload": "tunsplit, offloads off",
+              "tunsplit-w1": "tunsplit, 1 server worker",
+              "tunsplit-noreuse": "tunsplit, no reuse"}
 TPUT_COLS = [("direct", "cubic"), ("direct", "bbr"), ("openvpn", "bbr"),
              ("v2ray", "bbr"), ("kcptun", "bbr"), ("tunsplit", "bbr")]
 PATH_ORDER = ["direct", "openvpn", "v2ray", "kcptun", "tunsplit",
-              "tunsplit-nooffload", "tunsplit-nopool"]
+              "tunsplit-w1", "tunsplit-noreuse", "tunsplit-nooffload",
+              "tunsplit-nopool"]
 
 # The link's MTU (veth's and linkem's default): the MTU of every path but
 # tunsplit in the runs that predate the "mtu" field of a result.
@@ -613,7 +648,7 @@ def t_targets(rs, meta):
 
 
 def t_ttfb(rs, meta):
-    tt = sel(rs, kind="ttfb")
+    tt = sel(rs, kind="ttfb", scenario="ttfb")
     if not tt:
         return None
     rows = []
@@ -704,8 +739,8 @@ def t_offload(rs, meta):
 
 
 def t_scale(rs, meta):
-    cr = sel(rs, kind="connrate")
-    idle = sel(rs, kind="idle")
+    cr = sel(rs, kind="connrate", scenario="scale")
+    idle = sel(rs, kind="idle", scenario="scale")
     if not cr and not idle:
         return None
     steps = sorted({st["flows"] for r in idle if "steps" in r
@@ -735,12 +770,134 @@ def t_scale(rs, meta):
                 "%.1f KB" % (b[k] / 1e3) for k in ("client", "server")))
         rows.append(row)
     return ("### Connection rate and memory (plain veth, no impairment)\n\n"
-            "New connections: sequential HTTP/1.0 GETs of 1 KiB for %s s.  "
+            "New connections: sequential HTTP/1.0 GETs of 1 KiB, %s.  "
             "Idle flows: TCP connections through the path to a holder on the "
             "target, one byte each, RSS growth of the path's client and "
             "server daemon 11 s after the last one opened.  %s\n\n" % (
-                meta.get("conn_seconds", "?"), mtu_note(cr + idle)) +
+                "%s of them (bench/conns.c)" % meta["conn_count"]
+                if "conn_count" in meta else
+                "for %s s" % meta.get("conn_seconds", "?"),
+                mtu_note(cr + idle)) +
             table(head, rows))
+
+
+def vals(rs, key, **kw):
+    return [r[key] for r in sel(rs, **kw)
+            if "error" not in r and r.get(key) is not None]
+
+
+def med(xs):
+    return statistics.median(xs) if xs else None
+
+
+def short_paths(rs):
+    return [p for p in PATH_ORDER if sel(rs, path=p)]
+
+
+def t_short(rs, meta):
+    """Issue 18: short and young flows, each tunsplit variant against the
+    direct path of the same run (medians over the rounds)."""
+    sh = sel(rs, scenario="short")
+    if not sh:
+        return None
+    out = []
+    cr = sel(sh, kind="connrate")
+    rows = []
+    for link, lname in (("veth", "plain veth"),
+                        ("linkem", "linkem, no impairment")):
+        d = med(vals(cr, "per_second", link=link, path="direct"))
+        for p in short_paths(sel(cr, link=link)):
+            m = sel(cr, link=link, path=p)
+            ok = vals(cr, "per_second", link=link, path=p)
+            rows.append([lname, PATH_NAMES[p],
+                         med_range(ok) if ok else "FAILED",
+                         ratio(med(ok), d) if p != "direct" else "1",
+                         fmt(med(vals(cr, "p50_ms", link=link, path=p))),
+                         fmt(med(vals(cr, "cpu_server_s_per_1k", link=link,
+                                      path=p))),
+                         fmt(med(vals(cr, "cpu_client_s_per_1k", link=link,
+                                      path=p))),
+                         "%d / %d" % (len(ok), len(m))])
+    if rows:
+        out.append(
+            "### New connections: sequential 1 KiB GETs, one connection "
+            "each (issue 18)\n\n%s sequential HTTP/1.0 GETs of 1 KiB per "
+            "cell (`bench/conns.c seq`), each on its own connection, read "
+            "to its Content-Length and checked against the first body; "
+            "median (min–max) over the runs, ratio of medians to the "
+            "direct path of the same link; CPU seconds (user + system, all "
+            "threads) of tunsplit's server and client per 1,000 "
+            "connections.  %s\n\n" % (meta.get("conn_count", "?"),
+                                       mtu_note(cr)) +
+            table(["link", "path", "new conn/s", "/ direct",
+                   "median ms per GET", "server CPU s / 1,000",
+                   "client CPU s / 1,000", "runs ok"], rows))
+    bu = sel(sh, kind="burst")
+    if bu:
+        rows = []
+        for link, lname in (("veth", "plain veth"),
+                            ("linkem", "linkem, no impairment")):
+            d = med(vals(bu, "seconds", link=link, path="direct"))
+            for p in short_paths(sel(bu, link=link)):
+                kw = dict(link=link, path=p)
+                ok = vals(bu, "seconds", **kw)
+                rows.append([lname, PATH_NAMES[p],
+                             med_range(ok) if ok else "FAILED",
+                             ratio(med(ok), d) if p != "direct" else "1",
+                             fmt(med(vals(bu, "p50_ms", **kw))),
+                             fmt(med(vals(bu, "cpu_server_s", **kw))),
+                             fmt(med(vals(bu, "cpu_client_s", **kw))),
+                             "%d / %d" % (len(ok), len(sel(bu, **kw)))])
+        out.append(
+            "### A burst: %s connections at once, %s bytes each way"
+            "\n\nAll connections opened back to "
+            "back without waiting (`bench/conns.c burst`) to the target's "
+            "echo server; every byte checked; completion = first connect "
+            "to the last byte of the last connection, median (min–max) "
+            "over the runs.\n\n" % (meta.get("burst_conns", "?"),
+                                    meta.get("burst_bytes", "?")) +
+            table(["link", "path", "completion s", "/ direct",
+                   "median per connection ms", "server CPU s",
+                   "client CPU s", "runs ok"], rows))
+    tt = sel(sh, kind="ttfb")
+    if tt:
+        rtt = meta.get("rtt_ms")
+        rows = []
+        for p in short_paths(tt):
+            f = vals(tt, "ttfb_ms_median", path=p)
+            rows.append([PATH_NAMES[p], fmt(med(vals(tt, "connect_ms_median",
+                                                     path=p))),
+                         med_range(f) if f else "FAILED",
+                         fmt(med(vals(tt, "ttfb_ms_p99", path=p))),
+                         "%.3f" % (med(f) / rtt) if f and rtt else "n/a"])
+        out.append(
+            "### A new connection's first byte at RTT %s ms (issue 18)\n\n"
+            "%s sequential curl GETs of 1 KiB per run on the lfl link "
+            "without loss; the median over the runs of each run's median, "
+            "and as a multiple of the RTT.\n\n" % (
+                rtt, meta.get("ttfb_samples", "?")) +
+            table(["path", "connect ms", "first byte ms", "first byte p99 ms",
+                   "RTTs"], rows))
+    idle = sel(sh, kind="idle")
+    if idle:
+        rows = []
+        for p in short_paths(idle):
+            per = {"client": [], "server": []}
+            for r in sel(idle, path=p):
+                for st in r.get("steps", []):
+                    for side in per:
+                        b = st["bytes_per_flow"].get(side)
+                        if b is not None:
+                            per[side].append(b / 1024)
+            rows.append([PATH_NAMES[p], med_range(per["client"]),
+                         med_range(per["server"])])
+        out.append(
+            "### Idle flows: RSS per flow at %s flows, with and without "
+            "reuse (plain veth)\n\nKiB per flow, the daemon's RSS growth "
+            "11 s after the last flow opened; median (min–max) over the "
+            "runs.\n\n" % meta.get("short_idle_flows", "?") +
+            table(["path", "client KiB / flow", "server KiB / flow"], rows))
+    return "\n\n".join(out)
 
 
 def accuracy_rows(rs):
@@ -791,7 +948,7 @@ def t_accuracy(rs, meta):
 
 
 TABLES = [t_lfl, t_kept, t_targets, t_hiloss, t_ttfb, t_rrlat, t_ceiling,
-          t_tunnels, t_offload, t_scale, t_accuracy]
+          t_tunnels, t_offload, t_scale, t_short, t_accuracy]
 
 
 def tables(doc):
@@ -999,7 +1156,7 @@ def main(argv):
     cmd, args = argv[1], argv[2:]
     kinds = {"iperf": cmd_iperf, "udp": cmd_udp, "ttfb": cmd_ttfb,
              "ping": cmd_ping, "rrlat": cmd_rrlat, "connrate": cmd_connrate,
-             "idle": cmd_idle}
+             "idle": cmd_idle, "burst": cmd_burst}
     if cmd in kinds:
         meta = json.loads(args[0])
         r = kinds[cmd](meta, *args[1:])

@@ -10,9 +10,12 @@
 #               [--tun-mtu LIST] [--kinds LIST] [--rounds N]
 #               [--out FILE] [--no-rtprio]
 #
-#   scenarios  accuracy ceiling lfl hiloss ttfb rrlat scale  (default: all)
+#   scenarios  accuracy ceiling lfl hiloss ttfb rrlat scale short
+#              (default: all)
 #   paths      direct openvpn v2ray kcptun tunsplit   (default: all; tunsplit
-#              needs TUNSPLIT=binary; ttfb and scale add tunsplit-nopool).
+#              needs TUNSPLIT=binary; ttfb and scale add tunsplit-nopool,
+#              short adds tunsplit-w1 (server.workers: 1) and
+#              tunsplit-noreuse (client.reuse: 1), see bench/README.md).
 #              tunsplit-nooffload (not in the default) is tunsplit with
 #              tun.offload: off; in scale its iperf3 cells run right after
 #              tunsplit's, cell by cell, for the on/off ratio
@@ -50,7 +53,7 @@
 #              --lfl-seeds; --full: as the first).  At TUN MTU 1500 the app
 #              announces MSS 1460, what a LAN client behind a router does
 #   kinds      only these kinds of measurement (iperf udp ping ttfb rrlat
-#              connrate idle; default: all), e.g. --kinds iperf for the
+#              connrate burst idle; default: all), e.g. --kinds iperf for the
 #              throughput cells of scale without its connection rate and
 #              idle flows
 #   rounds     run the whole plan N times over, one round after another,
@@ -80,6 +83,8 @@
 # build them), TUNSPLIT (tunsplit binary), TSB_TUNSPLIT_REV (the revision
 # it was built from, for the results; default: git describe of this tree),
 # TSB_POOL (tunsplit's pool, default 6), TSB_MTU (its first TUN MTU, 9000),
+# TSB_REUSE (client.reuse of the tunsplit paths but tunsplit-noreuse;
+# unset: left out), CONNS (bench/conns.c's binary),
 # TSB_KEEP (a directory: every iperf3 JSON output is copied there).  Only
 # one run at a time: the namespaces have fixed names, so a run holds
 # /run/tsb.lock (flock) from start to end; another run stops at once, or
@@ -106,8 +111,9 @@ SERVER=10.201.1.2
 RR_PORT=7001
 IDLE_PORT=7000
 
-SCENARIOS="accuracy ceiling lfl hiloss ttfb rrlat scale"
+SCENARIOS="accuracy ceiling lfl hiloss ttfb rrlat scale short"
 PATHS="direct openvpn v2ray kcptun tunsplit"
+PATHS_SET=0		# --paths given: short runs only the paths named
 LOSSES="0 0.3 1 5"
 CCS="cubic bbr"
 TUNNEL_CC=bbr
@@ -138,7 +144,11 @@ OMIT_SHORT=1
 RR_T=3			# rrlat seconds, each loop
 RR_RATE=500		# rrlat open-loop requests per second
 RR_LOSSES="1"		# --full: 0 1
-CONN_T=3		# connection-rate seconds
+CONN_N=5000		# connection rate: sequential GETs per cell
+BURST_N=500		# short: connections of a burst, opened at once ...
+BURST_BYTES=65536	# ... each echoing this many bytes each way
+SHORT_IDLE=10000	# short: idle flows through tunsplit, reuse on and off
+SHORT_PATHS="direct tunsplit tunsplit-w1 tunsplit-noreuse"
 IDLE="1000 10000"	# idle flows through tunsplit
 IDLE_OTHER="1000"	# through the others (--full: as $IDLE)
 TS_MTU=${TSB_MTU:-9000}	# tunsplit's TUN MTU: every tunsplit cell ...
@@ -167,13 +177,14 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	--quick)	T=3; OMIT=1; LOSSES="0 1"; SAMPLES=10; SEEDS=1
 			LFL_SEEDS=1; LFL_SEEDS_HI=1
-			FLOWS=1; IDLE=1000; RR_T=2; RR_LOSSES=1 ;;
+			FLOWS=1; IDLE=1000; RR_T=2; RR_LOSSES=1
+			CONN_N=2000; SHORT_IDLE=1000 ;;
 	--full)		T=10; OMIT=2; SEEDS="1 2 3 4 5"; T_SHORT=5
 			MULTI_PATHS="direct openvpn v2ray kcptun tunsplit"
 			MULTI_LOSSES=ALL; KCP_LOSSES=ALL; HL_T=10; HL_OMIT=2
 			HL_ONCE=
 			MULTI_CCS="cubic bbr"; HILOSS_CCS="cubic bbr"
-			RR_T=5; CONN_T=5; ACC_FULL=1; RR_LOSSES="0 1"
+			RR_T=5; ACC_FULL=1; RR_LOSSES="0 1"
 			LFL_SEEDS="1 2 3 4 5"; LFL_SEED_CCS="cubic bbr"
 			LFL_SEEDS_HI=$LFL_SEEDS
 			LFL_SEED_PATHS="direct openvpn v2ray kcptun tunsplit"
@@ -181,7 +192,7 @@ while [ $# -gt 0 ]; do
 			MTU_SEEDS_ALL=1
 			IDLE_OTHER=FULL ;;
 	--scenarios)	SCENARIOS=$2; shift ;;
-	--paths)	PATHS=$2; shift ;;
+	--paths)	PATHS=$2; PATHS_SET=1; shift ;;
 	--loss)		LOSSES=$2; shift ;;
 	--cc)		CCS=$2; shift ;;
 	--flows)	FLOWS=$2; shift ;;
@@ -540,11 +551,16 @@ kcptun_down() {
 # new connections 1 RTT apart drain a smaller pool faster than a
 # replacement handshake refills it); "tunsplit-nopool" has none.  The TUN's MTU is the
 # cell's (TUN_MTUS), and the app's TCP announces that less 40 as its MSS.
-# "tunsplit-nooffload" is "tunsplit" with the TUN's offloads off.
+# "tunsplit-nooffload" is "tunsplit" with the TUN's offloads off;
+# "tunsplit-w1" has one server worker, "tunsplit-noreuse" a client that
+# does not reuse outer connections (issue 18; WORKERS empty:
+# BENCH_SERVER_WORKERS, else 0; REUSE empty: the key is left out, so the
+# binary's default, also for a binary that predates the key).
 TS_DIR=$WORK/tunsplit
 
-tunsplit_up() {	# POOL MTU [OFFLOAD]
-	local pool=$1 mtu=$2 offload=${3:-on} key i
+tunsplit_up() {	# POOL MTU [OFFLOAD [WORKERS [REUSE]]]
+	local pool=$1 mtu=$2 offload=${3:-on} workers=${4:-} reuse=${5:-}
+	local key i
 	if [ -z "${TUNSPLIT:-}" ] || [ ! -x "${TUNSPLIT:-}" ]; then
 		say "tunsplit: no binary (set TUNSPLIT=path)"
 		return 1
@@ -564,7 +580,7 @@ server:
   max_conns: 30000
   max_conns_per_source: 0
   max_conns_per_user: 0
-  workers: ${BENCH_SERVER_WORKERS:-0}
+  workers: ${workers:-${BENCH_SERVER_WORKERS:-0}}
   egress: {allow: [10.201.2.0/24, "fd00:201:2::/64"]}
 EOF
 	cat >"$TS_DIR/client.yaml" <<EOF
@@ -579,6 +595,7 @@ client:
   congestion: $TUNNEL_CC
   max_flows: 30000
   pool: $pool
+${reuse:+  reuse: $reuse}
 EOF
 	chmod 600 "$TS_DIR"/*.yaml
 	bg_start $NS_S "$TS_DIR/server.pid" "$TS_DIR/server.log" \
@@ -626,9 +643,16 @@ path_up() {	# PATH [TUN-MTU]
 	openvpn)	ovpn_up ;;
 	v2ray)		v2ray_up ;;
 	kcptun)		kcptun_up ;;
-	tunsplit)	tunsplit_up "${TSB_POOL:-6}" "${2:-$TS_MTU}" ;;
-	tunsplit-nopool) tunsplit_up 0 "${2:-$TS_MTU}" ;;
-	tunsplit-nooffload) tunsplit_up "${TSB_POOL:-6}" "${2:-$TS_MTU}" off ;;
+	tunsplit)	tunsplit_up "${TSB_POOL:-6}" "${2:-$TS_MTU}" on \
+			    "" "${TSB_REUSE:-}" ;;
+	tunsplit-nopool) tunsplit_up 0 "${2:-$TS_MTU}" on \
+			    "" "${TSB_REUSE:-}" ;;
+	tunsplit-nooffload) tunsplit_up "${TSB_POOL:-6}" "${2:-$TS_MTU}" off \
+			    "" "${TSB_REUSE:-}" ;;
+	tunsplit-w1)	tunsplit_up "${TSB_POOL:-6}" "${2:-$TS_MTU}" on 1 \
+			    "${TSB_REUSE:-}" ;;
+	tunsplit-noreuse) tunsplit_up "${TSB_POOL:-6}" "${2:-$TS_MTU}" on \
+			    "" 1 ;;
 	*)		die "unknown path $1" ;;
 	esac
 }
@@ -638,7 +662,7 @@ path_down() {
 	openvpn)	ovpn_down ;;
 	v2ray)		v2ray_down ;;
 	kcptun)		kcptun_down ;;
-	tunsplit|tunsplit-nopool|tunsplit-nooffload) tunsplit_down ;;
+	tunsplit*)	tunsplit_down ;;
 	esac
 }
 
@@ -739,19 +763,61 @@ m_rrlat() {	# META RATE (0: closed loop)
 	    "$WORK/le.json"
 }
 
+# CPU seconds of the path's daemons (utime + stime of every thread) over
+# a command: cpu_meta_start before it, cpu_meta after it adds them to the
+# metadata in $META_CPU.
+cpu_meta_start() {
+	read -r CPU_CP CPU_SP <<<"$(path_pids "$CUR_PATH" "$1")"
+	CPU_C0=$(cpu_ticks "$CPU_CP"); CPU_S0=$(cpu_ticks "$CPU_SP")
+}
+cpu_meta() {
+	META_CPU=
+	[ "$CPU_CP" != 0 ] && META_CPU="$META_CPU, \"cpu_client_s\": $(awk \
+	    "BEGIN { print ($(cpu_ticks "$CPU_CP") - $CPU_C0) / $CLK_TCK }")"
+	[ "$CPU_SP" != 0 ] && META_CPU="$META_CPU, \"cpu_server_s\": $(awk \
+	    "BEGIN { print ($(cpu_ticks "$CPU_SP") - $CPU_S0) / $CLK_TCK }")"
+	# tunsplit: what its status says about reused outer connections
+	# (nothing from a binary without reuse).
+	case $CUR_PATH in tunsplit*)
+		local side line
+		for side in client server; do
+			line=$("$TUNSPLIT" status -s "$TS_DIR/$side.sock" \
+			    2>/dev/null | grep -m1 '^reuse:')
+			[ -n "$line" ] && META_CPU="$META_CPU, \"status_reuse_$side\": $(json_str "$line")"
+		done
+	esac
+	return 0
+}
+
+# Sequential new connections: $CONN_N HTTP/1.0 GETs of /1k, one
+# connection each, read to the Content-Length (bench/conns.c), and the
+# daemons' CPU for them.
 m_connrate() {
-	local meta=$1 cp sp c0 s0
-	read -r cp sp <<<"$(path_pids "$CUR_PATH" 80)"
-	c0=$(cpu_ticks "$cp"); s0=$(cpu_ticks "$sp")
-	timeout --foreground $((CONN_T + 30)) ip netns exec $NS_C python3 \
-	    "$FLOWS_PY" connrate $TARGET 80 "$CONN_T" >"$WORK/conn.json" \
-	    2>"$WORK/conn.err" </dev/null 9>&-
-	# The daemons' CPU over the run, for the CPU per 1,000 flows.
-	[ "$cp" != 0 ] && meta="$meta, \"cpu_client_s\": $(awk "BEGIN {
-	    print ($(cpu_ticks "$cp") - $c0) / $CLK_TCK }")"
-	[ "$sp" != 0 ] && meta="$meta, \"cpu_server_s\": $(awk "BEGIN {
-	    print ($(cpu_ticks "$sp") - $s0) / $CLK_TCK }")"
-	record connrate "$meta}" "$WORK/conn.json" "$WORK/conn.err"
+	local meta=$1
+	cpu_meta_start 80
+	timeout --foreground 150 ip netns exec $NS_C "$CONNS" seq $TARGET 80 \
+	    "$CONN_N" 120 >"$WORK/conn.json" 2>"$WORK/conn.err" </dev/null 9>&-
+	cpu_meta
+	record connrate "$meta$META_CPU}" "$WORK/conn.json" "$WORK/conn.err"
+}
+
+# A burst: $BURST_N connections opened at once to the target's echo server
+# (rrlat -s), $BURST_BYTES each way on each, every byte checked; the time
+# from the first connect to the last byte.
+m_burst() {
+	local meta=$1
+	cpu_meta_start $RR_PORT
+	linkem_period "$WORK/le0.json"
+	rm -f "$WORK/le.json"
+	timeout --foreground 150 ip netns exec $NS_C "$CONNS" burst $TARGET \
+	    $RR_PORT "$BURST_N" "$BURST_BYTES" 120 >"$WORK/burst.json" \
+	    2>"$WORK/burst.err" </dev/null 9>&-
+	cpu_meta
+	linkem_period "$WORK/le.json"
+	record burst "$meta$META_CPU}" "$WORK/burst.json" "$WORK/burst.err" \
+	    "$WORK/le.json"
+	# Let the daemons close the flows before the next measurement.
+	sleep 1
 }
 
 # Idle flows: the target accepts and holds; the app opens the counts in
@@ -760,7 +826,7 @@ m_connrate() {
 # trims its heap every 10 s) and 3 s for the others.
 m_idle() {	# META COUNTS
 	local meta=$1 counts=$2 cp sp n wait=3
-	[ "$CUR_PATH" = tunsplit ] && wait=11
+	case $CUR_PATH in tunsplit*) wait=11 ;; esac
 	read -r cp sp <<<"$(path_pids "$CUR_PATH" $IDLE_PORT)"
 	bg_start $NS_T "$WORK/hold.pid" "$WORK/hold.log" python3 "$FLOWS_PY" \
 	    hold $TARGET $IDLE_PORT
@@ -812,6 +878,11 @@ RR_LINK="--delay $RR_DELAY --rate $RATE --queue $QUEUE --seed $SEED"
 RR_RTT=$(awk "BEGIN { print 2 * $RR_DELAY }")
 
 has_path() { case " $PATHS " in *" $1 "*) return 0 ;; esac; return 1; }
+# short's paths: the tunsplit variants with tunsplit unless --paths names
+# the paths one by one.
+has_short_path() {
+	if [ $PATHS_SET = 1 ]; then has_path "$1"; else has_path "${1%%-*}"; fi
+}
 
 # Paths of a throughput table: direct runs each CC, tunnels $TUNNEL_CC.
 path_ccs() {	# PATH CC-LIST-FOR-DIRECT
@@ -978,6 +1049,30 @@ plan() {
 				openvpn|v2ray|kcptun)
 				    echo "idle|scale|veth|$path|$TUNNEL_CC|1|up||$IDLE_OTHER" ;;
 				esac
+			done
+			;;
+		short)
+			# Issue 18: new connections and a burst on the plain
+			# veth and through linkem without impairment, a new
+			# connection's first byte at the lfl
+			# RTT, idle flows with and without reuse.  Path by
+			# path within a link, so each is set up once.
+			for path in $SHORT_PATHS; do
+				has_short_path "$path" || continue
+				echo "connrate|short|veth|$path|$TUNNEL_CC|1|up||"
+				echo "burst|short|veth|$path|$TUNNEL_CC|1|up||"
+				case $path in tunsplit|tunsplit-noreuse)
+				    echo "idle|short|veth|$path|$TUNNEL_CC|1|up||$SHORT_IDLE" ;;
+				esac
+			done
+			for path in $SHORT_PATHS; do
+				has_short_path "$path" || continue
+				echo "connrate|short|none|$path|$TUNNEL_CC|1|up||"
+				echo "burst|short|none|$path|$TUNNEL_CC|1|up||"
+			done
+			for path in $SHORT_PATHS; do
+				has_short_path "$path" || continue
+				echo "ttfb|short|$LFL_LINK|$path|$TUNNEL_CC|1|up||"
 			done
 			;;
 		*)	die "unknown scenario $s" ;;
@@ -1172,6 +1267,7 @@ run_plan() {
 		rrlat)	m_rrlat "$meta, \"rr_rate\": $extra, \"rtt_ms\": $RR_RTT" \
 			    "$extra" >&2 ;;
 		connrate) m_connrate "$meta" >&2 ;;
+		burst)	m_burst "$meta" >&2 ;;
 		idle)	m_idle "$meta" "$extra" >&2 ;;
 		ping)	m_ping "$meta, \"rtt_configured_ms\": ${extra#rtt=}" >&2 ;;
 		udp)	check=${extra%%:*}; bw=${extra#*:}; expect=${bw#*:}
@@ -1203,7 +1299,11 @@ meta_write() {
  "lfl_seed_hi_min_loss": $LFL_SEED_HI_MIN,
  "lfl_seed_hi_paths": "$LFL_SEED_HI_PATHS",
  "rr_rtt_ms": $RR_RTT, "rr_seconds": $RR_T, "rr_rate": $RR_RATE,
- "conn_seconds": $CONN_T, "idle_flows": "$IDLE",
+ "conn_count": $CONN_N, "burst_conns": $BURST_N,
+ "burst_bytes": $BURST_BYTES, "short_idle_flows": "$SHORT_IDLE",
+ "tunsplit_workers": $(json_str "${BENCH_SERVER_WORKERS:-0}"),
+ "tunsplit_reuse": $(json_str "${TSB_REUSE:-default}"), "nproc": $(nproc),
+ "idle_flows": "$IDLE",
  "idle_flows_others": "$IDLE_OTHER",
  "iperf_seconds": $T, "iperf_omit": $OMIT, "short_seconds": $T_SHORT,
  "hiloss_seconds": $HL_T, "hiloss_omit": $HL_OMIT, "kcptun_lfl_losses": "$KCP_LOSSES",
@@ -1220,7 +1320,7 @@ meta_write() {
 EOF
 }
 
-# testbed.sh finds or builds rrlat the same way as linkem.
+# testbed.sh finds or builds rrlat the same way as linkem; conns too.
 if [ -z "${RRLAT:-}" ]; then
 	if [ -x "$HERE/rrlat" ]; then
 		RRLAT=$HERE/rrlat
@@ -1228,6 +1328,15 @@ if [ -z "${RRLAT:-}" ]; then
 		RRLAT=$TSB_RUN-rrlat
 		${CC:-cc} -O2 -Wall -o "$RRLAT" "$HERE/rrlat.c" ||
 		    die "cannot build rrlat"
+	fi
+fi
+if [ -z "${CONNS:-}" ]; then
+	if [ -x "$HERE/conns" ]; then
+		CONNS=$HERE/conns
+	else
+		CONNS=$TSB_RUN-conns
+		${CC:-cc} -O2 -Wall -o "$CONNS" "$HERE/conns.c" ||
+		    die "cannot build conns"
 	fi
 fi
 export RRLAT LINKEM
