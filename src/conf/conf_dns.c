@@ -176,9 +176,11 @@ up_domain(struct ctx *x, yaml_node_t *n, size_t i, void *arg)
 	if (s == NULL)
 		return -1;
 	p = *s == '.' ? s + 1 : s;
-	if (!dns_domain_ok(p))
-		return conf_err(x, n, "'%s' is not a domain name (it and "
-		    "every name under it)", conf_vis(x, s));
+	if (*p != '\0' || *s != '.') {		/* "." alone: every name */
+		if (!dns_domain_ok(p))
+			return conf_err(x, n, "'%s' is not a domain name (it "
+			    "and every name under it)", conf_vis(x, s));
+	}
 	if ((up->domains[i] = dns_lower_dup(p)) == NULL)
 		return conf_err(x, n, "out of memory");
 	up->ndomains = i + 1;

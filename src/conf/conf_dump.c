@@ -107,7 +107,8 @@ dump_client_dns(FILE *fp, const struct conf *c)
 		fprintf(fp, "        domains:\n");
 		for (j = 0; j < up->ndomains; j++) {
 			fprintf(fp, "          - ");
-			conf_dump_str(fp, up->domains[j]);
+			conf_dump_str(fp, up->domains[j][0] != '\0' ?
+			    up->domains[j] : ".");
 			fputc('\n', fp);
 		}
 	}

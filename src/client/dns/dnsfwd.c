@@ -22,6 +22,8 @@ dnsfwd_under(const char *name, const char *dom)
 {
 	size_t	n = strlen(name), d = strlen(dom);
 
+	if (d == 0)		/* ".": every name */
+		return true;
 	if (n < d || strcmp(name + n - d, dom) != 0)
 		return false;
 	return n == d || name[n - d - 1] == '.';

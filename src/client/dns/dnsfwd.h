@@ -4,7 +4,8 @@
  *
  * dnsfwd_pick: the first of client.dns.upstreams one of whose domains is
  * the name or a suffix of it at a label boundary ("corp.test" takes
- * corp.test and a.corp.test, not xcorp.test); -1 for none (client.dns
+ * corp.test and a.corp.test, not xcorp.test; "" -- "." in the
+ * configuration -- takes every name); -1 for none (client.dns
  * server answers).  Each upstream's address is an ordinary destination:
  * client_route() picks the outbound that carries its queries.
  *

@@ -27,6 +27,7 @@
 #  6. the other outbounds a rule may pick (by the upstream's port): DoT
 #     through trojan (the server logs a trojan session) and DoH through
 #     SOCKS5 (dante in tss logs the connect);
+#     an upstream of domain "." takes every name no other one takes;
 #  7. a reload that moves tls.test to the DoH upstream applies at once,
 #     and the upstreams serve on.
 . "$(dirname "$0")/../lib.sh"
@@ -92,6 +93,7 @@ $(up homedoh https "$TS_S_ADDR4" home.test)
 $(up dead tls "$TS_T_ADDR4:8853" dead.test)
 $(up viatrojan tls "$TS_T_ADDR4:5353" troj.test)
 $(up viasocks https "$TS_T_ADDR4:5354" sock.test)
+$(up all tcp "$TS_T_ADDR4" '"."')
 EOF
 chmod 600 "$TS_TMP/client.yaml"
 "$TUNSPLIT" check -c "$TS_TMP/client.yaml" >"$TS_TMP/check.log" 2>&1 ||
@@ -110,7 +112,7 @@ ts_bg "$NS_T" far "$TS_PY" -u "$TOOL" --bind "$TS_T_ADDR4" --tcp 53 \
     a.tcp.test=10.55.3.1 b.tcp.test=10.55.3.2 c.tcp.test=10.55.3.3 \
     a.tls.test=10.55.1.1 b.tls.test=10.55.1.2 c.tls.test=10.55.1.3 \
     d.tls.test=10.55.1.4 a.doh.test=10.55.2.1 b.doh.test=10.55.2.2 \
-    c.doh.test=10.55.2.3 d.doh.test=10.55.2.4
+    c.doh.test=10.55.2.3 d.doh.test=10.55.2.4 x.any.example=10.55.7.1
 ts_wait_log "$TS_TMP/far.log" ready || ts_fail "dnsstreamtool (tunnel side) did not start"
 ts_bg "$NS_T" far2 "$TS_PY" -u "$TOOL" --bind "$TS_T_ADDR4" --tls 5353 \
     --https 5354 --cert "$TS_TMP/server.pem" --key "$TS_TMP/server.key" \
@@ -223,6 +225,10 @@ want a.sock.test 10.55.5.1
 grep -q "$TS_T_ADDR4.5354" "$TS_TMP/danted.log" ||
     ts_fail "dante did not connect to $TS_T_ADDR4:5354: $(tail -n 3 "$TS_TMP/danted.log")"
 ts_log "DoT through trojan, DoH through SOCKS5"
+# The last upstream's "." takes every name no other one does.
+want x.any.example 10.55.7.1
+[ "$(seen tcp "$TS_S2_ADDR4" x.any.example far)" = 1 ] ||
+    ts_fail "the catch-all upstream did not ask x.any.example: $(tail -n 3 "$TS_TMP/far.log")"
 
 # 7. Reload: tls.test now to the second resolver's DoT (through trojan).
 sed -i 's/domains: \[troj.test\]/domains: [troj.test, tls.test]/' "$TS_TMP/client.yaml"

@@ -231,6 +231,10 @@ test_upstream_streams(void **state)
 	    "10.1.0.4:8443");
 	conf_free(c);
 	expect_err(HEAD UPS "      - {name: a, address: 10.1.0.53, "
+	    "domains: [\"..\"]}\n",
+	    "t.yaml:8:49: client.dns.upstreams[0].domains[0]: ",
+	    "not a domain name");
+	expect_err(HEAD UPS "      - {name: a, address: 10.1.0.53, "
 	    "tls_name: x.example, domains: [a.test]}\n",
 	    "t.yaml:8:9: client.dns.upstreams[0]: ", "for protocol tls");
 	expect_err(HEAD UPS "      - {name: a, address: 10.1.0.53, "
@@ -288,7 +292,7 @@ test_dump(void **state)
 	    " domains: b, tls_name: dns.example, ca: /etc/ssl/ca.pem}\n"
 	    "      - {name: h, address: 10.1.0.3, protocol: https, domains: c,"
 	    " path: /q}\n      - {name: t, address: 10.1.0.1, protocol: tcp,"
-	    " domains: a}\n");
+	    " domains: [\".\"]}\n");
 }
 
 int

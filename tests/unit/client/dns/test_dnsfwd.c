@@ -110,11 +110,12 @@ ttl_of(const uint8_t *m, const char *name)
 static void
 test_pick(void **state)
 {
-	struct conf_dns_upstream	 up[2];
+	struct conf_dns_upstream	 up[3];
 	char				 s0[] = "corp.example", s1[] = "lab";
-	char				 s2[] = "example";
+	char				 s2[] = "example", s3[] = "";
 	char				*d0[] = { s0, s1 };
 	char				*d1[] = { s2 };
+	char				*d2[] = { s3 };
 	struct conf			 c;
 
 	(void)state;
@@ -135,6 +136,14 @@ test_pick(void **state)
 	assert_int_equal(dnsfwd_pick(&c, "notexample"), -1);
 	assert_int_equal(dnsfwd_pick(&c, "lab.org"), -1);
 	assert_int_equal(dnsfwd_pick(&c, ""), -1);
+	/* A third upstream of "." (every name) takes the rest. */
+	up[2].domains = d2;
+	up[2].ndomains = 1;
+	c.client.ndns_upstreams = 3;
+	assert_int_equal(dnsfwd_pick(&c, "www.example"), 1);
+	assert_int_equal(dnsfwd_pick(&c, "notexample"), 2);
+	assert_int_equal(dnsfwd_pick(&c, "lab.org"), 2);
+	assert_int_equal(dnsfwd_pick(&c, ""), 2);
 	c.client.ndns_upstreams = 0;
 	assert_int_equal(dnsfwd_pick(&c, "corp.example"), -1);
 }
