@@ -217,6 +217,7 @@ struct limit_server {
 	struct limit_mem	 mem;		/* authenticated relays' buffers */
 	struct limit_mem	 cover_mem;	/* cover relays' buffers */
 	struct limit_stats	 st;
+	_Atomic unsigned	 conns;		/* accepted: max_conns (server.c) */
 	_Atomic unsigned	 udp;		/* live datagram sessions */
 	_Atomic unsigned	 preauth;	/* sessions not authenticated yet */
 	_Atomic unsigned	 cover;		/* sessions relayed to the cover */

@@ -93,15 +93,25 @@ server_source_fmt(const uint8_t *key, size_t klen, char *out, size_t outlen)
 	return out;
 }
 
+/* Gives back n of the worker's max_conns counts. */
+static void
+server_conns_give(struct worker *w, size_t n)
+{
+	w->held -= n;
+	w->srv->lim.conns -= (unsigned)n;
+}
+
 /*
  * At accept, before any TLS: the global and the per-source connection
  * counts.  Refused connections are reset (no TIME_WAIT left on our side)
  * and cost one accept and one hash lookup.  NULL *src: no entry (out of
  * memory: accepted uncounted rather than refused).  *wait: the source has
  * max_preauth_per_source unauthenticated connections; this one waits its
- * turn (struct waiting).  The per-source counts are taken atomically, so
- * that they hold exactly across workers; max_conns is judged on what the
- * other workers published at the end of their last iteration.
+ * turn (struct waiting).  The counts are taken atomically, so that they
+ * hold exactly across workers.  max_conns counts accepted connections
+ * (sessions and waiting ones): a worker takes one per accept and gives
+ * back, at the end of each iteration, those its closed sessions left
+ * (server_conns_settle).
  */
 static bool
 server_admit(struct worker *w, const struct addr *peer,
@@ -114,22 +124,22 @@ server_admit(struct worker *w, const struct addr *peer,
 	char			 a[ADDR_STRLEN];
 	struct limit_ent	*e;
 	unsigned		 pps = c->server.max_preauth_per_source;
-	size_t			 klen, live;
+	size_t			 klen;
 
 	*src = NULL;
 	*wait = false;
-	live = w->env.nlive + w->nwaiting + server_live_all(w->srv) -
-	    atomic_load_explicit(&w->live, memory_order_relaxed);
-	if (live >= c->server.max_conns) {
+	if (!limit_count_take(&ls->conns, c->server.max_conns)) {
 		w->env.stats.refused++;
 		limit_refuse(&ls->st, LIMIT_CONNS, now, "connections",
 		    "max_conns %u reached", c->server.max_conns);
 		return false;
 	}
+	w->held++;
 	klen = limit_source_key(peer, key);
 	if ((e = limit_tab_get(&ls->sources, key, klen)) == NULL)
 		return true;
 	if (!limit_count_take(&e->conns, c->server.max_conns_per_source)) {
+		server_conns_give(w, 1);
 		w->env.stats.refused++;
 		limit_tab_release(&ls->sources, e);
 		limit_refuse(&ls->st, LIMIT_SOURCE, now, "connections",
@@ -159,8 +169,20 @@ server_admit(struct worker *w, const struct addr *peer,
 	    server_source_fmt(key, klen, a, sizeof(a)), pps);
 	e->conns--;
 	limit_tab_release(&ls->sources, e);
+	server_conns_give(w, 1);
 	*src = NULL;
 	return false;
+}
+
+/* At the end of each iteration: the max_conns counts of what ended. */
+static void
+server_conns_settle(void *arg)
+{
+	struct worker	*w = arg;
+	size_t		 in_use = w->env.nlive + w->nwaiting;
+
+	if (w->held > in_use)
+		server_conns_give(w, w->held - in_use);
 }
 
 /* ---- waiting for a pre-authentication slot ------------------------ */
@@ -716,7 +738,8 @@ server_worker_open(struct server *srv, struct worker *w, unsigned idx)
 		return -1;
 	}
 	if (loop_on_iteration(w->loop, server_waiting_run, w) == -1 ||
-	    loop_on_iteration(w->loop, sess_reap, &w->env) == -1) {
+	    loop_on_iteration(w->loop, sess_reap, &w->env) == -1 ||
+	    loop_on_iteration(w->loop, server_conns_settle, w) == -1) {
 		log_warnx("cannot register the session reaper");
 		return -1;
 	}

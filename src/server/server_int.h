@@ -62,6 +62,7 @@ struct worker {
 	struct loop_timer	 poll_timer;
 	_Atomic size_t		 live;		/* env.nlive + nwaiting, as of
 						 * the end of its last iteration */
+	size_t			 held;		/* its counts in lim.conns */
 	/* The main thread's calls (server_worker.c). */
 	pthread_t		 thread;
 	bool			 threaded;	/* runs on a thread of its own */
