@@ -770,11 +770,11 @@ def t_scale(rs, meta):
                 "%.1f KB" % (b[k] / 1e3) for k in ("client", "server")))
         rows.append(row)
     return ("### Connection rate and memory (plain veth, no impairment)\n\n"
-            "New connections: sequential HTTP/1.0 GETs of 1 KiB, %s.  "
+            "New connections: sequential HTTP/1.0 GETs of 1 KiB %s.  "
             "Idle flows: TCP connections through the path to a holder on the "
             "target, one byte each, RSS growth of the path's client and "
             "server daemon 11 s after the last one opened.  %s\n\n" % (
-                "%s of them (bench/conns.c)" % meta["conn_count"]
+                "(%s per cell, `bench/conns.c`)" % meta["conn_count"]
                 if "conn_count" in meta else
                 "for %s s" % meta.get("conn_seconds", "?"),
                 mtu_note(cr + idle)) +
