@@ -178,14 +178,22 @@ def err_tail(path):
         return None
 
 
-def cmd_rrlat(meta, jpath, epath, lpath=None):
+def tool_result(meta, jpath, epath, none="no result"):
+    """The result line of a tool's one line of JSON: (result, the tool's
+    JSON), or (failed result, None) with the last line of its stderr."""
     r = dict(meta)
     d = load(jpath)
     if not d:
-        r["error"] = err_tail(epath) or "no rrlat result"
+        r["error"] = err_tail(epath) or none
         r["value"] = "FAILED: " + r["error"]
-    else:
-        r.update(d)
+        return r, None
+    r.update(d)
+    return r, d
+
+
+def cmd_rrlat(meta, jpath, epath, lpath=None):
+    r, d = tool_result(meta, jpath, epath, "no rrlat result")
+    if d:
         r["value"] = "%s loop%s: %d answered, p50 %.2f p99 %.2f p99.9 " \
             "%.2f max %.2f ms%s" % (
                 d["mode"], " at %g/s" % d["rate"] if d["rate"] else "",
@@ -200,13 +208,8 @@ def cmd_rrlat(meta, jpath, epath, lpath=None):
 
 
 def cmd_connrate(meta, jpath, epath):
-    r = dict(meta)
-    d = load(jpath)
-    if not d:
-        r["error"] = err_tail(epath) or "no result"
-        r["value"] = "FAILED: " + r["error"]
-    else:
-        r.update(d)
+    r, d = tool_result(meta, jpath, epath)
+    if d:
         per_k(r)
         r["value"] = "%.0f new connections/s (%d in %.1f s, %d failed)" % (
             d["per_second"], d["connections"], d["seconds"], d["failed"])
@@ -230,13 +233,8 @@ def per_k(r):
 
 
 def cmd_burst(meta, jpath, epath, lpath=None):
-    r = dict(meta)
-    d = load(jpath)
-    if not d:
-        r["error"] = err_tail(epath) or "no result"
-        r["value"] = "FAILED: " + r["error"]
-    else:
-        r.update(d)
+    r, d = tool_result(meta, jpath, epath)
+    if d:
         per_k(r)
         r["value"] = "%d connections of %d B each way in %.3f s " \
             "(per connection median %.0f max %.0f ms, %d failed)" % (
