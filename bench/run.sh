@@ -776,14 +776,15 @@ cpu_meta() {
 	    "BEGIN { print ($(cpu_ticks "$CPU_CP") - $CPU_C0) / $CLK_TCK }")"
 	[ "$CPU_SP" != 0 ] && META_CPU="$META_CPU, \"cpu_server_s\": $(awk \
 	    "BEGIN { print ($(cpu_ticks "$CPU_SP") - $CPU_S0) / $CLK_TCK }")"
-	# tunsplit: what its status says about reused outer connections
-	# (nothing from a binary without reuse).
+	# tunsplit: what its status says about the pool and reused outer
+	# connections since the path started (a binary without reuse says
+	# less): the client's "pool:" line, the server's "reuse:" line.
 	case $CUR_PATH in tunsplit*)
 		local side line
-		for side in client server; do
-			line=$("$TUNSPLIT" status -s "$TS_DIR/$side.sock" \
-			    2>/dev/null | grep -m1 '^reuse:')
-			[ -n "$line" ] && META_CPU="$META_CPU, \"status_reuse_$side\": $(json_str "$line")"
+		for side in client:pool server:reuse; do
+			line=$("$TUNSPLIT" status -s "$TS_DIR/${side%:*}.sock" \
+			    2>/dev/null | grep -m1 "^${side#*:}:")
+			[ -n "$line" ] && META_CPU="$META_CPU, \"status_${side%:*}\": $(json_str "$line")"
 		done
 	esac
 	return 0
@@ -1320,25 +1321,19 @@ meta_write() {
 EOF
 }
 
-# testbed.sh finds or builds rrlat the same way as linkem; conns too.
-if [ -z "${RRLAT:-}" ]; then
-	if [ -x "$HERE/rrlat" ]; then
-		RRLAT=$HERE/rrlat
+# testbed.sh finds or builds rrlat the same way as linkem; conns too:
+# bench/NAME when built there, else built from bench/NAME.c.
+bench_tool() {	# NAME -> its binary
+	if [ -x "$HERE/$1" ]; then
+		echo "$HERE/$1"
 	else
-		RRLAT=$TSB_RUN-rrlat
-		${CC:-cc} -O2 -Wall -o "$RRLAT" "$HERE/rrlat.c" ||
-		    die "cannot build rrlat"
+		${CC:-cc} -O2 -Wall -o "$TSB_RUN-$1" "$HERE/$1.c" >&2 ||
+		    return 1
+		echo "$TSB_RUN-$1"
 	fi
-fi
-if [ -z "${CONNS:-}" ]; then
-	if [ -x "$HERE/conns" ]; then
-		CONNS=$HERE/conns
-	else
-		CONNS=$TSB_RUN-conns
-		${CC:-cc} -O2 -Wall -o "$CONNS" "$HERE/conns.c" ||
-		    die "cannot build conns"
-	fi
-fi
+}
+[ -n "${RRLAT:-}" ] || RRLAT=$(bench_tool rrlat) || die "cannot build rrlat"
+[ -n "${CONNS:-}" ] || CONNS=$(bench_tool conns) || die "cannot build conns"
 export RRLAT LINKEM
 
 if [ $DRY = 1 ]; then
