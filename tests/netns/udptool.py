@@ -20,6 +20,10 @@ malformed packets).  Standard library only.
             destination it went to (one association, many peers).
   refused   sends one datagram on a connected socket and expects the
             kernel to report an ICMP error (--errno) within --timeout.
+  gso       one send of --bytes with UDP_SEGMENT --segment (the kernel,
+            or the TUN's reader, cuts it into datagrams); every datagram
+            must come back as sent, none larger than --segment; retried
+            a few times while some are missing.
 
 Exit status: 0 all intact, 1 data wrong or missing, 2 socket error.
 """
@@ -228,6 +232,37 @@ def cmd_many(args):
     for s in socks:
         s.close()
     return 0 if not pending else 1
+
+
+# ---- gso --------------------------------------------------------------------
+
+def cmd_gso(args):
+    dest = (args.host, args.port)
+    sock = socket.socket(family_of(args.host), socket.SOCK_DGRAM)
+    sock.setsockopt(socket.SOL_UDP, 103, args.segment)	# UDP_SEGMENT
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+    data = random.Random(args.seed).randbytes(args.bytes)
+    want = {data[i:i + args.segment]
+            for i in range(0, len(data), args.segment)}
+    got = set()
+    for _ in range(args.tries):
+        sock.sendto(data, dest)
+        end = time.monotonic() + args.timeout
+        while got != want and time.monotonic() < end:
+            r, _, _ = select.select([sock], [], [], end - time.monotonic())
+            if not r:
+                break
+            d, peer = sock.recvfrom(65535)
+            if d not in want:
+                log("gso: an echo of %d bytes that was not sent" % len(d))
+                return 1
+            got.add(d)
+        if got == want:
+            log("gso: %d bytes in %d datagrams of %d echoed intact" % (
+                len(data), len(want), args.segment))
+            return 0
+    log("gso: %d of %d datagrams echoed" % (len(got), len(want)))
+    return 1
 
 
 # ---- stream -----------------------------------------------------------------
@@ -473,6 +508,14 @@ def main():
     p.add_argument("--port", type=int, default=7)
     p.add_argument("--rounds", type=int, default=1)
     p.add_argument("--verbose", action="store_true")
+    p = sub.add_parser("gso")
+    p.add_argument("--host", required=True)
+    p.add_argument("--port", type=int, default=7)
+    p.add_argument("--bytes", type=int, default=12032)
+    p.add_argument("--segment", type=int, default=1200)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--timeout", type=float, default=2)
+    p.add_argument("--tries", type=int, default=3)
     args = ap.parse_args()
     try:
         return globals()["cmd_" + args.cmd](args)

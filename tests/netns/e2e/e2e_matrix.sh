@@ -24,18 +24,21 @@
 #   9107  block                    RST            EHOSTUNREACH / EACCES
 #
 # One pass per TUN setting (TS_MATRIX_PASSES, MTU:offload, default
-# "1500:on 9000:off 9000:on", with TS_SOAK=1 "1500:off" too); in each, for every outbound at once:
-# soak.py stall from the client namespace over one family and from the
-# LAN host over the other (swapped pass by pass), 8 apps each with
-# SO_RCVBUF 4 to 64 KiB and TCP_MAXSEG 536, 1220 or 1460 that stall their
-# reads (lwIP holds data and FIN against a small window), one in four
-# uploading to an echo and half-closing (shutdown write, then read the
-# rest), and two moving TS_MATRIX_BULK bytes (4 MiB) past the stall: every
-# stream must end exactly at its end with every byte right; and UDP echo
-# of 1, 1400, 1472, 1473 and 8000 bytes (fragmented at MTU 1500 and on
-# the LAN link) from both places, byte for byte.  block must refuse TCP
-# at once and UDP with ICMP.  Every failing case is named; the test fails
-# at the end with the list.
+# "1500:on 9000:off 9000:on", with TS_SOAK=1 "1500:off" too); in each,
+# for every outbound at once: soak.py stall from the client namespace
+# over one family and from the LAN host over the other (swapped pass by
+# pass), 8 apps each with SO_RCVBUF 4 to 64 KiB and TCP_MAXSEG 536, 1220
+# or 1460 that stall their reads (lwIP holds data and FIN against a
+# small window), one in four uploading to an echo and half-closing
+# (shutdown write, then read the rest), and two moving TS_MATRIX_BULK
+# bytes (4 MiB) past the stall: every stream must end exactly at its end
+# with every byte right; UDP echo of 1, 1400, 1472, 1473 and 8000 bytes
+# (fragmented at MTU 1500 and on the LAN link) from both places, byte
+# for byte; and one send of 12,032 bytes with UDP_SEGMENT 1200 (a QUIC
+# stack's GSO: one super-packet in the TUN with its offloads, forwarded
+# as such from the LAN host), all 11 datagrams echoed as sent.  block
+# must refuse TCP at once and UDP with ICMP.  Every failing case is
+# named; the test fails at the end with the list.
 . "$(dirname "$0")/../lib.sh"
 . "$TS_LIB_DIR/soaklib.sh"
 ts_init e2e_matrix
@@ -195,7 +198,10 @@ run_pass() {
 				job "p$n-$ob-$where-v$fam-udp" in_ns "$where" "$TS_PY" -u \
 				    "$TS_LIB_DIR/udptool.py" echo --host "$host" \
 				    --port "${PORT[$ob]}" --sizes "$UDP_SIZES" \
-				    --seed "$seed" --timeout 2 --tries 5 ;;
+				    --seed "$seed" --timeout 2 --tries 5
+				job "p$n-$ob-$where-v$fam-gso" in_ns "$where" "$TS_PY" -u \
+				    "$TS_LIB_DIR/udptool.py" gso --host "$host" \
+				    --port "${PORT[$ob]}" --seed "$seed" ;;
 			esac
 		done
 	done
