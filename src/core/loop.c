@@ -78,7 +78,11 @@ loop_on_trim(struct loop_timer *t)
 	struct loop	*l = container_of(t, struct loop, trim);
 
 	l->trim_hinted = false;
-#ifdef HAVE_MALLOC_TRIM
+	/* Under AddressSanitizer malloc is not glibc's, whose allocator
+	 * is then first set up by mallinfo2() itself -- by two server
+	 * workers at once, a race that read through a NULL top chunk
+	 * (SEGV).  Nothing of glibc's to trim then anyway. */
+#if defined(HAVE_MALLOC_TRIM) && !defined(__SANITIZE_ADDRESS__)
 #ifdef HAVE_MALLINFO2
 	if (mallinfo2().fordblks >= LOOP_TRIM_MIN)
 #endif
