@@ -105,6 +105,45 @@ dnsstream_length(const char *v, size_t n, size_t *out)
 	return 0;
 }
 
+/* Past the name at off (labels, a pointer ends it): the offset after
+ * it, or 0 when it runs out of msg. */
+static size_t
+dnsstream_skip_name(const uint8_t *msg, size_t len, size_t off)
+{
+	while (off < len) {
+		if ((msg[off] & 0xc0) == 0xc0)
+			return off + 2 <= len ? off + 2 : 0;
+		if ((msg[off] & 0xc0) != 0)
+			return 0;
+		if (msg[off] == 0)
+			return off + 1;
+		off += 1 + (size_t)msg[off];
+	}
+	return 0;
+}
+
+ssize_t
+dnsstream_strip(uint8_t *msg, size_t len)
+{
+	size_t	off, i, an;
+
+	if (len < DNS_HDR_LEN || msg[4] != 0 || msg[5] != 1)
+		return -1;
+	an = (size_t)msg[6] << 8 | msg[7];
+	if ((off = dnsstream_skip_name(msg, len, DNS_HDR_LEN)) == 0 ||
+	    (off += 4) > len)
+		return -1;
+	for (i = 0; i < an; i++) {
+		if ((off = dnsstream_skip_name(msg, len, off)) == 0 ||
+		    len - off < 10 ||
+		    len - off - 10 < ((size_t)msg[off + 8] << 8 | msg[off + 9]))
+			return -1;
+		off += 10 + ((size_t)msg[off + 8] << 8 | msg[off + 9]);
+	}
+	memset(msg + 8, 0, 4);		/* NSCOUNT, ARCOUNT */
+	return (ssize_t)off;
+}
+
 ssize_t
 dnsstream_http_parse(const uint8_t *in, size_t inlen, int *status,
     const uint8_t **msg, size_t *len, int *close)

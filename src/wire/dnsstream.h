@@ -48,4 +48,14 @@ ssize_t dnsstream_http_request(char *out, size_t outlen, const char *host,
 ssize_t dnsstream_http_parse(const uint8_t *in, size_t inlen, int *status,
     const uint8_t **msg, size_t *len, int *close);
 
+/*
+ * A reply too long for the asker's UDP size cut to its header, question
+ * and answer section (the authority and additional records dropped,
+ * NSCOUNT and ARCOUNT 0; RFC 2181 section 9: no TC for that): a prefix
+ * of msg, so every compression pointer in it stays valid.  Its new
+ * length, or -1 when msg is malformed (bounds-checked walk, one
+ * question).
+ */
+ssize_t dnsstream_strip(uint8_t *msg, size_t len);
+
 #endif

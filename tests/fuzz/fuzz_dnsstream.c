@@ -2,8 +2,9 @@
  * Fuzz target: the framing of DNS over TCP/TLS and HTTPS answers
  * (dnsstream.h), which the client runs on whatever a stream upstream --
  * or anyone on the path to a tcp one -- sends back.  The first byte picks
- * the parser (even: the length prefix, odd: the HTTP response), the rest
- * is the stream.
+ * the parser (bit 0 clear: the length prefix, set: the HTTP response;
+ * bit 1 set: a reply cut to its answer section, dnsstream_strip), the
+ * rest is the stream (or the reply).
  *
  * Oracles besides ASan/UBSan: a message taken lies inside the input and
  * its length is within [DNS header, DNSSTREAM_MSG_MAX] (HTTP: at most
@@ -57,6 +58,18 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	memcpy(copy, data + 1, len);
 	in = copy;
+	if (data[0] & 2) {
+		/* A prefix, past header and question, counts patched. */
+		r = dnsstream_strip(copy, len);
+		FZ_CHECK(r == -1 || (r >= 12 + 5 && (size_t)r <= len));
+		if (r > 0) {
+			FZ_CHECK(memcmp(copy, data + 1, 8) == 0 &&
+			    memcmp(copy + 12, data + 13, (size_t)r - 12) == 0);
+			FZ_CHECK((copy[8] | copy[9] | copy[10] | copy[11]) == 0);
+		}
+		free(copy);
+		return 0;
+	}
 	r = fz_parse(http, in, len, &m, &mlen);
 	FZ_CHECK(r >= -1 && (r < 0 || (size_t)r <= len));
 	if (r > 0) {

@@ -21,7 +21,8 @@ fuzz_dns input: one DNS query, as an app sends it to port 53.
 fuzz_sniff input: a mode byte, then first bytes (see fuzz_sniff.c).
 
 fuzz_dnsstream input: a byte whose low bit picks the parser (0: DNS over
-TCP's length prefix, 1: a DoH HTTP/1.1 response), then the stream.
+TCP's length prefix, 1: a DoH HTTP/1.1 response), or bit 1 set: a reply
+to cut to its answer section (dnsstream_strip); then the bytes.
 
 fuzz_resp input: one settings byte, then records [ctl:1][len:2][bytes the
 server sends] (see fuzz_resp.c).
@@ -654,6 +655,9 @@ def dnsstream_seeds():
         b"c\r\n" + reply[:12] + b"\r\n0\r\n\r\n",
         "http_big": b"\1" + ok + b"Content-Length: 70000\r\n\r\n" + reply,
         "http_502": b"\1HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n",
+        "strip_one": b"\2" + reply[:10] + b"\0\1" + reply[12:] +
+        bytes.fromhex("c00c000100010000012c00040a000002"),
+        "strip_short": b"\2" + reply[:-3],
     }
 
 

@@ -7,6 +7,8 @@ for some names:
   trunc.*  the length prefix (or Content-Length) promises more bytes than
            come, then the connection closes
   big.*    a length (Content-Length) past any DNS message: 65535 / 70000
+  long.*   A 10.55.9.1 and 40 additional records (over 512 bytes)
+  huge.*   60 A records 10.55.8.N in the answer (over 512 bytes)
   wrong.*  a well-formed answer, with the query's id, to another question
            (evil.test A 10.99.99.99): a cache poisoning attempt
 
@@ -53,6 +55,17 @@ def answer(msg):
     ident = msg[:2]
     addr = RECORDS.get(name)
     question = msg[12:end]
+
+    def a_rr(ip):
+        return b"\xc0\x0c" + struct.pack("!HHIH", 1, 1, 300, 4) + \
+            socket.inet_aton(ip)
+    if name.startswith("long."):
+        return name, ident + struct.pack("!HHHHH", 0x8180, 1, 1, 0, 40) + \
+            question + a_rr("10.55.9.1") + \
+            b"".join(a_rr(f"10.55.9.{i + 2}") for i in range(40))
+    if name.startswith("huge."):
+        return name, ident + struct.pack("!HHHHH", 0x8180, 1, 60, 0, 0) + \
+            question + b"".join(a_rr(f"10.55.8.{i + 1}") for i in range(60))
     if addr is not None and qtype == 1:
         rr = b"\xc0\x0c" + struct.pack("!HHIH", 1, 1, 300, 4) + \
             socket.inet_aton(addr)

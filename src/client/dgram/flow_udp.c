@@ -28,6 +28,7 @@
 #include "client/dns/dnsup.h"
 #include "client/dns/fakeip.h"
 #include "wire/dns.h"
+#include "wire/dnsstream.h"
 
 #define DNS_PORT	53
 #define QUIC_PORT	443
@@ -292,6 +293,7 @@ flow_udp_on_dnsup(void *arg, const void *ctx, const uint8_t *query,
 	struct dns_query		 q;
 	struct dns_reply		 rp;
 	uint8_t				 ans[DNS_ANSWER_MAX], *pkt;
+	uint8_t				 big[DNSSTREAM_MSG_MAX];
 	size_t				 n, room;
 	ssize_t				 r;
 
@@ -305,6 +307,14 @@ flow_udp_on_dnsup(void *arg, const void *ctx, const uint8_t *query,
 		log_info("dns upstream %s: an answer to another question",
 		    u->conf->client.dns_upstreams[k->up].name);
 		reply = NULL;
+	}
+	/* Too long: without its authority and additional records first. */
+	if (reply != NULL && len > room && len <= sizeof(big)) {
+		memcpy(big, reply, len);
+		if ((r = dnsstream_strip(big, len)) > 0 && (size_t)r <= room) {
+			reply = big;
+			len = (size_t)r;
+		}
 	}
 	if (reply != NULL && len <= room) {
 		flow_udp_dns_learn(u, reply, len);

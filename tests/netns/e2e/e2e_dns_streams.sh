@@ -205,6 +205,19 @@ for u in dot:tls:3 doh:https:2 plain:tcp:2 dead:tls:1; do
 	    ts_fail "status: upstream $n: $(grep -o "{\"name\":\"$n\",[^}]*}" <<<"$st")"
 done
 ts_log "truncated and oversize answers: SERVFAIL; the upstreams serve on"
+# Over the 512 bytes of a query without EDNS: the additional records
+# go (no TC, the address is there); an answer section that long comes
+# back truncated (TC), with no records.
+r=$(dig_c +noedns +ignore long.tls.test A)
+grep -q "flags: qr rd ra;" <<<"$r" && grep -q "10.55.9.1" <<<"$r" &&
+    grep -q "ADDITIONAL: 0" <<<"$r" ||
+    ts_fail "long.tls.test without EDNS: $r"
+r=$(dig_c +noedns +ignore huge.tls.test A)
+grep -q "flags: qr tc rd ra;" <<<"$r" && grep -q "ANSWER: 0" <<<"$r" ||
+    ts_fail "huge.tls.test without EDNS: $r"
+[ "$(dig_c +short huge.tls.test A | wc -l)" = 60 ] ||
+    ts_fail "huge.tls.test with EDNS: not 60 addresses"
+ts_log "long answers: additional records dropped to fit 512 bytes, TC when the answer itself is longer"
 
 # 5. Nothing to the tunnel's resolver on the wire; the direct one's there.
 sleep 0.3

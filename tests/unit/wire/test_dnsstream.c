@@ -146,6 +146,47 @@ test_http_response(void **state)
 	    &close), -1);
 }
 
+/* www.example A: 2 answers (one by a pointer), 1 authority, 1
+ * additional, each compressed against the question. */
+static const uint8_t REPLY[] = {
+	0x12, 0x34, 0x81, 0x80, 0, 1, 0, 2, 0, 1, 0, 1,
+	3, 'w', 'w', 'w', 7, 'e', 'x', 'a', 'm', 'p', 'l', 'e', 0, 0, 1, 0, 1,
+	0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 1, 0x2c, 0, 4, 10, 0, 0, 1,
+	0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 1, 0x2c, 0, 4, 10, 0, 0, 2,
+	0xc0, 0x10, 0, 2, 0, 1, 0, 0, 1, 0x2c, 0, 2, 0xc0, 0x0c,
+	0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 1, 0x2c, 0, 4, 10, 0, 0, 3,
+};
+
+static void
+test_strip(void **state)
+{
+	uint8_t	m[sizeof(REPLY)];
+	size_t	i;
+
+	(void)state;
+	memcpy(m, REPLY, sizeof(m));
+	/* Header, question (17), two answers (16 each). */
+	assert_int_equal(dnsstream_strip(m, sizeof(m)), 12 + 17 + 32);
+	assert_memory_equal(m, REPLY, 8);
+	assert_int_equal(m[8] | m[9] | m[10] | m[11], 0);
+	assert_memory_equal(m + 12, REPLY + 12, 17 + 32);
+	/* Cut inside the answer section: malformed. */
+	for (i = 0; i < 12 + 17 + 32; i++) {
+		memcpy(m, REPLY, sizeof(m));
+		assert_int_equal(dnsstream_strip(m, i), -1);
+	}
+	/* Two questions, a bad label type, an RDLENGTH past the end. */
+	memcpy(m, REPLY, sizeof(m));
+	m[5] = 2;
+	assert_int_equal(dnsstream_strip(m, sizeof(m)), -1);
+	memcpy(m, REPLY, sizeof(m));
+	m[12] = 0x43;
+	assert_int_equal(dnsstream_strip(m, sizeof(m)), -1);
+	memcpy(m, REPLY, sizeof(m));
+	m[12 + 17 + 11] = 0xff;
+	assert_int_equal(dnsstream_strip(m, sizeof(m)), -1);
+}
+
 int
 main(void)
 {
@@ -153,6 +194,7 @@ main(void)
 		cmocka_unit_test(test_tcp),
 		cmocka_unit_test(test_http_request),
 		cmocka_unit_test(test_http_response),
+		cmocka_unit_test(test_strip),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
