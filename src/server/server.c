@@ -101,6 +101,19 @@ server_conns_give(struct worker *w, size_t n)
 	w->srv->lim.conns -= (unsigned)n;
 }
 
+/* The max_conns counts of what ended: at the end of each iteration, and
+ * before each accept (so that one worker alone counts as it did without
+ * workers). */
+static void
+server_conns_settle(void *arg)
+{
+	struct worker	*w = arg;
+	size_t		 in_use = w->env.nlive + w->nwaiting;
+
+	if (w->held > in_use)
+		server_conns_give(w, w->held - in_use);
+}
+
 /*
  * At accept, before any TLS: the global and the per-source connection
  * counts.  Refused connections are reset (no TIME_WAIT left on our side)
@@ -128,6 +141,7 @@ server_admit(struct worker *w, const struct addr *peer,
 
 	*src = NULL;
 	*wait = false;
+	server_conns_settle(w);
 	if (!limit_count_take(&ls->conns, c->server.max_conns)) {
 		w->env.stats.refused++;
 		limit_refuse(&ls->st, LIMIT_CONNS, now, "connections",
@@ -172,17 +186,6 @@ server_admit(struct worker *w, const struct addr *peer,
 	server_conns_give(w, 1);
 	*src = NULL;
 	return false;
-}
-
-/* At the end of each iteration: the max_conns counts of what ended. */
-static void
-server_conns_settle(void *arg)
-{
-	struct worker	*w = arg;
-	size_t		 in_use = w->env.nlive + w->nwaiting;
-
-	if (w->held > in_use)
-		server_conns_give(w, w->held - in_use);
 }
 
 /* ---- waiting for a pre-authentication slot ------------------------ */
