@@ -249,6 +249,7 @@ outer_plain_new(int fd, bool client)
 	o->fd = fd;
 	o->client = client;
 	o->hs_done = true;
+	o->born_ms = outer_now_ms();
 	return o;
 }
 
@@ -315,6 +316,7 @@ outer_new(SSL_CTX *ctx, int fd, bool client, const char *sni)
 		goto fail;
 	o->fd = fd;
 	o->client = client;
+	o->born_ms = outer_now_ms();
 	if (client && sni != NULL && *sni != '\0' &&
 	    (o->sni = strdup(sni)) == NULL)
 		goto fail;
@@ -515,6 +517,14 @@ outer_export(const struct outer *o, const char *label, uint8_t *out,
 ssize_t
 outer_read(struct outer *o, void *buf, size_t len)
 {
+	if (o->fr != NULL)
+		return outer_frame_read(o, buf, len);
+	return outer_io_read(o, buf, len);
+}
+
+ssize_t
+outer_io_read(struct outer *o, void *buf, size_t len)
+{
 	size_t	n;
 	int	r, rc;
 
@@ -549,6 +559,14 @@ outer_read(struct outer *o, void *buf, size_t len)
 
 ssize_t
 outer_write(struct outer *o, const void *buf, size_t len)
+{
+	if (o->fr != NULL)
+		return outer_frame_write(o, buf, len);
+	return outer_io_write(o, buf, len);
+}
+
+ssize_t
+outer_io_write(struct outer *o, const void *buf, size_t len)
 {
 	size_t	n;
 	int	r;
@@ -603,6 +621,8 @@ outer_pending(const struct outer *o)
 {
 	int	n = o->ssl != NULL ? SSL_pending(o->ssl) : 0;
 
+	if (o->fr != NULL)
+		return outer_frame_pending(o) + (n > 0 ? (size_t)n : 0);
 	return n > 0 ? (size_t)n : 0;
 }
 
@@ -617,6 +637,8 @@ outer_shutdown_write(struct outer *o)
 {
 	int	r;
 
+	if (o->fr != NULL)
+		return outer_frame_shutdown(o);
 	if (o->wr_closed)
 		return 0;
 	if (!o->hs_done) {
@@ -657,6 +679,7 @@ outer_release(struct outer *o, bool rst)
 		SSL_set_shutdown(o->ssl, SSL_SENT_SHUTDOWN |
 		    SSL_RECEIVED_SHUTDOWN);
 	SSL_free(o->ssl);
+	outer_frame_free(o);
 	if (rst)
 		sock_close_rst(o->fd);	/* the peer sees an RST, not a FIN */
 	else

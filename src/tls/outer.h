@@ -119,6 +119,37 @@ size_t outer_pending(const struct outer *o);
 /* 0 done, -1 EAGAIN (retry), -1 other errno. */
 int  outer_shutdown_write(struct outer *o);
 
+/*
+ * Flow framing (the native protocol's version 3, doc/PROTOCOL.md
+ * "Reusable connections"): while a flow is framed, outer_write() sends
+ * each piece as a chunk (2-byte length, 1..OUTER_CHUNK_MAX, then the
+ * bytes), outer_shutdown_write() sends the end marker (length 0) instead
+ * of close_notify and leaves TCP open, and outer_read() returns the
+ * chunks' bytes, 0 at the peer's end marker (and from then on, without
+ * reading further), -1 EPROTO when the stream ends (close_notify, FIN)
+ * inside a chunk or before the marker, or a length is over the limit.
+ *
+ * outer_frame_begin() starts a flow: the first raw_out bytes written and
+ * raw_in bytes read pass unframed (the request header, the status byte),
+ * early[0..n) are framed bytes already read (behind the header), read
+ * first; record padding restarts.  0, or -1 ENOMEM.  Once both markers
+ * have crossed, outer_frame_idle() is true and outer_frame_end() turns
+ * framing off: the stream is between flows (PROTOCOL.md's offer).
+ */
+#define OUTER_CHUNK_MAX		16382	/* + its length: one TLS record */
+#define OUTER_FRAME_OFFER	0xffff	/* server -> client, between flows */
+int  outer_frame_begin(struct outer *o, size_t raw_out, size_t raw_in,
+    const void *early, size_t n);
+bool outer_framed(const struct outer *o);
+bool outer_frame_idle(const struct outer *o);
+void outer_frame_end(struct outer *o);
+/* Flows begun on the stream (outer_frame_begin), and its age. */
+unsigned outer_flows(const struct outer *o);
+uint64_t outer_age_ms(const struct outer *o);
+/* The exporter with a context (the flow's index, for version 3). */
+int  outer_export_ctx(const struct outer *o, const char *label,
+    const uint8_t *ctx, size_t ctxlen, uint8_t *out, size_t len);
+
 /* EPOLLIN/EPOLLOUT that the last blocked operation waits for (0 if none). */
 uint32_t outer_events(const struct outer *o);
 

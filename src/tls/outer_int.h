@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <openssl/ssl.h>
 
@@ -24,7 +25,23 @@ struct outer {
 	unsigned	 pad_left;	/* records still to pad */
 	unsigned	 pad_max;
 	unsigned	 pad_records;	/* server: pad_left once trusted */
+	struct outer_frame *fr;		/* flow framing (outer_frame.c) */
+	unsigned	 flows;		/* framed flows begun on it */
+	uint64_t	 born_ms;	/* CLOCK_MONOTONIC at outer_new */
 };
+
+/* The unframed stream, which outer_read/outer_write/outer_shutdown_write
+ * are unless flow framing is on (outer.c). */
+ssize_t outer_io_read(struct outer *o, void *buf, size_t len);
+ssize_t outer_io_write(struct outer *o, const void *buf, size_t len);
+/* outer_frame.c: the same calls on a framed flow; outer_frame_free at
+ * release. */
+ssize_t outer_frame_read(struct outer *o, void *buf, size_t len);
+ssize_t outer_frame_write(struct outer *o, const void *buf, size_t len);
+int  outer_frame_shutdown(struct outer *o);
+size_t outer_frame_pending(const struct outer *o);
+void outer_frame_free(struct outer *o);
+uint64_t outer_now_ms(void);
 
 /* Record padding of a context's streams (outer_ctx_padding). */
 struct outer_pad {

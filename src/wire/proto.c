@@ -79,7 +79,17 @@ proto_kind_valid(uint8_t kind)
 static bool
 proto_version_valid(uint8_t v)
 {
-	return v == PROTO_VERSION || v == PROTO_VERSION_1;
+	return v == PROTO_VERSION || v == PROTO_VERSION_1 ||
+	    v == PROTO_VERSION_3;
+}
+
+void
+proto_bind_context(uint32_t flow, uint8_t ctx[PROTO_BIND_CTX_LEN])
+{
+	ctx[0] = (uint8_t)(flow >> 24);
+	ctx[1] = (uint8_t)(flow >> 16);
+	ctx[2] = (uint8_t)(flow >> 8);
+	ctx[3] = (uint8_t)flow;
 }
 
 /* Version 2 appends the connection's exporter value to the MAC input
@@ -113,11 +123,14 @@ proto_req_encode(uint8_t *out, size_t outlen, const struct proto_req *r,
 		goto inval;
 	if (pad_len > PROTO_REQ_MAX)
 		goto inval;
+	if (r->version == PROTO_VERSION_3 && bind == NULL)
+		goto inval;
 	total = OFF_ATYP + alen + 2 + pad_len + PROTO_MAC_LEN;
 	if (total > PROTO_REQ_MAX || total > outlen)
 		goto inval;
 
-	out[OFF_VERSION] = bind != NULL ? PROTO_VERSION : PROTO_VERSION_1;
+	out[OFF_VERSION] = r->version == PROTO_VERSION_3 ? PROTO_VERSION_3 :
+	    bind != NULL ? PROTO_VERSION : PROTO_VERSION_1;
 	out[OFF_KIND] = r->kind;
 	put16(out + OFF_LEN, (uint16_t)total);
 	put64(out + OFF_TS, r->ts);
@@ -129,6 +142,9 @@ proto_req_encode(uint8_t *out, size_t outlen, const struct proto_req *r,
 	p += 2;
 	if (pad_len > 0)
 		randombytes_buf(p, pad_len);
+	if (r->can_reuse && out[OFF_VERSION] == PROTO_VERSION &&
+	    pad_len >= PROTO_REUSE_TAG_LEN)
+		memcpy(p, PROTO_REUSE_TAG, PROTO_REUSE_TAG_LEN);
 	p += pad_len;
 	proto_mac(p, out, total - PROTO_MAC_LEN, key, bind);
 	return (ssize_t)total;
@@ -201,6 +217,9 @@ proto_req_parse(const uint8_t *in, size_t len, struct proto_req *r)
 	req.kind = in[OFF_KIND];
 	req.len = (uint16_t)hlen;
 	req.ts = get64(in + OFF_TS);
+	req.can_reuse = req.version == PROTO_VERSION &&
+	    pad >= PROTO_REUSE_TAG_LEN && memcmp(in + off + 2,
+	    PROTO_REUSE_TAG, PROTO_REUSE_TAG_LEN) == 0;
 	memcpy(req.nonce, in + OFF_NONCE, PROTO_NONCE_LEN);
 	memcpy(req.user_id, in + OFF_USER_ID, PROTO_USER_ID_LEN);
 	*r = req;
@@ -227,7 +246,8 @@ proto_req_verify_mac(const uint8_t *in, size_t len,
 		return -1;
 	if (in[OFF_VERSION] == PROTO_VERSION_1)
 		bind = NULL;
-	else if (in[OFF_VERSION] != PROTO_VERSION || bind == NULL)
+	else if ((in[OFF_VERSION] != PROTO_VERSION &&
+	    in[OFF_VERSION] != PROTO_VERSION_3) || bind == NULL)
 		return -1;
 	proto_mac(mac, in, hlen - PROTO_MAC_LEN, key, bind);
 	rc = crypto_verify_32(mac, in + hlen - PROTO_MAC_LEN);

@@ -25,12 +25,25 @@
 #ifndef TUNSPLIT_PROTO_H
 #define TUNSPLIT_PROTO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #define PROTO_VERSION		2	/* bound to its TLS connection */
 #define PROTO_VERSION_1		1	/* unbound: valid on any connection */
+/* Version 3: version 2's layout, bound to one flow of a connection (the
+ * exporter with the flow's index as context, proto_bind_context), and
+ * the stream after it framed so the connection can carry a next flow
+ * (doc/PROTOCOL.md "Reusable connections"). */
+#define PROTO_VERSION_3		3
+#define PROTO_BIND_CTX_LEN	4
+/* A version 2 client that can speak version 3 starts its padding with
+ * these bytes; a server that can too answers with PROTO_STATUS_REUSE
+ * set in its status, and the client's next connections use version 3. */
+#define PROTO_REUSE_TAG		"tunsplit-reuse/3"
+#define PROTO_REUSE_TAG_LEN	16
+#define PROTO_STATUS_REUSE	0x80
 #define PROTO_BIND_LEN		32
 /* RFC 8446 section 7.5 exporter label of the binding (no context). */
 #define PROTO_BIND_LABEL	"EXPORTER-tunsplit-header"
@@ -72,12 +85,19 @@ struct proto_req {
 	uint8_t		 nonce[PROTO_NONCE_LEN];
 	uint8_t		 user_id[PROTO_USER_ID_LEN];
 	struct proto_dest dest;
+	bool		 can_reuse;	/* version 2 with PROTO_REUSE_TAG */
 };
+
+/* The exporter context of a version 3 header: the flow's index on its
+ * connection (0 for the first), 4 bytes big endian. */
+void proto_bind_context(uint32_t flow, uint8_t ctx[PROTO_BIND_CTX_LEN]);
 
 /* Encodes r (len computed; ts/nonce as given) with pad_len random padding
  * bytes and the MAC under key: a version 2 header bound to the TLS
  * exporter value bind[PROTO_BIND_LEN] of its connection, or with bind
- * NULL a version 1 header (for old servers).  Returns the length, or -1
+ * NULL a version 1 header (for old servers); r->version 3 (bind needed)
+ * makes a version 3 one.  r->can_reuse tags a version 2 header's
+ * padding (when it has room).  Returns the length, or -1
  * if out is too small or a field is invalid. */
 ssize_t proto_req_encode(uint8_t *out, size_t outlen, const struct proto_req *r,
     const uint8_t key[PROTO_KEY_LEN], const uint8_t *bind, size_t pad_len);

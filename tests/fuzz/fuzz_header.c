@@ -119,7 +119,9 @@ fz_check_fields(const struct proto_req *r, size_t hlen)
 
 	FZ_CHECK(hlen >= 75 && hlen <= PROTO_REQ_MAX);
 	FZ_CHECK(r->len == hlen);
-	FZ_CHECK(r->version == PROTO_VERSION || r->version == PROTO_VERSION_1);
+	FZ_CHECK(r->version == PROTO_VERSION || r->version == PROTO_VERSION_1 ||
+	    r->version == PROTO_VERSION_3);
+	FZ_CHECK(!r->can_reuse || r->version == PROTO_VERSION);
 	FZ_CHECK(fz_kind_ok(r->kind));
 	FZ_CHECK(r->dest.atyp == PROTO_ATYP_IPV4 ||
 	    r->dest.atyp == PROTO_ATYP_IPV6 ||
@@ -173,11 +175,12 @@ fz_stage2(const struct proto_req *r, size_t hlen, uint8_t clock)
 	memcpy(req.user_id, fz_id, sizeof(req.user_id));
 	pad = hlen - (PROTO_REQ_FIXED + fz_addr_len(&req.dest) + 4 +
 	    PROTO_MAC_LEN);
-	bind = req.version == PROTO_VERSION ? fz_bind : NULL;
+	bind = req.version != PROTO_VERSION_1 ? fz_bind : NULL;
 	n = proto_req_encode(hdr, sizeof(hdr), &req, fz_key, bind, pad);
 	FZ_CHECK(n == (ssize_t)hlen);
 	FZ_CHECK(proto_req_parse(hdr, hlen, &back) == (ssize_t)hlen);
 	FZ_CHECK(back.version == req.version && back.kind == req.kind &&
+	    back.can_reuse == req.can_reuse &&
 	    back.len == req.len && back.ts == req.ts &&
 	    memcmp(back.nonce, req.nonce, sizeof(req.nonce)) == 0 &&
 	    memcmp(back.user_id, req.user_id, sizeof(req.user_id)) == 0 &&

@@ -9,8 +9,9 @@ crash reproducers (tests/fuzz/crashes/).
 
 fuzz_header input: what a client sends after the TLS handshake.  The
 version 1 seeds (no seed_ prefix) predate this script; the seed_v2-*
-ones are version 2 headers under the harness's key, bound to its
-exporter value (40 41 .. 5f), some followed by stream bytes.
+and seed_v3-* ones are version 2 and 3 headers under the harness's key,
+bound to its exporter value (40 41 .. 5f), some followed by stream
+bytes.
 
 fuzz_frame input: datagram frames as they arrive on a stream (frame.h).
 fuzz_trojan input: the first bytes of a connection (proto_trojan.h): a
@@ -23,6 +24,9 @@ fuzz_sniff input: a mode byte, then first bytes (see fuzz_sniff.c).
 fuzz_dnsstream input: a byte whose low bit picks the parser (0: DNS over
 TCP's length prefix, 1: a DoH HTTP/1.1 response), or bit 1 set: a reply
 to cut to its answer section (dnsstream_strip); then the bytes.
+
+fuzz_chunks input: a settings byte, then a framed stream of a reusable
+connection (see fuzz_chunks.c).
 
 fuzz_resp input: one settings byte, then records [ctl:1][len:2][bytes the
 server sends] (see fuzz_resp.c).
@@ -363,16 +367,18 @@ HDR_BIND = bytes(range(0x40, 0x60))
 
 
 def header(version, kind, addr, port, pad=0, ts=1700000000,
-           nonce=bytes(range(0xa0, 0xb0)), key=HDR_KEY, bind=HDR_BIND):
-    """A request header (doc/PROTOCOL.md); version 2 MACs bind after it."""
+           nonce=bytes(range(0xa0, 0xb0)), key=HDR_KEY, bind=HDR_BIND,
+           tag=b""):
+    """A request header (doc/PROTOCOL.md); version 2 and 3 MACs bind
+    after it; tag starts the padding (the reuse tag)."""
     uid = hashlib.blake2b(b"tunsplit user id", key=key,
                           digest_size=32).digest()[:8]
     body = addr + struct.pack("!H", port) + struct.pack("!H", pad) + \
-        bytes((i * 7 + 3) & 0xff for i in range(pad))
+        tag + bytes((i * 7 + 3) & 0xff for i in range(pad - len(tag)))
     hlen = 36 + len(body) + 32
     h = bytes([version, kind]) + struct.pack("!HQ", hlen, ts) + nonce + \
         uid + body
-    mac = hashlib.blake2b(h + (bind if version == 2 else b""), key=key,
+    mac = hashlib.blake2b(h + (bind if version != 1 else b""), key=key,
                           digest_size=32).digest()
     return h + mac
 
@@ -392,6 +398,11 @@ def header_seeds():
                            nonce=bytes(range(16))),
         "v1-fresh": header(1, 1, v4, 443, ts=1700000060,
                            nonce=bytes(range(1, 17))),
+        "v2-reuse-tag": header(2, 1, v4, 443, pad=40,
+                               tag=b"tunsplit-reuse/3"),
+        "v3-v4-early": header(3, 1, v4, 80, pad=300, ts=1700000120,
+                              nonce=bytes(range(2, 18))) +
+        b"\x00\x05hello\x00\x00",
     }
 
 
@@ -661,6 +672,27 @@ def dnsstream_seeds():
     }
 
 
+def chunks_seeds():
+    """fuzz_chunks: a settings byte (low nibble: share handed over as
+    early bytes, high nibble: log2 of the read size), then a framed
+    stream: chunks [len:2][bytes], the end marker 00 00, what follows."""
+    def ch(b):
+        return struct.pack("!H", len(b)) + b
+    return {
+        "end_only": b"\x30" + b"\0\0",
+        "one": b"\x35" + ch(b"hello") + b"\0\0",
+        "two_early": b"\x4f" + ch(b"abc") + ch(b"x" * 300) + b"\0\0",
+        "max": b"\xe3" + ch(b"m" * 16382) + b"\0\0",
+        "over": b"\x30" + b"\x3f\xff" + b"y" * 20,
+        "mid_chunk": b"\x30" + b"\0\x10" + b"short",
+        "no_end": b"\x30" + ch(b"abc"),
+        "half_len": b"\x30" + ch(b"abc") + b"\0",
+        "after_end": b"\x32" + ch(b"req") + b"\0\0" + b"\x03next hdr",
+        "offer_after": b"\x30" + b"\0\0\xff\xff",
+        "zero_input": b"\x00",
+    }
+
+
 def main():
     ap = argparse.ArgumentParser()
     here = os.path.dirname(os.path.abspath(__file__))
@@ -674,7 +706,8 @@ def main():
                            ("socks5", socks5_seeds()),
                            ("dns", dns_seeds()),
                            ("sniff", sniff_seeds()),
-                           ("dnsstream", dnsstream_seeds())):
+                           ("dnsstream", dnsstream_seeds()),
+                           ("chunks", chunks_seeds())):
         d = os.path.join(a.out, harness)
         os.makedirs(d, exist_ok=True)
         for name, data in seeds.items():

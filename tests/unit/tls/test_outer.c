@@ -1402,6 +1402,196 @@ test_plain(void **state)
 	assert_null(outer_new(NULL, -1, true, NULL));
 }
 
+/* ---- flow framing (outer_frame_*) ------------------------------------- */
+
+/*
+ * Two flows on one TLS connection, as the native protocol's version 3
+ * runs them: the client's header and the server's status pass raw, the
+ * rest is framed; each side's half-close is the end marker, after which
+ * reads return 0 without consuming; the server's offer crosses between
+ * the flows.  The exporter with the flow's index as context is the same
+ * on both ends and differs per index and from the one without context.
+ */
+static void
+test_frame_tls(void **state)
+{
+	struct ctxs	*x = *state;
+	struct pair	 p;
+	struct xfer	 a, b;
+	uint8_t		 e0c[32], e0s[32], e1c[32], e1s[32], e[32];
+	uint8_t		 buf[64], ctx0[4] = { 0, 0, 0, 0 }, ctx1[4] = { 0, 0, 0, 1 };
+	ssize_t		 n;
+	size_t		 got;
+	int		 flow;
+
+	pair_connect(&p, x->c, x->s, false);
+	assert_int_equal(outer_export_ctx(p.c, "EXPORTER-t", ctx0, 4, e0c, 32), 0);
+	assert_int_equal(outer_export_ctx(p.s, "EXPORTER-t", ctx0, 4, e0s, 32), 0);
+	assert_int_equal(outer_export_ctx(p.c, "EXPORTER-t", ctx1, 4, e1c, 32), 0);
+	assert_int_equal(outer_export_ctx(p.s, "EXPORTER-t", ctx1, 4, e1s, 32), 0);
+	assert_int_equal(outer_export(p.c, "EXPORTER-t", e, 32), 0);
+	assert_memory_equal(e0c, e0s, 32);
+	assert_memory_equal(e1c, e1s, 32);
+	assert_memory_not_equal(e0c, e1c, 32);
+	assert_memory_not_equal(e0c, e, 32);
+
+	for (flow = 1; flow <= 2; flow++) {
+		assert_false(outer_framed(p.c));
+		assert_int_equal(outer_frame_begin(p.c, 3, 1, NULL, 0), 0);
+		assert_int_equal(outer_flows(p.c), (unsigned)flow);
+		write_all(p.c, "HDRearly", 8);
+		/* The server reads the header raw, with what followed it. */
+		got = 0;
+		while (got < 3 + 2 + 5) {
+			n = read_wait(p.s, buf + got, sizeof(buf) - got);
+			assert_true(n > 0);
+			got += (size_t)n;
+		}
+		assert_int_equal(got, 10);
+		assert_memory_equal(buf, "HDR\x00\x05" "early", 10);
+		assert_int_equal(outer_frame_begin(p.s, 1, 0, buf + 3, 7), 0);
+		assert_true(outer_pending(p.s) >= 7);
+		assert_int_equal(read_wait(p.s, buf, sizeof(buf)), 5);
+		assert_memory_equal(buf, "early", 5);
+		write_all(p.s, "Sok", 3);		/* status, then a chunk */
+		assert_int_equal(read_wait(p.c, buf, 1), 1);
+		assert_int_equal(buf[0], 'S');
+		assert_int_equal(read_wait(p.c, buf, sizeof(buf)), 2);
+		assert_memory_equal(buf, "ok", 2);
+		xfer_init(&a, BULK / 8, 20 + (uint32_t)flow);
+		xfer_init(&b, BULK / 4, 30 + (uint32_t)flow);
+		pair_transfer(&p, &a, &b, true);
+		xfer_free(&a);
+		xfer_free(&b);
+		assert_true(outer_frame_idle(p.c));
+		assert_true(outer_frame_idle(p.s));
+		assert_int_equal(outer_read(p.c, buf, sizeof(buf)), 0);
+		assert_int_equal(outer_read(p.s, buf, sizeof(buf)), 0);
+		errno = 0;
+		assert_int_equal(outer_write(p.c, "x", 1), -1);
+		assert_int_equal(errno, EPIPE);
+		outer_frame_end(p.c);
+		outer_frame_end(p.s);
+		write_all(p.s, "\xff\xff", 2);		/* the offer */
+		assert_int_equal(read_wait(p.c, buf, sizeof(buf)), 2);
+		assert_memory_equal(buf, "\xff\xff", 2);
+	}
+	pair_free(&p);
+}
+
+static void
+plain_pair(struct pair *p)
+{
+	pair_new(p, NULL, NULL, NULL, false);
+}
+
+/* Reads raw (framing off) until n bytes came. */
+static void
+read_exact(struct outer *o, uint8_t *buf, size_t n)
+{
+	size_t	got = 0;
+	ssize_t	r;
+
+	while (got < n) {
+		r = read_wait(o, buf + got, n - got);
+		assert_true(r > 0);
+		got += (size_t)r;
+	}
+}
+
+/*
+ * The reader's errors: a stream that ends inside a chunk, before the end
+ * marker, or with a chunk length over OUTER_CHUNK_MAX is EPROTO; bytes
+ * after the end marker stay unread until framing is off.  The writer: a
+ * raw prefix and a chunk leave in one write; a write that blocked
+ * returns, when repeated, the count of what it had staged.
+ */
+static void
+test_frame_errors(void **state)
+{
+	struct pair	 p;
+	uint8_t		 buf[70000], big[20000];
+	ssize_t		 n, k;
+	size_t		 drained;
+	int		 sz = 4096;
+
+	(void)state;
+	/* inside a chunk */
+	plain_pair(&p);
+	assert_int_equal(outer_frame_begin(p.s, 0, 0, NULL, 0), 0);
+	write_all(p.c, "\x00\x05" "ab", 4);
+	outer_free(p.c);
+	assert_int_equal(read_wait(p.s, buf, sizeof(buf)), 2);
+	errno = 0;
+	assert_int_equal(read_wait(p.s, buf, sizeof(buf)), -1);
+	assert_int_equal(errno, EPROTO);
+	outer_free(p.s);
+
+	/* at a boundary, but no end marker; and half a length */
+	plain_pair(&p);
+	assert_int_equal(outer_frame_begin(p.s, 0, 0, "\x00\x01z\x00", 4), 0);
+	outer_free(p.c);
+	assert_int_equal(read_wait(p.s, buf, sizeof(buf)), 1);
+	errno = 0;
+	assert_int_equal(read_wait(p.s, buf, sizeof(buf)), -1);
+	assert_int_equal(errno, EPROTO);
+	outer_free(p.s);
+
+	/* over the limit */
+	plain_pair(&p);
+	assert_int_equal(outer_frame_begin(p.s, 0, 0, NULL, 0), 0);
+	write_all(p.c, "\x3f\xff", 2);
+	errno = 0;
+	assert_int_equal(read_wait(p.s, buf, sizeof(buf)), -1);
+	assert_int_equal(errno, EPROTO);
+	outer_free(p.c);
+	outer_free(p.s);
+
+	/* after the end marker */
+	plain_pair(&p);
+	assert_int_equal(outer_frame_begin(p.s, 0, 0, NULL, 0), 0);
+	write_all(p.c, "\x00\x02hi\x00\x00more", 10);
+	assert_int_equal(read_wait(p.s, buf, sizeof(buf)), 2);
+	assert_int_equal(outer_read(p.s, buf, sizeof(buf)), 0);
+	assert_int_equal(outer_read(p.s, buf, sizeof(buf)), 0);
+	assert_true(outer_frame_idle(p.s) == false);	/* nothing sent */
+	assert_int_equal(outer_shutdown_write(p.s), 0);
+	assert_true(outer_frame_idle(p.s));
+	read_exact(p.c, buf, 2);
+	assert_memory_equal(buf, "\x00\x00", 2);
+	outer_frame_end(p.s);
+	read_exact(p.s, buf, 4);
+	assert_memory_equal(buf, "more", 4);
+	outer_free(p.c);
+	outer_free(p.s);
+
+	/* raw prefix and chunk in one write; a blocked write repeated */
+	plain_pair(&p);
+	assert_int_equal(setsockopt(outer_fd(p.c), SOL_SOCKET, SO_SNDBUF, &sz,
+	    sizeof(sz)), 0);
+	assert_int_equal(outer_frame_begin(p.c, 3, 0, NULL, 0), 0);
+	assert_int_equal(outer_write(p.c, "HDRxyz", 6), 6);
+	read_exact(p.s, buf, 8);
+	assert_memory_equal(buf, "HDR\x00\x03xyz", 8);
+	memset(big, 'b', sizeof(big));
+	while ((n = outer_write(p.c, big, sizeof(big))) > 0)
+		assert_true(n <= OUTER_CHUNK_MAX);
+	assert_int_equal(errno, EAGAIN);
+	assert_true(outer_events(p.c) & EPOLLOUT);
+	drained = 0;
+	do {	/* the repeats finish what was staged, then say how much */
+		while ((k = outer_read(p.s, buf, sizeof(buf))) > 0)
+			drained += (size_t)k;
+		n = outer_write(p.c, big, sizeof(big));
+		assert_true(n > 0 || errno == EAGAIN);
+	} while (n < 0);
+	assert_true(drained > 0);
+	assert_true(n > 0 && n <= OUTER_CHUNK_MAX);
+	assert_int_equal(outer_shutdown_write(p.c), 0);
+	outer_free(p.c);
+	outer_free(p.s);
+}
+
 int
 main(void)
 {
@@ -1440,6 +1630,9 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_idle_memory,
 		    setup_ctxs, teardown_ctxs),
 		cmocka_unit_test(test_plain),
+		cmocka_unit_test_setup_teardown(test_frame_tls,
+		    setup_ctxs, teardown_ctxs),
+		cmocka_unit_test(test_frame_errors),
 	};
 
 	/* Before OpenSSL allocates anything. */

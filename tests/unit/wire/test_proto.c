@@ -62,6 +62,17 @@ static const char VEC2_DOM[] =
     "03" "0b" "6578616d706c652e636f6d" "0050" "0000"
     "4ee18d59c6dca34aca23626f0c34c7f3d482661d01389fe919f52416c4d1b958";
 
+/*
+ * Version 3: version 2's layout and MAC, the version byte 3; the caller
+ * binds it to the exporter with the flow's index as context (here VB
+ * again: the MAC does not see how the value was made).
+ */
+static const char VEC3_V4[] =
+    "03" "01" "004d" "000000006553f100"
+    "a0a1a2a3a4a5a6a7a8a9aaabacadaeaf" "72e816471195b814"
+    "01" "c0000201" "01bb" "0000"
+    "113d50f1e976e4a6534f1a94763b40e20ecc62746dc4523a0bf592d0d45b428b";
+
 /* The exporter value the tests bind version 2 headers to. */
 static uint8_t VB[PROTO_BIND_LEN];
 
@@ -234,6 +245,72 @@ test_vectors(void **state)
 	assert_memory_equal(out, want, n);
 	assert_int_equal(proto_req_parse(want, n, &p), 85);
 	assert_int_equal(proto_req_verify_mac(want, n, key, VB), 0);
+
+	/* Version 3. */
+	vec_req(&r, key);
+	dest_v4(&r.dest, 443);
+	r.version = PROTO_VERSION_3;
+	n = unhex(VEC3_V4, want, sizeof(want));
+	assert_int_equal(proto_req_encode(out, sizeof(out), &r, key, VB, 0), 77);
+	assert_memory_equal(out, want, n);
+	assert_int_equal(proto_req_parse(want, n, &p), 77);
+	assert_int_equal(p.version, PROTO_VERSION_3);
+	assert_false(p.can_reuse);
+	assert_int_equal(proto_req_verify_mac(want, n, key, VB), 0);
+	assert_int_equal(proto_req_verify_mac(want, n, key, NULL), -1);
+	/* needs a binding */
+	assert_int_equal(proto_req_encode(out, sizeof(out), &r, key, NULL, 0),
+	    -1);
+}
+
+/*
+ * The reuse tag: a version 2 header whose padding starts with
+ * PROTO_REUSE_TAG says its client speaks version 3; too little padding,
+ * random padding, or another version say nothing.  The flow index is the
+ * exporter context, 4 bytes big endian.
+ */
+static void
+test_reuse_tag(void **state)
+{
+	uint8_t			 key[PROTO_KEY_LEN], hdr[PROTO_REQ_MAX];
+	uint8_t			 ctx[PROTO_BIND_CTX_LEN];
+	struct proto_req	 r, p;
+	ssize_t			 n;
+	int			 i;
+
+	(void)state;
+	vec_key(key);
+	vec_req(&r, key);
+	dest_v4(&r.dest, 443);
+	r.can_reuse = true;
+	n = proto_req_encode(hdr, sizeof(hdr), &r, key, VB, 40);
+	assert_int_equal(n, 77 + 40);
+	assert_memory_equal(hdr + 45, PROTO_REUSE_TAG, PROTO_REUSE_TAG_LEN);
+	assert_int_equal(proto_req_parse(hdr, (size_t)n, &p), n);
+	assert_true(p.can_reuse);
+	assert_int_equal(proto_req_verify_mac(hdr, (size_t)n, key, VB), 0);
+	/* 15 bytes of padding: no room, no tag */
+	n = proto_req_encode(hdr, sizeof(hdr), &r, key, VB, 15);
+	assert_int_equal(proto_req_parse(hdr, (size_t)n, &p), n);
+	assert_false(p.can_reuse);
+	/* version 1 and 3 carry none */
+	n = proto_req_encode(hdr, sizeof(hdr), &r, key, NULL, 40);
+	assert_int_equal(proto_req_parse(hdr, (size_t)n, &p), n);
+	assert_false(p.can_reuse);
+	r.version = PROTO_VERSION_3;
+	n = proto_req_encode(hdr, sizeof(hdr), &r, key, VB, 40);
+	assert_int_equal(proto_req_parse(hdr, (size_t)n, &p), n);
+	assert_false(p.can_reuse);
+	/* random padding is no tag */
+	r.version = 0;
+	r.can_reuse = false;
+	for (i = 0; i < 100; i++) {
+		n = proto_req_encode(hdr, sizeof(hdr), &r, key, VB, 40);
+		assert_int_equal(proto_req_parse(hdr, (size_t)n, &p), n);
+		assert_false(p.can_reuse);
+	}
+	proto_bind_context(0x01020304, ctx);
+	assert_memory_equal(ctx, "\x01\x02\x03\x04", 4);
 }
 
 /*
@@ -490,16 +567,18 @@ test_malformed(void **state)
 
 	/* version */
 	assert_int_equal(parse_mut(v4, n4, 0, 0), -1);
-	assert_int_equal(parse_mut(v4, n4, 0, 3), -1);
+	assert_int_equal(parse_mut(v4, n4, 0, 4), -1);
 	assert_int_equal(parse_mut(v4, n4, 0, 0xff), -1);
 	/* both versions share the layout */
 	assert_int_equal(parse_mut(v4, n4, 0, PROTO_VERSION), (ssize_t)n4);
 	assert_int_equal(parse_mut(v4, n4, 0, PROTO_VERSION_1), (ssize_t)n4);
+	assert_int_equal(parse_mut(v4, n4, 0, PROTO_VERSION_3), (ssize_t)n4);
 	/* detected from the first byte alone */
 	for (v = 0; v < 256; v++) {
 		buf[0] = (uint8_t)v;
 		assert_int_equal(proto_req_parse(buf, 1, &r),
-		    v == PROTO_VERSION || v == PROTO_VERSION_1 ? 0 : -1);
+		    v == PROTO_VERSION || v == PROTO_VERSION_1 ||
+		    v == PROTO_VERSION_3 ? 0 : -1);
 	}
 	/* kind */
 	assert_int_equal(parse_mut(v4, n4, 1, 0), -1);
@@ -1109,6 +1188,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_vectors),
 		cmocka_unit_test(test_binding),
+		cmocka_unit_test(test_reuse_tag),
 		cmocka_unit_test(test_roundtrip_padding),
 		cmocka_unit_test(test_pad_random),
 		cmocka_unit_test(test_limits),

@@ -1,0 +1,301 @@
+/*
+ * Flow framing on an outer stream (see outer.h): chunks and the end
+ * marker of one flow at a time, so that a connection can carry the next
+ * flow once both ends of this one have crossed.
+ *
+ * Writing: each outer_write() call becomes one chunk (or raw bytes, then
+ * a chunk) staged in one buffer and written as one TLS record.  The
+ * staged bytes stand for the caller's first bytes: a call that returns
+ * EAGAIN is repeated with the same bytes (outer.h's contract), which
+ * finds the stage still full and returns their count once it left.
+ *
+ * Reading: a chunk's length is read (2 bytes), then its bytes go straight
+ * into the caller's buffer; early bytes handed over by the owner come
+ * first.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tls/outer.h"
+#include "tls/outer_int.h"
+
+#define FRAME_STAGE	(2 + OUTER_CHUNK_MAX)
+
+struct outer_frame {
+	size_t		 raw_out, raw_in;	/* unframed bytes still to go */
+	bool		 end_in, end_out;	/* markers read, written */
+	uint8_t		 len[2];		/* a chunk's length as read */
+	uint8_t		 len_have;
+	size_t		 left;			/* chunk bytes still to read */
+	uint8_t		*early;
+	size_t		 early_len, early_off;
+	uint8_t		*stage;			/* in flight; NULL: none */
+	size_t		 stage_len, stage_off;
+	size_t		 stage_data;		/* caller's bytes it holds */
+};
+
+uint64_t
+outer_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+int
+outer_frame_begin(struct outer *o, size_t raw_out, size_t raw_in,
+    const void *early, size_t n)
+{
+	struct outer_frame *fr;
+
+	outer_frame_end(o);
+	if ((fr = calloc(1, sizeof(*fr))) == NULL)
+		return -1;
+	if (n > 0) {
+		if ((fr->early = malloc(n)) == NULL) {
+			free(fr);
+			errno = ENOMEM;
+			return -1;
+		}
+		memcpy(fr->early, early, n);
+		fr->early_len = n;
+	}
+	fr->raw_out = raw_out;
+	fr->raw_in = raw_in;
+	o->fr = fr;
+	o->flows++;
+	if (o->pad_records > 0 && (o->client || o->flows > 1))
+		o->pad_left = o->pad_records;	/* each flow's start blurred */
+	return 0;
+}
+
+bool
+outer_framed(const struct outer *o)
+{
+	return o != NULL && o->fr != NULL;
+}
+
+bool
+outer_frame_idle(const struct outer *o)
+{
+	return o->fr != NULL && o->fr->end_in && o->fr->end_out &&
+	    o->fr->stage == NULL && o->fr->early_off == o->fr->early_len;
+}
+
+void
+outer_frame_free(struct outer *o)
+{
+	if (o->fr == NULL)
+		return;
+	free(o->fr->early);
+	free(o->fr->stage);
+	free(o->fr);
+	o->fr = NULL;
+}
+
+void
+outer_frame_end(struct outer *o)
+{
+	outer_frame_free(o);
+}
+
+unsigned
+outer_flows(const struct outer *o)
+{
+	return o->flows;
+}
+
+uint64_t
+outer_age_ms(const struct outer *o)
+{
+	return outer_now_ms() - o->born_ms;
+}
+
+/* ---- reading ---------------------------------------------------------- */
+
+static ssize_t
+frame_src(struct outer *o, void *buf, size_t len)
+{
+	struct outer_frame *fr = o->fr;
+	size_t k = fr->early_len - fr->early_off;
+
+	if (k == 0)
+		return outer_io_read(o, buf, len);
+	if (k > len)
+		k = len;
+	memcpy(buf, fr->early + fr->early_off, k);
+	fr->early_off += k;
+	return (ssize_t)k;
+}
+
+ssize_t
+outer_frame_read(struct outer *o, void *buf, size_t len)
+{
+	struct outer_frame *fr = o->fr;
+	ssize_t n;
+
+	if (len == 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (fr->end_in)
+		return 0;
+	if (fr->raw_in > 0) {
+		if ((n = frame_src(o, buf, len < fr->raw_in ? len :
+		    fr->raw_in)) > 0)
+			fr->raw_in -= (size_t)n;
+		return n;
+	}
+	while (fr->left == 0) {
+		n = frame_src(o, fr->len + fr->len_have, 2 - fr->len_have);
+		if (n <= 0) {
+			if (n == 0)	/* ended without its marker */
+				errno = EPROTO;
+			return -1;
+		}
+		fr->len_have += (uint8_t)n;
+		if (fr->len_have < 2)
+			continue;
+		fr->len_have = 0;
+		fr->left = (size_t)fr->len[0] << 8 | fr->len[1];
+		if (fr->left == 0) {
+			fr->end_in = true;
+			return 0;
+		}
+		if (fr->left > OUTER_CHUNK_MAX) {
+			errno = EPROTO;
+			return -1;
+		}
+	}
+	n = frame_src(o, buf, len < fr->left ? len : fr->left);
+	if (n == 0) {			/* ended inside a chunk */
+		errno = EPROTO;
+		return -1;
+	}
+	if (n > 0)
+		fr->left -= (size_t)n;
+	return n;
+}
+
+size_t
+outer_frame_pending(const struct outer *o)
+{
+	return o->fr->early_len - o->fr->early_off;
+}
+
+/* ---- writing ---------------------------------------------------------- */
+
+/* Writes what is staged.  0 when all left, -1 (EAGAIN or an error). */
+static int
+frame_flush(struct outer *o)
+{
+	struct outer_frame *fr = o->fr;
+	ssize_t n;
+
+	while (fr->stage_off < fr->stage_len) {
+		n = outer_io_write(o, fr->stage + fr->stage_off,
+		    fr->stage_len - fr->stage_off);
+		if (n < 0)
+			return -1;
+		fr->stage_off += (size_t)n;
+	}
+	free(fr->stage);
+	fr->stage = NULL;
+	fr->stage_len = fr->stage_off = 0;
+	return 0;
+}
+
+static int
+frame_stage(struct outer_frame *fr)
+{
+	if (fr->stage == NULL && (fr->stage = malloc(FRAME_STAGE)) == NULL) {
+		errno = ENOMEM;
+		return -1;
+	}
+	fr->stage_len = fr->stage_off = fr->stage_data = 0;
+	return 0;
+}
+
+ssize_t
+outer_frame_write(struct outer *o, const void *buf, size_t len)
+{
+	struct outer_frame *fr = o->fr;
+	const uint8_t *p = buf;
+	size_t raw, k;
+
+	if (fr->stage != NULL) {	/* the repeat of a blocked call */
+		if (frame_flush(o) == -1)
+			return -1;
+		return (ssize_t)fr->stage_data;
+	}
+	if (fr->end_out) {
+		errno = EPIPE;
+		return -1;
+	}
+	if (len == 0)
+		return 0;
+	if (frame_stage(fr) == -1)
+		return -1;
+	raw = len < fr->raw_out ? len : fr->raw_out;
+	if (raw > FRAME_STAGE)
+		raw = FRAME_STAGE;
+	memcpy(fr->stage, p, raw);
+	fr->stage_len = raw;
+	fr->raw_out -= raw;
+	k = len - raw;
+	if (fr->raw_out == 0 && k > 0 && FRAME_STAGE - raw > 2) {
+		if (k > FRAME_STAGE - raw - 2)
+			k = FRAME_STAGE - raw - 2;
+		if (k > OUTER_CHUNK_MAX)
+			k = OUTER_CHUNK_MAX;
+		fr->stage[raw] = (uint8_t)(k >> 8);
+		fr->stage[raw + 1] = (uint8_t)k;
+		memcpy(fr->stage + raw + 2, p + raw, k);
+		fr->stage_len += 2 + k;
+	} else
+		k = 0;
+	fr->stage_data = raw + k;
+	if (frame_flush(o) == -1 && errno != EAGAIN)
+		return -1;
+	if (fr->stage != NULL) {	/* staged: the caller repeats */
+		errno = EAGAIN;
+		return -1;
+	}
+	return (ssize_t)(raw + k);
+}
+
+int
+outer_frame_shutdown(struct outer *o)
+{
+	struct outer_frame *fr = o->fr;
+
+	if (fr->stage == NULL) {
+		if (fr->end_out)
+			return 0;
+		if (frame_stage(fr) == -1)
+			return -1;
+		fr->stage[0] = fr->stage[1] = 0;
+		fr->stage_len = 2;
+		fr->end_out = true;
+	}
+	return frame_flush(o);
+}
+
+int
+outer_export_ctx(const struct outer *o, const char *label,
+    const uint8_t *ctx, size_t ctxlen, uint8_t *out, size_t len)
+{
+	if (o == NULL || o->ssl == NULL || !SSL_is_init_finished(o->ssl) ||
+	    label == NULL ||
+	    SSL_export_keying_material(o->ssl, out, len, label,
+	    strlen(label), ctx, ctxlen, 1) != 1) {
+		errno = EINVAL;
+		return -1;
+	}
+	return 0;
+}
