@@ -319,6 +319,8 @@ conf_new(void)
 	c->server.connect_timeout_ms = 10000;
 	c->server.idle_timeout_ms = 300000;
 	c->server.handshake_timeout_ms = 60000;	/* nginx's client_header_timeout */
+	c->server.reuse = 100;
+	c->server.reuse_age_ms = 120000;
 	c->server.time_window_s = 120;
 	c->server.resolve_workers = 4;
 	c->server.resolve_queue = 256;

@@ -142,6 +142,11 @@ struct conf_outbound {
 	unsigned	 pool_min;		/* floor while active, default 1 */
 	unsigned	 pool_idle_ms;		/* default 60000 */
 	unsigned	 pool_lifetime_ms;	/* default 8000 (< server handshake_timeout) */
+	/* Connection reuse (native protocol): flows per outer connection
+	 * at most, 1 = one flow each; a connection older than reuse_age_ms
+	 * takes no new flow. */
+	unsigned	 reuse;			/* default 100 */
+	unsigned	 reuse_age_ms;		/* default 60000 */
 	/* A group (type:): its members, indexes into client.outbounds in
 	 * the order given; protocol is then block, what a group whose
 	 * members are all down does with a flow. */
@@ -278,6 +283,8 @@ struct conf {
 		unsigned	 connect_timeout_ms;	/* default 10000 */
 		unsigned	 idle_timeout_ms;	/* default 300000 */
 		unsigned	 handshake_timeout_ms;	/* default 60000 */
+		unsigned	 reuse;			/* flows per connection, default 100; 1 = no reuse */
+		unsigned	 reuse_age_ms;		/* no offer after, default 120000 */
 		unsigned	 time_window_s;		/* header timestamp skew, default 120 */
 		bool		 accept_v1;		/* unbound version 1 headers, default off */
 		struct cidr	*egress_allow;		/* overrides the default deny list */

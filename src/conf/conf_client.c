@@ -277,6 +277,8 @@ outbound_defaults(struct conf_outbound *ob, const char *name)
 	ob->pool_min = 1;
 	ob->pool_idle_ms = 60000;
 	ob->pool_lifetime_ms = 8000;
+	ob->reuse = 100;
+	ob->reuse_age_ms = 60000;
 	/* congestion "" and connect_timeout 0: the client's. */
 }
 
@@ -555,6 +557,8 @@ static const struct conf_key keys_outbound[] = {
 	{ "pool_idle", conf_key_ms, O(pool_idle_ms), 0, CONF_MS_MAX, NULL },
 	{ "pool_lifetime", conf_key_ms, O(pool_lifetime_ms), 1000, 600000,
 	    NULL },
+	{ "reuse", conf_key_uint, O(reuse), 1, 100000, NULL },
+	{ "reuse_age", conf_key_ms, O(reuse_age_ms), 1000, 3600000, NULL },
 	{ "congestion", conf_key_word, O(congestion), 0, CONF_CC_MAX, NULL },
 	{ "connect_timeout", conf_key_ms, O(connect_timeout_ms), 100, 600000,
 	    NULL },
@@ -569,7 +573,7 @@ static const char *const legacy_keys[] = {
 	"server", "sni", "ca", "insecure", "pin_sha256", "fingerprint", "key",
 	"key_file", "header_version",
 	"protocol", "username", "password", "password_sha224", "padding",
-	"pool", "pool_idle", "pool_lifetime", NULL
+	"pool", "pool_idle", "pool_lifetime", "reuse", "reuse_age", NULL
 };
 
 static int
@@ -936,6 +940,8 @@ static const struct conf_key keys_client[] = {
 	{ "pool", key_legacy, 0, 0, 0, NULL },
 	{ "pool_idle", key_legacy, 0, 0, 0, NULL },
 	{ "pool_lifetime", key_legacy, 0, 0, 0, NULL },
+	{ "reuse", key_legacy, 0, 0, 0, NULL },
+	{ "reuse_age", key_legacy, 0, 0, 0, NULL },
 	{ "congestion", conf_key_word, C(client.congestion), 0, CONF_CC_MAX,
 	    NULL },
 	{ "mark", conf_key_u32, C(client.mark), 0, UINT32_MAX, NULL },

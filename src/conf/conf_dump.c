@@ -289,6 +289,10 @@ dump_outbound(const struct conf *c, const struct conf_outbound *ob, FILE *fp,
 	    conf_duration_fmt(ob->pool_idle_ms, buf, sizeof(buf)));
 	fprintf(fp, "%spool_lifetime: %s\n", in,
 	    conf_duration_fmt(ob->pool_lifetime_ms, buf, sizeof(buf)));
+	if (ob->protocol == CONF_PROTO_TUNSPLIT)
+		fprintf(fp, "%sreuse: %u\n%sreuse_age: %s\n", in, ob->reuse,
+		    in, conf_duration_fmt(ob->reuse_age_ms, buf,
+		    sizeof(buf)));
 }
 
 static void
@@ -412,6 +416,8 @@ dump_server(const struct conf *c, FILE *fp, bool secrets)
 	dump_ms(fp, "connect_timeout", c->server.connect_timeout_ms);
 	dump_ms(fp, "idle_timeout", c->server.idle_timeout_ms);
 	dump_ms(fp, "handshake_timeout", c->server.handshake_timeout_ms);
+	fprintf(fp, "  reuse: %u\n", c->server.reuse);
+	dump_ms(fp, "reuse_age", c->server.reuse_age_ms);
 	dump_ms(fp, "time_window", c->server.time_window_s * 1000);
 	fprintf(fp, "  accept_v1: %s\n", c->server.accept_v1 ? "true" : "false");
 	fprintf(fp, "  egress:\n");

@@ -370,6 +370,10 @@ status_write_text(const struct status *st, FILE *fp)
 		fprintf(fp, "cover site %s: %" PRIu64 " relayed, %" PRIu64
 		    " unreachable\n", st->cover, st->cover_relayed,
 		    st->cover_failed);
+	if (strcmp(st->role, "server") == 0)
+		fprintf(fp, "reuse: %" PRIu64 " offered, %" PRIu64 " flows on "
+		    "reused connections, %" PRIu64 " errors\n",
+		    st->reuse_offered, st->reused, st->reuse_errors);
 	if (st->handshake != NULL && st->handshake->count > 0)
 		fprintf(fp, "handshakes: %" PRIu64 ", mean %.1f ms\n",
 		    st->handshake->count, (double)st->handshake->sum_us /
@@ -708,6 +712,10 @@ status_write_json(const struct status *st, FILE *fp)
 		fprintf(fp, ",\"relayed\":%" PRIu64 ",\"unreachable\":%" PRIu64
 		    "}", st->cover_relayed, st->cover_failed);
 	}
+	if (strcmp(st->role, "server") == 0)
+		fprintf(fp, ",\"reuse\":{\"offered\":%" PRIu64 ",\"reused\":%"
+		    PRIu64 ",\"errors\":%" PRIu64 "}", st->reuse_offered,
+		    st->reused, st->reuse_errors);
 	if (st->handshake != NULL)
 		json_hist(fp, st->handshake);
 	if (st->has_tun)
@@ -1359,6 +1367,15 @@ status_write_prometheus(const struct status *st, FILE *fp)
 		prom_contact(fp, st);
 	if (srv)
 		prom_one(fp, "users", "gauge", "Configured users.", st->users);
+	if (srv) {
+		prom_one(fp, "reuse_offered_total", "counter",
+		    "Connections offered for a next flow.", st->reuse_offered);
+		prom_one(fp, "reused_total", "counter",
+		    "Flows carried by reused connections.", st->reused);
+		prom_one(fp, "reuse_errors_total", "counter",
+		    "Protocol errors on reused connections.",
+		    st->reuse_errors);
+	}
 	if (srv) {
 		prom_one(fp, "cover_relayed_total", "counter",
 		    "Rejected connections relayed to the cover site.",

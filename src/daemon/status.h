@@ -168,6 +168,9 @@ struct status {
 	bool		 has_cover;
 	char		 cover[ADDR_STRLEN + 256];	/* "host:port" */
 	uint64_t	 cover_relayed, cover_failed;
+	/* server: connection reuse (offers, requests on reused ones,
+	 * their protocol errors) */
+	uint64_t	 reuse_offered, reused, reuse_errors;
 
 	/* Limits: refusals by kind, the buffer memory budget. */
 	bool		 has_limits;

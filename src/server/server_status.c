@@ -81,6 +81,9 @@ server_status_worker(struct worker *w, void *arg)
 	agg->bytes_down += env->stats.bytes_down;
 	agg->fallback += env->stats.fallback;
 	agg->fallback_failed += env->stats.fallback_failed;
+	agg->reuse_offered += env->stats.reuse_offered;
+	agg->reused += env->stats.reused;
+	agg->reuse_errors += env->stats.reuse_errors;
 	stats_reasons_merge(&agg->failures, &env->stats.failures);
 	stats_reasons_merge(&agg->rejects, &env->stats.rejects);
 	stats_hist_merge(&agg->handshake, &env->stats.handshake);
@@ -131,6 +134,9 @@ server_status_fill(struct server *srv, struct status_fill *sf)
 	st->users = c->server.nusers;
 	st->cover_relayed = agg->fallback;
 	st->cover_failed = agg->fallback_failed;
+	st->reuse_offered = agg->reuse_offered;
+	st->reused = agg->reused;
+	st->reuse_errors = agg->reuse_errors;
 	st->resolver = srv->agg_res;
 	status_fill_limits(st, &ls->st, &ls->mem);
 	st->has_sources = true;

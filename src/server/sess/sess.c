@@ -69,6 +69,7 @@ static void sess_fallback_connected(struct sess *, int);
 static void sess_budget(struct sess *);
 static void sess_unreserve(struct sess *);
 static void sess_on_memory(struct limit_waiter *);
+static void sess_flow_done(struct sess *);
 
 /* ---- teardown ---------------------------------------------------- */
 
@@ -81,7 +82,8 @@ sess_log_summary(const struct sess *s, const char *reason)
 
 	if (strcmp(reason, SESS_OOM) == 0)
 		lvl = LOG_LVL_WARN;
-	else if (strcmp(reason, SESS_UNUSED) == 0)
+	else if (strcmp(reason, SESS_UNUSED) == 0 ||
+	    strcmp(reason, SESS_BETWEEN) == 0)
 		lvl = LOG_LVL_DEBUG;	/* one per warm connection retired */
 	addr_fmt(&s->peer, peer, sizeof(peer));
 	if (s->fallback)
@@ -142,6 +144,18 @@ sess_preauth_end(struct sess *s)
 		s->lim_src->preauth--;
 }
 
+void
+sess_user_release(struct sess *s)
+{
+	struct limit_server	*ls = s->env->lim;
+
+	if (ls == NULL || s->lim_user == NULL)
+		return;
+	s->lim_user->conns--;
+	limit_tab_release(&ls->users, s->lim_user);
+	s->lim_user = NULL;
+}
+
 /* Gives back every count the session holds (sess_close, sess_new). */
 static void
 sess_limits_release(struct sess *s)
@@ -165,11 +179,7 @@ sess_limits_release(struct sess *s)
 			s->lim_user->udp--;
 		s->lim_udp = false;
 	}
-	if (s->lim_user != NULL) {
-		s->lim_user->conns--;
-		limit_tab_release(&ls->users, s->lim_user);
-		s->lim_user = NULL;
-	}
+	sess_user_release(s);
 	if (s->lim_src != NULL) {
 		s->lim_src->conns--;
 		limit_tab_release(&ls->sources, s->lim_src);
@@ -208,7 +218,8 @@ sess_close(struct sess *s, const char *reason, int rst)
 	env->stats.bytes_down += s->relay.bytes_to_outer;
 	if (strcmp(reason, SESS_UNUSED) == 0)
 		env->stats.unused++;
-	else if (!s->rejected && strcmp(reason, "done") != 0) {
+	else if (!s->rejected && strcmp(reason, "done") != 0 &&
+	    strcmp(reason, SESS_BETWEEN) != 0) {
 		env->stats.failed++;
 		if (strcmp(reason, SESS_OOM) == 0)
 			env->stats.internal++;
@@ -246,6 +257,10 @@ sess_reject(struct sess *s, const char *reason)
 	struct sess_env	*env = s->env;
 	char		 peer[ADDR_STRLEN];
 
+	if (s->outer != NULL && outer_flows(s->outer) > 0) {
+		sess_reuse_error(s, reason);
+		return;
+	}
 	s->rejected = true;
 	sess_preauth_end(s);
 	stats_reason_add(&env->stats.rejects, reason);
@@ -262,10 +277,27 @@ sess_reject(struct sess *s, const char *reason)
 	sess_fallback(s, reason);
 }
 
+void
+sess_reuse_error(struct sess *s, const char *reason)
+{
+	char	 peer[ADDR_STRLEN];
+
+	s->env->stats.reuse_errors++;
+	log_info("sess %llu: %s: reused connection: %s: closed", s->id,
+	    addr_fmt(&s->peer, peer, sizeof(peer)), reason);
+	sess_close(s, reason, SESS_RST_OUTER | SESS_RST_TARGET);
+}
+
 static void
 sess_silent(struct sess *s)
 {
 	char	 peer[ADDR_STRLEN];
+
+	if (outer_flows(s->outer) > 0) {	/* offered, not taken */
+		(void)outer_shutdown_write(s->outer);
+		sess_close(s, SESS_BETWEEN, 0);
+		return;
+	}
 
 	s->rejected = true;
 	stats_reason_add(&s->env->stats.rejects, "header timeout");
@@ -369,7 +401,8 @@ static void
 sess_connected(struct sess *s)
 {
 	const struct conf	*c = s->conf;
-	uint8_t			 status = PROTO_OK;
+	uint8_t			 status = PROTO_OK |
+				    (s->can_reuse ? PROTO_STATUS_REUSE : 0);
 	unsigned		 ms = c->server.idle_timeout_ms;
 
 	/* to_outer is still empty: the status byte goes out first.  When
@@ -383,7 +416,8 @@ sess_connected(struct sess *s)
 			sess_close(s, SESS_OOM, SESS_RST_TARGET);
 			return;
 		}
-		if (buf_len(&s->relay.to_fd) > 0 && ms > SESS_STATUS_HOLD_MS) {
+		if ((buf_len(&s->relay.to_fd) > 0 || s->early_framed) &&
+		    ms > SESS_STATUS_HOLD_MS) {
 			relay_hold_outer(&s->relay);
 			ms = SESS_STATUS_HOLD_MS;
 		}
@@ -648,6 +682,72 @@ sess_handshake(struct sess *s)
 	}
 }
 
+/* ---- reuse ------------------------------------------------------- */
+
+/*
+ * A framed flow ended cleanly: both end markers crossed, the target's
+ * socket flushed.  The flow is logged and counted as a session's end
+ * would be; the connection is then offered for a next flow (within
+ * server.reuse and reuse_age) or closed.  Bytes the client sent after
+ * its end marker, before any offer, are a protocol error.
+ */
+static void
+sess_flow_done(struct sess *s)
+{
+	struct sess_env		*env = s->env;
+	const struct conf	*c = env->conf;
+	uint8_t			 b;
+	ssize_t			 n;
+
+	sess_log_summary(s, "done");
+	env->stats.bytes_up += s->relay.bytes_to_fd;
+	env->stats.bytes_down += s->relay.bytes_to_outer;
+	loop_timer_cancel(env->loop, &s->timer);
+	sess_drop_target(s, false);
+	s->target_parked = false;	/* the next target is a new fd */
+	if (env->lim != NULL)
+		limit_mem_unwait(sess_mem(s), &s->lim_wait);
+	relay_free(&s->relay);
+	relay_init(&s->relay, RELAY_BUF_SIZE);
+	sess_unreserve(s);
+	sess_user_release(s);
+	conf_egress_unref(s->egress);
+	s->egress = NULL;
+	free(s->name);
+	s->name = NULL;
+	s->has_target = s->framed = s->early_framed = s->can_reuse = false;
+	s->ndial = s->idial = 0;
+	s->err = 0;
+	outer_frame_end(s->outer);
+	if (s->outer_parked) {		/* the client hung up */
+		sess_close(s, SESS_BETWEEN, 0);
+		return;
+	}
+	n = outer_read(s->outer, &b, 1);
+	if (n > 0) {
+		sess_reuse_error(s, "data after flow end");
+		return;
+	}
+	if (n == 0 || (n < 0 && errno != EAGAIN)) {
+		sess_close(s, SESS_BETWEEN, 0);
+		return;
+	}
+	if (outer_flows(s->outer) >= c->server.reuse ||
+	    outer_age_ms(s->outer) >= c->server.reuse_age_ms) {
+		(void)outer_shutdown_write(s->outer);
+		sess_close(s, SESS_BETWEEN, 0);
+		return;
+	}
+	buf_init(&s->hdr, PROTO_REQ_MAX);
+	env->stats.reuse_offered++;
+	s->offer_left = 2;
+	s->state = SESS_HEADER;
+	s->start_ms = s->last_io_ms = loop_now(env->loop);
+	s->last_bytes = 0;
+	sess_timer_set(s, c->server.handshake_timeout_ms);
+	sess_read_header(s);
+}
+
 /* ---- events ------------------------------------------------------ */
 
 static void
@@ -670,9 +770,17 @@ sess_relay(struct sess *s, uint32_t oev, uint32_t tev)
 	case RELAY_RUNNING:
 		break;
 	case RELAY_DONE:
+		if (s->framed && !s->answer_only && s->reason == NULL) {
+			sess_flow_done(s);
+			return;
+		}
 		sess_end(s, "done", 0, 0);
 		return;
 	case RELAY_OUTER_FAILED:
+		if (s->framed && r->err == EPROTO) {
+			sess_reuse_error(s, "framing error");
+			return;
+		}
 		sess_end(s, "client error", r->err, SESS_RST_TARGET);
 		return;
 	case RELAY_FD_FAILED:

@@ -47,6 +47,9 @@ struct sess_stats {
 	uint64_t		 fallback;	/* rejects relayed to the cover */
 	uint64_t		 fallback_failed; /* cover site unreachable */
 	struct stats_hist	 handshake;	/* accept to TLS done */
+	uint64_t		 reuse_offered;	/* connections offered again */
+	uint64_t		 reused;	/* requests on reused connections */
+	uint64_t		 reuse_errors;	/* reused ones' protocol errors */
 };
 
 /* One live session as the control socket shows it. */

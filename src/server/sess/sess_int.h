@@ -22,6 +22,9 @@
  * browser's preconnect).  Neither a failure nor worth an info line:
  * counted apart (sess_stats.unused), logged at debug. */
 #define SESS_UNUSED	"closed unused"
+/* A reused connection that ends between flows (not offered again, or
+ * the client retired it): its flows were logged and counted already. */
+#define SESS_BETWEEN	"closed between flows"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -72,6 +75,11 @@ struct sess {
 	struct relay		 relay;
 	bool			 answer_only;	/* relay without a target */
 	bool			 trojan;	/* trojan request: no status byte */
+	/* Connection reuse (PROTOCOL.md "Reusable connections"). */
+	bool			 framed;	/* this flow is version 3 */
+	bool			 early_framed;	/* its early bytes wait in outer */
+	bool			 can_reuse;	/* v2 tagged: answer with the bit */
+	uint8_t			 offer_left;	/* offer bytes still to write */
 	struct sess_dgram	*dg;		/* SESS_DGRAM; freed by sess_reap */
 
 	struct addr		 peer;
@@ -137,6 +145,12 @@ bool sess_reserve(struct sess *s, size_t n);
  * counts are given back (idempotent). */
 void sess_preauth_end(struct sess *s);
 void sess_on_target(struct loop_fd *lfd, uint32_t revents);
+
+/* Gives back the user's connection count (a flow's end). */
+void sess_user_release(struct sess *s);
+/* A reused connection's protocol error: counted, the connection closed
+ * (never the cover site: the peer has authenticated). */
+void sess_reuse_error(struct sess *s, const char *reason);
 
 /* sess_req.c: reads and acts on the request (SESS_HEADER). */
 void sess_read_header(struct sess *s);

@@ -192,8 +192,9 @@ sess_request(struct sess *s, const struct proto_req *req, size_t hlen)
 {
 	const struct conf	*c = s->conf;
 	const uint8_t	*hdr = buf_head(&s->hdr);
-	uint8_t		 bind[PROTO_BIND_LEN];
+	uint8_t		 bind[PROTO_BIND_LEN], ctx[PROTO_BIND_CTX_LEN];
 	size_t		 early = buf_len(&s->hdr) - hlen, user;
+	unsigned	 flows = outer_flows(s->outer);
 	int		 rc;
 
 	/* The front completes TLS 1.2 for looks (probers, trojan clients);
@@ -202,8 +203,17 @@ sess_request(struct sess *s, const struct proto_req *req, size_t hlen)
 		sess_reject(s, "not TLS 1.3");
 		return;
 	}
-	/* Version 2 headers are bound to this connection (PROTOCOL.md). */
-	if (outer_export(s->outer, PROTO_BIND_LABEL, bind, sizeof(bind)) < 0) {
+	/* Only a version 3 request may follow another (an offer). */
+	if (flows > 0 && req->version != PROTO_VERSION_3) {
+		sess_reuse_error(s, "second request not version 3");
+		return;
+	}
+	/* Version 2 headers are bound to this connection, version 3 ones
+	 * to one flow of it (PROTOCOL.md). */
+	proto_bind_context(flows, ctx);
+	if ((req->version == PROTO_VERSION_3 ? outer_export_ctx(s->outer,
+	    PROTO_BIND_LABEL, ctx, sizeof(ctx), bind, sizeof(bind)) :
+	    outer_export(s->outer, PROTO_BIND_LABEL, bind, sizeof(bind))) < 0) {
 		sess_reject(s, "no TLS exporter");
 		return;
 	}
@@ -223,9 +233,27 @@ sess_request(struct sess *s, const struct proto_req *req, size_t hlen)
 	if (user < c->server.nusers &&
 	    strcmp(c->server.users[user].name, s->user) == 0)
 		s->egress = conf_egress_ref(c->server.users[user].egress);
+	if (flows > 0)
+		s->env->stats.reused++;
+	s->can_reuse = req->can_reuse && c->server.reuse > 1;
 	/* Bytes behind the header in the same read are the client's first
-	 * payload (early data) for the target. */
-	if (buf_append(&s->relay.to_fd, hdr + hlen, early) != early) {
+	 * payload (early data) for the target; framed (version 3), they
+	 * are read through the outer stream. */
+	if (req->version == PROTO_VERSION_3) {
+		if (req->kind != PROTO_KIND_TCP) {
+			buf_free(&s->hdr);
+			loop_timer_cancel(s->env->loop, &s->timer);
+			sess_answer(s, PROTO_ERR_UNSUPPORTED,
+			    "unsupported kind", 0);
+			return;
+		}
+		s->framed = true;
+		s->early_framed = early > 0;
+		if (outer_frame_begin(s->outer, 1, 0, hdr + hlen, early) < 0) {
+			sess_close(s, SESS_OOM, 0);
+			return;
+		}
+	} else if (buf_append(&s->relay.to_fd, hdr + hlen, early) != early) {
 		sess_close(s, SESS_OOM, 0);
 		return;
 	}
@@ -309,6 +337,23 @@ sess_read_header(struct sess *s)
 	size_t			 room;
 	ssize_t			 n, hlen;
 
+	while (s->offer_left > 0) {	/* a reused connection's offer */
+		static const uint8_t offer[2] = { OUTER_FRAME_OFFER >> 8,
+		    OUTER_FRAME_OFFER & 0xff };
+
+		n = outer_write(s->outer, offer + 2 - s->offer_left,
+		    s->offer_left);
+		if (n == -1 && errno == EAGAIN) {
+			sess_watch_outer(s);
+			return;
+		}
+		if (n == -1) {
+			s->err = errno;
+			sess_close(s, "client error", 0);
+			return;
+		}
+		s->offer_left -= (uint8_t)n;
+	}
 	for (;;) {
 		/* The buffer holds PROTO_REQ_MAX: a complete header fits. */
 		if ((tail = buf_tail(&s->hdr, &room)) == NULL) {
@@ -337,7 +382,8 @@ sess_read_header(struct sess *s)
 			/* close_notify before a single byte: an unused warm
 			 * connection (ours, or a browser's preconnect).  A web
 			 * server just closes too; not a probe. */
-			sess_close(s, SESS_UNUSED, 0);
+			sess_close(s, outer_flows(s->outer) > 0 ? SESS_BETWEEN :
+			    SESS_UNUSED, 0);
 			return;
 		}
 		if (n == 0) {
@@ -354,7 +400,8 @@ sess_read_header(struct sess *s)
 			s->conf = conf_ref(s->env->conf);
 		}
 		buf_commit(&s->hdr, (size_t)n);
-		switch (sess_trojan_header(s)) {
+		switch (outer_flows(s->outer) > 0 ? -1 :
+		    sess_trojan_header(s)) {
 		case 1:
 			return;
 		case 0:
