@@ -176,6 +176,8 @@ client_status_pool(struct client_status *cs, struct status *st)
 		st->pool_size += obs->v[j]->co->pool;
 		st->pool.opened += ps->opened;
 		st->pool.taken += ps->taken;
+		st->pool.reused += ps->reused;
+		st->pool.returned += ps->returned;
 		st->pool.expired += ps->expired;
 		st->pool.failed += ps->failed;
 		st->pool.ready += ps->ready;

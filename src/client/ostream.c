@@ -226,6 +226,7 @@ os_step(struct ostream *s)
 			os_fail(s, "server closed before connect status");
 			return;
 		}
+		st = outbound_status(s->ob, s->out, st);
 		if (st != PROTO_OK) {
 			log_info("dns upstream via %s: server: %s",
 			    outbound_name(s->ob), proto_status_str(st));

@@ -258,18 +258,28 @@ outbound_tcp_request(const struct outbound *ob, struct outer *out,
 {
 	const struct conf_outbound *co = ob->co;
 	struct proto_req req;
-	uint8_t bind[PROTO_BIND_LEN];
+	uint8_t bind[PROTO_BIND_LEN], ctx[PROTO_BIND_CTX_LEN];
 	bool v1 = co->header_version == PROTO_VERSION_1;
+	/* Version 3 (reusable, PROTOCOL.md) once the server said it speaks
+	 * it, with a pool to give the connection back to; and always on a
+	 * connection that carried a flow before. */
+	bool reuse = !v1 && co->reuse > 1 && ob->pool != NULL;
+	bool v3 = !v1 && (outer_flows(out) > 0 || (reuse && ob->v3));
 	ssize_t n;
 
 	if (co->protocol == CONF_PROTO_TROJAN)
 		return proto_trojan_encode(buf, len, co->trojan_hex,
 		    PROTO_TROJAN_CMD_CONNECT, pd);
-	/* Version 2: bound to this TLS connection. */
-	if (!v1 && outer_export(out, PROTO_BIND_LABEL, bind,
-	    sizeof(bind)) < 0)
+	/* Version 2: bound to this TLS connection; version 3 to this flow
+	 * of it. */
+	proto_bind_context(outer_flows(out), ctx);
+	if (!v1 && (v3 ? outer_export_ctx(out, PROTO_BIND_LABEL, ctx,
+	    sizeof(ctx), bind, sizeof(bind)) : outer_export(out,
+	    PROTO_BIND_LABEL, bind, sizeof(bind))) < 0)
 		return -1;
 	memset(&req, 0, sizeof(req));
+	req.version = v3 ? PROTO_VERSION_3 : 0;
+	req.can_reuse = reuse && !v3;
 	req.kind = PROTO_KIND_TCP;
 	req.ts = (uint64_t)time(NULL);
 	randombytes_buf(req.nonce, sizeof(req.nonce));
@@ -279,7 +289,20 @@ outbound_tcp_request(const struct outbound *ob, struct outer *out,
 	    proto_req_pad_random(&req));
 	sodium_memzero(&req, sizeof(req));
 	sodium_memzero(bind, sizeof(bind));
+	/* The header and the status byte pass unframed, then chunks. */
+	if (n > 0 && v3 && outer_frame_begin(out, (size_t)n, 1, NULL, 0) < 0)
+		return -1;
 	return n;
+}
+
+uint8_t
+outbound_status(struct outbound *ob, const struct outer *out, uint8_t st)
+{
+	if (st == (PROTO_OK | PROTO_STATUS_REUSE) && !outer_framed(out)) {
+		ob->v3 = true;
+		return PROTO_OK;
+	}
+	return st;
 }
 
 bool

@@ -58,6 +58,9 @@ struct outbound {
 	bool				 has_server;	/* not direct, block */
 	struct addr			 server;	/* or socks5 proxy */
 	struct pool			*pool;		/* may be NULL */
+	/* The server answered a tagged version 2 request with
+	 * PROTO_STATUS_REUSE: its flows speak version 3 (reusable). */
+	bool				 v3;
 	uint8_t				 user_id[PROTO_USER_ID_LEN];
 	struct outbound_stats		*stats;
 	struct outbound			**members;	/* a group's, in its set */
@@ -97,11 +100,17 @@ void outbound_retrans(struct outbound *ob, uint32_t segs, uint32_t rtx);
 bool outbound_blocks(const struct outbound *ob);
 /* The request a TCP stream to pd through ob's server (tunsplit, trojan)
  * opens with: the native header (version 2 bound to out, whose TLS
- * handshake is done) or trojan's CONNECT.  Its length in buf, or -1. */
+ * handshake is done; version 3, framing out, once the server speaks it
+ * or on a reused out) or trojan's CONNECT.  Its length in buf, or -1. */
 struct outer;
 struct proto_dest;
 ssize_t outbound_tcp_request(const struct outbound *ob, struct outer *out,
     const struct proto_dest *pd, uint8_t *buf, size_t len);
+/* The server's status byte as a native stream reads it: an OK with the
+ * reuse bit (the answer to a tagged version 2 request) teaches ob that
+ * its server speaks version 3, and is an OK. */
+uint8_t outbound_status(struct outbound *ob, const struct outer *out,
+    uint8_t st);
 const char *outbound_name(const struct outbound *ob);
 
 /* One generation's outbounds, in the configuration's order. */

@@ -31,6 +31,8 @@ struct pool_conn {
 	struct outer	*out;
 	bool		 connected;	/* TCP connect finished */
 	bool		 ready;		/* TLS done, waiting for a flow */
+	bool		 offer_wait;	/* given back: the server's offer */
+	uint8_t		 offer[2], offer_have;
 	uint64_t	 opened_ms;	/* dial time: the server's deadline runs
 					 * from its accept, not our handshake */
 	struct loop_fd	 lfd;
@@ -134,13 +136,22 @@ pool_set_ready(struct pool_conn *pc)
 	p->stats.connecting--;
 	p->stats.ready++;
 	p->stats.opened++;
-	stats_hist_add(&p->stats.handshake, stats_now_us() - pc->dial_us);
-	pool_demand_handshake(&p->demand,
-	    (unsigned)((stats_now_us() - pc->dial_us) / 1000));
+	if (outer_flows(pc->out) == 0) {
+		stats_hist_add(&p->stats.handshake,
+		    stats_now_us() - pc->dial_us);
+		pool_demand_handshake(&p->demand,
+		    (unsigned)((stats_now_us() - pc->dial_us) / 1000));
+	}
 	stats_contact_ok(&p->stats.contact, loop_now(p->loop));
 	p->backoff_ms = 0;
 	life = life / 2 + randombytes_uniform((uint32_t)life / 2 + 1);
 	pc->deadline_ms = loop_now(p->loop) + (life > age ? life - age : 0);
+	/* A reused one also within its reuse_age. */
+	age = outer_age_ms(pc->out);
+	age = p->co->reuse_age_ms > age ? p->co->reuse_age_ms - age : 0;
+	if (outer_flows(pc->out) > 0 && loop_now(p->loop) + age <
+	    pc->deadline_ms)
+		pc->deadline_ms = loop_now(p->loop) + age;
 	loop_fd_mod(p->loop, &pc->lfd, EPOLLIN);
 	pool_arm(p);
 }
@@ -164,6 +175,43 @@ pool_check_idle(struct pool_conn *pc)
 	pool_close(pc, false);
 }
 
+/* A connection given back: the server's offer makes it ready; its
+ * close (no offer: server.reuse reached) or anything else ends it. */
+static void
+pool_check_offer(struct pool_conn *pc)
+{
+	struct pool *p = pc->pool;
+	ssize_t n;
+
+	while (pc->offer_have < 2) {
+		n = outer_read(pc->out, pc->offer + pc->offer_have,
+		    2 - pc->offer_have);
+		if (n < 0 && errno == EAGAIN) {
+			loop_fd_mod(p->loop, &pc->lfd,
+			    EPOLLIN | outer_events(pc->out));
+			return;
+		}
+		if (n <= 0) {
+			loop_fd_del(p->loop, &pc->lfd);
+			outer_free(pc->out);	/* not offered: fine */
+			pc->out = NULL;
+			pool_unlink(p, pc);
+			pool_fill(p);
+			return;
+		}
+		pc->offer_have += (uint8_t)n;
+	}
+	if (((unsigned)pc->offer[0] << 8 | pc->offer[1]) != OUTER_FRAME_OFFER) {
+		log_debug("pool: bad offer from the server");
+		pool_close(pc, false);
+		return;
+	}
+	pc->offer_wait = false;
+	p->stats.returned++;
+	pool_set_ready(pc);
+	p->stats.opened--;	/* no handshake: pool_set_ready counted one */
+}
+
 static void
 pool_on_io(struct loop_fd *lfd, uint32_t revents)
 {
@@ -175,6 +223,10 @@ pool_on_io(struct loop_fd *lfd, uint32_t revents)
 		return;
 	if (pc->ready) {
 		pool_check_idle(pc);
+		return;
+	}
+	if (pc->offer_wait) {
+		pool_check_offer(pc);
 		return;
 	}
 	if (!pc->connected) {
@@ -217,6 +269,9 @@ pool_on_timer(struct loop_timer *t)
 		if (pc->ready) {
 			p->stats.expired++;
 			pool_close(pc, true);
+		} else if (pc->offer_wait) {
+			log_debug("pool: no offer from the server in time");
+			pool_close(pc, false);
 		} else {
 			log_debug("pool: handshake with the server timed out");
 			stats_contact_fail(&p->stats.contact, now,
@@ -305,9 +360,15 @@ pool_take(struct pool *p)
 	if (p == NULL)
 		return NULL;
 	pool_demand_flow(&p->demand, loop_now(p->loop));
+	/* A reused connection first: its handshake is paid, while a fresh
+	 * one has its whole lifetime ahead. */
 	LIST_FOREACH(pc, &p->conns, entry)
-		if (pc->ready)
+		if (pc->ready && outer_flows(pc->out) > 0)
 			break;
+	if (pc == NULL)
+		LIST_FOREACH(pc, &p->conns, entry)
+			if (pc->ready)
+				break;
 	if (pc == NULL) {
 		pool_fill(p);	/* the demand rose: warm up for the next */
 		return NULL;
@@ -317,6 +378,8 @@ pool_take(struct pool *p)
 	pc->out = NULL;
 	pool_unlink(p, pc);
 	p->stats.taken++;
+	if (outer_flows(out) > 0)
+		p->stats.reused++;
 	pool_fill(p);
 	return out;
 }
@@ -328,6 +391,39 @@ pool_standby(struct pool *p)
 		return;
 	pool_demand_standby(&p->demand, loop_now(p->loop));
 	pool_fill(p);
+}
+
+int
+pool_give(struct pool *p, struct outer *out)
+{
+	const struct conf_outbound *co;
+	struct pool_conn *pc;
+
+	if (p == NULL || p->stopping || !outer_frame_idle(out))
+		return -1;
+	co = p->co;
+	if (outer_flows(out) >= co->reuse ||
+	    outer_age_ms(out) >= co->reuse_age_ms)
+		return -1;
+	if ((pc = calloc(1, sizeof(*pc))) == NULL)
+		return -1;
+	outer_frame_end(out);
+	pc->pool = p;
+	pc->out = out;
+	pc->connected = true;
+	pc->offer_wait = true;
+	pc->opened_ms = loop_now(p->loop);
+	if (loop_fd_add(p->loop, &pc->lfd, outer_fd(out), EPOLLIN,
+	    pool_on_io) < 0) {
+		free(pc);
+		return -1;
+	}
+	pc->deadline_ms = pc->opened_ms + co->connect_timeout_ms;
+	LIST_INSERT_HEAD(&p->conns, pc, entry);
+	p->stats.connecting++;
+	pool_arm(p);
+	pool_check_offer(pc);
+	return 0;
 }
 
 const struct pool_stats *

@@ -38,6 +38,8 @@ struct pool_stats {
 	uint64_t	 taken;		/* handed to flows */
 	uint64_t	 expired;	/* lifetime ended unused */
 	uint64_t	 failed;	/* connect/TLS failure or died while idle */
+	uint64_t	 returned;	/* given back after a flow, offered again */
+	uint64_t	 reused;	/* of taken: carried a flow before */
 	unsigned	 ready;		/* ready now */
 	unsigned	 connecting;	/* connect or handshake in progress */
 	unsigned	 target;	/* what demand asked for, last look */
@@ -62,5 +64,10 @@ const struct pool_stats *pool_stats(const struct pool *p);
 /* A flow of the group p's outbound is a member of went to another
  * member: p holds its floor (pool_demand.h).  NULL ok. */
 void pool_standby(struct pool *p);
+/* A native (version 3) connection whose flow ended cleanly, both end
+ * markers crossed (outer_frame_idle): the pool waits for the server's
+ * offer, then hands it to a later flow, within the outbound's reuse and
+ * reuse_age.  0: the pool owns it; -1: not taken (the caller closes). */
+int pool_give(struct pool *p, struct outer *out);
 
 #endif

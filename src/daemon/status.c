@@ -398,11 +398,11 @@ status_write_text(const struct status *st, FILE *fp)
 		fprintf(fp, "tun offloads: off\n");
 	if (st->has_pool)
 		fprintf(fp, "pool: %u ready, %u connecting (target %u, size %u);"
-		    " %" PRIu64 " opened, %" PRIu64 " taken, %" PRIu64
-		    " expired, %" PRIu64 " failed\n", st->pool.ready,
-		    st->pool.connecting, st->pool.target, st->pool_size,
-		    st->pool.opened, st->pool.taken,
-		    st->pool.expired, st->pool.failed);
+		    " %" PRIu64 " opened, %" PRIu64 " taken (%" PRIu64
+		    " reused), %" PRIu64 " expired, %" PRIu64 " failed\n",
+		    st->pool.ready, st->pool.connecting, st->pool.target,
+		    st->pool_size, st->pool.opened, st->pool.taken,
+		    st->pool.reused, st->pool.expired, st->pool.failed);
 	if (st->has_udp)
 		fprintf(fp, "udp: %" PRIu64 " associations active, %" PRIu64
 		    " total, %" PRIu64 " failed (%" PRIu64 " internal), %" PRIu64
@@ -735,11 +735,12 @@ status_write_json(const struct status *st, FILE *fp)
 	if (st->has_pool)
 		fprintf(fp, ",\"pool\":{\"size\":%u,\"target\":%u,\"ready\":%u,"
 		    "\"connecting\":%u,"
-		    "\"opened\":%" PRIu64 ",\"taken\":%" PRIu64 ",\"expired\":%"
+		    "\"opened\":%" PRIu64 ",\"taken\":%" PRIu64 ",\"reused\":%"
+		    PRIu64 ",\"expired\":%"
 		    PRIu64 ",\"failed\":%" PRIu64 ",\"pooled_flows\":%" PRIu64 "}",
 		    st->pool_size, st->pool.target, st->pool.ready, st->pool.connecting,
-		    st->pool.opened, st->pool.taken, st->pool.expired,
-		    st->pool.failed, st->pooled);
+		    st->pool.opened, st->pool.taken, st->pool.reused,
+		    st->pool.expired, st->pool.failed, st->pooled);
 	if (st->has_udp)
 		fprintf(fp, ",\"udp\":{\"active\":%" PRIu64 ",\"total\":%" PRIu64
 		    ",\"failed\":%" PRIu64 ",\"internal\":%" PRIu64 ",\"expired\":%"
@@ -1180,14 +1181,16 @@ prom_pool(FILE *fp, const struct status *st)
 	    "tunsplit_pool_connections{state=\"connecting\"} %u\n",
 	    st->pool.ready, st->pool.connecting);
 	prom_head(fp, "pool_events_total", "counter",
-	    "Warm pool connections opened, taken by flows, expired unused, "
-	    "failed.");
+	    "Warm pool connections opened, taken by flows (reused: of "
+	    "those, connections that carried a flow before), expired "
+	    "unused, failed.");
 	fprintf(fp, "tunsplit_pool_events_total{event=\"opened\"} %" PRIu64
 	    "\ntunsplit_pool_events_total{event=\"taken\"} %" PRIu64
+	    "\ntunsplit_pool_events_total{event=\"reused\"} %" PRIu64
 	    "\ntunsplit_pool_events_total{event=\"expired\"} %" PRIu64
 	    "\ntunsplit_pool_events_total{event=\"failed\"} %" PRIu64 "\n",
-	    st->pool.opened, st->pool.taken, st->pool.expired,
-	    st->pool.failed);
+	    st->pool.opened, st->pool.taken, st->pool.reused,
+	    st->pool.expired, st->pool.failed);
 	prom_one(fp, "flows_pooled_total", "counter",
 	    "Flows started on a warm pool connection.", st->pooled);
 }

@@ -221,6 +221,46 @@ outer_export(const struct outer *o, const char *label, uint8_t *out,
 	return 0;
 }
 
+/* Never framed: these streams carry one request each (no reuse). */
+unsigned
+outer_flows(const struct outer *o)
+{
+	(void)o;
+	return 0;
+}
+
+bool
+outer_framed(const struct outer *o)
+{
+	(void)o;
+	return false;
+}
+
+int
+outer_frame_begin(struct outer *o, size_t raw_out, size_t raw_in,
+    const void *early, size_t n)
+{
+	(void)o;
+	(void)raw_out;
+	(void)raw_in;
+	(void)early;
+	(void)n;
+	abort();
+}
+
+int
+outer_export_ctx(const struct outer *o, const char *label,
+    const uint8_t *ctx, size_t ctxlen, uint8_t *out, size_t len)
+{
+	(void)o;
+	(void)label;
+	(void)ctx;
+	(void)ctxlen;
+	(void)out;
+	(void)len;
+	abort();
+}
+
 uint32_t
 outer_events(const struct outer *o)
 {

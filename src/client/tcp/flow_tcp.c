@@ -24,6 +24,7 @@
 #include "client/tcp/flow_socks5.h"
 #include "client/tcp/flow_tcp_int.h"
 #include "client/outbound.h"
+#include "client/pool.h"
 #include "client/route.h"
 #include "rules/rules.h"
 #include "core/log.h"
@@ -93,10 +94,20 @@ flow_close(struct flow *f, bool abort, const char *reason)
 	loop_timer_cancel(env->loop, &f->retry);
 	flow_health_retrans(f);
 	if (f->out != NULL) {
-		if (abort)
+		/* A framed flow that ended cleanly: its connection may carry
+		 * the next one (pool.h). */
+		if (!abort && outer_framed(f->out) && f->obr != NULL &&
+		    pool_give(f->obr->pool, f->out) == 0)
+			f->out = NULL;
+		else if (abort)
 			outer_abort(f->out);
-		else
+		else {
+			if (outer_frame_idle(f->out)) {
+				outer_frame_end(f->out);
+				(void)outer_shutdown_write(f->out);
+			}
 			outer_free(f->out);
+		}
 		f->out = NULL;
 	} else if (f->fd >= 0) {
 		sock_close_rst(f->fd);
@@ -563,6 +574,16 @@ flow_app_flush(struct flow *f)
 	return 1;
 }
 
+/* A version 3 request on a new connection answered with no status (a
+ * close, or bytes that are none): the server may be older than version
+ * 3.  The outbound's next flows go back to version 2 and ask again. */
+static void
+flow_v3_doubt(struct flow *f)
+{
+	if (!f->status_ok && outer_framed(f->out) && outer_flows(f->out) == 1)
+		f->obr->v3 = false;
+}
+
 /* Health from the server's status: it refuses work of its own (its
  * connection limit), or what answered was no tunsplit server that knows
  * our key (a status no server sends: a cover site's bytes), which is a
@@ -573,6 +594,8 @@ flow_health_status(struct flow *f, uint8_t st)
 {
 	uint64_t us = stats_now_us() - f->req_us;
 
+	if (st > PROTO_ERR_LIMIT)
+		flow_v3_doubt(f);
 	if (st == PROTO_ERR_LIMIT)
 		outbound_fail(f->obr, "server refused (connection limit)");
 	else if (st > PROTO_ERR_LIMIT)
@@ -599,6 +622,14 @@ flow_health_unanswered(struct flow *f, bool reset)
 	    "server closed before connect status";
 }
 
+/* PROTO_STATUS_REUSE on an OK to a tagged version 2 request: the
+ * server speaks version 3, and the outbound's next flows do too. */
+static uint8_t
+flow_status_byte(struct flow *f, uint8_t st)
+{
+	return outbound_status(f->obr, f->out, st);
+}
+
 /* The status byte.  A refusal is counted by its own reason (the status's
  * short name: "egress denied", "target refused"), not lumped together. */
 static int
@@ -606,7 +637,7 @@ flow_take_status(struct flow *f, uint8_t **data, ssize_t *n,
     const char **why)
 {
 	char dst[ADDR_STRLEN];
-	uint8_t st = (*data)[0];
+	uint8_t st = flow_status_byte(f, (*data)[0]);
 
 	stats_contact_ok(&f->env->stats.contact, loop_now(f->env->loop));
 	f->answered = true;
@@ -644,9 +675,11 @@ flow_held_status(struct flow *f, const char **why)
 		return 0;
 	}
 	if (r <= 0) {
+		flow_v3_doubt(f);
 		*why = flow_health_unanswered(f, r < 0);
 		return -1;
 	}
+	st = flow_status_byte(f, st);
 	stats_contact_ok(&f->env->stats.contact, loop_now(f->env->loop));
 	f->answered = true;
 	flow_health_status(f, st);
@@ -718,6 +751,7 @@ flow_pump_down(struct flow *f, const char **why)
 		if (r == 0) {
 			f->out_eof = true;
 			if (!f->status_ok) {
+				flow_v3_doubt(f);
 				*why = flow_health_unanswered(f, false);
 				return -1;
 			}
@@ -726,6 +760,7 @@ flow_pump_down(struct flow *f, const char **why)
 		if (r < 0) {
 			if (errno == EAGAIN)
 				break;
+			flow_v3_doubt(f);
 			*why = f->status_ok ? "server reset" :
 			    flow_health_unanswered(f, true);
 			return -1;

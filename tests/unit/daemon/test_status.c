@@ -306,12 +306,21 @@ test_prometheus(void **state)
 	    STRS("udp", "198.51.100.7", "unused"));
 	st.role = "server";
 	st.unused = 37;
+	st.reuse_offered = 12;
+	st.reused = 11;
+	st.reuse_errors = 1;
 	expect(status_write_prometheus, &st,
 	    STRS("tunsplit_sessions_total 7\n", "tunsplit_users 0\n",
 	    "tunsplit_sessions_internal_failures_total 2\n",
 	    "# TYPE tunsplit_sessions_unused_total counter\n"
 	    "tunsplit_sessions_unused_total 37\n",
-	    "tunsplit_sessions_failed_total 3\n"), NULL);
+	    "tunsplit_sessions_failed_total 3\n",
+	    "tunsplit_reuse_offered_total 12\n", "tunsplit_reused_total 11\n",
+	    "tunsplit_reuse_errors_total 1\n"), NULL);
+	expect(status_write_text, &st, STRS("reuse: 12 offered, 11 flows on "
+	    "reused connections, 1 errors\n"), NULL);
+	expect(status_write_json, &st, STRS("\"reuse\":{\"offered\":12,"
+	    "\"reused\":11,\"errors\":1}"), NULL);
 }
 
 /* The limits: refusals by kind, the buffer budget, server extras. */
@@ -582,15 +591,18 @@ test_pool(void **state)
 	st.pool.target = 2;
 	st.pool.opened = 6;
 	st.pool.taken = 4;
+	st.pool.reused = 3;
 	st.pool.expired = 1;
 	expect(status_write_text, &st, STRS("pool: 1 ready, 1 connecting "
-	    "(target 2, size 2); 6 opened, 4 taken, 1 expired, 0 failed\n"), NULL);
+	    "(target 2, size 2); 6 opened, 4 taken (3 reused), 1 expired, "
+	    "0 failed\n"), NULL);
 	expect(status_write_json, &st, STRS("\"pool\":{\"size\":2,"
 	    "\"target\":2,\"ready\":1,\"connecting\":1,\"opened\":6,\"taken\":4,"
-	    "\"expired\":1,\"failed\":0,\"pooled_flows\":4}"), NULL);
+	    "\"reused\":3,\"expired\":1,\"failed\":0,\"pooled_flows\":4}"), NULL);
 	expect(status_write_prometheus, &st, STRS(
 	    "tunsplit_pool_connections{state=\"ready\"} 1\n",
 	    "tunsplit_pool_events_total{event=\"taken\"} 4\n",
+	    "tunsplit_pool_events_total{event=\"reused\"} 3\n",
 	    "tunsplit_flows_pooled_total 4\n"), NULL);
 	st.has_udp = true;
 	st.udp.active = 3;
