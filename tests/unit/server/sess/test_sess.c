@@ -24,6 +24,12 @@
  *   closed unused    the client ends its stream right after the TLS
  *                    handshake, as a warm pool connection does: counted
  *                    as unused, not as a failure, and no line at info
+ *   reuse            version 3: two flows on one connection, each
+ *                    half-closed by its end marker, the offer between
+ *                    them; a replayed first header, a header replayed
+ *                    by its nonce, a version 2 header, a truncated
+ *                    chunk and bytes after the end marker each close
+ *                    the connection as a reuse error (no cover site)
  */
 #include "config.h"
 
@@ -101,7 +107,7 @@ static struct fx {
 		size_t		 cap, len;
 		struct proto_req req;
 		uint8_t		 key[PROTO_KEY_LEN];
-		enum { BIND_SAME, BIND_OTHER, BIND_V1 } mode;
+		enum { BIND_SAME, BIND_OTHER, BIND_V1, BIND_V3 } mode;
 	} hx;
 } fx;
 
@@ -163,10 +169,17 @@ hdr_encode(const struct outer *o)
 	uint8_t	 bind[PROTO_BIND_LEN];
 	ssize_t	 n;
 
+	uint8_t	 ctx[PROTO_BIND_CTX_LEN];
+
 	memset(bind, 0, sizeof(bind));
+	fx.hx.req.version = fx.hx.mode == BIND_V3 ? PROTO_VERSION_3 : 0;
 	if (fx.hx.mode == BIND_OTHER)
 		randombytes_buf(bind, sizeof(bind));
-	else if (o != NULL)
+	else if (o != NULL && fx.hx.mode == BIND_V3) {
+		proto_bind_context(outer_flows(o), ctx);
+		assert_int_equal(outer_export_ctx(o, PROTO_BIND_LABEL, ctx,
+		    sizeof(ctx), bind, sizeof(bind)), 0);
+	} else if (o != NULL)
 		assert_int_equal(outer_export(o, PROTO_BIND_LABEL, bind,
 		    sizeof(bind)), 0);
 	n = proto_req_encode(fx.hx.buf, fx.hx.cap, &fx.hx.req, fx.hx.key,
@@ -182,6 +195,10 @@ cli_on_hs(struct testend *e)
 {
 	if (fx.hx.buf != NULL)
 		hdr_encode(e->o);
+	/* Version 3: the header and the status byte raw, then chunks. */
+	if (fx.hx.buf != NULL && fx.hx.mode == BIND_V3)
+		assert_int_equal(outer_frame_begin(e->o, fx.hx.len, 1, NULL,
+		    0), 0);
 }
 
 /*
@@ -788,6 +805,261 @@ test_client_reset(void **state)
 	    "client reset"), 1);
 }
 
+/* ---- reuse (version 3) ---------------------------------------------------- */
+
+#define R_UP	(40 * 1024)
+#define R_DOWN	(70 * 1024)
+
+static uint64_t	 want_offered;
+
+static bool
+flow_done_offered(void)
+{
+	return fx.cli.eof && fx.tgt.eof && fx.cli.shut && fx.tgt.shut &&
+	    fx.env.stats.reuse_offered == want_offered;
+}
+
+static bool
+session_gone(void)
+{
+	return fx.env.nlive == 0;
+}
+
+/* The client's stream between flows: framing off, the offer read. */
+static void
+read_offer(void)
+{
+	uint64_t	 deadline = now_ms() + DEADLINE_MS;
+	uint8_t		 b[2];
+	size_t		 got = 0;
+	ssize_t		 n;
+
+	outer_frame_end(fx.cli.o);
+	while (got < 2) {
+		assert_true(now_ms() < deadline);
+		n = outer_read(fx.cli.o, b + got, 2 - got);
+		if (n < 0) {
+			assert_int_equal(errno, EAGAIN);
+			round_once();
+			continue;
+		}
+		assert_true(n > 0);
+		got += (size_t)n;
+	}
+	assert_memory_equal(b, "\xff\xff", 2);
+}
+
+/*
+ * One version 3 flow on the client's connection (a new one when there
+ * is none): its header, R_UP bytes and the end marker up, R_DOWN bytes
+ * and the end marker down, hash-checked; the server then offers the
+ * connection.  hdr keeps the header as sent.
+ */
+static size_t
+reuse_flow(uint8_t *hdr, size_t hcap, unsigned seed)
+{
+	struct outer	*o = fx.cli.o;
+	size_t		 hl;
+	uint64_t	 offered = fx.env.stats.reuse_offered;
+
+	fx.hx.mode = BIND_V3;
+	if (o == NULL) {
+		hl = header(hdr, hcap, fx.target_port, K1);
+		client_connect(hdr, hl, R_UP, 1 + R_DOWN, false);
+	} else {
+		fx.cli.o = NULL;
+		testend_free(&fx.cli);
+		testend_init(&fx.cli, seed, R_UP, 1 + R_DOWN);
+		fx.cli.o = o;
+		fx.cli.hs = 1;
+		hl = header(hdr, hcap, fx.target_port, K1);
+		assert_int_equal(outer_frame_begin(o, hl, 1, NULL, 0), 0);
+		fx.cli.pre = hdr;
+		fx.cli.pre_len = hl;
+	}
+	fx.cli.seed = seed;
+	fx.cli.shut_when_sent = true;
+	testend_free(&fx.tgt);
+	testend_init(&fx.tgt, seed + 1, R_DOWN, R_UP);
+	fx.tgt.shut_when_sent = true;
+	want_offered = offered + 1;
+	run_until(flow_done_offered, "a flow's end and the offer");
+	assert_int_equal(fx.cli.err, 0);
+	assert_int_equal(fx.cli.rx[0], PROTO_OK);
+	testend_expect(&fx.cli, 1, seed + 1, R_DOWN);
+	testend_expect(&fx.tgt, 0, seed, R_UP);
+	assert_int_equal(fx.env.nlive, 1);
+	read_offer();
+	return hl;
+}
+
+static void
+test_reuse_two_flows(void **state)
+{
+	uint8_t	 h1[PROTO_REQ_MAX], h2[PROTO_REQ_MAX];
+
+	(void)state;
+	server_start();
+	reuse_flow(h1, sizeof(h1), 3);
+	assert_int_equal(outer_flows(fx.cli.o), 1);
+	reuse_flow(h2, sizeof(h2), 5);
+	assert_int_equal(outer_flows(fx.cli.o), 2);
+	assert_int_equal(fx.env.next_id, 1);	/* one connection */
+	assert_int_equal(fx.target_conns, 2);	/* two flows */
+	assert_int_equal(fx.env.stats.reused, 1);
+	assert_int_equal(fx.env.stats.reuse_offered, 2);
+	assert_int_equal(fx.env.stats.reuse_errors, 0);
+	assert_int_equal(fx.env.stats.failed, 0);
+	assert_int_equal(fx.env.stats.bytes_up, 2 * R_UP);
+	assert_int_equal(fx.env.stats.bytes_down, 2 * (R_DOWN + 1));
+	/* The client retires it: closed quietly, not a failure. */
+	assert_int_equal(outer_shutdown_write(fx.cli.o), 0);
+	run_until(session_gone, "the close between flows");
+	assert_int_equal(fx.env.stats.failed, 0);
+	assert_int_equal(fx.env.stats.unused, 0);
+}
+
+/* Sends raw bytes on the client's stream (framing off). */
+static void
+cli_send_raw(const void *b, size_t n)
+{
+	uint64_t	 deadline = now_ms() + DEADLINE_MS;
+	size_t		 off = 0;
+	ssize_t		 w;
+
+	while (off < n) {
+		assert_true(now_ms() < deadline);
+		w = outer_write(fx.cli.o, (const uint8_t *)b + off, n - off);
+		if (w < 0) {
+			assert_int_equal(errno, EAGAIN);
+			round_once();
+			continue;
+		}
+		off += (size_t)w;
+	}
+}
+
+/* After one good flow, what the client sends next on the offered
+ * connection ends it: counted as a reuse error with reason, an RST,
+ * never the cover site. */
+static void
+expect_reuse_error(const char *reason)
+{
+	fx.cli.eof = false;
+	run_until(session_gone, "the reuse error");
+	assert_int_equal(fx.env.stats.reuse_errors, 1);
+	assert_int_equal(stats_reason_get(&fx.env.stats.failures, reason), 1);
+	assert_int_equal(fx.env.stats.fallback, 0);
+	assert_int_equal(fx.cover_conns, 0);
+}
+
+static void
+test_reuse_replayed_first(void **state)
+{
+	uint8_t	 h1[PROTO_REQ_MAX];
+	size_t	 hl;
+
+	(void)state;
+	server_start();
+	hl = reuse_flow(h1, sizeof(h1), 3);
+	cli_send_raw(h1, hl);	/* bound to flow 0, sent as flow 1 */
+	expect_reuse_error("bad MAC");
+}
+
+static void
+test_reuse_replayed_nonce(void **state)
+{
+	uint8_t	 h1[PROTO_REQ_MAX], h2[PROTO_REQ_MAX];
+	struct proto_req first;
+
+	(void)state;
+	server_start();
+	reuse_flow(h1, sizeof(h1), 3);
+	assert_int_equal(proto_req_parse(h1, sizeof(h1), &first) > 0, 1);
+	/* flow 1's binding, flow 0's nonce: a duplicate */
+	fx.hx.buf = h2;
+	fx.hx.cap = sizeof(h2);
+	fx.hx.len = 0;
+	memcpy(fx.hx.req.nonce, first.nonce, sizeof(first.nonce));
+	fx.hx.req.ts = first.ts;
+	hdr_encode(fx.cli.o);
+	cli_send_raw(h2, fx.hx.len);
+	expect_reuse_error("replayed header");
+}
+
+static void
+test_reuse_v2_second(void **state)
+{
+	uint8_t	 h1[PROTO_REQ_MAX], h2[PROTO_REQ_MAX];
+	size_t	 hl;
+
+	(void)state;
+	server_start();
+	reuse_flow(h1, sizeof(h1), 3);
+	fx.hx.mode = BIND_SAME;
+	hl = header(h2, sizeof(h2), fx.target_port, K1);
+	hdr_encode(fx.cli.o);
+	cli_send_raw(h2, hl);
+	expect_reuse_error("second request not version 3");
+}
+
+static void
+test_reuse_truncated_chunk(void **state)
+{
+	uint8_t	 h1[PROTO_REQ_MAX], h2[PROTO_REQ_MAX + 8];
+	size_t	 hl;
+
+	(void)state;
+	server_start();
+	reuse_flow(h1, sizeof(h1), 3);
+	hl = header(h2, sizeof(h2), fx.target_port, K1);
+	hdr_encode(fx.cli.o);		/* flow 1 */
+	memcpy(h2 + hl, "\x00\x10" "ab", 4);	/* 16 announced, 2 sent */
+	testend_free(&fx.tgt);
+	testend_init(&fx.tgt, 9, 0, 16);
+	cli_send_raw(h2, hl + 4);
+	assert_int_equal(outer_shutdown_write(fx.cli.o), 0);
+	expect_reuse_error("framing error");
+	/* a flow on a reused connection, until its bytes were wrong */
+	assert_int_equal(fx.env.stats.reused, 1);
+}
+
+static bool
+target_got_end(void)
+{
+	return fx.tgt.eof;
+}
+
+static void
+test_reuse_data_after_end(void **state)
+{
+	uint8_t	 hdr[PROTO_REQ_MAX];
+	size_t	 hl;
+
+	(void)state;
+	server_start();
+	fx.hx.mode = BIND_V3;
+	hl = header(hdr, sizeof(hdr), fx.target_port, K1);
+	/* Room for the framing too: the client reads raw once it sent
+	 * its extra bytes. */
+	client_connect(hdr, hl, 1000, 1 + 1000 + 64, false);
+	fx.cli.shut_when_sent = true;
+	testend_init(&fx.tgt, 2, 1000, 1000);
+	fx.tgt.tx_hold = 10;		/* the flow goes on... */
+	fx.tgt.shut_when_sent = true;
+	run_until(target_got_end, "the client's end marker at the target");
+	/* ... while the client, past its end marker, sends a request */
+	outer_frame_end(fx.cli.o);
+	cli_send_raw(hdr, hl);
+	fx.tgt.tx_hold = 0;
+	run_until(session_gone, "the reuse error");
+	assert_int_equal(fx.env.stats.reuse_errors, 1);
+	assert_int_equal(stats_reason_get(&fx.env.stats.failures,
+	    "data after flow end"), 1);
+	assert_int_equal(fx.env.stats.reuse_offered, 0);
+	assert_int_equal(fx.cover_conns, 0);
+}
+
 int
 main(void)
 {
@@ -807,6 +1079,12 @@ main(void)
 		cmocka_unit_test_teardown(test_target_reset, cleanup),
 		cmocka_unit_test_teardown(test_client_reset, cleanup),
 		cmocka_unit_test_teardown(test_closed_unused, cleanup),
+		cmocka_unit_test_teardown(test_reuse_two_flows, cleanup),
+		cmocka_unit_test_teardown(test_reuse_replayed_first, cleanup),
+		cmocka_unit_test_teardown(test_reuse_replayed_nonce, cleanup),
+		cmocka_unit_test_teardown(test_reuse_v2_second, cleanup),
+		cmocka_unit_test_teardown(test_reuse_truncated_chunk, cleanup),
+		cmocka_unit_test_teardown(test_reuse_data_after_end, cleanup),
 	};
 	int	 rc;
 
