@@ -617,6 +617,7 @@ server_worker_stop_accepting(struct worker *w, void *arg)
 	(void)arg;
 	server_close_listeners(w);
 	server_waiting_close_all(w);
+	sess_stop_offers(&w->env);
 }
 
 /* Draining: listeners closed, live sessions run on. */

@@ -733,7 +733,8 @@ sess_flow_done(struct sess *s)
 		return;
 	}
 	if (outer_flows(s->outer) >= c->server.reuse ||
-	    outer_age_ms(s->outer) >= c->server.reuse_age_ms) {
+	    outer_age_ms(s->outer) >= c->server.reuse_age_ms ||
+	    env->no_offers) {
 		(void)outer_shutdown_write(s->outer);
 		sess_close(s, SESS_BETWEEN, 0);
 		return;
@@ -1042,6 +1043,22 @@ sess_close_all(struct sess_env *e, const char *reason)
 {
 	while (!LIST_EMPTY(&e->live))
 		sess_close(LIST_FIRST(&e->live), reason, 0);
+}
+
+void
+sess_stop_offers(struct sess_env *e)
+{
+	struct sess	*s, *next;
+
+	e->no_offers = true;
+	for (s = LIST_FIRST(&e->live); s != NULL; s = next) {
+		next = LIST_NEXT(s, entry);
+		if (s->state == SESS_HEADER && s->outer != NULL &&
+		    outer_flows(s->outer) > 0 && buf_len(&s->hdr) == 0) {
+			(void)outer_shutdown_write(s->outer);
+			sess_close(s, SESS_BETWEEN, 0);
+		}
+	}
 }
 
 void

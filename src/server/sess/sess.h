@@ -84,6 +84,7 @@ struct sess_env {
 	unsigned		 id_first, id_step; /* ids: first + n * step,
 						 * unique over the workers */
 	struct sess_stats	 stats;
+	bool			 no_offers;	/* sess_stop_offers */
 };
 
 void sess_env_init(struct sess_env *e, const struct conf *c, struct loop *l,
@@ -93,6 +94,9 @@ void sess_env_init(struct sess_env *e, const struct conf *c, struct loop *l,
 void sess_new(struct sess_env *e, int fd, const struct addr *peer,
     struct limit_ent *src);
 void sess_close_all(struct sess_env *e, const char *reason);
+/* Draining: no connection is offered for a next flow any more, and
+ * those waiting for one close (quietly, between flows). */
+void sess_stop_offers(struct sess_env *e);
 /* Frees closed sessions; call at the end of a loop iteration, when no
  * event for them can still be pending. */
 void sess_reap(void *env);

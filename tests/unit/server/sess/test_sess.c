@@ -29,7 +29,8 @@
  *                    them; a replayed first header, a header replayed
  *                    by its nonce, a version 2 header, a truncated
  *                    chunk and bytes after the end marker each close
- *                    the connection as a reuse error (no cover site)
+ *                    the connection as a reuse error (no cover site);
+ *                    draining closes a connection waiting for a flow
  */
 #include "config.h"
 
@@ -825,6 +826,12 @@ session_gone(void)
 	return fx.env.nlive == 0;
 }
 
+static bool
+client_eof_any(void)
+{
+	return fx.cli.eof || fx.cli.err != 0;
+}
+
 /* The client's stream between flows: framing off, the offer read. */
 static void
 read_offer(void)
@@ -917,6 +924,25 @@ test_reuse_two_flows(void **state)
 	run_until(session_gone, "the close between flows");
 	assert_int_equal(fx.env.stats.failed, 0);
 	assert_int_equal(fx.env.stats.unused, 0);
+}
+
+/* Draining: a connection waiting for its next flow closes at once, with
+ * close_notify, and no flow's end is offered any more. */
+static void
+test_reuse_drain(void **state)
+{
+	uint8_t	 h1[PROTO_REQ_MAX];
+
+	(void)state;
+	server_start();
+	reuse_flow(h1, sizeof(h1), 3);
+	sess_stop_offers(&fx.env);
+	assert_int_equal(fx.env.nlive, 0);
+	assert_int_equal(fx.env.stats.failed, 0);
+	fx.cli.eof = false;
+	fx.cli.rx_len = 0;
+	run_until(client_eof_any, "the close at the client");
+	assert_int_equal(fx.cli.err, 0);
 }
 
 /* Sends raw bytes on the client's stream (framing off). */
@@ -1080,6 +1106,7 @@ main(void)
 		cmocka_unit_test_teardown(test_client_reset, cleanup),
 		cmocka_unit_test_teardown(test_closed_unused, cleanup),
 		cmocka_unit_test_teardown(test_reuse_two_flows, cleanup),
+		cmocka_unit_test_teardown(test_reuse_drain, cleanup),
 		cmocka_unit_test_teardown(test_reuse_replayed_first, cleanup),
 		cmocka_unit_test_teardown(test_reuse_replayed_nonce, cleanup),
 		cmocka_unit_test_teardown(test_reuse_v2_second, cleanup),
