@@ -1378,8 +1378,6 @@ status_write_prometheus(const struct status *st, FILE *fp)
 		prom_one(fp, "reuse_errors_total", "counter",
 		    "Protocol errors on reused connections.",
 		    st->reuse_errors);
-	}
-	if (srv) {
 		prom_one(fp, "cover_relayed_total", "counter",
 		    "Rejected connections relayed to the cover site.",
 		    st->cover_relayed);

@@ -1499,6 +1499,28 @@ read_exact(struct outer *o, uint8_t *buf, size_t n)
 	}
 }
 
+/* A stream whose framed bytes (early, then sent by the peer, which
+ * then closes) read as first bytes of data (0: none), then EPROTO. */
+static void
+frame_eproto(const void *early, size_t en, const void *sent, size_t sn,
+    ssize_t first)
+{
+	struct pair	 p;
+	uint8_t		 buf[64];
+
+	plain_pair(&p);
+	assert_int_equal(outer_frame_begin(p.s, 0, 0, early, en), 0);
+	if (sn > 0)
+		write_all(p.c, sent, sn);
+	outer_free(p.c);
+	if (first > 0)
+		assert_int_equal(read_wait(p.s, buf, sizeof(buf)), first);
+	errno = 0;
+	assert_int_equal(read_wait(p.s, buf, sizeof(buf)), -1);
+	assert_int_equal(errno, EPROTO);
+	outer_free(p.s);
+}
+
 /*
  * The reader's errors: a stream that ends inside a chunk, before the end
  * marker, or with a chunk length over OUTER_CHUNK_MAX is EPROTO; bytes
@@ -1516,36 +1538,11 @@ test_frame_errors(void **state)
 	int		 sz = 4096;
 
 	(void)state;
-	/* inside a chunk */
-	plain_pair(&p);
-	assert_int_equal(outer_frame_begin(p.s, 0, 0, NULL, 0), 0);
-	write_all(p.c, "\x00\x05" "ab", 4);
-	outer_free(p.c);
-	assert_int_equal(read_wait(p.s, buf, sizeof(buf)), 2);
-	errno = 0;
-	assert_int_equal(read_wait(p.s, buf, sizeof(buf)), -1);
-	assert_int_equal(errno, EPROTO);
-	outer_free(p.s);
-
-	/* at a boundary, but no end marker; and half a length */
-	plain_pair(&p);
-	assert_int_equal(outer_frame_begin(p.s, 0, 0, "\x00\x01z\x00", 4), 0);
-	outer_free(p.c);
-	assert_int_equal(read_wait(p.s, buf, sizeof(buf)), 1);
-	errno = 0;
-	assert_int_equal(read_wait(p.s, buf, sizeof(buf)), -1);
-	assert_int_equal(errno, EPROTO);
-	outer_free(p.s);
-
-	/* over the limit */
-	plain_pair(&p);
-	assert_int_equal(outer_frame_begin(p.s, 0, 0, NULL, 0), 0);
-	write_all(p.c, "\x3f\xff", 2);
-	errno = 0;
-	assert_int_equal(read_wait(p.s, buf, sizeof(buf)), -1);
-	assert_int_equal(errno, EPROTO);
-	outer_free(p.c);
-	outer_free(p.s);
+	frame_eproto(NULL, 0, "\x00\x05" "ab", 4, 2);	/* inside a chunk */
+	/* at a boundary with no end marker; half a length; over the limit */
+	frame_eproto("\x00\x01z", 3, NULL, 0, 1);
+	frame_eproto("\x00\x01z\x00", 4, NULL, 0, 1);
+	frame_eproto(NULL, 0, "\x3f\xff", 2, 0);
 
 	/* after the end marker */
 	plain_pair(&p);
