@@ -24,7 +24,10 @@
 #     (5 s from its first choice) LA's delay goes to
 #     60 ms with 3 % loss: within a few flows the client logs "fastest is
 #     now b" and the flows go to B; at most FEW (5) flows reach A after
-#     the change, none fails.  Each member keeps its own warm pool: b's
+#     the change, none fails.  A failover group slow [a, b] with its own
+#     stream (on A too, 10.77.2.4) sees a marked degraded by its own
+#     baseline (log, status, metrics) and moves to B.
+#     Each member keeps its own warm pool: b's
 #     holds its floor (1) while on standby, and serves b's flows once
 #     it is active.
 #  3. fo: flows go to C.  C's key table is replaced (SIGHUP) by one
@@ -43,6 +46,7 @@ PORT_C=8445
 B_ADDR4=10.77.3.2
 C_LK1=10.77.3.1
 T_ADDR4B=10.77.2.3
+T_ADDR4C=10.77.2.4
 FEW=${TS_FEW:-5}
 # What A's link becomes (linkem --ctl options; bench/groups_fastest.sh
 # runs other cells).
@@ -77,12 +81,14 @@ ip -n "$NS_C" addr add "$C_LK1/24" dev lk1
 ip -n "$NS_S" addr add "$B_ADDR4/24" dev lk1
 ts_target_link_up
 ip -n "$NS_T" addr add "$T_ADDR4B/24" dev eth0
+ip -n "$NS_T" addr add "$T_ADDR4C/24" dev eth0
 
 ts_make_pki
 ts_write_configs
 TS_TARGET_PORT=9000
 ts_bg "$NS_T" target "$TS_PY" -u "$TS_TOOLS" serve --bind "$TS_T_ADDR4" \
-    --bind "$T_ADDR4B" --bind "$TS_T_ADDR6" --port "$TS_TARGET_PORT"
+    --bind "$T_ADDR4B" --bind "$T_ADDR4C" --bind "$TS_T_ADDR6" \
+    --port "$TS_TARGET_PORT"
 ts_wait_port "$NS_T" "$TS_TARGET_PORT" 10 "$TS_LAST_PID" ||
     ts_fail "target did not listen"
 
@@ -112,8 +118,12 @@ client:
     - name: fo
       type: failover
       members: [c, b]
+    - name: slow
+      type: failover
+      members: [a, b]
   rules:
     - {dst: "$T_ADDR4B/32", outbound: w}
+    - {dst: "$T_ADDR4C/32", outbound: slow}
     - {dst: "$TS_T_ADDR6/128", outbound: fo}
   final: fast
 EOF
@@ -187,9 +197,12 @@ ts_log "balance w (a weight 3, b 1, strategy flow): $wa flows on A, $wb on B"
 # ---- 2. fastest, then A's link degrades ------------------------------------
 stream "$TS_T_ADDR4" 400 fast.log 0.1 &
 sp=$!
+stream "$T_ADDR4C" 400 slow.log 0.1 &
+sp2=$!
 sleep 5.5	# past the hold time (5 s) of fastest's first choice
 for i in $(seq 150); do	# measured both, settled on A
-	[ "$(flows_on server "$TS_T_ADDR4")" -ge 15 ] && break
+	[ "$(flows_on server "$TS_T_ADDR4")" -ge 15 ] &&
+	    [ "$(flows_on server "$T_ADDR4C")" -ge 15 ] && break
 	sleep 0.1
 done
 grep -q "group fast: fastest is now a" "$TS_TMP/client.log" ||
@@ -218,11 +231,31 @@ b_now=$(flows_on server-b "$TS_T_ADDR4")
 sleep 1
 [ "$(flows_on server-b "$TS_T_ADDR4")" -gt "$b_now" ] ||
     ts_fail "fastest: no new flows on B after the switch"
+# failover slow [a, b]: a's own baseline judges it degraded, and the
+# flows go to b (only for the default change: a milder one may stay
+# within the bar, HEALTH_SLOW_* in src/client/health.h).
+if [ -z "${TS_DEGRADE:-}" ]; then
+	ts_wait_log "$TS_TMP/client.log" "outbound a: degraded (slow: first byte" 200 ||
+	    ts_fail "a not marked degraded: $(grep 'outbound a' "$TS_TMP/client.log")"
+	t_dg=$(date +%s.%N)
+	b_now=$(flows_on server-b "$T_ADDR4C")
+	sleep 1
+	[ "$(flows_on server-b "$T_ADDR4C")" -gt "$b_now" ] ||
+	    ts_fail "failover: no flows on B with a degraded"
+	st2=$(status) || ts_fail "status"
+	grep -qE "^  degraded for [0-9]+ s \(slow: first byte [0-9]+ ms, its baseline [0-9]+ ms\)" \
+	    <<<"$st2" || ts_fail "status does not show a degraded and why: $st2"
+	ts_log "failover: $(grep -m1 'outbound a: degraded' "$TS_TMP/client.log" |
+	    sed 's/.*outbound a/outbound a/'), $(awk -v a="$t_deg" \
+	    -v b="$t_dg" 'BEGIN { printf "%.1f", b - a }') s after the change"
+fi
 st=$(status) || ts_fail "status"
-touch "$TS_TMP/fast.log.stop"
+touch "$TS_TMP/fast.log.stop" "$TS_TMP/slow.log.stop"
 wait "$sp"
+wait "$sp2"
 total=$(wc -l <"$TS_TMP/fast.log")
 all_ok fast.log "$total"
+all_ok slow.log "$(wc -l <"$TS_TMP/slow.log")"
 took=$(awk -v a="$t_deg" -v b="$t_sw" 'BEGIN { printf "%.2f", b - a }')
 ts_log "fastest: A degraded ($DEGRADE) at $t_deg; moved to b ${took} s" \
     "later, $a_after flows reached A meanwhile; $total flows, all ok"
@@ -238,6 +271,9 @@ grep -qE '^tunsplit_outbound_first_byte_seconds\{outbound="a",avg="recent"\} 0\.
     "$TS_TMP/c.prom" || ts_fail "metrics lack a's first-byte time"
 grep -qxE 'tunsplit_outbound_degraded\{outbound="b"\} 0' "$TS_TMP/c.prom" ||
     ts_fail "metrics lack b's degraded gauge"
+[ -n "${TS_DEGRADE:-}" ] ||
+    grep -qxE 'tunsplit_outbound_degraded\{outbound="a"\} 1' "$TS_TMP/c.prom" ||
+    ts_fail "metrics do not show a degraded"
 grep -qxF 'tunsplit_group_active{group="fast",member="b"} 1' "$TS_TMP/c.prom" ||
     ts_fail "metrics do not show b active in fast"
 pool_b=$(pool b taken)
