@@ -906,6 +906,8 @@ flow_udp_free(struct flow_udp *u)
 	if (u == NULL)
 		return;
 	flow_udp_log_stats(u);
+	/* First: its queries' failures are answered through the rest. */
+	dnsup_free(u->dnsup);
 	loop_timer_cancel(u->loop, &u->reass_timer);
 	loop_timer_cancel(u->loop, &u->quic_timer);
 	assoc_env_free(u->assoc);
@@ -913,7 +915,6 @@ flow_udp_free(struct flow_udp *u)
 	quic_route_free(u->quic);
 	dnsfwd_cache_free(u->cache);
 	dnsfwd_names_free(u->names);
-	dnsup_free(u->dnsup);
 	free(u);
 }
 

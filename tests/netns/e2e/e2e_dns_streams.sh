@@ -29,7 +29,8 @@
 #     SOCKS5 (dante in tss logs the connect);
 #     an upstream of domain "." takes every name no other one takes;
 #  7. a reload that moves tls.test to the DoH upstream applies at once,
-#     and the upstreams serve on.
+#     and the upstreams serve on;
+#  8. the client stops cleanly with a query in flight.
 . "$(dirname "$0")/../lib.sh"
 ts_init e2e_dns_streams
 
@@ -254,5 +255,20 @@ want b.doh.test 10.55.2.2
 ts_wait_log "$TS_TMP/server.log" "$TS_T_ADDR4:5353 user trojan#" ||
     ts_fail "no trojan session to $TS_T_ADDR4:5353 on the server: $(grep trojan "$TS_TMP/server.log" | tail -n 3)"
 ts_log "reload: a.tls.test from the other upstream, the cache emptied"
+
+# 8. A query still waiting when the client stops: answered or dropped,
+# nothing freed used (a sanitizer build reports it in the cleanup).
+dig_c +time=1 +tries=1 slow.tls.test A >/dev/null 2>&1 &
+for i in $(seq 30); do
+	grep -q "^tls $TS_S2_ADDR4 slow.tls.test\$" "$TS_TMP/far2.log" && break
+	sleep 0.1
+done
+grep -q "^tls $TS_S2_ADDR4 slow.tls.test\$" "$TS_TMP/far2.log" ||
+    ts_fail "slow.tls.test never reached its upstream"
+kill -TERM "$TS_CLIENT_PID"
+wait "$TS_CLIENT_PID"
+rc=$?
+[ "$rc" = 0 ] || ts_fail "the client stopped with a query in flight: exit $rc: $(tail -n 5 "$TS_TMP/client.log")"
+ts_log "the client stopped cleanly with a query in flight"
 
 ts_pass "dns over tcp, tls and https through the chosen outbound, reuse, SERVFAIL on failure"
