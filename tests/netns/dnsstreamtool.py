@@ -9,7 +9,7 @@ for some names:
   big.*    a length (Content-Length) past any DNS message: 65535 / 70000
   long.*   A 10.55.9.1 and 40 additional records (over 512 bytes)
   huge.*   60 A records 10.55.8.N in the answer (over 512 bytes)
-  slow.*   no answer: the connection's thread sleeps 30 s
+  slow*    no answer: the connection's thread sleeps 30 s
   wrong.*  a well-formed answer, with the query's id, to another question
            (evil.test A 10.99.99.99): a cache poisoning attempt
 
@@ -106,7 +106,7 @@ class Stream(socketserver.StreamRequestHandler):
             msg = recv_exact(self.rfile, n)
             name, reply = answer(msg)
             log(self.proto, peer, name)
-            if name.startswith("slow."):
+            if name.startswith("slow"):
                 time.sleep(30)
                 return
             if name.startswith("trunc."):
