@@ -2,11 +2,12 @@
 # A fastest group leaving a member whose link degrades (issue 17): runs
 # tests/netns/e2e/e2e_groups_health.sh RUNS times per cell; in each, two
 # servers A and B sit behind their own linkem links (2 ms and 6 ms each
-# way), a stream of 64 KiB hash-checked downloads (one per 100 ms) runs
-# on A, the group's choice, and A's link alone then changes to the
-# cell's settings.  Prints, per run, the seconds from linkem applying
-# the change to the client's "fastest is now b" and the flows that
-# reached A in between, then the medians.
+# way), two streams of 64 KiB hash-checked downloads (one per 100 ms
+# each) run on A, one through the fastest group (A is its choice), one
+# through a failover group [a, b], and A's link alone then changes to
+# the cell's settings.  Prints, per run, the seconds from linkem
+# applying the change to the client's "fastest is now b" and the
+# fastest group's flows that reached A in between, then the medians.
 #
 #   TUNSPLIT=build/tunsplit bench/groups_fastest.sh [RUNS]
 #
