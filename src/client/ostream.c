@@ -13,6 +13,7 @@
 
 #include <sodium.h>
 
+#include "client/group.h"
 #include "client/outbound.h"
 #include "client/pool.h"
 #include "client/tcp/flow_socks5.h"
@@ -300,7 +301,8 @@ ostream_open(struct loop *l, struct outbound *ob, const struct addr *dst,
 	bool pooled = false;
 	int e;
 
-	if (outbound_blocks(ob) || co->protocol == CONF_PROTO_BLOCK) {
+	/* A group none of whose members is up refuses, as block does. */
+	if (outbound_blocks(ob) || outbound_is_group(ob)) {
 		errno = ECONNREFUSED;
 		return NULL;
 	}

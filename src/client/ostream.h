@@ -9,7 +9,8 @@
  *   trojan    TLS to the server, the trojan request (no status)
  *   socks5    the proxy's SOCKS5 negotiation (flow_socks5.h), CONNECT
  *   direct    a marked connection to the target itself
- *   block     refused at once (ECONNREFUSED)
+ *   block     refused at once (ECONNREFUSED), as is a group none of
+ *             whose members is up (client_route answers the group)
  *
  * With tls_ctx the stream then carries TLS to the target (tls/tlsmem.h),
  * verified against tls_name: ready means that handshake is done too.
