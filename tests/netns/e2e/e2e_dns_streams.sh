@@ -16,7 +16,8 @@
 #     10.77.1.1);
 #  2. connections are reused: several queries, 30 at once too, one
 #     connection each;
-#  3. an upstream nobody listens on answers SERVFAIL, at once;
+#  3. an upstream nobody listens on answers SERVFAIL, at once, and so
+#     does one whose outbound (a rule by its port) is block;
 #  4. malformed answers (a length prefix or Content-Length promising
 #     more than comes, or one past any DNS message) and an answer to
 #     another question (never cached) give SERVFAIL, and the upstream
@@ -77,11 +78,14 @@ client:
     - name: sock
       protocol: socks5
       server: "$TS_S_ADDR4:1080"
+    - name: reject
+      protocol: block
   rules:
     - dst: $TS_S_ADDR4/32
       outbound: home
     - {dst: $TS_T_ADDR4/32, port: 5353, outbound: troj}
     - {dst: $TS_T_ADDR4/32, port: 5354, outbound: sock}
+    - {dst: $TS_T_ADDR4/32, port: 5355, outbound: reject}
   final: tunnel
   dns:
     mode: redirect
@@ -95,6 +99,7 @@ $(up homedoh https "$TS_S_ADDR4" home.test)
 $(up dead tls "$TS_T_ADDR4:8853" dead.test)
 $(up viatrojan tls "$TS_T_ADDR4:5353" troj.test)
 $(up viasocks https "$TS_T_ADDR4:5354" sock.test)
+$(up blocked https "$TS_T_ADDR4:5355" blocked.test)
 $(up all tcp "$TS_T_ADDR4" '"."')
 EOF
 chmod 600 "$TS_TMP/client.yaml"
@@ -187,6 +192,11 @@ ms=$((($(date +%s%N) - t0) / 1000000))
 [ "$r" = "status: SERVFAIL" ] || ts_fail "dead upstream: '$r', want SERVFAIL"
 [ "$ms" -lt 3000 ] || ts_fail "dead upstream: SERVFAIL after $ms ms"
 ts_log "dead upstream: SERVFAIL in $ms ms"
+# One whose outbound is block: SERVFAIL, nothing sent anywhere.
+r=$(dig_c www.blocked.test A | grep -o 'status: [A-Z]*')
+[ "$r" = "status: SERVFAIL" ] || ts_fail "blocked upstream: '$r', want SERVFAIL"
+! grep -q "5355" "$TS_TMP/server.log" ||
+    ts_fail "the blocked upstream's query reached the server: $(grep 5355 "$TS_TMP/server.log")"
 
 # 4. Malformed answers: SERVFAIL, and the upstream serves on.
 for n in trunc.tls.test big.tls.test trunc.doh.test big.doh.test \
