@@ -792,6 +792,25 @@ def short_paths(rs):
     return [p for p in PATH_ORDER if sel(rs, path=p)]
 
 
+def paired_ratio(rs, key, path, **kw):
+    """The median over the rounds of path's value / the direct path's in
+    the same round: on a shared machine a round's load falls on both."""
+    out = []
+    for r in sel(rs, path=path, **kw):
+        d = [x for x in sel(rs, path="direct", round=r.get("round"), **kw)
+             if "error" not in x and x.get(key)]
+        if "error" not in r and r.get(key) is not None and d:
+            out.append(r[key] / d[0][key])
+    return "n/a" if not out else "%.2f" % statistics.median(out) \
+        if len(out) == 1 else "%.2f (%.2f–%.2f)" % (
+            statistics.median(out), min(out), max(out))
+
+
+def load_cell(rs, **kw):
+    v = [r["load1"] for r in sel(rs, **kw) if r.get("load1") is not None]
+    return "n/a" if not v else "%.0f–%.0f" % (min(v), max(v))
+
+
 def t_short(rs, meta):
     """Issue 18: short and young flows, each tunsplit variant against the
     direct path of the same run (medians over the rounds)."""
@@ -803,18 +822,19 @@ def t_short(rs, meta):
     rows = []
     for link, lname in (("veth", "plain veth"),
                         ("linkem", "linkem, no impairment")):
-        d = med(vals(cr, "per_second", link=link, path="direct"))
         for p in short_paths(sel(cr, link=link)):
             m = sel(cr, link=link, path=p)
             ok = vals(cr, "per_second", link=link, path=p)
             rows.append([lname, PATH_NAMES[p],
                          med_range(ok) if ok else "FAILED",
-                         ratio(med(ok), d) if p != "direct" else "1",
+                         paired_ratio(cr, "per_second", p, link=link)
+                         if p != "direct" else "1",
                          fmt(med(vals(cr, "p50_ms", link=link, path=p))),
                          fmt(med(vals(cr, "cpu_server_s_per_1k", link=link,
                                       path=p))),
                          fmt(med(vals(cr, "cpu_client_s_per_1k", link=link,
                                       path=p))),
+                         load_cell(cr, link=link, path=p),
                          "%d / %d" % (len(ok), len(m))])
     if rows:
         out.append(
@@ -822,29 +842,31 @@ def t_short(rs, meta):
             "each (issue 18)\n\n%s sequential HTTP/1.0 GETs of 1 KiB per "
             "cell (`bench/conns.c seq`), each on its own connection, read "
             "to its Content-Length and checked against the first body; "
-            "median (min–max) over the runs, ratio of medians to the "
-            "direct path of the same link; CPU seconds (user + system, all "
-            "threads) of tunsplit's server and client per 1,000 "
-            "connections.  %s\n\n" % (meta.get("conn_count", "?"),
-                                       mtu_note(cr)) +
+            "median (min–max) over the runs; / direct: the median (min–max) "
+            "of the rounds' ratios to the direct path on the same link in "
+            "the same round; CPU seconds (user + system, all threads) of "
+            "tunsplit's server and client per 1,000 connections; the "
+            "1-minute load average at the cells.  %s\n\n" % (
+                meta.get("conn_count", "?"), mtu_note(cr)) +
             table(["link", "path", "new conn/s", "/ direct",
                    "median ms per GET", "server CPU s / 1,000",
-                   "client CPU s / 1,000", "runs ok"], rows))
+                   "client CPU s / 1,000", "load", "runs ok"], rows))
     bu = sel(sh, kind="burst")
     if bu:
         rows = []
         for link, lname in (("veth", "plain veth"),
                             ("linkem", "linkem, no impairment")):
-            d = med(vals(bu, "seconds", link=link, path="direct"))
             for p in short_paths(sel(bu, link=link)):
                 kw = dict(link=link, path=p)
                 ok = vals(bu, "seconds", **kw)
                 rows.append([lname, PATH_NAMES[p],
                              med_range(ok) if ok else "FAILED",
-                             ratio(med(ok), d) if p != "direct" else "1",
+                             paired_ratio(bu, "seconds", p, link=link)
+                             if p != "direct" else "1",
                              fmt(med(vals(bu, "p50_ms", **kw))),
                              fmt(med(vals(bu, "cpu_server_s", **kw))),
                              fmt(med(vals(bu, "cpu_client_s", **kw))),
+                             load_cell(bu, **kw),
                              "%d / %d" % (len(ok), len(sel(bu, **kw)))])
         out.append(
             "### A burst: %s connections at once, %s bytes each way"
@@ -852,11 +874,12 @@ def t_short(rs, meta):
             "back without waiting (`bench/conns.c burst`) to the target's "
             "echo server; every byte checked; completion = first connect "
             "to the last byte of the last connection, median (min–max) "
-            "over the runs.\n\n" % (meta.get("burst_conns", "?"),
+            "over the runs; / direct as above (of the times: above 1 is "
+            "slower).\n\n" % (meta.get("burst_conns", "?"),
                                     meta.get("burst_bytes", "?")) +
             table(["link", "path", "completion s", "/ direct",
                    "median per connection ms", "server CPU s",
-                   "client CPU s", "runs ok"], rows))
+                   "client CPU s", "load", "runs ok"], rows))
     tt = sel(sh, kind="ttfb")
     if tt:
         rtt = meta.get("rtt_ms")
