@@ -107,6 +107,9 @@ dnsup_finish(struct dnsup_query *q, uint8_t *reply, size_t len)
 	q->msg[1] = (uint8_t)q->app_id;
 	up->d->done(up->d->arg, q->ctx, q->msg, q->len, reply, len);
 	free(q);
+	/* The last one: the connection waits for more, a while. */
+	if (TAILQ_EMPTY(&up->q) && up->conn != NULL && !up->d->retired)
+		loop_timer_set(up->d->loop, &up->idle, DNSUP_IDLE_MS);
 }
 
 static void dnsup_conn_kill(struct dnsup_conn *, const char *why);
@@ -334,8 +337,6 @@ dnsup_on_stream(struct ostream *s, void *arg)
 	dnsup_conn_read(c);
 	if (!c->dead && c->up->conn == c)
 		dnsup_conn_send(c);	/* https: the next one */
-	if (!c->dead && TAILQ_EMPTY(&c->up->q))
-		loop_timer_set(c->up->d->loop, &c->up->idle, DNSUP_IDLE_MS);
 }
 
 /* Opens the upstream's connection through the outbound its address takes
