@@ -258,6 +258,35 @@ ts_target_link_up() {
 	    ts_fail "cannot disable forwarding in $NS_S"
 }
 
+# ts_lan_up: router mode's LAN, after ts_topology_up: a LAN host namespace
+# NS_L (tsl$$) whose eth0 (L_ADDR4/L_ADDR6, MTU 1500) has its default
+# routes via the client namespace's lan0 (R_ADDR4/R_ADDR6), which
+# forwards.
+ts_lan_up() {
+	NS_L=tsl$$
+	L_ADDR4=192.168.88.2 L_ADDR6=fd88::2
+	R_ADDR4=192.168.88.1 R_ADDR6=fd88::1
+	ts_ns_add "$NS_L"
+	ip -n "$NS_L" link add eth0 type veth peer name lan0 netns "$NS_C" ||
+	    ts_fail "veth LAN-router"
+	ip -n "$NS_L" link set eth0 mtu 1500
+	ip -n "$NS_C" link set lan0 mtu 1500
+	ip -n "$NS_L" addr add "$L_ADDR4/24" dev eth0
+	ip -n "$NS_L" addr add "$L_ADDR6/64" dev eth0 nodad
+	ip -n "$NS_C" addr add "$R_ADDR4/24" dev lan0
+	ip -n "$NS_C" addr add "$R_ADDR6/64" dev lan0 nodad
+	ip -n "$NS_L" link set eth0 up
+	ip -n "$NS_C" link set lan0 up
+	ip -n "$NS_L" route add default via "$R_ADDR4"
+	ip -n "$NS_L" -6 route add default via "$R_ADDR6"
+	ts_sysctl "$NS_C" net/ipv4/ip_forward 1 &&
+	    ts_sysctl "$NS_C" net/ipv6/conf/all/forwarding 1 ||
+	    ts_fail "cannot enable forwarding in $NS_C"
+	ip -n "$NS_L" link show eth0 | grep -q ' mtu 1500 ' ||
+	    ts_fail "the LAN link's MTU is not 1500"
+	ts_log "LAN $NS_L behind $NS_C (forwarding), LAN link MTU 1500"
+}
+
 # Prove that the target is unreachable from the client namespace without the
 # tunnel, even with routes pointing at the server: the server does not
 # forward.  The routes are removed again afterwards.

@@ -57,9 +57,6 @@ BULK=${TS_MATRIX_BULK:-$((4 << 20))}
 CONNS=${TS_MATRIX_CONNS:-8}
 PW=matrix-$$-secret
 MARK=0x7353
-NS_L=tsl$$
-L_ADDR4=192.168.88.2 L_ADDR6=fd88::2
-R_ADDR4=192.168.88.1 R_ADDR6=fd88::1
 OBS=(native trojan gfw dante msocks home)
 declare -A PORT=([native]=9101 [trojan]=9102 [gfw]=9103 [dante]=9104
     [msocks]=9105 [home]=9106 [deny]=9107)
@@ -70,22 +67,10 @@ CASES=0
 
 # ---- topology: lib.sh's, a LAN host behind the client ------------------------
 ts_topology_up
-ts_ns_add "$NS_L"
-ip -n "$NS_L" link add eth0 type veth peer name lan0 netns "$NS_C" ||
-    ts_fail "veth LAN-router"
-ip -n "$NS_L" addr add "$L_ADDR4/24" dev eth0
-ip -n "$NS_L" addr add "$L_ADDR6/64" dev eth0 nodad
-ip -n "$NS_C" addr add "$R_ADDR4/24" dev lan0
-ip -n "$NS_C" addr add "$R_ADDR6/64" dev lan0 nodad
-ip -n "$NS_L" link set eth0 up
-ip -n "$NS_C" link set lan0 up
-ip -n "$NS_L" route add default via "$R_ADDR4"
-ip -n "$NS_L" -6 route add default via "$R_ADDR6"
-ts_sysctl "$NS_C" net/ipv4/ip_forward 1 &&
-    ts_sysctl "$NS_C" net/ipv6/conf/all/forwarding 1 &&
-    ts_sysctl "$NS_C" net/ipv4/conf/all/rp_filter 0 &&
+ts_lan_up
+ts_sysctl "$NS_C" net/ipv4/conf/all/rp_filter 0 &&
     ts_sysctl "$NS_C" net/ipv4/conf/default/rp_filter 0 ||
-    ts_fail "cannot set up forwarding in $NS_C"
+    ts_fail "cannot turn rp_filter off in $NS_C"
 
 ts_make_pki
 ts_write_configs "" "  trojan_passwords: [\"$PW\"]"

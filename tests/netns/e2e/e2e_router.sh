@@ -40,9 +40,6 @@ SAMPLE=$TS_SRCDIR/examples/openwrt/tunsplit/files/tunsplit.yaml
 export PATH="$TS_SRCDIR/src/route:$PATH"
 command -v tunsplit-route >/dev/null || ts_fail "tunsplit-route not found"
 
-NS_L=tsl$$
-L_ADDR4=192.168.88.2 L_ADDR6=fd88::2
-R_ADDR4=192.168.88.1 R_ADDR6=fd88::1
 # Outside the sample's route_exclude.
 TS_T_ADDR4=198.51.100.2 TS_S2_ADDR4=198.51.100.1 TS_T_NET4=198.51.100.0/24
 TS_SNI=vpn.example.org TS_SERVER_PORT=443
@@ -61,25 +58,7 @@ lan_app() {	# tools.py ARGS in the LAN namespace
 
 # ---- topology ------------------------------------------------------------------
 ts_topology_up
-ts_ns_add "$NS_L"
-ip -n "$NS_L" link add eth0 type veth peer name lan0 netns "$NS_C" ||
-    ts_fail "veth LAN-router"
-ip -n "$NS_L" link set eth0 mtu 1500
-ip -n "$NS_C" link set lan0 mtu 1500
-ip -n "$NS_L" addr add "$L_ADDR4/24" dev eth0
-ip -n "$NS_L" addr add "$L_ADDR6/64" dev eth0 nodad
-ip -n "$NS_C" addr add "$R_ADDR4/24" dev lan0
-ip -n "$NS_C" addr add "$R_ADDR6/64" dev lan0 nodad
-ip -n "$NS_L" link set eth0 up
-ip -n "$NS_C" link set lan0 up
-ip -n "$NS_L" route add default via "$R_ADDR4"
-ip -n "$NS_L" -6 route add default via "$R_ADDR6"
-ts_sysctl "$NS_C" net/ipv4/ip_forward 1 &&
-    ts_sysctl "$NS_C" net/ipv6/conf/all/forwarding 1 ||
-    ts_fail "cannot enable forwarding in $NS_C"
-ip -n "$NS_L" link show eth0 | grep -q ' mtu 1500 ' ||
-    ts_fail "the LAN link's MTU is not 1500"
-ts_log "LAN $NS_L behind $NS_C (forwarding), LAN link MTU 1500"
+ts_lan_up
 
 mkdir -p "$HOSTS_DIR" || ts_fail "mkdir $HOSTS_DIR"
 printf '%s vpn.example.org\n%s vpn.example.org\n' "$TS_S_ADDR4" \
