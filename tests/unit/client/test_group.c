@@ -548,6 +548,35 @@ test_weights(void **state)
 	outbounds_free(obs);
 }
 
+/* Weights, strategy flow and fastest survive the dump too. */
+static void
+test_dump_weights(void **state)
+{
+	char err[512], *buf = NULL;
+	size_t len = 0;
+	struct conf *c = load(FAST, err, sizeof(err)), *c2;
+	FILE *fp;
+
+	(void)state;
+	if (c == NULL)
+		fail_msg("%s", err);
+	assert_non_null(fp = open_memstream(&buf, &len));
+	conf_dump_secrets(c, fp);
+	assert_int_equal(fclose(fp), 0);
+	assert_non_null(strstr(buf, "      type: balance\n      members: "
+	    "[\"a\", {name: \"b\", weight: 3}]\n"));
+	if ((c2 = load(buf, err, sizeof(err))) == NULL)
+		fail_msg("the dump does not load: %s\n%s", err, buf);
+	assert_int_equal(c2->client.outbounds[2].group, CONF_GROUP_FASTEST);
+	assert_int_equal(c2->client.outbounds[3].weights[0], 1);
+	assert_int_equal(c2->client.outbounds[3].weights[1], 3);
+	assert_false(c2->client.outbounds[3].per_flow);
+	assert_true(c2->client.outbounds[4].per_flow);
+	conf_unref(c2);
+	conf_unref(c);
+	free(buf);
+}
+
 int
 main(void)
 {
@@ -561,6 +590,7 @@ main(void)
 		cmocka_unit_test(test_select_balance),
 		cmocka_unit_test(test_state),
 		cmocka_unit_test(test_dump),
+		cmocka_unit_test(test_dump_weights),
 		cmocka_unit_test(test_check),
 	};
 
