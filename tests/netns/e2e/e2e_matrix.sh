@@ -71,6 +71,20 @@ ts_lan_up
 ts_sysctl "$NS_C" net/ipv4/conf/all/rp_filter 0 &&
     ts_sysctl "$NS_C" net/ipv4/conf/default/rp_filter 0 ||
     ts_fail "cannot turn rp_filter off in $NS_C"
+# A router's firewall tracks connections (OpenWrt's fw4): the kernel then
+# reassembles the LAN host's fragments before it forwards them.
+if command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ]; then
+	ip netns exec "$NS_C" "$(command -v nft || echo /usr/sbin/nft)" -f - <<EOF ||
+table inet matrixfw {
+	chain forward {
+		type filter hook forward priority filter; policy accept;
+		ct state invalid drop
+		ct state established,related accept
+	}
+}
+EOF
+	    ts_fail "nft: the router's conntrack table"
+fi
 
 ts_make_pki
 ts_write_configs "" "  trojan_passwords: [\"$PW\"]"
