@@ -72,6 +72,7 @@ struct worker {
 	void			(*call_fn)(struct worker *, void *);
 	void			*call_arg;
 	bool			 call_done;
+	bool			 call_dead;	/* its loop ended */
 };
 
 struct server {

@@ -119,8 +119,18 @@ server_worker_main(void *arg)
 	struct worker	*w = arg;
 
 	limit_set_slot(w->idx);
-	if (loop_run(w->loop) == -1)
-		log_warn("worker %u: event loop", w->idx);
+	if (loop_run(w->loop) == -1) {
+		/* Its listeners would fill with connections nobody takes:
+		 * the whole server drains instead. */
+		log_warn("worker %u: event loop (draining the server)", w->idx);
+		(void)kill(getpid(), SIGTERM);
+	}
+	/* From here on its objects are the main thread's: a call runs
+	 * there (server_worker_call). */
+	pthread_mutex_lock(&w->call_lock);
+	w->call_dead = true;
+	pthread_cond_signal(&w->call_cond);
+	pthread_mutex_unlock(&w->call_lock);
 	return NULL;
 }
 
@@ -157,8 +167,14 @@ server_worker_call(struct worker *w, void (*fn)(struct worker *, void *),
 	if (write(w->call_lfd.fd, &one, sizeof(one)) == -1)
 		log_warn("worker %u: eventfd", w->idx);
 	pthread_mutex_lock(&w->call_lock);
-	while (!w->call_done)
+	while (!w->call_done && !w->call_dead)
 		pthread_cond_wait(&w->call_cond, &w->call_lock);
+	if (!w->call_done) {		/* its loop ended: not taken */
+		w->call_fn = NULL;
+		pthread_mutex_unlock(&w->call_lock);
+		fn(w, arg);
+		return;
+	}
 	pthread_mutex_unlock(&w->call_lock);
 }
 
