@@ -68,6 +68,7 @@ client_status_health(struct outbound *ob, struct status_outbound *so)
 		so->fb_base_us = h->first_byte.base;
 		so->rtx_pm = h->rtx.recent;
 		so->rtx_base_pm = h->rtx.base;
+		so->degraded = health_degraded(h);
 		if (h->state != HEALTH_UP) {
 			so->down_ms = now - h->since_ms;
 			snprintf(so->why, sizeof(so->why), "%s", h->why);

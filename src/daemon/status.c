@@ -1060,7 +1060,7 @@ prom_outbounds(FILE *fp, const struct status *st)
 		if (st->outbounds[i].state != NULL)
 			fprintf(fp, "tunsplit_outbound_degraded{outbound=\"%s\"} "
 			    "%d\n", st->outbounds[i].name,
-			    strcmp(st->outbounds[i].state, "degraded") == 0);
+			    st->outbounds[i].degraded);
 	prom_head(fp, "outbound_first_byte_seconds", "gauge",
 	    "Request to the server's answer on each outbound: the recent "
 	    "average (what fastest compares) and the baseline.");

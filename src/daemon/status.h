@@ -59,6 +59,7 @@ struct status_outbound {
 	 * and baseline (0: no sample), retransmits per mille likewise. */
 	uint32_t	 fb_us, fb_base_us;
 	uint32_t	 rtx_pm, rtx_base_pm;
+	bool		 degraded;		/* down or on trial for slowness */
 	const char	*group;			/* "" or the group's type */
 	char		 members[STATUS_RULE_MAX];
 	char		 active_member[STATUS_NAME_MAX];	/* balance:

@@ -243,7 +243,8 @@ if [ -z "${TS_DEGRADE:-}" ]; then
 	[ "$(flows_on server-b "$T_ADDR4C")" -gt "$b_now" ] ||
 	    ts_fail "failover: no flows on B with a degraded"
 	st2=$(status) || ts_fail "status"
-	grep -qE "^  degraded for [0-9]+ s \(slow: first byte [0-9]+ ms, its baseline [0-9]+ ms\)" \
+	# (or on a trial of one flow, after its backoff: the same why)
+	grep -qE "^  (degraded|trial) for [0-9]+ s \(slow: first byte [0-9]+ ms, its baseline [0-9]+ ms\)" \
 	    <<<"$st2" || ts_fail "status does not show a degraded and why: $st2"
 	ts_log "failover: $(grep -m1 'outbound a: degraded' "$TS_TMP/client.log" |
 	    sed 's/.*outbound a/outbound a/'), $(awk -v a="$t_deg" \
