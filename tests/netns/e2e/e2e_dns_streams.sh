@@ -164,10 +164,14 @@ want b.doh.test 10.55.2.2
 want c.doh.test 10.55.2.3
 # 30 at once to each (pipelined over tls, one after another over https):
 # each gets its own answer.
+# Each dig from a port of its own: dig sets SO_REUSEPORT, so two at once
+# may share a port, and the kernel hands both answers to one of them.
 pids=()
+port=41000
 for z in tls doh; do
 	for i in $(seq 30); do
-		dig_c "p$i.$z.test" A >"$TS_TMP/par-$z-$i.txt" 2>&1 &
+		port=$((port + 1))
+		dig_c -b "0.0.0.0#$port" "p$i.$z.test" A >"$TS_TMP/par-$z-$i.txt" 2>&1 &
 		pids+=($!)
 	done
 done
@@ -272,7 +276,8 @@ ts_log "reload: a.tls.test from the other upstream, the cache emptied"
 # in flight: nothing freed is used (a sanitizer build reports it).
 pids=()
 for i in $(seq 70); do
-	dig_c +time=2 +tries=1 "slow$i.tls.test" A >"$TS_TMP/slow-$i.txt" 2>&1 &
+	dig_c +time=2 +tries=1 -b "0.0.0.0#$((42000 + i))" "slow$i.tls.test" A \
+	    >"$TS_TMP/slow-$i.txt" 2>&1 &
 	pids+=($!)
 done
 wait "${pids[@]}"
