@@ -133,8 +133,10 @@ int  outer_shutdown_write(struct outer *o);
  * raw_in bytes read pass unframed (the request header, the status byte),
  * early[0..n) are framed bytes already read (behind the header), read
  * first; record padding restarts.  0, or -1 ENOMEM.  Once both markers
- * have crossed, outer_frame_idle() is true and outer_frame_end() turns
- * framing off: the stream is between flows (PROTOCOL.md's offer).
+ * have crossed (and no early byte is left behind the peer's marker: those
+ * were sent past the flow), outer_frame_idle() is true and
+ * outer_frame_end() turns framing off: the stream is between flows
+ * (PROTOCOL.md's offer).
  */
 #define OUTER_CHUNK_MAX		16382	/* + its length: one TLS record */
 #define OUTER_FRAME_OFFER	0xffff	/* server -> client, between flows */

@@ -718,6 +718,11 @@ sess_flow_done(struct sess *s)
 	s->has_target = s->framed = s->early_framed = s->can_reuse = false;
 	s->ndial = s->idial = 0;
 	s->err = 0;
+	/* Early bytes left behind the end marker: sent past the flow. */
+	if (!outer_frame_idle(s->outer)) {
+		sess_reuse_error(s, "data after flow end");
+		return;
+	}
 	outer_frame_end(s->outer);
 	if (s->outer_parked) {		/* the client hung up */
 		sess_close(s, SESS_BETWEEN, 0);

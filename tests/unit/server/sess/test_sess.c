@@ -191,6 +191,10 @@ hdr_encode(const struct outer *o)
 	fx.hx.len = (size_t)n;
 }
 
+/* Bytes the client sends raw after a version 3 header (to send framing
+ * of its own making). */
+static size_t	 cli_extra_raw;
+
 static void
 cli_on_hs(struct testend *e)
 {
@@ -198,8 +202,8 @@ cli_on_hs(struct testend *e)
 		hdr_encode(e->o);
 	/* Version 3: the header and the status byte raw, then chunks. */
 	if (fx.hx.buf != NULL && fx.hx.mode == BIND_V3)
-		assert_int_equal(outer_frame_begin(e->o, fx.hx.len, 1, NULL,
-		    0), 0);
+		assert_int_equal(outer_frame_begin(e->o, fx.hx.len +
+		    cli_extra_raw, 1, NULL, 0), 0);
 }
 
 /*
@@ -1056,6 +1060,33 @@ target_got_end(void)
 	return fx.tgt.eof;
 }
 
+/* The header, the end marker and more in one record: the bytes behind
+ * the marker are data after the flow's end too. */
+static void
+test_reuse_data_after_end_early(void **state)
+{
+	static uint8_t	 pre[PROTO_REQ_MAX + 16];
+	size_t		 hl;
+
+	(void)state;
+	server_start();
+	fx.hx.mode = BIND_V3;
+	hl = header(pre, PROTO_REQ_MAX, fx.target_port, K1);
+	memcpy(pre + hl, "\x00\x00junk", 6);
+	cli_extra_raw = 6;
+	client_connect(pre, hl + 6, 0, 64, false);
+	testend_init(&fx.tgt, 2, 0, 16);
+	fx.tgt.shut_when_sent = true;
+	run_until(session_gone, "the reuse error");
+	cli_extra_raw = 0;
+	assert_true(fx.tgt.eof);	/* the flow itself ended well */
+	assert_int_equal(fx.env.stats.reuse_errors, 1);
+	assert_int_equal(stats_reason_get(&fx.env.stats.failures,
+	    "data after flow end"), 1);
+	assert_int_equal(fx.env.stats.reuse_offered, 0);
+	assert_int_equal(fx.cover_conns, 0);
+}
+
 static void
 test_reuse_data_after_end(void **state)
 {
@@ -1112,6 +1143,8 @@ main(void)
 		cmocka_unit_test_teardown(test_reuse_v2_second, cleanup),
 		cmocka_unit_test_teardown(test_reuse_truncated_chunk, cleanup),
 		cmocka_unit_test_teardown(test_reuse_data_after_end, cleanup),
+		cmocka_unit_test_teardown(test_reuse_data_after_end_early,
+		    cleanup),
 	};
 	int	 rc;
 
