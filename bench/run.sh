@@ -1060,11 +1060,14 @@ plan() {
 			# path within a link, so each is set up once.
 			for path in $SHORT_PATHS; do
 				has_short_path "$path" || continue
+				# The idle flows before the burst: the burst's
+				# 500 connections go back to a reusing pool
+				# and would carry the first idle flows.
 				echo "connrate|short|veth|$path|$TUNNEL_CC|1|up||"
-				echo "burst|short|veth|$path|$TUNNEL_CC|1|up||"
 				case $path in tunsplit|tunsplit-noreuse)
 				    echo "idle|short|veth|$path|$TUNNEL_CC|1|up||$SHORT_IDLE" ;;
 				esac
+				echo "burst|short|veth|$path|$TUNNEL_CC|1|up||"
 			done
 			for path in $SHORT_PATHS; do
 				has_short_path "$path" || continue
