@@ -92,17 +92,21 @@ ts_need() {
 	    ts_skip "Debian package '$2' cannot be installed ($(tail -n 1 "$TS_TMP/apt.log" 2>/dev/null))"
 }
 
-# ts_find_linkem: LINKEM= the benchmark's link emulator (bench/linkem), from
-# the environment, the build tree or beside the tunsplit binary.
-ts_find_linkem() {
+# ts_find_bench VAR NAME: VAR= the benchmark's program bench/NAME, from the
+# environment (VAR already set), the build tree or beside the tunsplit
+# binary; fails the test if it is not built.
+ts_find_bench() {
 	local t
-	LINKEM=${LINKEM:-}
-	for t in "${TS_BUILDDIR:-}/bench/linkem" \
-	    "$(dirname "$TUNSPLIT")/bench/linkem" "$TS_SRCDIR/bench/linkem"; do
-		[ -z "$LINKEM" ] && [ -x "$t" ] && LINKEM=$t
+	[ -n "${!1:-}" ] && return 0
+	for t in "${TS_BUILDDIR:-}/bench/$2" \
+	    "$(dirname "$TUNSPLIT")/bench/$2" "$TS_SRCDIR/bench/$2"; do
+		[ -x "$t" ] && { printf -v "$1" %s "$t"; return 0; }
 	done
-	[ -n "$LINKEM" ] || ts_fail "bench/linkem not built (make bench/linkem)"
+	ts_fail "bench/$2 not built (make bench/$2)"
 }
+
+# ts_find_linkem: LINKEM= the benchmark's link emulator (bench/linkem).
+ts_find_linkem() { ts_find_bench LINKEM linkem; }
 
 # ts_init NAME: check we can run at all, then create the temp dir and the
 # cleanup trap.  Exits 77 (skip) when not root or without /dev/net/tun.
