@@ -16,6 +16,9 @@
 #    a new client: it never answers the reuse bit) and a client with
 #    reuse: 1 (an older client: no tag) -- every flow its own connection,
 #    no reuse, all intact.
+#
+# Topology: lib.sh's (client tsc -- server tss -- target tst); the
+# target's EOFSEND answers only after the app's FIN reached it.
 . "$(dirname "$0")/../lib.sh"
 ts_init e2e_reuse
 
