@@ -27,6 +27,7 @@
 #include "client/tcp/flow_tcp.h"
 #include "client/dgram/flow_udp.h"
 #include "client/dns/fakeip.h"
+#include "client/tcp/flow_dns.h"
 #include "core/log.h"
 #include "core/loop.h"
 #include "tls/outer.h"
@@ -204,6 +205,7 @@ client_udp_new(struct client *cl)
 		log_warnx("cannot set up UDP associations");
 		return -1;
 	}
+	cl->env.udp = cl->udp;
 	return 0;
 }
 
@@ -393,6 +395,7 @@ client_run(const struct conf *c)
 		rc = 0;
 	if (cl->loop != NULL) {
 		flow_close_all(&cl->env);
+		flow_dns_close_all();
 		loop_fd_del(cl->loop, &cl->tun_lfd);
 		if (cl->lwip_up)
 			tsnetif_shutdown();

@@ -63,6 +63,8 @@ struct flow_udp_asker {
 	uint8_t		 app[16], dst[16];
 	uint16_t	 aport, dport;
 	int		 up;		/* its index in dns.upstreams */
+	flow_udp_answer	*tcp;		/* over TCP: the answer to it */
+	void		*tcp_arg;
 };
 
 /*
@@ -297,16 +299,28 @@ flow_udp_on_dnsup(void *arg, const void *ctx, const uint8_t *query,
 	size_t				 n, room;
 	ssize_t				 r;
 
-	if (dns_query_parse(query, qlen, &q) == -1)
+	if (dns_query_parse(query, qlen, &q) == -1) {
+		if (k->tcp != NULL)
+			k->tcp(k->tcp_arg, query, qlen, NULL, 0);
 		return;
+	}
 	room = q.has_opt && q.opt_size > 512 ? q.opt_size : 512;
 	/* An answer to another question would poison the cache. */
 	if (reply != NULL && (dns_reply_parse(reply, len, &rp) == -1 ||
 	    rp.q.qtype != q.qtype || rp.q.qclass != q.qclass ||
 	    strcmp(rp.q.name, q.name) != 0)) {
 		log_info("dns upstream %s: an answer to another question",
-		    u->conf->client.dns_upstreams[k->up].name);
+		    k->up >= 0 ? u->conf->client.dns_upstreams[k->up].name :
+		    "server");
 		reply = NULL;
+	}
+	if (reply == NULL && k->up >= 0 && k->up < FLOW_UDP_UPSTREAMS)
+		u->st.dns_upstream_failed[k->up]++;
+	if (reply != NULL && (k->tcp != NULL || len <= room))
+		flow_udp_dns_learn(u, reply, len);
+	if (k->tcp != NULL) {		/* no size limit but the stream's */
+		k->tcp(k->tcp_arg, query, qlen, reply, len);
+		return;
 	}
 	/* Too long: without its authority and additional records first. */
 	if (reply != NULL && len > room && len <= sizeof(big)) {
@@ -314,18 +328,15 @@ flow_udp_on_dnsup(void *arg, const void *ctx, const uint8_t *query,
 		if ((r = dnsstream_strip(big, len)) > 0 && (size_t)r <= room) {
 			reply = big;
 			len = (size_t)r;
+			flow_udp_dns_learn(u, reply, len);
 		}
 	}
-	if (reply != NULL && len <= room) {
-		flow_udp_dns_learn(u, reply, len);
-	} else {
+	if (reply == NULL || len > room) {
 		if ((r = dns_answer(ans, sizeof(ans), &q, reply != NULL ?
 		    DNS_NOERROR : DNS_SERVFAIL, NULL, 0, 0)) < 0)
 			return;
 		if (reply != NULL)
 			ans[2] |= DNS_FLAG_TC >> 8;
-		else if (k->up < FLOW_UDP_UPSTREAMS)
-			u->st.dns_upstream_failed[k->up]++;
 		reply = ans;
 		len = (size_t)r;
 	}
@@ -334,6 +345,21 @@ flow_udp_on_dnsup(void *arg, const void *ctx, const uint8_t *query,
 	    reply, len, assoc_next_ipid(u->assoc));
 	if (n > 0)
 		(void)assoc_tun_write(u->assoc, pkt, n);
+}
+
+/* Asks upstream up (DNSUP_SERVER: client.dns's server) for k; refused
+ * there, the failure now. */
+static void
+flow_udp_dns_ask_up(struct flow_udp *u, const struct flow_udp_asker *k,
+    const uint8_t *msg, size_t len)
+{
+	if (u->dnsup == NULL && (u->dnsup = dnsup_new(u->loop, u->conf,
+	    u->obs, flow_udp_on_dnsup, u)) == NULL) {
+		flow_udp_on_dnsup(u, k, msg, len, NULL, 0);
+		return;
+	}
+	if (dnsup_query(u->dnsup, k->up, msg, len, k, sizeof(*k)) == -1)
+		flow_udp_on_dnsup(u, k, msg, len, NULL, 0);
 }
 
 /* A query for a tcp, tls or https upstream: the client asks it (dnsup.h);
@@ -351,13 +377,30 @@ flow_udp_dns_stream(struct flow_udp *u, const struct pkt_ip *ip,
 	k.aport = ud->sport;
 	k.dport = ud->dport;
 	k.up = up;
-	if (u->dnsup == NULL && (u->dnsup = dnsup_new(u->loop, u->conf,
-	    u->obs, flow_udp_on_dnsup, u)) == NULL) {
-		flow_udp_on_dnsup(u, &k, ud->data, ud->len, NULL, 0);
-		return;
+	flow_udp_dns_ask_up(u, &k, ud->data, ud->len);
+}
+
+/*
+ * A real query: -2 when the cache answers it (*n bytes into ans), else
+ * the index of the upstream its name's domains choose (counted), -1 for
+ * none (client.dns's server).
+ */
+static int
+flow_udp_dns_pick(struct flow_udp *u, const uint8_t *msg, size_t len,
+    uint8_t *ans, size_t anslen, size_t *n)
+{
+	struct dns_query	 q;
+	int			 up = -1;
+
+	if (dns_query_parse(msg, len, &q) == 0) {
+		if ((*n = dnsfwd_cache_get(u->cache, &q, loop_now(u->loop), ans,
+		    anslen)) > 0)
+			return -2;
+		up = dnsfwd_pick(u->conf, q.name);
 	}
-	if (dnsup_query(u->dnsup, up, ud->data, ud->len, &k, sizeof(k)) == -1)
-		flow_udp_on_dnsup(u, &k, ud->data, ud->len, NULL, 0);
+	if (up >= 0 && up < FLOW_UDP_UPSTREAMS)
+		u->st.dns_upstream[up]++;
+	return up;
 }
 
 /*
@@ -370,24 +413,18 @@ flow_udp_dns_route(struct flow_udp *u, const struct pkt_ip *ip,
     const struct pkt_udp *ud, struct proto_dest *dst, bool *pin)
 {
 	const struct conf	*c = u->conf;
-	struct dns_query	 q;
 	uint8_t			 ans[DNSFWD_MSG_MAX];
 	size_t			 n;
-	int			 up = -1;
+	int			 up;
 
 	*pin = false;
 	if (!c->client.has_dns && c->client.ndns_upstreams == 0)
 		return false;
-	if (dns_query_parse(ud->data, ud->len, &q) == 0) {
-		if ((n = dnsfwd_cache_get(u->cache, &q, loop_now(u->loop), ans,
-		    sizeof(ans))) > 0) {
-			flow_udp_dns_reply(u, ip, ud, ans, n);
-			return true;
-		}
-		up = dnsfwd_pick(c, q.name);
+	if ((up = flow_udp_dns_pick(u, ud->data, ud->len, ans, sizeof(ans),
+	    &n)) == -2) {
+		flow_udp_dns_reply(u, ip, ud, ans, n);
+		return true;
 	}
-	if (up >= 0 && up < FLOW_UDP_UPSTREAMS)
-		u->st.dns_upstream[up]++;
 	if (dnsup_wants(c, up)) {
 		flow_udp_dns_stream(u, ip, ud, up);
 		return true;
@@ -466,6 +503,48 @@ flow_udp_fake_qname(struct flow_udp *u, const struct pkt_udp *ud, char *buf,
 		return NULL;
 	snprintf(buf, len, "%s", q.name);
 	return buf;
+}
+
+/* A query the app sent over TCP (flow_udp.h). */
+void
+flow_udp_dns_ask(struct flow_udp *u, const uint8_t *msg, size_t len,
+    flow_udp_answer *done, void *arg)
+{
+	struct flow_udp_asker	k;
+	uint8_t			ans[DNSFWD_MSG_MAX];
+	char			qname[DNS_TEXT_MAX];
+	struct pkt_udp		ud;
+	struct dns_query	q;
+	size_t			n;
+	ssize_t			r;
+
+	if (u->fakeip != NULL && (n = fakeip_answer(u->fakeip, u->conf, msg,
+	    len, ans, sizeof(ans))) > 0) {
+		done(arg, msg, len, ans, n);
+		return;
+	}
+	memset(&k, 0, sizeof(k));
+	k.tcp = done;
+	k.tcp_arg = arg;
+	if ((k.up = flow_udp_dns_pick(u, msg, len, ans, sizeof(ans), &n)) ==
+	    -2) {
+		done(arg, msg, len, ans, n);
+		return;
+	}
+	/* A fake name's other queries: the datagram way goes by the name,
+	 * which a stream cannot; none is the answer that leaks nothing. */
+	memset(&ud, 0, sizeof(ud));
+	ud.data = msg;
+	ud.len = len;
+	if (u->fakeip != NULL && flow_udp_fake_qname(u, &ud, qname,
+	    sizeof(qname)) != NULL && dns_query_parse(msg, len, &q) == 0 &&
+	    (r = dns_answer(ans, sizeof(ans), &q, DNS_NOERROR, NULL, 0,
+	    0)) > 0) {
+		done(arg, msg, len, ans, (size_t)r);
+		return;
+	}
+	u->st.dns_pinned++;
+	flow_udp_dns_ask_up(u, &k, msg, len);
 }
 
 static void flow_udp_refuse_echo(struct flow_udp *, const struct pkt_ip *);

@@ -69,6 +69,19 @@ void flow_udp_reconfigure(struct flow_udp *u, const struct conf *c,
  */
 void flow_udp_set_fakeip(struct flow_udp *u, struct fakeip *t);
 
+/*
+ * A DNS query the app sent over TCP (flow_dns.h), answered as a datagram
+ * to port 53 is -- fake-IP, the cache, the upstream its name's domains
+ * choose, else client.dns's server, each asked over a stream through the
+ * outbound its address takes (dnsup.h) -- except that a fake name's
+ * queries the table does not answer get an empty answer (NOERROR) where
+ * a datagram would go by the name.  done gets the answer (the query's id)
+ * now or later, reply NULL when it failed.
+ */
+typedef void flow_udp_answer(void *arg, const uint8_t *query, size_t qlen,
+    const uint8_t *reply, size_t len);
+void flow_udp_dns_ask(struct flow_udp *u, const uint8_t *msg, size_t len,
+    flow_udp_answer *done, void *arg);
 /* For TCP flows to port 53: rewrites dst to client.dns when it is set.
  * Returns true when dst was rewritten. */
 bool flow_udp_dns_pin(const struct conf *c, struct addr *dst);

@@ -75,7 +75,9 @@ struct dnsup {
 	void			*arg;
 	bool			 retired;
 	size_t			 nup;
-	struct dnsup_up		*up;		/* one per upstream */
+	struct dnsup_up		*up;		/* one per upstream, then
+						 * client.dns's server */
+	struct conf_dns_upstream server;	/* that server, over TCP */
 	SLIST_HEAD(, dnsup_conn) dead;
 };
 
@@ -406,9 +408,12 @@ dnsup_query(struct dnsup *d, int i, const uint8_t *msg, size_t len,
 	struct dnsup_up		*up;
 	struct dnsup_query	*q, *o;
 
-	if (d == NULL || !dnsup_wants(d->conf, i) || d->retired ||
-	    len < DNS_HDR_LEN || len > DNSSTREAM_MSG_MAX ||
-	    ctxlen > DNSUP_CTX_MAX)
+	if (d == NULL || d->retired || len < DNS_HDR_LEN ||
+	    len > DNSSTREAM_MSG_MAX || ctxlen > DNSUP_CTX_MAX)
+		return -1;
+	if (i == DNSUP_SERVER && d->conf->client.has_dns)
+		i = (int)d->nup;
+	else if (i < 0 || (size_t)i >= d->nup)
 		return -1;
 	up = &d->up[i];
 	if (up->nq >= DNSUP_QUERIES || (q = calloc(1, sizeof(*q) + len)) ==
@@ -469,6 +474,10 @@ dnsup_new(struct loop *l, const struct conf *c, struct outbounds *obs,
 		free(d);
 		return NULL;
 	}
+	/* client.dns's server is asked over TCP, as a udp upstream is. */
+	snprintf(d->server.name, sizeof(d->server.name), "server");
+	d->server.addr = c->client.dns;
+	d->server.protocol = CONF_DNS_UDP;
 	d->loop = l;
 	d->conf = conf_ref(c);
 	d->obs = obs;
@@ -476,8 +485,8 @@ dnsup_new(struct loop *l, const struct conf *c, struct outbounds *obs,
 	d->arg = arg;
 	d->nup = c->client.ndns_upstreams;
 	SLIST_INIT(&d->dead);
-	for (i = 0; i < d->nup; i++) {
-		cu = &c->client.dns_upstreams[i];
+	for (i = 0; i <= d->nup; i++) {
+		cu = i < d->nup ? &c->client.dns_upstreams[i] : &d->server;
 		d->up[i].d = d;
 		d->up[i].index = (int)i;
 		d->up[i].cu = cu;
@@ -511,7 +520,7 @@ dnsup_stop(struct dnsup *d)
 	size_t			 i;
 
 	d->retired = true;
-	for (i = 0; i < d->nup; i++) {
+	for (i = 0; i <= d->nup; i++) {
 		loop_timer_cancel(d->loop, &d->up[i].idle);
 		while ((q = TAILQ_FIRST(&d->up[i].q)) != NULL)
 			dnsup_finish(q, NULL, 0);
@@ -531,7 +540,7 @@ dnsup_drop(struct dnsup *d)
 		SLIST_REMOVE_HEAD(&d->dead, dead_entry);
 		dnsup_conn_free(c);
 	}
-	for (i = 0; i < d->nup; i++)
+	for (i = 0; i <= d->nup; i++)
 		outer_ctx_free(d->up[i].ctx);
 	conf_unref(d->conf);
 	free(d->up);

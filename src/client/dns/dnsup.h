@@ -49,7 +49,10 @@ void dnsup_free(struct dnsup *d);
 int  dnsup_wants(const struct conf *c, int i);
 /* Asks upstream i the query msg (len bytes); done gets its answer or
  * failure later, or at once.  -1: refused now (too many waiting, no
- * memory), done is not called. */
+ * memory), done is not called.  An upstream of protocol udp is asked
+ * over TCP here, and i DNSUP_SERVER is client.dns's server (over TCP
+ * too): the way a query the app sent over TCP goes (flow_dns.h). */
+#define DNSUP_SERVER		(-1)
 int  dnsup_query(struct dnsup *d, int i, const uint8_t *msg, size_t len,
     const void *ctx, size_t ctxlen);
 

@@ -33,6 +33,7 @@ struct loop;
 struct tcp_pcb;
 struct flow;
 struct flow_held;
+struct flow_udp;
 struct outbounds;
 
 #define FLOW_STAGE	16384	/* one TLS record */
@@ -62,6 +63,7 @@ struct flow_env {
 	 * on a reload. */
 	struct outbounds	*obs;
 	struct fakeip		*fakeip;	/* dns.mode fake-ip, or NULL */
+	struct flow_udp		*udp;		/* DNS over TCP asks it */
 	unsigned		 nflows;
 	uint64_t		 next_id;
 	struct flow_stats	 stats;

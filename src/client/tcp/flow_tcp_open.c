@@ -24,6 +24,7 @@
 #include "client/tcp/flow_socks5.h"
 #include "client/tcp/flow_tcp_int.h"
 #include "client/dns/fakeip.h"
+#include "client/tcp/flow_dns.h"
 #include "client/dgram/flow_udp.h"
 #include "wire/frame.h"
 #include "core/log.h"
@@ -410,6 +411,8 @@ flow_tcp_syn(void *arg, const uint8_t *pkt, size_t len,
 
 	flow_addr(&dst, local, lport);
 	flow_addr(&app, remote, rport);
+	if (flow_dns_wanted(env, &dst))
+		return TSNETIF_SYN_PASS;	/* answered here */
 	if (!env->conf->client.faithful)
 		return flow_syn_blocked(env, &dst, &app) ? TSNETIF_SYN_REFUSE :
 		    TSNETIF_SYN_PASS;
@@ -452,6 +455,8 @@ flow_tcp_accept(void *arg, struct tcp_pcb *pcb, err_t err)
 		return ERR_VAL;
 	flow_addr(&dst, &pcb->local_ip, pcb->local_port);
 	flow_addr(&app, &pcb->remote_ip, pcb->remote_port);
+	if (flow_dns_wanted(env, &dst))
+		return flow_dns_accept(env, pcb);
 	if ((f = flow_held_find(env, &dst, &app)) != NULL) {
 		/* Faithful: the target is connected, the app now too. */
 		flow_held_del(f);

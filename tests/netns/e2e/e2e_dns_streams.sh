@@ -33,6 +33,13 @@
 #     and the upstreams serve on;
 #  8. at most 64 queries wait per upstream (more: SERVFAIL at once), and
 #     the client stops cleanly with queries in flight.
+#
+# DNS over TCP from the app (dig +tcp, the retry after a truncated UDP
+# answer) is answered by the client the same way, query by query, though
+# dns.server is the home resolver, reached direct (it also listens on
+# TCP 53: a query relayed there would be logged, and captured, as a
+# leak): each name to its upstream, SERVFAIL from a dead one, pipelined
+# queries answered by id, a bad length prefix resets that connection only.
 . "$(dirname "$0")/../lib.sh"
 ts_init e2e_dns_streams
 
@@ -89,7 +96,7 @@ client:
   final: tunnel
   dns:
     mode: redirect
-    server: $TS_T_ADDR4
+    server: $TS_S_ADDR4
     cache_size: 64
     upstreams:
 $(up dot tls "$TS_T_ADDR4" tls.test)
@@ -119,13 +126,14 @@ ts_bg "$NS_T" far "$TS_PY" -u "$TOOL" --bind "$TS_T_ADDR4" --tcp 53 \
     a.tcp.test=10.55.3.1 b.tcp.test=10.55.3.2 c.tcp.test=10.55.3.3 \
     a.tls.test=10.55.1.1 b.tls.test=10.55.1.2 c.tls.test=10.55.1.3 \
     d.tls.test=10.55.1.4 a.doh.test=10.55.2.1 b.doh.test=10.55.2.2 \
-    c.doh.test=10.55.2.3 d.doh.test=10.55.2.4 x.any.example=10.55.7.1
+    c.doh.test=10.55.2.3 d.doh.test=10.55.2.4 x.any.example=10.55.7.1 \
+    t.tcp.test=10.55.3.9 t.tls.test=10.55.1.9 t.doh.test=10.55.2.9
 ts_wait_log "$TS_TMP/far.log" ready || ts_fail "dnsstreamtool (tunnel side) did not start"
 ts_bg "$NS_T" far2 "$TS_PY" -u "$TOOL" --bind "$TS_T_ADDR4" --tls 5353 \
     --https 5354 --cert "$TS_TMP/server.pem" --key "$TS_TMP/server.key" \
     a.troj.test=10.55.4.1 a.sock.test=10.55.5.1 a.tls.test=10.55.6.1
 ts_wait_log "$TS_TMP/far2.log" ready || ts_fail "dnsstreamtool (second) did not start"
-ts_bg "$NS_S" home "$TS_PY" -u "$TOOL" --bind "$TS_S_ADDR4" --https 443 \
+ts_bg "$NS_S" home "$TS_PY" -u "$TOOL" --bind "$TS_S_ADDR4" --https 443 --tcp 53 \
     --cert "$TS_TMP/server.pem" --key "$TS_TMP/server.key" a.home.test=10.66.1.1
 ts_wait_log "$TS_TMP/home.log" ready || ts_fail "dnsstreamtool (home) did not start"
 
@@ -235,13 +243,78 @@ grep -q "flags: qr tc rd ra;" <<<"$r" && grep -q "ANSWER: 0" <<<"$r" ||
     ts_fail "huge.tls.test with EDNS: not 60 addresses"
 ts_log "long answers: additional records dropped to fit 512 bytes, TC when the answer itself is longer"
 
+# 4b. Over TCP: each query answered by the client, each name by its
+# upstream; never relayed to dns.server (the home resolver, direct).
+for p in tcp:t.tcp.test:10.55.3.9 tls:t.tls.test:10.55.1.9 \
+    https:t.doh.test:10.55.2.9; do
+	IFS=: read -r pr n a <<<"$p"
+	r=$(dig_c +tcp +short "$n" A)
+	[ "$r" = "$a" ] || ts_fail "$n over TCP: '$r', want $a"
+	[ "$(seen "$pr" "$TS_S2_ADDR4" "$n" far)" = 1 ] ||
+	    ts_fail "$n over TCP did not go to its $pr upstream: $(tail -n 3 "$TS_TMP/far.log")"
+done
+r=$(dig_c +tcp www.dead.test A | grep -o 'status: [A-Z]*')
+[ "$r" = "status: SERVFAIL" ] || ts_fail "dead upstream over TCP: '$r', want SERVFAIL"
+# The retry after a truncated answer: the whole answer, from the upstream.
+[ "$(dig_c +noedns +short huge.tls.test A | wc -l)" = 60 ] ||
+    ts_fail "huge.tls.test: the retry over TCP did not get its 60 addresses"
+cat >"$TS_TMP/tcpdns.py" <<'PY'
+import socket, struct, sys
+def q(i, name):
+    return struct.pack("!HHHHHH", i, 0x0100, 1, 0, 0, 0) + b"".join(
+        bytes([len(l)]) + l.encode() for l in name.split(".")) + b"\0\0\1\0\1"
+def read(s, n):
+    b = b""
+    while len(b) < n:
+        c = s.recv(n - len(b))
+        if not c:
+            raise EOFError
+        b += c
+    return b
+def ask(s, i):
+    m = read(s, struct.unpack("!H", read(s, 2))[0])
+    return struct.unpack("!H", m[:2])[0], m[3] & 15, m[-4:]
+host = sys.argv[1]
+a = socket.create_connection((host, 53), timeout=8)
+b = socket.create_connection((host, 53), timeout=8)
+names = ["a.tcp.test", "a.tls.test", "www.dead.test", "a.doh.test", "t.tls.test"]
+a.sendall(b"".join(struct.pack("!H", len(m)) + m for m in
+                   (q(100 + i, n) for i, n in enumerate(names))))
+got = {}
+for _ in names:
+    i, rc, tail = ask(a, 0)
+    got[i] = (rc, socket.inet_ntoa(tail) if rc == 0 else "-")
+print("pipelined", " ".join(f"{names[i - 100]}={got[i][0]}/{got[i][1]}"
+                              for i in sorted(got)))
+b.sendall(b"\0\3abc")
+try:
+    print("bad-length", "answered" if b.recv(100) else "closed")
+except ConnectionResetError:
+    print("bad-length", "reset")
+m = q(7, "c.tcp.test")
+a.sendall(struct.pack("!H", len(m)) + m)
+i, rc, tail = ask(a, 0)
+print("after", i, rc, socket.inet_ntoa(tail))
+a.shutdown(socket.SHUT_WR)
+print("fin", "closed" if a.recv(100) == b"" else "open")
+PY
+r=$(ip netns exec "$NS_C" timeout 20 "$TS_PY" "$TS_TMP/tcpdns.py" "$RESOLVER" 2>&1)
+want_r="pipelined a.tcp.test=0/10.55.3.1 a.tls.test=0/10.55.1.1 www.dead.test=2/- a.doh.test=0/10.55.2.1 t.tls.test=0/10.55.1.9
+bad-length reset
+after 7 0 10.55.3.3
+fin closed"
+[ "$r" = "$want_r" ] || ts_fail "queries over one TCP connection: $r"
+[ "$(grep -c "^tcp " "$TS_TMP/home.log")" = 0 ] ||
+    ts_fail "queries over TCP went to dns.server: $(grep "^tcp " "$TS_TMP/home.log" | head -n 3)"
+ts_log "over TCP: each name to its upstream, SERVFAIL from a dead one, pipelined, a bad length resets that connection only"
+
 # 5. Nothing to the tunnel's resolver on the wire; the direct one's there.
 sleep 0.3
 l=$(awk -v t="$TS_T_ADDR4" '$4 == t || $3 == t' "$CAP")
 [ -z "$l" ] || ts_fail "packets to the tunnelled resolver on eth0: $(head -n 5 <<<"$l")"
 grep -q "^eth0 tcp $TS_C_ADDR4 $TS_S_ADDR4 [0-9]* 443\$" "$CAP" ||
     ts_fail "the capture lacks the direct DoH upstream: $(head -n 5 "$CAP")"
-l=$(awk '$7 == "dns"' "$CAP")
+l=$(awk '$7 == "dns" || ($2 == "tcp" && $6 == 53)' "$CAP")
 [ -z "$l" ] || ts_fail "plain DNS on eth0: $(head -n 5 <<<"$l")"
 ts_log "capture: $(wc -l <"$CAP") packets on eth0, none to $TS_T_ADDR4, the direct DoH ones there"
 

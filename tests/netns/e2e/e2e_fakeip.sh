@@ -10,7 +10,7 @@
 #  1. getent (the system resolver, through a resolv.conf of the test's own
 #     namespace) and dig get fake addresses, A and AAAA, TTL 1; an
 #     excluded name and a TXT query are forwarded to the pinned resolver
-#     (dnsmasq on the target) and get its real answers;
+#     (dnsmasq on the target) and get its real answers; over TCP too;
 #  2. TCP to the fake IPv4 and IPv6 addresses: 4 MiB each way, SHA-256
 #     checked; the server's log names app.test, not the fake address;
 #  3. UDP echo and ping to the fake address: the replies come back from
@@ -98,6 +98,12 @@ g=$(ip netns exec "$NS_C" timeout 20 getent ahostsv4 app.test | awk 'NR == 1 { p
     ts_fail "real.test (excluded) A: '$(answer real.test A)', want dnsmasq's 10.77.2.77"
 txt=$(dig_c +short app.test TXT)
 [ "$txt" = '"real-txt"' ] || ts_fail "app.test TXT: '$txt', want dnsmasq's"
+# Over TCP the client answers too, query by query: the same fake
+# address; an excluded name from dns.server (asked over TCP).
+r=$(dig_c +tcp +short app.test A)
+[ "$r" = "$a4" ] || ts_fail "app.test A over TCP: '$r', want $a4"
+r=$(dig_c +tcp +short real.test A)
+[ "$r" = 10.77.2.77 ] || ts_fail "real.test A over TCP: '$r', want dnsmasq's"
 ts_log "app.test -> $a4, $a6 (TTL 1); other.test -> $o4; real.test and TXT forwarded"
 
 # 2. TCP by fake address, both families; the server gets the name.
