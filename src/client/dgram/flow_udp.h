@@ -7,10 +7,12 @@
  * UDP packets from their real source: full cone, a datagram from a peer
  * the app never sent to still reaches it.
  *
- * DNS: with client.dns set, every UDP datagram and TCP connection to port
- * 53 goes to that resolver through the tunnel; answers are rewritten to
- * come from the address the app asked (matched by DNS transaction id), so
- * no query leaks to whatever resolver the system was configured with.
+ * DNS: with client.dns set, every UDP datagram to port 53 goes to that
+ * resolver through the tunnel (or to an upstream, or is answered here);
+ * answers are rewritten to come from the address the app asked (matched
+ * by DNS transaction id), so no query leaks to whatever resolver the
+ * system was configured with.  TCP connections to port 53 are answered
+ * by the client (flow_dns.h), each query through flow_udp_dns_ask.
  */
 #ifndef TUNSPLIT_FLOW_UDP_H
 #define TUNSPLIT_FLOW_UDP_H

@@ -36,9 +36,10 @@
 #
 # DNS over TCP from the app (dig +tcp, the retry after a truncated UDP
 # answer) is answered by the client the same way, query by query, though
-# dns.server is the home resolver, reached direct (it also listens on
-# TCP 53: a query relayed there would be logged, and captured, as a
-# leak): each name to its upstream, SERVFAIL from a dead one, pipelined
+# dns.server is the home resolver and the app's resolver address is
+# direct by a rule (the home resolver listens on TCP 53 too: a query
+# relayed there would be logged, and captured on eth0, as a leak): each
+# name to its upstream, SERVFAIL from a dead one, pipelined
 # queries answered by id, a bad length prefix resets that connection only.
 . "$(dirname "$0")/../lib.sh"
 ts_init e2e_dns_streams
@@ -90,6 +91,7 @@ client:
   rules:
     - dst: $TS_S_ADDR4/32
       outbound: home
+    - {dst: $RESOLVER/32, outbound: home}
     - {dst: $TS_T_ADDR4/32, port: 5353, outbound: troj}
     - {dst: $TS_T_ADDR4/32, port: 5354, outbound: sock}
     - {dst: $TS_T_ADDR4/32, port: 5355, outbound: reject}
