@@ -709,6 +709,14 @@ srv_frames(void)
 	return n;
 }
 
+/* fake-IP's first address; an A query for Example.COM (fake-IP's), and
+ * one for corp (excluded). */
+static const uint8_t fake1[4] = { 198, 19, 0, 1 };
+static const uint8_t qa[] = { 0xbe, 0xef, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0,
+    7, 'E', 'x', 'a', 'm', 'p', 'l', 'e', 3, 'c', 'o', 'm', 0, 0, 1, 0, 1 };
+static const uint8_t qx[] = { 0, 7, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0,
+    4, 'c', 'o', 'r', 'p', 0, 0, 1, 0, 1 };
+
 /* fake-IP: A/AAAA answered here, datagrams to a fake address sent to its
  * name, one without a name refused with an ICMP error; an excluded name
  * and other types forwarded. */
@@ -720,13 +728,7 @@ test_fake_ip(void **state)
 	struct pkt_ip	 ip;
 	struct pkt_udp	 u;
 	static const uint8_t asked[4] = { 10, 1, 1, 1 };
-	static const uint8_t fake1[4] = { 198, 19, 0, 1 };
 	static const uint8_t nobody[4] = { 198, 19, 9, 9 };
-	static const uint8_t qa[] = { 0xbe, 0xef, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0,
-	    7, 'E', 'x', 'a', 'm', 'p', 'l', 'e', 3, 'c', 'o', 'm', 0, 0, 1,
-	    0, 1 };
-	static const uint8_t qx[] = { 0, 7, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0,
-	    4, 'c', 'o', 'r', 'p', 0, 0, 1, 0, 1 };
 	uint8_t		 q[64];
 	size_t		 n;
 	int		 i;
@@ -798,6 +800,79 @@ test_fake_ip(void **state)
 	assert_int_equal(fakeip_stats(t)->answers, 1);
 	client_stop(&c);
 	fakeip_close(t);
+	srv_stop();
+}
+
+/* What flow_udp_dns_ask answered (one query at a time). */
+static struct {
+	unsigned	 calls;
+	bool		 failed;
+	size_t		 len;
+	uint8_t		 msg[512];
+} asked;
+
+static void
+on_ask(void *arg, const uint8_t *query, size_t qlen, const uint8_t *reply,
+    size_t len)
+{
+	(void)arg;
+	assert_true(qlen >= 2);
+	asked.calls++;
+	asked.failed = reply == NULL;
+	asked.len = reply != NULL && len <= sizeof(asked.msg) ? len : 0;
+	if (asked.len > 0) {
+		memcpy(asked.msg, reply, len);
+		assert_memory_equal(reply, query, 2);	/* the query's id */
+	}
+}
+
+/* DNS over TCP's queries (flow_dns.c): the fake-IP answer a datagram
+ * gets, no records for a fake name's other types, and a forwarded one
+ * that cannot be asked fails (SERVFAIL), never written to the TUN. */
+static void
+test_dns_ask(void **state)
+{
+	struct client	 c;
+	struct fakeip	*t;
+	uint8_t		 q[64];
+	int		 i;
+
+	(void)state;
+	srv_start(SRV_ECHO);
+	client_start(&c, "  dns: {mode: fake-ip, server: 127.0.0.1:9, "
+	    "fake_ip_file: \"\", fake_ip_exclude: [corp]}\n");
+	assert_non_null(t = fakeip_open(c.loop, c.conf));
+	flow_udp_set_fakeip(c.u, t);
+	memset(&asked, 0, sizeof(asked));
+	flow_udp_dns_ask(c.u, qa, sizeof(qa), on_ask, NULL);
+	assert_int_equal(asked.calls, 1);
+	assert_false(asked.failed);
+	assert_int_equal(asked.len, sizeof(qa) + 16);
+	assert_int_equal(asked.msg[3] & 0xf, DNS_NOERROR);
+	assert_memory_equal(asked.msg + asked.len - 4, fake1, 4);
+	/* TXT for it: NOERROR, no records, nothing sent. */
+	memcpy(q, qa, sizeof(qa));
+	q[sizeof(qa) - 3] = 16;
+	flow_udp_dns_ask(c.u, q, sizeof(qa), on_ask, NULL);
+	assert_int_equal(asked.calls, 2);
+	assert_int_equal(asked.msg[3] & 0xf, DNS_NOERROR);
+	assert_int_equal(asked.msg[6] << 8 | asked.msg[7], 0);
+	assert_int_equal(srv.conns, 0);
+	/* The excluded name goes to dns.server over TCP, through the
+	 * tunnel's server here, which cannot reach it: SERVFAIL. */
+	flow_udp_dns_ask(c.u, qx, sizeof(qx), on_ask, NULL);
+	for (i = 0; i < 700 && asked.calls < 3; i++)
+		assert_int_not_equal(loop_run_once(c.loop, 10), -1);
+	assert_int_equal(asked.calls, 3);
+	assert_true(asked.failed);
+	assert_int_equal(out.n, 0);
+	assert_int_equal(flow_udp_stats(c.u)->dns_pinned, 1);
+	client_stop(&c);
+	fakeip_close(t);
+	/* The stream request is not a datagram server's: it said so. */
+	pthread_mutex_lock(&srv.mu);
+	srv.err[0] = '\0';
+	pthread_mutex_unlock(&srv.mu);
 	srv_stop();
 }
 
@@ -986,6 +1061,7 @@ main(void)
 		cmocka_unit_test(test_icmp_echo),
 		cmocka_unit_test(test_dns_pin),
 		cmocka_unit_test(test_fake_ip),
+		cmocka_unit_test(test_dns_ask),
 		cmocka_unit_test(test_hold),
 		cmocka_unit_test(test_evict),
 		cmocka_unit_test(test_trojan),
