@@ -23,6 +23,7 @@
 #include "lwip/netif.h"
 #include "lwip/pbuf.h"
 #include "lwip/tcp.h"
+#include "lwip/sys.h"
 #include "lwip/timeouts.h"
 #include "lwip/priv/tcp_priv.h"
 
@@ -80,6 +81,21 @@ static struct pbuf	*ts_rxp;
  */
 static bool		 ts_vnet;
 static unsigned		 ts_mtu;
+
+/*
+ * Path MTUs below the TUN's that ICMPv6 Packet Too Big named, per
+ * destination (an app behind a router with a smaller link: IPv6 routers
+ * do not fragment), for 10 minutes as Linux keeps them (tsnetif_ptb6).
+ */
+#define TS_PMTU_N	64
+#define TS_PMTU_MS	(10u * 60 * 1000)
+static struct ts_pmtu {
+	uint8_t		 addr[16];
+	unsigned	 mtu;		/* 0: free */
+	u32_t		 until;
+}			 ts_pmtu[TS_PMTU_N];
+static unsigned		 ts_pmtu_n;
+static void		 ts_pmtu_clamp(struct tcp_pcb *, unsigned);
 static u8_t		 ts_ext_id;
 static bool		 ts_syn_seen;
 static uint16_t		 ts_syn_mss;
@@ -573,6 +589,7 @@ ts_syn_adopt(void)
 {
 	struct tcp_pcb *pcb = tcp_active_pcbs;
 	uintptr_t mss = ts_syn_mss;
+	unsigned pmtu;
 
 	ts_syn_seen = false;
 	ts_syn_mss = 0;
@@ -582,6 +599,78 @@ ts_syn_adopt(void)
 	if (mss == 0)
 		mss = IP_IS_V6_VAL(pcb->remote_ip) ? TS_MSS_DEF6 : TS_MSS_DEF4;
 	tcp_ext_arg_set(pcb, ts_ext_id, (void *)mss);
+	if (IP_IS_V6_VAL(pcb->remote_ip) && (pmtu = tsnetif_pmtu6(
+	    (const uint8_t *)ip_2_ip6(&pcb->remote_ip)->addr)) != 0)
+		ts_pmtu_clamp(pcb, pmtu);
+}
+
+/* The learnt path MTU to addr (16 bytes), 0 when none. */
+unsigned
+tsnetif_pmtu6(const uint8_t *addr)
+{
+	const struct ts_pmtu *p;
+	u32_t now;
+
+	if (ts_pmtu_n == 0)
+		return 0;
+	now = sys_now();
+	for (p = ts_pmtu; p < ts_pmtu + TS_PMTU_N; p++)
+		if (p->mtu != 0 && (s32_t)(p->until - now) > 0 &&
+		    memcmp(p->addr, addr, 16) == 0)
+			return p->mtu;
+	return 0;
+}
+
+/* pcb's segments shrink to fit mtu: lwIP's MSS, and with offloads the
+ * size the kernel cuts at (which covers what is queued already). */
+static void
+ts_pmtu_clamp(struct tcp_pcb *pcb, unsigned mtu)
+{
+	uintptr_t mss = mtu - 60, cur;
+
+	if (mss < pcb->mss && !ts_vnet)
+		pcb->mss = (u16_t)mss;
+	cur = (uintptr_t)tcp_ext_arg_get(pcb, ts_ext_id);
+	if (ts_vnet && cur != 0 && mss < cur)
+		tcp_ext_arg_set(pcb, ts_ext_id, (void *)mss);
+}
+
+void
+tsnetif_ptb6(const uint8_t *quote, size_t qlen, unsigned mtu)
+{
+	const uint8_t *dst = quote + 24;
+	struct ts_pmtu *p, *slot = NULL;
+	struct tcp_pcb *pcb;
+
+	if (qlen < 40)
+		return;
+	if (mtu < 1280)		/* IPv6's minimum (RFC 8200 section 5) */
+		mtu = 1280;
+	if (ts_mtu != 0 && mtu >= ts_mtu)
+		return;
+	for (p = ts_pmtu; p < ts_pmtu + TS_PMTU_N && slot == NULL; p++)
+		if (p->mtu != 0 && memcmp(p->addr, dst, 16) == 0)
+			slot = p;
+	for (p = ts_pmtu; p < ts_pmtu + TS_PMTU_N && slot == NULL; p++)
+		if (p->mtu == 0)
+			slot = p;
+	if (slot == NULL) {	/* the one that expires first */
+		slot = ts_pmtu;
+		for (p = ts_pmtu; p < ts_pmtu + TS_PMTU_N; p++)
+			if ((s32_t)(p->until - slot->until) < 0)
+				slot = p;
+	}
+	if (slot->mtu == 0)
+		ts_pmtu_n++;
+	memcpy(slot->addr, dst, 16);
+	slot->mtu = mtu;
+	slot->until = sys_now() + TS_PMTU_MS;
+	/* Every flow to it: a router sends few of these (Linux one a
+	 * second per destination, and ours all come from the target). */
+	for (pcb = tcp_active_pcbs; pcb != NULL; pcb = pcb->next)
+		if (IP_IS_V6_VAL(pcb->remote_ip) &&
+		    memcmp(ip_2_ip6(&pcb->remote_ip)->addr, dst, 16) == 0)
+			ts_pmtu_clamp(pcb, mtu);
 }
 
 u32_t *
@@ -593,6 +682,10 @@ tsnetif_tcp_out_hook(struct pbuf *p, struct tcp_hdr *hdr,
 
 	(void)p;
 	ts_tx_mss = 0;
+	if (!ts_vnet && pcb != NULL && (TCPH_FLAGS(hdr) & TCP_SYN) &&
+	    IP_IS_V6_VAL(pcb->remote_ip) && (mss = tsnetif_pmtu6(
+	    (const uint8_t *)ip_2_ip6(&pcb->remote_ip)->addr)) != 0)
+		ts_pmtu_clamp((struct tcp_pcb *)(uintptr_t)pcb, mss);
 	if (!ts_vnet || pcb == NULL)
 		return opts;
 	if (TCPH_FLAGS(hdr) & TCP_SYN) {

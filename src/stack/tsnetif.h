@@ -87,6 +87,18 @@ int  tsnetif_reset_syn(const uint8_t *pkt, size_t len);
 /* Writes a raw IP packet to the TUN (UDP/ICMP replies).  0 or -1. */
 int  tsnetif_output_raw(const uint8_t *pkt, size_t len);
 /*
+ * An ICMPv6 Packet Too Big (MTU mtu) quoting qlen bytes of one of our
+ * packets: a router between us and the app cannot forward packets that
+ * big to it, and IPv6 routers do not fragment.  Remembered for its
+ * destination (tsnetif_pmtu6, at least 1280, 10 minutes); every TCP flow
+ * to it, and every new one, sends segments that fit: lwIP's MSS without
+ * offloads, with them the size the kernel cuts at (which covers what is
+ * queued already and its retransmissions).
+ */
+void tsnetif_ptb6(const uint8_t *quote, size_t qlen, unsigned mtu);
+/* The path MTU learnt to addr (16 bytes), 0 when none. */
+unsigned tsnetif_pmtu6(const uint8_t *addr);
+/*
  * Bytes tcp_write() takes on pcb now without failing for want of send
  * buffer or send-queue slots.  lwIP cuts a write into segments of the
  * pcb's send MSS (the app's, 536 up to TUN MTU - 40) or half the largest

@@ -280,7 +280,8 @@ pkt_echo_parse(const struct pkt_ip *ip, struct pkt_echo *e)
 }
 
 int
-pkt_ptb6_parse(const struct pkt_ip *ip, unsigned *mtu, const uint8_t **dst)
+pkt_ptb6_parse(const struct pkt_ip *ip, unsigned *mtu, const uint8_t **quote,
+    size_t *qlen)
 {
 	const uint8_t	*h = ip->l4;
 
@@ -294,7 +295,8 @@ pkt_ptb6_parse(const struct pkt_ip *ip, unsigned *mtu, const uint8_t **dst)
 	    PKT_PROTO_ICMP6, ip->l4_len), h, ip->l4_len)) != 0)
 		return PKT_BADSUM;
 	*mtu = get32(h + 4);
-	*dst = h + 8 + 24;
+	*quote = h + 8;
+	*qlen = ip->l4_len - 8;
 	return PKT_OK;
 }
 

@@ -67,10 +67,10 @@ int pkt_udp_parse(const struct pkt_ip *ip, struct pkt_udp *u);
  * PKT_OTHER for any other well-formed message. */
 int pkt_echo_parse(const struct pkt_ip *ip, struct pkt_echo *e);
 /* An ICMPv6 Packet Too Big in ip->l4: PKT_OK with the MTU it names and
- * dst pointing at the 16-byte destination of the packet it quotes;
+ * the qlen bytes it quotes of our packet (its IPv6 header at least);
  * PKT_OTHER for any other message, PKT_BADSUM. */
 int pkt_ptb6_parse(const struct pkt_ip *ip, unsigned *mtu,
-    const uint8_t **dst);
+    const uint8_t **quote, size_t *qlen);
 
 /* Build a complete packet into out (PKT_MAX bytes).  Addresses are 4 or
  * 16 bytes by family; ipid is the IPv4 identification.  Return the packet

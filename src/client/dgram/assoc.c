@@ -584,42 +584,16 @@ assoc_emit(void *arg, const uint8_t *pkt, size_t len)
 	return e->tun_write(pkt, len);
 }
 
-void
-assoc_pmtu_learn(struct assoc_env *e, const uint8_t *addr, unsigned mtu)
-{
-	struct assoc_pmtu	*p, *slot = &e->pmtu[0];
-
-	if (mtu < 1280)		/* IPv6's minimum (RFC 8200 section 5) */
-		mtu = 1280;
-	if (mtu >= e->conf->tun.mtu)
-		return;
-	for (p = e->pmtu; p < e->pmtu + ASSOC_PMTU_N; p++) {
-		if (memcmp(p->addr, addr, 16) == 0) {
-			slot = p;
-			break;
-		}
-		if (p->until_ms < slot->until_ms)
-			slot = p;	/* the oldest, or a free one */
-	}
-	memcpy(slot->addr, addr, 16);
-	slot->mtu = mtu;
-	slot->until_ms = loop_now(e->loop) + ASSOC_PMTU_MS;
-}
-
 /* The MTU for an IPv6 packet to its destination. */
 static unsigned
 assoc_pmtu(struct assoc_env *e, const uint8_t *pkt, size_t len)
 {
-	const struct assoc_pmtu	*p;
-	uint64_t		 now;
+	unsigned	mtu;
 
-	if (len <= 1280 || (pkt[0] >> 4) != 6)
+	if (len <= 1280 || (pkt[0] >> 4) != 6 ||
+	    (mtu = tsnetif_pmtu6(pkt + 24)) == 0 || mtu > e->conf->tun.mtu)
 		return e->conf->tun.mtu;
-	now = loop_now(e->loop);
-	for (p = e->pmtu; p < e->pmtu + ASSOC_PMTU_N; p++)
-		if (p->until_ms > now && memcmp(p->addr, pkt + 24, 16) == 0)
-			return p->mtu;
-	return e->conf->tun.mtu;
+	return mtu;
 }
 
 int

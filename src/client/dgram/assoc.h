@@ -182,14 +182,11 @@ struct assoc_sniff *assoc_sniff(struct assoc *a);
 
 /* Shared by the kinds' deliver callbacks: a PKT_MAX scratch buffer to
  * build a packet in, the next IPv4 identification, and the TUN write
- * (fragmented to the TUN MTU).  0 or -1 (counted). */
+ * (fragmented to the TUN MTU, or to a smaller path MTU tsnetif_ptb6
+ * learnt for an IPv6 destination).  0 or -1 (counted). */
 uint8_t *assoc_pkt_buf(struct assoc_env *e);
 uint16_t assoc_next_ipid(struct assoc_env *e);
 int  assoc_tun_write(struct assoc_env *e, const uint8_t *pkt, size_t len);
-/* An ICMPv6 Packet Too Big for our packets to addr (16 bytes): IPv6
- * packets to it are fragmented to mtu (at least 1280) for a while. */
-void assoc_pmtu_learn(struct assoc_env *e, const uint8_t *addr,
-    unsigned mtu);
 
 const struct assoc_stats *assoc_stats(const struct assoc_env *e);
 void assoc_foreach(struct assoc_env *e,

@@ -123,9 +123,6 @@ TAILQ_HEAD(assoc_lru, assoc);
 LIST_HEAD(assoc_chain, assoc);
 SLIST_HEAD(assoc_work_list, assoc);
 
-#define ASSOC_PMTU_N	64
-#define ASSOC_PMTU_MS	(10 * 60 * 1000)	/* as Linux's mtu_expires */
-
 struct assoc_env {
 	struct loop		*loop;
 	const struct conf	*conf;
@@ -146,14 +143,6 @@ struct assoc_env {
 	struct assoc_work_list	 dirty;		/* work for this iteration */
 	struct assoc_work_list	 reap;		/* closed, freed at its end */
 	struct assoc_stats	 st;
-
-	/* Path MTUs below the TUN's that ICMPv6 Packet Too Big named, per
-	 * destination (a host behind a router with a smaller link). */
-	struct assoc_pmtu {
-		uint8_t		 addr[16];
-		unsigned	 mtu;
-		uint64_t	 until_ms;
-	}			 pmtu[ASSOC_PMTU_N];
 
 	uint16_t		 ipid;
 	uint32_t		 frag_id;

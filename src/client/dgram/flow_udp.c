@@ -21,6 +21,7 @@
 #include "core/log.h"
 #include "core/loop.h"
 #include "wire/pkt.h"
+#include "stack/tsnetif.h"
 #include "client/dgram/quic_route.h"
 #include "client/dgram/reass.h"
 #include "rules/rules.h"
@@ -557,15 +558,16 @@ flow_udp_icmp(struct flow_udp *u, const struct pkt_ip *ip)
 {
 	const char	*name = NULL;
 	bool		 blocked = false;
-	const uint8_t	*to;
+	const uint8_t	*q;
+	size_t		 qlen;
 	unsigned	 mtu;
 	int		 rc;
 
-	/* A router between us and the app: our datagram was too big for
+	/* A router between us and the app: our packet was too big for
 	 * its link (IPv6 routers do not fragment). */
-	if ((rc = pkt_ptb6_parse(ip, &mtu, &to)) != PKT_OTHER) {
+	if ((rc = pkt_ptb6_parse(ip, &mtu, &q, &qlen)) != PKT_OTHER) {
 		if (rc == PKT_OK)
-			assoc_pmtu_learn(u->assoc, to, mtu);
+			tsnetif_ptb6(q, qlen, mtu);
 		return rc;
 	}
 	if (u->fakeip != NULL &&

@@ -313,7 +313,7 @@ test_ptb6(void **state)
 	struct pkt_ip		ip;
 	const uint8_t		*to = NULL;
 	unsigned		mtu = 0;
-	size_t			q, n;
+	size_t			q, n, ql = 0;
 
 	(void)state;
 	q = pkt_build_udp(scratch, AF_INET6, B6, 7, A6, 9, frag, 8000, 0);
@@ -321,20 +321,21 @@ test_ptb6(void **state)
 	    scratch, q, 0);
 	assert_true(n >= 40 + 8 + 40);
 	assert_int_equal(pkt_parse(buf, n, &ip), PKT_OK);
-	assert_int_equal(pkt_ptb6_parse(&ip, &mtu, &to), PKT_OTHER);
+	assert_int_equal(pkt_ptb6_parse(&ip, &mtu, &to, &ql), PKT_OTHER);
 	buf[40] = 2;	/* Packet Too Big, code 0, MTU 1500 */
 	buf[41] = 0;
 	buf[44] = 0, buf[45] = 0, buf[46] = 0x05, buf[47] = 0xdc;
 	icmp6_fix_sum(buf, R6, B6, n - 40);
 	assert_int_equal(pkt_parse(buf, n, &ip), PKT_OK);
-	assert_int_equal(pkt_ptb6_parse(&ip, &mtu, &to), PKT_OK);
+	assert_int_equal(pkt_ptb6_parse(&ip, &mtu, &to, &ql), PKT_OK);
 	assert_int_equal(mtu, 1500);
-	assert_memory_equal(to, A6, 16);
+	assert_int_equal(ql, n - 48);
+	assert_memory_equal(to, scratch, ql);	/* our packet, quoted */
 	buf[n - 1] ^= 1;
-	assert_int_equal(pkt_ptb6_parse(&ip, &mtu, &to), PKT_BADSUM);
+	assert_int_equal(pkt_ptb6_parse(&ip, &mtu, &to, &ql), PKT_BADSUM);
 	/* Too short to quote our header. */
 	ip.l4_len = 8 + 39;
-	assert_int_equal(pkt_ptb6_parse(&ip, &mtu, &to), PKT_OTHER);
+	assert_int_equal(pkt_ptb6_parse(&ip, &mtu, &to, &ql), PKT_OTHER);
 }
 
 struct collect {
