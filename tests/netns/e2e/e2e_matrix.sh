@@ -7,7 +7,8 @@
 #  tsl$$ (LAN host)   tsc$$ (router, client)     tss$$                 tst$$
 #  eth0 192.168.88.2 - lan0 192.168.88.1         tunsplit :8443        soak.py serve
 #       fd88::2         forwards into ts0         (native, trojan)     9101..9106
-#  MTU 1500                                       trojan-gfw :8444     udptool echo
+#  MTU 1500             (route MTU 1400 to the    trojan-gfw :8444     udptool echo
+#                       LAN: a smaller hop)
 #                       ts0 -> tunsplit client    dante :1080          9101..9104,
 #                       eth0 10.77.1.1 ---------- microsocks :1081     9106
 #                                                 forwards (direct)
@@ -71,6 +72,13 @@ ts_lan_up
 ts_sysctl "$NS_C" net/ipv4/conf/all/rp_filter 0 &&
     ts_sysctl "$NS_C" net/ipv4/conf/default/rp_filter 0 ||
     ts_fail "cannot turn rp_filter off in $NS_C"
+# A hop with a smaller MTU (1400) between the router and the LAN host,
+# which does not know of it (its own link is 1500: MSS 1460, 1440 over
+# IPv6): the router fragments IPv4 without DF and answers IPv6 too big
+# with Packet Too Big (to the target's address, into the TUN).
+ip -n "$NS_C" route change 192.168.88.0/24 dev lan0 mtu 1400 &&
+    ip -n "$NS_C" -6 route replace fd88::/64 dev lan0 mtu 1400 metric 1 ||
+    ts_fail "the LAN routes' MTU 1400"
 # A router's firewall tracks connections (OpenWrt's fw4): the kernel then
 # reassembles the LAN host's fragments before it forwards them.
 if command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ]; then
