@@ -100,29 +100,53 @@ group_hash(const uint8_t *key, size_t n, const char *name, unsigned k)
 	return h ^ (h >> 32);
 }
 
+/* A member's weight in a balance group (at least 1). */
+#define GROUP_WEIGHT(ob, i)	\
+	((ob)->co->weights[i] > 0 ? (uint64_t)(ob)->co->weights[i] : 1)
+
 /*
- * balance: rendezvous hashing, a member of weight w standing as w
- * entries (its highest hash of the key counts): each member takes its
- * weight's share of keys, and a member going down moves only its own.
- * The key is the destination (its domain when known, else its address),
- * or with strategy flow a count of the group's new TCP flows (a UDP
- * association's datagrams must all take one member: the destination).
+ * balance by destination: rendezvous hashing, a member of weight w
+ * standing as w entries (its highest hash of the key counts): each member
+ * takes its weight's share of keys, and a member going down moves only
+ * its own.  The key is the destination (its domain when known, else its
+ * address).
+ *
+ * strategy flow: weighted round robin over the members usable now, by a
+ * count of the group's new TCP flows (a UDP association's datagrams must
+ * all take one member: the destination), so that any W flows in a row (W
+ * the sum of their weights) split exactly by weight.  Hashing the count
+ * split them only on average: 8 parallel flows over two members went
+ * 5:3 or 6:2 as often as 4:4, and the busier member set the time of all.
  */
 static struct outbound *
 group_balance(struct outbound *ob, const struct group_ask *a)
 {
 	const struct rule_query *q = a->q;
 	struct outbound *r, *best = NULL;
+	struct outbound *up[CONF_MAX_OUTBOUNDS];
 	const uint8_t *key = NULL;
-	uint64_t h, besth = 0, seq;
+	uint64_t h, besth = 0, seq, total = 0;
 	size_t i, n = 0;
 	unsigned k;
 
 	if (ob->co->per_flow && (q == NULL || q->network == RULES_NET_TCP)) {
 		seq = a->commit ? ob->stats->flows++ : ob->stats->flows;
-		key = (const uint8_t *)&seq;
-		n = sizeof(seq);
-	} else if (q != NULL && q->domain != NULL) {
+		for (i = 0; i < ob->nmembers; i++)
+			if ((up[i] = group_try(ob->members[i], a)) != NULL)
+				total += GROUP_WEIGHT(ob, i);
+		if (total == 0)
+			return NULL;
+		seq %= total;
+		for (i = 0; i < ob->nmembers; i++) {
+			if (up[i] == NULL)
+				continue;
+			if (seq < GROUP_WEIGHT(ob, i))
+				return up[i];
+			seq -= GROUP_WEIGHT(ob, i);
+		}
+		return NULL;	/* not reached */
+	}
+	if (q != NULL && q->domain != NULL) {
 		key = (const uint8_t *)q->domain;
 		n = strlen(q->domain);
 	} else if (q != NULL && q->family != 0) {
