@@ -10,7 +10,11 @@
 #   3. after pool_idle and one pool_lifetime: the pool holds nothing, and
 #      over a window of three lifetimes the client opens no connection;
 #   4. a burst after idle (40 flows at once, 64 KiB each way, every one
-#      hash-checked) works, and warms the pool again.
+#      hash-checked) works, and warms the pool again;
+#   5. a failover group of three members (issue 17: no active health
+#      probes): while its flows run, the standby members hold their
+#      floor; once the group is idle, every member's pool decays to
+#      nothing and over the window the client opens no connection.
 #
 # Short times keep it quick: pool_idle 3s, pool_lifetime 2s.
 . "$(dirname "$0")/../lib.sh"
@@ -109,5 +113,67 @@ done
 [ "$(pool opened)" -gt "$opened" ] ||
     ts_fail "the burst did not warm the pool: $(cat "$TS_TMP/client.json")"
 ts_log "4. burst of 40 after idle: $(tail -n 1 "$out"); pool target $(pool target), $(pool opened) opened"
+
+# 5. A group of three members, all on the one server: a is active, b and
+# c on standby.
+kill "$TS_CLIENT_PID"
+for i in $(seq 50); do
+	ts_alive "$TS_CLIENT_PID" || break
+	sleep 0.1
+done
+ts_alive "$TS_CLIENT_PID" && ts_fail "client did not exit"
+member() {
+	echo "    - {name: $1, server: \"$TS_S_ADDR4:$TS_SERVER_PORT\"," \
+	    "sni: $TS_SNI, ca: $TS_TMP/ca.pem, key: \"$TS_KEY\"," \
+	    "pool: {min: 2, max: 8}, pool_idle: ${IDLE}s," \
+	    "pool_lifetime: ${LIFE}s}"
+}
+umask 077
+{
+	sed '/^client:/q' "$TS_TMP/client.yaml"
+	echo "  outbounds:"
+	member a
+	member b
+	member c
+	echo "    - {name: g, type: failover, members: [a, b, c]}"
+	echo "  final: g"
+} >"$TS_TMP/client3.yaml"
+umask 022
+mv "$TS_TMP/client3.yaml" "$TS_TMP/client.yaml"
+"$TUNSPLIT" check -c "$TS_TMP/client.yaml" >"$TS_TMP/check.log" 2>&1 ||
+    ts_fail "tunsplit check (group): $(cat "$TS_TMP/check.log")"
+ts_start_client
+# mpool MEMBER KEY: a member's pool counter.
+mpool() {
+	ip netns exec "$NS_C" "$TUNSPLIT" status -s "$TS_TMP/client.sock" \
+	    --json >"$TS_TMP/client.json" || ts_fail "client status --json"
+	"$TS_PY" -c 'import json, sys
+o = [x for x in json.load(open(sys.argv[1]))["outbounds"] if x["name"] == sys.argv[2]][0]
+print(o["pool"][sys.argv[3]])' "$TS_TMP/client.json" "$1" "$2"
+}
+ts_app send --host "$TS_T_ADDR4" --port "$TS_TARGET_PORT" --bytes 64k \
+    --seed 2 --timeout 10 >"$out" 2>&1 || ts_fail "group flow: $(tail -n 1 "$out")"
+grep -q "match" "$out" || ts_fail "group flow: $(tail -n 1 "$out")"
+for i in $(seq 30); do
+	[ "$(mpool c opened)" -ge 1 ] && break
+	sleep 0.1
+done
+[ "$(mpool b opened)" -ge 1 ] && [ "$(mpool c opened)" -ge 1 ] ||
+    ts_fail "standby members did not hold their floor: $(cat "$TS_TMP/client.json")"
+for i in $(seq $(((IDLE + LIFE + 3) * 10))); do
+	n=0
+	for m in a b c; do
+		n=$((n + $(mpool $m ready) + $(mpool $m connecting)))
+	done
+	[ "$n" = 0 ] && break
+	sleep 0.1
+done
+[ "$n" = 0 ] || ts_fail "the group's pools did not decay: $(cat "$TS_TMP/client.json")"
+s1=$(syns) n1=$(sessions)
+sleep "$WINDOW"
+s2=$(syns) n2=$(sessions)
+[ "$s2" = "$s1" ] && [ "$n2" = "$n1" ] ||
+    ts_fail "an idle group of 3 opened $((s2 - s1)) connections ($((n2 - n1)) sessions) in ${WINDOW} s after the decay"
+ts_log "5. group of 3 members, idle after decay, ${WINDOW} s window: 0 SYNs, 0 new sessions"
 ts_check_alive
-ts_pass "idle client: no connection before use or after the decay (${WINDOW} s window); $s SYNs right after a flow; burst after idle intact"
+ts_pass "idle client: no connection before use or after the decay (${WINDOW} s window); $s SYNs right after a flow; burst after idle intact; an idle group of 3 opens none"
