@@ -10,15 +10,17 @@
 #  |                |    linkem LB (6 ms each way)    | server C    |---| 10.77.2.2,|
 #  |                |--lk1 10.77.3.1 == 10.77.3.2 lk1-|  :8445 (lk0)|   | 10.77.2.3,|
 #  +----------------+                                 | server B    |   | fd77:2::2 |
-#                                                     |  :8444 (lk1)|   +-----------+
-#                                                     +-------------+
+#                                                     |  :8444 (lk1)|   | 10.77.2.5 |
+#                                                     +-------------+   +-----------+
 # Client groups:
 #   fast  fastest [a, b]                            final (10.77.2.2)
 #   w     balance [{a, weight 3}, b], strategy flow  dst 10.77.2.3
 #   fo    failover [c, b]                           dst fd77:2::2
+#   slow  failover [a, b]                           dst 10.77.2.4
+#   bal   balance [a, b], strategy flow             dst 10.77.2.5
 # Every flow downloads 64 KiB whose SHA-256 the app checks.
-#  1. w: 40 flows to one destination spread over both servers, A about
-#     3 of 4 (A >= 22 and B >= 4 of 40, A more than twice B).
+#  1. w: 40 flows to one destination spread over both servers in turn,
+#     30 on A and 10 on B.
 #  2. fast: A's path is faster (4 ms round trip against 12 ms): a stream
 #     of flows (one every 100 ms) lands on A.  Past fastest's hold time
 #     (5 s from its first choice) LA's delay goes to
@@ -36,6 +38,14 @@
 #     the log and in status, and the flows after it go to B at once.
 # Every connection the target saw came from the server's address: the
 # server namespace does not forward.
+#
+# TS_CELL=balance (bench/groups_fastest.sh --cell balance) runs instead a
+# throughput cell: both links limited to TS_LINK_RATE Mbit/s (40), then
+# TS_REPS (3) times, interleaved, a round of TS_PAR (8) parallel
+# hash-checked downloads of TS_SIZE (16m) each through slow (A alone)
+# and one through bal (both servers); each round's aggregate goodput,
+# how its flows split between a and b (tunsplit status) and the CPU
+# used meanwhile are logged.  bal's flows must split 4:4, slow's all on A.
 . "$(dirname "$0")/../lib.sh"
 ts_init e2e_groups_health
 
@@ -47,10 +57,14 @@ B_ADDR4=10.77.3.2
 C_LK1=10.77.3.1
 T_ADDR4B=10.77.2.3
 T_ADDR4C=10.77.2.4
+T_ADDR4D=10.77.2.5
 FEW=${TS_FEW:-5}
 # What A's link becomes (linkem --ctl options; bench/groups_fastest.sh
 # runs other cells).
 DEGRADE=${TS_DEGRADE:---delay 60 --loss 3}
+CELL=${TS_CELL:-}
+RATE=
+[ "$CELL" = balance ] && RATE=${TS_LINK_RATE:-40}
 
 # ---- topology: two linkem links from client to server ----------------------
 ts_ns_add "$NS_C"
@@ -61,7 +75,8 @@ linkem() {
 	local i
 	ts_bg "$NS_C" "linkem-$1" "$LINKEM" --a-netns "/run/netns/$NS_C" \
 	    --a-name "$2" --b-netns "/run/netns/$NS_S" --b-name "$2" \
-	    --delay "$3" --ctl "$TS_TMP/$1.ctl" --pidfile "$TS_TMP/$1.pid"
+	    --delay "$3" ${RATE:+--rate "$RATE"} --ctl "$TS_TMP/$1.ctl" \
+	    --pidfile "$TS_TMP/$1.pid"
 	for i in $(seq 50); do
 		[ -s "$TS_TMP/$1.pid" ] && break
 		sleep 0.1
@@ -82,12 +97,14 @@ ip -n "$NS_S" addr add "$B_ADDR4/24" dev lk1
 ts_target_link_up
 ip -n "$NS_T" addr add "$T_ADDR4B/24" dev eth0
 ip -n "$NS_T" addr add "$T_ADDR4C/24" dev eth0
+ip -n "$NS_T" addr add "$T_ADDR4D/24" dev eth0
 
 ts_make_pki
 ts_write_configs
 TS_TARGET_PORT=9000
 ts_bg "$NS_T" target "$TS_PY" -u "$TS_TOOLS" serve --bind "$TS_T_ADDR4" \
-    --bind "$T_ADDR4B" --bind "$T_ADDR4C" --bind "$TS_T_ADDR6" \
+    --bind "$T_ADDR4B" --bind "$T_ADDR4C" --bind "$T_ADDR4D" \
+    --bind "$TS_T_ADDR6" \
     --port "$TS_TARGET_PORT"
 ts_wait_port "$NS_T" "$TS_TARGET_PORT" 10 "$TS_LAST_PID" ||
     ts_fail "target did not listen"
@@ -121,9 +138,14 @@ client:
     - name: slow
       type: failover
       members: [a, b]
+    - name: bal
+      type: balance
+      strategy: flow
+      members: [a, b]
   rules:
     - {dst: "$T_ADDR4B/32", outbound: w}
     - {dst: "$T_ADDR4C/32", outbound: slow}
+    - {dst: "$T_ADDR4D/32", outbound: bal}
     - {dst: "$TS_T_ADDR6/128", outbound: fo}
   final: fast
 EOF
@@ -138,6 +160,7 @@ ts_bg "$NS_S" server "$TUNSPLIT" run -c "$TS_TMP/server.yaml"
 TS_SERVER_PID=$TS_LAST_PID
 ts_wait_port "$NS_S" "$TS_SERVER_PORT" 10 "$TS_LAST_PID" || ts_fail "A did not listen"
 ts_bg "$NS_S" server-b "$TUNSPLIT" run -c "$TS_TMP/server-b.yaml"
+PID_B=$TS_LAST_PID
 ts_wait_port "$NS_S" "$PORT_B" 10 "$TS_LAST_PID" || ts_fail "B did not listen"
 ts_bg "$NS_S" server-c "$TUNSPLIT" run -c "$TS_TMP/server-c.yaml"
 PID_C=$TS_LAST_PID
@@ -179,6 +202,73 @@ o = [x for x in json.load(sys.stdin)["outbounds"] if x["name"] == sys.argv[1]][0
 print(o["pool"][sys.argv[2]])' "$1" "$2" || ts_fail "status --json"
 }
 
+# obstat OUTBOUND FIELD: one of its counters (status --json).
+obstat() {
+	status --json | "$TS_PY" -c 'import json, sys
+o = [x for x in json.load(sys.stdin)["outbounds"] if x["name"] == sys.argv[1]][0]
+print(o[sys.argv[2]])' "$1" "$2" || ts_fail "status --json"
+}
+# ticks PID...: their CPU time so far, in clock ticks.
+ticks() {
+	local p t=0
+	for p in "$@"; do
+		t=$((t + $(awk '{ print $14 + $15 }' "/proc/$p/stat")))
+	done
+	echo "$t"
+}
+# busy: the machine's busy and total clock ticks so far.
+busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8, $2 + $3 + $4 + $5 + $6 + $7 + $8 }' /proc/stat; }
+pct() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f", (b > 0 ? 100 * a / b : 0) }'; }
+
+# ---- the throughput cell (TS_CELL=balance) -----------------------------------
+if [ "$CELL" = balance ]; then
+	par=${TS_PAR:-8}
+	hz=$(getconf CLK_TCK)
+	for r in $(seq "${TS_REPS:-3}"); do
+		for via in slow bal; do
+			dst=$T_ADDR4C
+			[ "$via" = bal ] && dst=$T_ADDR4D
+			a0=$(obstat a opened)
+			b0=$(obstat b opened)
+			c0=$(ticks "$TS_CLIENT_PID")
+			s0=$(ticks "$TS_SERVER_PID" "$PID_B")
+			l0=$(ticks "$(cat "$TS_TMP/la.pid")" "$(cat "$TS_TMP/lb.pid")")
+			read -r m0 t0 < <(busy)
+			w0=$(date +%s.%N)
+			ip netns exec "$NS_C" timeout 600 "$TS_PY" -u \
+			    "$TS_LIB_DIR/e2e/flowstream.py" "$dst" \
+			    "$TS_TARGET_PORT" "$TS_TMP/$via-$r.log" --count 1 \
+			    --parallel "$par" --bytes "${TS_SIZE:-16m}" \
+			    --timeout 60 >>"$TS_TMP/apps.log" 2>&1
+			wall=$(awk -v a="$w0" -v b="$(date +%s.%N)" \
+			    'BEGIN { print (b - a) * '"$hz"' }')
+			read -r m1 t1 < <(busy)
+			all_ok "$via-$r.log" "$par"
+			na=$(($(obstat a opened) - a0))
+			nb=$(($(obstat b opened) - b0))
+			mbit=$(awk '{ if (min == "" || $1 < min) min = $1
+			    if ($4 > max) max = $4; b += $3 }
+			    END { printf "%.1f", b * 8 / (max - min) / 1e6 }' \
+			    "$TS_TMP/$via-$r.log")
+			ts_log "cell balance round $r: $via $mbit Mbit/s," \
+			    "$na flows on a, $nb on b; CPU (% of one core):" \
+			    "client $(pct $(($(ticks "$TS_CLIENT_PID") - c0)) "$wall")," \
+			    "servers $(pct $(($(ticks "$TS_SERVER_PID" "$PID_B") - s0)) "$wall")," \
+			    "linkem $(pct $(($(ticks "$(cat "$TS_TMP/la.pid")" "$(cat "$TS_TMP/lb.pid")") - l0)) "$wall");" \
+			    "machine $(pct $((m1 - m0)) $((t1 - t0))) % busy"
+			if [ "$via" = bal ]; then
+				[ "$na" -eq $((par / 2)) ] && [ "$nb" -eq $((par - par / 2)) ] ||
+				    ts_fail "bal split $na:$nb, not even"
+			else
+				[ "$na" -eq "$par" ] && [ "$nb" -eq 0 ] ||
+				    ts_fail "slow split $na:$nb, not all on a"
+			fi
+		done
+	done
+	ts_check_alive
+	ts_pass "cell balance: $((${TS_REPS:-3} * 2)) rounds of $par flows"
+fi
+
 # ---- 1. balance weights, strategy flow ---------------------------------------
 stream "$T_ADDR4B" 40 w.log
 all_ok w.log 40
@@ -191,8 +281,9 @@ wa=$(flows_on server "$T_ADDR4B")
 wb=$(flows_on server-b "$T_ADDR4B")
 ts_log "balance w (a weight 3, b 1, strategy flow): $wa flows on A, $wb on B"
 [ $((wa + wb)) -eq 40 ] || ts_fail "balance: $wa + $wb flows, not 40"
-[ "$wa" -ge 22 ] && [ "$wb" -ge 4 ] && [ "$wa" -gt $((2 * wb)) ] ||
-    ts_fail "balance: weights 3:1 gave $wa:$wb"
+# (round robin: any 4 flows in a row split 3:1)
+[ "$wa" -eq 30 ] && [ "$wb" -eq 10 ] ||
+    ts_fail "balance: weights 3:1 gave $wa:$wb, not 30:10"
 
 # ---- 2. fastest, then A's link degrades ------------------------------------
 stream "$TS_T_ADDR4" 400 fast.log 0.1 &
