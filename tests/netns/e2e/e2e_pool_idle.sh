@@ -65,11 +65,17 @@ s=$(syns) n=$(sessions)
     ts_fail "an unused client opened connections: $s SYNs, $n server sessions"
 ts_log "1. unused client, 2 s: 0 SYNs, 0 sessions"
 
-# 2. One flow: its own connection, then the pool's floor.
+# flow SEED: one hash-checked 64 KiB upload.
 out=$TS_TMP/app.log
-ts_app send --host "$TS_T_ADDR4" --port "$TS_TARGET_PORT" --bytes 64k \
-    --seed 1 --timeout 10 >"$out" 2>&1 || ts_fail "flow: $(tail -n 1 "$out")"
-grep -q "match" "$out" || ts_fail "flow: $(tail -n 1 "$out")"
+flow() {
+	ts_app send --host "$TS_T_ADDR4" --port "$TS_TARGET_PORT" --bytes 64k \
+	    --seed "$1" --timeout 10 >"$out" 2>&1 ||
+	    ts_fail "flow: $(tail -n 1 "$out")"
+	grep -q "match" "$out" || ts_fail "flow: $(tail -n 1 "$out")"
+}
+
+# 2. One flow: its own connection, then the pool's floor.
+flow 1
 for i in $(seq 30); do
 	[ "$(pool ready)" -ge 2 ] && break
 	sleep 0.1
@@ -151,9 +157,7 @@ mpool() {
 o = [x for x in json.load(open(sys.argv[1]))["outbounds"] if x["name"] == sys.argv[2]][0]
 print(o["pool"][sys.argv[3]])' "$TS_TMP/client.json" "$1" "$2"
 }
-ts_app send --host "$TS_T_ADDR4" --port "$TS_TARGET_PORT" --bytes 64k \
-    --seed 2 --timeout 10 >"$out" 2>&1 || ts_fail "group flow: $(tail -n 1 "$out")"
-grep -q "match" "$out" || ts_fail "group flow: $(tail -n 1 "$out")"
+flow 2
 for i in $(seq 30); do
 	[ "$(mpool c opened)" -ge 1 ] && break
 	sleep 0.1
