@@ -16,7 +16,7 @@
 #  3. the same query again is answered by the client's cache: the
 #     resolver logs it once, and status counts the hits, misses and the
 #     queries per upstream; a name that does not exist (NXDOMAIN) is
-#     cached too (negative);
+#     cached too (negative); over TCP, each name from its resolver too;
 #  4. tunsplit check prints the upstreams back in a form that loads;
 #  5. answers feed the domain rules: the target's address, first reached
 #     through the tunnel (final), goes direct (rule domain_suffix
@@ -104,9 +104,11 @@ dnsmasq_at() {	# NS LOG ADDR RECORDS...
 }
 dnsmasq_at "$NS_S" home "$TS_S_ADDR4" \
     --host-record=www.corp.test,10.66.0.1 --host-record=www.other.test,10.66.0.9 \
-    --address=/nx.corp.test/ --host-record=app.corp.test,$TS_T_ADDR4
+    --address=/nx.corp.test/ --host-record=app.corp.test,$TS_T_ADDR4 \
+    --host-record=tcp.corp.test,10.66.0.3
 dnsmasq_at "$NS_T" far "$TS_T_ADDR4" \
-    --host-record=www.other.test,10.55.0.1 --host-record=www.corp.test,10.55.0.9
+    --host-record=www.other.test,10.55.0.1 --host-record=www.corp.test,10.55.0.9 \
+    --host-record=tcp.other.test,10.55.0.3
 
 ts_start_target
 # The direct way to the target: tss forwards, only marked sockets use it.
@@ -164,6 +166,19 @@ grep -q '"dns_cache":{"hits":[1-9]' <<<"$st" ||
 grep -q '"dns_upstreams":\[{"name":"corp","address":"10.77.1.2:53","queries":2,"protocol":"udp","failed":0}' <<<"$st" ||
     ts_fail "status: corp's queries: $(grep -o '"dns_upstreams":[^]]*' <<<"$st")"
 ts_log "repeated queries (and NXDOMAIN) answered by the cache; $(grep -o '"dns_cache":{[^}]*}' <<<"$st")"
+
+# Over TCP the client answers too: the udp upstream and dns.server are
+# each asked over TCP, each its own way (direct; through the tunnel).
+a=$(dig_c +tcp +short tcp.corp.test A)
+[ "$a" = 10.66.0.3 ] || ts_fail "tcp.corp.test over TCP: '$a', want the home resolver's 10.66.0.3"
+a=$(dig_c +tcp +short tcp.other.test A)
+[ "$a" = 10.55.0.3 ] || ts_fail "tcp.other.test over TCP: '$a', want the tunnel resolver's 10.55.0.3"
+[ "$(seen tcp.corp.test "$TS_C_ADDR4" home)" = 1 ] &&
+    [ "$(seen tcp.other.test "$TS_S2_ADDR4" far)" = 1 ] &&
+    ! grep -q "tcp.corp.test" "$TS_TMP/far.log" &&
+    ! grep -q "tcp.other.test" "$TS_TMP/home.log" ||
+    ts_fail "queries over TCP: home: $(grep 'tcp[.]' "$TS_TMP/home.log"); far: $(grep 'tcp[.]' "$TS_TMP/far.log")"
+ts_log "over TCP: tcp.corp.test from the home resolver, tcp.other.test through the tunnel"
 
 # 5. The address before and after its name is learnt.
 fetch() {	# SEED: download 64 KiB, hash-checked; which address served it
