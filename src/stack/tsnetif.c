@@ -976,6 +976,8 @@ tsnetif_init(int fd, unsigned mtu, const struct tsnetif_ops *ops)
 	}
 	ts_mtu = mtu > 0xffff ? 0xffff : mtu;
 	ts_vnet = false;
+	memset(ts_pmtu, 0, sizeof(ts_pmtu));
+	ts_pmtu_n = 0;
 	/* A placeholder address: the hooks overwrite it per packet, and
 	 * ip4_route() needs it non-zero for netif_default to be used. */
 	IP4_ADDR(&addr, 10, 255, 255, 254);

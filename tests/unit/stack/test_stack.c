@@ -573,6 +573,71 @@ test_offload_gso_v4(void **state)
 }
 
 /*
+ * A router between us and the app (IPv6, its next link 1400 while the
+ * app announced MSS 1440) answers a segment too big with Packet Too Big:
+ * tsnetif_ptb6 remembers the MTU for the app's address, and the flow's
+ * next super-packet is cut at 1400 - 60, as is a new flow's.
+ */
+static void
+test_ptb6_shrinks_segments(void **state)
+{
+	static const uint8_t app[16] = { 0xfd, 0x88, [15] = 2 };
+	static const uint8_t dst[16] = { 0xfd, 0x77, 0, 2, [15] = 2 };
+	static uint8_t pkt[128], data[20000], out[VNET_HDR_LEN + 65536];
+	struct vnet_hdr none = { 0, 0, 0, 0, 0, 0 }, h;
+	uint32_t iss;
+	ssize_t n;
+	int i;
+
+	(void)state;
+	tsnetif_offload(true);
+	for (i = 0; i < 2; i++) {
+		mk_tcp6(pkt, app, dst, (uint16_t)(40000 + i), 8080, 1000, 0x02);
+		put16(pkt + 4, 24);
+		pkt[52] = 6 << 4;
+		memcpy(pkt + 60, "\x02\x04\x05\xa0", 4);	/* MSS 1440 */
+		in_vnet(&none, pkt, 64);
+		n = out_read(out, sizeof(out));
+		assert_true(n >= VNET_HDR_LEN + 60);
+		iss = get32(out + VNET_HDR_LEN + 44);
+		mk_tcp6(pkt, app, dst, (uint16_t)(40000 + i), 8080, 1001, 0x10);
+		put32(pkt + 48, iss + 1);
+		in_vnet(&none, pkt, 60);
+		assert_non_null(accepted);
+		assert_int_equal(tcp_write(accepted, data, sizeof(data),
+		    TCP_WRITE_FLAG_COPY), ERR_OK);
+		assert_int_equal(tcp_output(accepted), ERR_OK);
+		n = out_read(out, sizeof(out));
+		assert_true(n > VNET_HDR_LEN + 60);
+		vnet_hdr_get(&h, out);
+		assert_int_equal(h.gso_type, VNET_GSO_TCPV6);
+		assert_int_equal(h.gso_size, i == 0 ? 1440 : 1400 - 60);
+		if (i == 0) {
+			/* The router quotes the first packet it could not
+			 * forward: the whole 1500 bytes of one cut. */
+			tsnetif_ptb6(out + VNET_HDR_LEN, 1232, 1400);
+			assert_int_equal(tsnetif_pmtu6(app), 1400);
+			assert_int_equal(tsnetif_pmtu6(dst), 0);
+			tcp_nagle_disable(accepted);	/* 20000 in flight */
+			assert_int_equal(tcp_write(accepted, data, 4000,
+			    TCP_WRITE_FLAG_COPY), ERR_OK);
+			assert_int_equal(tcp_output(accepted), ERR_OK);
+			n = out_read(out, sizeof(out));
+			assert_true(n > VNET_HDR_LEN + 60);
+			vnet_hdr_get(&h, out);
+			assert_int_equal(h.gso_size, 1400 - 60);
+			tcp_abort(accepted);
+			accepted = NULL;
+			while (out_read(out, sizeof(out)) > 0)
+				;
+		}
+	}
+	/* Below IPv6's minimum: 1280. */
+	tsnetif_ptb6(out + VNET_HDR_LEN, 1232, 576);
+	assert_int_equal(tsnetif_pmtu6(app), 1280);
+}
+
+/*
  * A FIN must stay at the end of the data.  lwIP's persist timer, when the
  * app's window is open but smaller than the first unsent segment, cuts
  * that segment at the window (tcp_split_unsent_seg) and means to move its
@@ -666,6 +731,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_malformed_dropped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_other_handler_gets_udp, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_offload_gso_v4, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ptb6_shrinks_segments,
+		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_persist_split_keeps_fin_last,
 		    setup, teardown),
 	};
