@@ -7,7 +7,8 @@ e2e_shape test).
       it inside the namespace) for SECONDS or until SIGTERM, reassembles
       each connection's two byte streams and writes OUT: one JSON object
       per connection, {"client": "ip:port", "records": [[dir, type,
-      length], ...]} with dir "c" (client to server) or "s", records in
+      length, time], ...]} with dir "c" (client to server) or "s", time
+      the CLOCK_MONOTONIC seconds its first byte was seen, records in
       the order of the streams, each direction kept in sequence and the
       two merged by the time their first byte was seen.  Prints "ready"
       once capturing.
@@ -132,8 +133,8 @@ def sniff(iface, port, path, seconds):
                     merged.append((t, d, k, typ, ln))
             merged.sort(key=lambda r: (r[0], r[1] != "c", r[2]))
             json.dump({"client": key,
-                       "records": [[d, typ, ln] for _, d, _, typ, ln
-                                   in merged]}, f)
+                       "records": [[d, typ, ln, round(t, 6)]
+                                   for t, d, _, typ, ln in merged]}, f)
             f.write("\n")
 
 

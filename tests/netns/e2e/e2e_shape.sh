@@ -19,6 +19,14 @@
 # header on its own (the client waits 10 ms for an app's first bytes) gets
 # its status alone, by design; most flows must not.
 #
+# Connections are reused (doc/PROTOCOL.md, "Reusable connections"): the
+# flows share a connection, their bytes in chunks of [len:2] + bytes, and
+# the check splits each connection into its flows (see check()); the
+# lengths above grow by the 2-byte chunk length there, and every flow's
+# first records are padded, not only the connection's first.  A third
+# pass with the client's reuse: 1 keeps the one-flow-per-connection,
+# version 2 shape covered.
+#
 # Same topology as lib.sh (client tsc, server tss, target tst).
 . "$(dirname "$0")/../lib.sh"
 ts_init e2e_shape
@@ -43,14 +51,19 @@ stop_both() {
 
 # fetch: one HTTP/1.0 GET of /f from nginx through the tunnel, as a client
 # that writes its request the moment connect() returns (as browsers write
-# their ClientHello); prints "<request bytes> <response bytes>" and fails
-# unless the body is the file.
+# their ClientHello); prints "<request bytes> <response bytes> <start>"
+# (start: CLOCK_MONOTONIC seconds before connect(), which the sniffer's
+# record times share, to tell a reused connection's flows apart) and fails
+# unless the body is the file.  It lingers 50 ms after its close so the
+# flow's end markers and the server's offer are on the wire before the
+# next fetch starts.
 fetch() {
 	ip netns exec "$NS_C" timeout 15 "$TS_PY" - "$TS_T_ADDR4" \
 	    "$TS_HTTP_PORT" "$TS_TMP/www/f" <<'EOF'
-import hashlib, socket, sys
+import hashlib, socket, sys, time
 host, port, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 req = b"GET /f HTTP/1.0\r\nHost: target\r\n\r\n"
+t0 = time.monotonic()
 s = socket.create_connection((host, port), timeout=10)
 s.sendall(req)
 resp = b""
@@ -59,17 +72,20 @@ while True:
     if not b:
         break
     resp += b
+s.close()
 body = resp.partition(b"\r\n\r\n")[2]
 want = open(path, "rb").read()
 if hashlib.sha256(body).digest() != hashlib.sha256(want).digest():
     print("body of %d bytes is not the file" % len(body))
     sys.exit(1)
-print(len(req), len(resp))
+print(len(req), len(resp), "%.6f" % t0)
+time.sleep(0.05)
 EOF
 }
 
 # capture NAME: FLOWS fetches, hash-checked, under the sniffer; the records
-# in $TS_TMP/NAME.json, the fetches' byte counts in NAME.sizes.
+# in $TS_TMP/NAME.json, the fetches' byte counts and start times in
+# NAME.sizes.
 capture() {
 	local name=$1 i
 	ts_bg "$NS_S" "sniff-$name" "$TS_PY" -u "$ST" sniff eth0 \
@@ -89,88 +105,152 @@ capture() {
 	[ -s "$TS_TMP/$name.json" ] || ts_fail "$name: nothing captured"
 }
 
-# check NAME PAD: the records of every flow, exact (PAD 0) or padded.
+# check NAME PAD REUSE: the records of every flow, exact (PAD 0) or
+# padded; REUSE 1: one flow per connection, version 2 (no framing), else
+# at least one connection must carry several flows.
+#
+# A connection's flows: its client's first application-data record is its
+# TLS Finished; each flow starts with the client's header record, the
+# first client record sent after that flow's fetch started.  Framing
+# (doc/PROTOCOL.md, "Reusable connections"): a version 2 flow (one per
+# connection; the first flow to a server, which asks with the reuse tag,
+# or any with reuse: 1) sends raw bytes; on a version 3 connection (the
+# later ones) every flow's bytes go in chunks of [len:2] + bytes, one
+# record each, so the client's request record is 2 + request + 17, the
+# server's status record 1 + 2 + response + 17, and each direction ends
+# with a 19-byte end marker record (2 + 17), the server's offer another.
+# A connection with one flow may be either: both are tried.
 check() {
-	"$TS_PY" - "$TS_TMP/$1.json" "$2" "$TS_TMP/$1.sizes" <<'EOF'
+	"$TS_PY" - "$TS_TMP/$1.json" "$2" "$TS_TMP/$1.sizes" "$3" <<'EOF'
 import json, sys
-path, pad, sizes = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-HDR_LO, HDR_HI, TAG = 256, 511, 17
-fetches = [tuple(map(int, l.split())) for l in open(sizes)]
-req, resp = fetches[0]
-if any(f != fetches[0] for f in fetches):
+path, pad, sizes, reuse = sys.argv[1], int(sys.argv[2]), sys.argv[3], \
+    int(sys.argv[4])
+HDR_LO, HDR_HI, TAG, CHUNK = 256, 511, 17, 2
+fetches = [tuple(map(float, l.split())) for l in open(sizes)]
+starts = sorted(f[2] for f in fetches)
+req, resp = int(fetches[0][0]), int(fetches[0][1])
+if any(f[:2] != fetches[0][:2] for f in fetches):
     print("BAD the fetches' sizes differ: %s" % fetches)
     sys.exit(1)
-# nginx writes its headers, then the body (sendfile): one read or two.
-whole, alone = 1 + resp + TAG, 1 + TAG
+alone = 1 + TAG
 conns = [json.loads(l) for l in open(path)]
-heads, shapes, bad, together_n, exact_n = [], [], [], 0, 0
+
+def flows_of(recs):
+    """The connection's flows: lists of (dir, length), the first with
+    the records before it (handshake, tickets)."""
+    data = [k for k, r in enumerate(recs) if r[0] == "c" and r[1] == 23][1:]
+    cuts = []
+    for i, t0 in enumerate(starts):
+        t1 = starts[i + 1] if i + 1 < len(starts) else float("inf")
+        first = [k for k in data if t0 <= recs[k][3] < t1]
+        if first:
+            cuts.append(first[0])
+    cuts.append(len(recs))
+    return [[(d, ln) for d, t, ln, _ in recs[0 if n == 0 else cuts[n]:
+                                             cuts[n + 1]] if t == 23]
+            for n in range(len(cuts) - 1)]
+
+def exact(c, n, cli, srv, frame):
+    """Errors of a flow at padding 0, its data framed (frame: 2 bytes of
+    chunk length per record) or not, and whether the request came with
+    the header."""
+    bad = []
+    together = frame + req + TAG not in cli[1:]
+    lo, hi = HDR_LO + TAG, HDR_HI + TAG
+    if together:
+        lo, hi = lo + frame + req, hi + frame + req
+    if not lo <= cli[0] <= hi:
+        bad.append("%s flow %d: header record of %d bytes, not %d..%d"
+                   % (c, n, cli[0], lo, hi))
+    if not together:
+        return bad, False   # nothing came with the header: status alone
+    if alone in srv:
+        bad.append("%s flow %d: a %d-byte server record (status alone): %s"
+                   % (c, n, alone, srv))
+    # The status in the record of nginx's first bytes (nginx writes its
+    # headers, then the body: one read or two): their plaintexts (records
+    # - 17 - the chunk length each) add up to 1 + the response.
+    tail = [ln for ln in srv if ln > TAG + CHUNK]
+    k = len(tail)
+    sums = {sum(tail[i:j]) - (TAG + frame) * (j - i) for i in range(k)
+            for j in range(i + 1, k + 1)}
+    if 1 + resp not in sums:
+        bad.append("%s flow %d: no records holding exactly the status and "
+                   "the %d-byte response: %s" % (c, n, resp, srv))
+    return bad, True
+
+heads, shapes, bad, together_n, exact_n, nflows = [], [], [], 0, 0, []
 for c in conns:
-    recs = c["records"]
-    cli = [ln for d, t, ln in recs if d == "c" and t == 23]
-    srv = [ln for d, t, ln in recs if d == "s" and t == 23]
-    # The client's records: its TLS Finished (< 100 bytes), the header
-    # (with the request, or followed by it), its close_notify (19).
-    data = [ln for ln in cli if ln >= 100]
-    if not data:
+    flows = flows_of(c["records"])
+    if not flows:
         continue        # a pool connection that carried no flow
-    heads.append(data[0])
-    shapes.append(srv)
-    if pad == 0:
-        together = req + TAG not in cli
-        lo, hi = HDR_LO + TAG, HDR_HI + TAG
-        if together:
-            lo, hi = lo + req, hi + req
-        if not lo <= data[0] <= hi:
-            bad.append("%s: header record of %d bytes, not %d..%d"
-                       % (c["client"], data[0], lo, hi))
-        if not together:
-            continue    # nothing came with the header: status alone
-        together_n += 1
-        if alone in srv:
-            bad.append("%s: a %d-byte server record (status alone): %s"
-                       % (c["client"], alone, srv))
-        # The status in the record of nginx's first bytes: their
-        # plaintexts (records - 17 each) add up to 1 + the response.
-        tail = [ln for ln in srv if ln > alone]
-        k = len(tail)
-        sums = {sum(tail[i:j]) - TAG * (j - i) for i in range(k)
-                for j in range(i + 1, k + 1)}
-        if 1 + resp not in sums:
-            bad.append("%s: no records holding exactly the status and the "
-                       "%d-byte response: %s" % (c["client"], resp, srv))
-    else:
+    nflows.append(len(flows))
+    if reuse == 1 and len(flows) > 1:
+        bad.append("%s: %d flows on one connection with reuse: 1"
+                   % (c["client"], len(flows)))
+    for n, f in enumerate(flows):
+        cli = [ln for d, ln in f if d == "c"]
+        srv = [ln for d, ln in f if d == "s"]
+        if n == 0:
+            cli = cli[1:]       # the TLS Finished
+        heads.append(cli[0])
+        shapes.append(srv)
+        if pad == 0:
+            # Unframed (version 2) only as a connection's only flow.
+            frames = [0] if reuse == 1 else [CHUNK] if len(flows) > 1 \
+                else [0, CHUNK]
+            tries = [exact(c["client"], n, cli, srv, fr) for fr in frames]
+            ok = [t for t in tries if not t[0]]
+            if not ok:
+                bad.extend(tries[-1][0])
+            elif ok[0][1]:
+                together_n += 1
+            continue
         # Random padding of 1..1024 bytes: a record as long as its exact
         # content (the whole response with the status) is a 1-in-1024
-        # coincidence; the header record is unpadded at most 607 bytes.
-        if whole in srv:
+        # coincidence; the header record is unpadded at most 609 bytes.
+        if {1 + resp + TAG, 1 + CHUNK + resp + TAG} & set(srv):
             exact_n += 1
-        # The header record is short (< 512 bytes of content) or not:
-        # either way it leaves 512 + 1..1024 bytes long or longer.
-        if data[0] < 512 + 1 + TAG:
-            bad.append("%s: header record of %d bytes, below the padding "
-                       "floor" % (c["client"], data[0]))
+        # Every flow's first records are padded, a reused connection's
+        # later flows as its first: the header record, short (< 512
+        # bytes of content) or not, leaves 512 + 1..1024 bytes long or
+        # longer, and no status alone.
+        if cli[0] < 512 + 1 + TAG:
+            bad.append("%s flow %d: header record of %d bytes, below the "
+                       "padding floor" % (c["client"], n, cli[0]))
         if alone in srv:
-            bad.append("%s: an unpadded %d-byte record: %s"
-                       % (c["client"], alone, srv))
+            bad.append("%s flow %d: an unpadded %d-byte record: %s"
+                       % (c["client"], n, alone, srv))
+        # Its few records all count among the first: each, end markers
+        # and the offer included, padded to 513 bytes of content or more
+        # (the connection's TLS handshake and tickets before its first
+        # flow aside, and the close_notify after its last).
+        seen = cli + (srv if n > 0 else [])
+        if n == len(flows) - 1:
+            seen = cli[:-1] + (srv[:-1] if n > 0 else []) + \
+                [ln for ln in (cli[-1:] + srv[-1:]) if ln != 19]
+        if min(seen) < 512 + 1 + TAG:
+            bad.append("%s flow %d: a record below the padding floor: "
+                       "client %s, server %s" % (c["client"], n, cli, srv))
 if pad == 0 and together_n == 0:
     bad.append("no request left with its header: nothing to coalesce with")
 if pad != 0:
     if exact_n > 1:
-        bad.append("%d flows have an unpadded %d-byte response record"
-                   % (exact_n, whole))
-    if max(heads or [0]) <= HDR_HI + req + TAG:
+        bad.append("%d flows have an unpadded response record" % exact_n)
+    if max(heads or [0]) <= HDR_HI + CHUNK + req + TAG:
         bad.append("no header record longer than its longest unpadded "
-                   "form (%d): %s" % (HDR_HI + req + TAG, heads))
+                   "form (%d): %s" % (HDR_HI + CHUNK + req + TAG, heads))
+if reuse != 1 and max(nflows or [0]) < 2:
+    bad.append("no connection carried more than one flow: %s" % nflows)
 if len(heads) != len(fetches):
     bad.append("%d flows on the wire, %d fetches" % (len(heads), len(fetches)))
 if len(set(heads)) < 2:
     bad.append("every header record is %s bytes: no random padding" % heads)
-print("client records with the header: %s (request %d bytes%s)" % (
-    heads, req, ", %d of %d with it" % (together_n, len(heads))
-    if pad == 0 else ""))
-print("server records of the first flow (TLS handshake, tickets, "
-      "response, close): %s (response %d bytes)"
-      % (shapes[0] if shapes else None, resp))
+print("client records with the header: %s (request %d bytes%s), flows "
+      "per connection %s" % (heads, req, ", %d of %d with it"
+      % (together_n, len(heads)) if pad == 0 else "", nflows))
+print("server records of the first flows (TLS handshake, tickets, "
+      "response, end): %s (response %d bytes)" % (shapes[:3], resp))
 for b in bad:
     print("BAD " + b)
 sys.exit(1 if bad else 0)
@@ -183,7 +263,7 @@ ts_write_configs "  pool: 1
 ts_start_server
 ts_start_client
 capture nopad
-check nopad 0 >"$TS_TMP/nopad.txt" 2>&1 || {
+check nopad 0 0 >"$TS_TMP/nopad.txt" 2>&1 || {
 	cat "$TS_TMP/nopad.txt"
 	ts_fail "padding 0: $(grep -m 1 BAD "$TS_TMP/nopad.txt")"
 }
@@ -204,8 +284,8 @@ import json, sys
 frame = 2 + 1 + 4 + 2 + 100
 for l in open(sys.argv[1]):
     c = json.loads(l)
-    cli = [ln for d, t, ln in c["records"] if d == "c" and t == 23]
-    srv = [ln for d, t, ln in c["records"] if d == "s" and t == 23]
+    cli = [ln for d, t, ln, _ in c["records"] if d == "c" and t == 23]
+    srv = [ln for d, t, ln, _ in c["records"] if d == "s" and t == 23]
     if not [ln for ln in cli if ln >= 100]:
         continue
     print("association: client %s, server %s" % (cli, srv))
@@ -228,9 +308,24 @@ ts_write_configs "  pool: 1"
 ts_start_server
 ts_start_client
 capture pad
-check pad 8 >"$TS_TMP/pad.txt" 2>&1 || {
+check pad 8 0 >"$TS_TMP/pad.txt" 2>&1 || {
 	cat "$TS_TMP/pad.txt"
 	ts_fail "default padding: $(grep -m 1 BAD "$TS_TMP/pad.txt")"
 }
 ts_log "padding 8: $(head -n 2 "$TS_TMP/pad.txt" | tr '\n' ' ')"
-ts_pass "headers padded to 256..511 bytes, status coalesced with the first reply (TCP and UDP, no 18-byte record), both records padded by default"
+stop_both
+
+# 3. Padding off, a client that does not reuse connections (reuse: 1):
+# version 2, one flow per connection, unframed.
+ts_write_configs "  pool: 1
+  reuse: 1
+  padding: 0" "  padding: 0"
+ts_start_server
+ts_start_client
+capture noreuse
+check noreuse 0 1 >"$TS_TMP/noreuse.txt" 2>&1 || {
+	cat "$TS_TMP/noreuse.txt"
+	ts_fail "reuse 1: $(grep -m 1 BAD "$TS_TMP/noreuse.txt")"
+}
+ts_log "padding 0, reuse 1: $(head -n 2 "$TS_TMP/noreuse.txt" | tr '\n' ' ')"
+ts_pass "headers padded to 256..511 bytes, status coalesced with the first reply (TCP and UDP, no 18-byte record), both records padded by default, on reused connections (every flow) and not"
