@@ -169,7 +169,10 @@ relay_flush_outer(struct relay *r, bool *progress)
 			r->frame_held = true;	/* more bytes release it */
 			return 0;
 		}
-		n = outer_write(r->outer, buf_head(&r->to_outer), len);
+		/* The fd side's last bytes: the end marker with them. */
+		n = r->fd_eof && !r->quiet && len == buf_len(&r->to_outer) ?
+		    outer_write_last(r->outer, buf_head(&r->to_outer), len) :
+		    outer_write(r->outer, buf_head(&r->to_outer), len);
 		if (n == -1) {
 			if (relay_again(errno)) {
 				r->outer_wr_ev = relay_blocked_on(r, EPOLLOUT);

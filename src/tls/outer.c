@@ -561,7 +561,15 @@ ssize_t
 outer_write(struct outer *o, const void *buf, size_t len)
 {
 	if (o->fr != NULL)
-		return outer_frame_write(o, buf, len);
+		return outer_frame_write(o, buf, len, false);
+	return outer_io_write(o, buf, len);
+}
+
+ssize_t
+outer_write_last(struct outer *o, const void *buf, size_t len)
+{
+	if (o->fr != NULL)
+		return outer_frame_write(o, buf, len, true);
 	return outer_io_write(o, buf, len);
 }
 

@@ -111,6 +111,12 @@ int  outer_export(const struct outer *o, const char *label, uint8_t *out,
 ssize_t outer_read(struct outer *o, void *buf, size_t len);
 /* > 0 bytes written (may be short); -1 with errno EAGAIN, EPIPE, ... */
 ssize_t outer_write(struct outer *o, const void *buf, size_t len);
+/* outer_write() of a side's last bytes, outer_shutdown_write() to follow:
+ * on a framed flow the end marker leaves in the record of the last chunk
+ * when all of buf fits in it (a 2-byte marker record of its own would
+ * mark every flow's end on the wire), and outer_shutdown_write() then
+ * has nothing left to send.  Otherwise as outer_write(). */
+ssize_t outer_write_last(struct outer *o, const void *buf, size_t len);
 /* lean: no read-ahead and a one-record read buffer (a connection not
  * authenticated yet); false: the context's settings again. */
 void outer_set_lean(struct outer *o, bool lean);

@@ -222,7 +222,7 @@ frame_stage(struct outer_frame *fr)
 }
 
 ssize_t
-outer_frame_write(struct outer *o, const void *buf, size_t len)
+outer_frame_write(struct outer *o, const void *buf, size_t len, bool last)
 {
 	struct outer_frame *fr = o->fr;
 	const uint8_t *p = buf;
@@ -260,6 +260,13 @@ outer_frame_write(struct outer *o, const void *buf, size_t len)
 	} else
 		k = 0;
 	fr->stage_data = raw + k;
+	/* The caller's last bytes all in this record: the end marker too. */
+	if (last && raw + k == len && fr->raw_out == 0 &&
+	    fr->stage_len + 2 <= FRAME_STAGE) {
+		fr->stage[fr->stage_len] = fr->stage[fr->stage_len + 1] = 0;
+		fr->stage_len += 2;
+		fr->end_out = true;
+	}
 	if (frame_flush(o) == -1 && errno != EAGAIN)
 		return -1;
 	if (fr->stage != NULL) {	/* staged: the caller repeats */

@@ -37,7 +37,8 @@ ssize_t outer_io_write(struct outer *o, const void *buf, size_t len);
 /* outer_frame.c: the same calls on a framed flow; outer_frame_free at
  * release. */
 ssize_t outer_frame_read(struct outer *o, void *buf, size_t len);
-ssize_t outer_frame_write(struct outer *o, const void *buf, size_t len);
+ssize_t outer_frame_write(struct outer *o, const void *buf, size_t len,
+    bool last);
 int  outer_frame_shutdown(struct outer *o);
 size_t outer_frame_pending(const struct outer *o);
 void outer_frame_free(struct outer *o);

@@ -445,7 +445,11 @@ flow_pump_up(struct flow *f)
 		return 0;
 	while (f->hdr_off < f->hdr_len || f->inq_len > 0) {
 		data = flow_next_up(f, &n);
-		w = outer_write(f->out, data, n);
+		/* The app's last bytes: the end marker with them. */
+		w = f->app_fin && !f->out_shut &&
+		    n == f->hdr_len - f->hdr_off + f->inq_len ?
+		    outer_write_last(f->out, data, n) :
+		    outer_write(f->out, data, n);
 		if (w < 0) {
 			if (errno != EAGAIN)
 				rc = -1;

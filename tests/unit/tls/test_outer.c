@@ -1589,6 +1589,52 @@ test_frame_errors(void **state)
 	outer_free(p.s);
 }
 
+/*
+ * outer_write_last(): the end marker leaves with the last chunk when all
+ * of it fits (one record, no 2-byte marker record of its own), and
+ * outer_shutdown_write() then sends nothing; bytes that take more than
+ * one chunk go without it, and the shutdown sends the marker.
+ */
+static void
+test_frame_write_last(void **state)
+{
+	struct pair	 p;
+	static uint8_t	 big[OUTER_CHUNK_MAX + 10];
+	uint8_t		 buf[16];
+	ssize_t		 n;
+
+	(void)state;
+	plain_pair(&p);
+	assert_int_equal(outer_frame_begin(p.c, 1, 0, NULL, 0), 0);
+	assert_int_equal(outer_write_last(p.c, "Sabc", 4), 4);
+	assert_int_equal(outer_shutdown_write(p.c), 0);
+	errno = 0;
+	assert_int_equal(outer_write(p.c, "x", 1), -1);
+	assert_int_equal(errno, EPIPE);
+	read_exact(p.s, buf, 8);
+	assert_memory_equal(buf, "S\x00\x03" "abc\x00\x00", 8);
+	outer_frame_end(p.c);
+	write_all(p.c, "Z", 1);		/* nothing else was sent */
+	read_exact(p.s, buf, 1);
+	assert_int_equal(buf[0], 'Z');
+	outer_free(p.c);
+	outer_free(p.s);
+
+	plain_pair(&p);
+	assert_int_equal(outer_frame_begin(p.c, 0, 0, NULL, 0), 0);
+	memset(big, 'b', sizeof(big));
+	n = outer_write_last(p.c, big, sizeof(big));
+	assert_int_equal(n, OUTER_CHUNK_MAX);
+	assert_int_equal(outer_write_last(p.c, big, 10), 10);
+	assert_int_equal(outer_shutdown_write(p.c), 0);
+	read_exact(p.s, big, 2 + OUTER_CHUNK_MAX);
+	assert_int_equal(big[0] << 8 | big[1], OUTER_CHUNK_MAX);
+	read_exact(p.s, buf, 14);
+	assert_memory_equal(buf, "\x00\x0a" "bbbbbbbbbb\x00\x00", 14);
+	outer_free(p.c);
+	outer_free(p.s);
+}
+
 int
 main(void)
 {
@@ -1630,6 +1676,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_frame_tls,
 		    setup_ctxs, teardown_ctxs),
 		cmocka_unit_test(test_frame_errors),
+		cmocka_unit_test(test_frame_write_last),
 	};
 
 	/* Before OpenSSL allocates anything. */
