@@ -180,7 +180,7 @@ job() {
 # run_pass N MTU OFFLOAD: the client at this TUN setting, then every
 # outbound's cases at once; failures recorded in FAILS.
 run_pass() {
-	local n=$1 mtu=$2 off=$3 k=0 ob fam where host seed i t0 name sent
+	local n=$1 mtu=$2 off=$3 k=0 ob fam where host seed i t0 name sent rc
 	if [ -n "${TS_CLIENT_PID:-}" ]; then
 		kill -TERM "$TS_CLIENT_PID" 2>/dev/null
 		wait "$TS_CLIENT_PID" 2>/dev/null
@@ -237,9 +237,14 @@ run_pass() {
 	for i in "${!JOBS[@]}"; do
 		name=${JOB_NAMES[$i]}
 		CASES=$((CASES + 1))
-		if ! wait "${JOBS[$i]}"; then
-			FAILS+=("$name (mtu $mtu, offloads $off): $(tail -n 1 "$TS_TMP/jobs/$name.log")")
-			ts_log "FAIL $name: $(tail -n 2 "$TS_TMP/jobs/$name.log")"
+		# The exit status too: a job that failed without a word
+		# (seen once, under CI load) says at least how it ended
+		# (124: timeout's limit, 127: not a child, > 128: a signal).
+		wait "${JOBS[$i]}"
+		rc=$?
+		if [ "$rc" != 0 ]; then
+			FAILS+=("$name (mtu $mtu, offloads $off, exit $rc): $(tail -n 1 "$TS_TMP/jobs/$name.log")")
+			ts_log "FAIL $name (exit $rc): $(tail -n 2 "$TS_TMP/jobs/$name.log")"
 		fi
 	done
 	# Every early-closed upload reached the target whole, then its FIN.
