@@ -405,6 +405,13 @@ pool_give(struct pool *p, struct outer *out)
 	if (outer_flows(out) >= co->reuse ||
 	    outer_age_ms(out) >= co->reuse_age_ms)
 		return -1;
+	/* A burst of flows ends in a burst of gives: keep no more than
+	 * twice the pool's size (each one kept holds a session on the
+	 * server too).  Not just the size: the pool refills to its target
+	 * while flows hold their connections, and a reused connection,
+	 * which costs no handshake, should not be the one turned away. */
+	if (p->stats.ready + p->stats.connecting >= 2 * co->pool)
+		return -1;
 	if ((pc = calloc(1, sizeof(*pc))) == NULL)
 		return -1;
 	outer_frame_end(out);

@@ -67,7 +67,8 @@ void pool_standby(struct pool *p);
 /* A native (version 3) connection whose flow ended cleanly, both end
  * markers crossed (outer_frame_idle): the pool waits for the server's
  * offer, then hands it to a later flow, within the outbound's reuse and
- * reuse_age.  0: the pool owns it; -1: not taken (the caller closes). */
+ * reuse_age, while it holds fewer than twice its size.  0: the pool owns
+ * it; -1: not taken (the caller closes). */
 int pool_give(struct pool *p, struct outer *out);
 
 #endif

@@ -9,6 +9,8 @@
 #    server counts far fewer connections than flows, and most flows on
 #    reused connections, with no reuse error and no failed session; the
 #    client's reuse: 40 bounds the flows of each connection (server log).
+#    A burst of 48 flows at once: afterwards the pool holds no more
+#    connections than twice its size.
 # 2. On the warm, reused connections: a 64 KiB / 1 MiB half-close, then a
 #    download the app resets: the target sees the reset (its send fails),
 #    the reset connection is never offered again, later flows still work.
@@ -60,6 +62,22 @@ most=$(sed -n 's/.* sess \([0-9]*\): closed: .*: done$/\1/p' "$TS_TMP/server.log
 [ -n "$most" ] && [ "${most% *}" -le 40 ] ||
     ts_fail "a connection carried more than reuse: 40 flows: $most"
 ts_log "most flows on one connection: ${most% *} (reuse: 40)"
+
+# A burst: 48 flows open at once end together; the pool keeps no more of
+# their connections than twice its size (each one kept holds a session on
+# the server too).
+ip netns exec "$NS_C" timeout 60 "$TS_PY" -u "$RF" burst --host "$TS_T_ADDR4" \
+    --port "$TS_TARGET_PORT" --flows 48 --seed 7001 >"$TS_TMP/burst.log" 2>&1 ||
+    ts_fail "burst: $(tail -n 2 "$TS_TMP/burst.log")"
+sleep 0.5
+ip netns exec "$NS_C" "$TUNSPLIT" status -s "$TS_TMP/client.sock" --json \
+    >"$TS_TMP/client.json" || ts_fail "client status --json"
+read -r size held <<<"$("$TS_PY" -c 'import json, sys
+p = json.load(open(sys.argv[1]))["pool"]
+print(p["size"], p["ready"] + p["connecting"])' "$TS_TMP/client.json")"
+[ -n "$held" ] && [ "$held" -le $((2 * size)) ] ||
+    ts_fail "after a burst of 48 flows the pool holds ${held:-?} connections, its size is ${size:-?}"
+ts_log "burst of 48 flows: the pool keeps $held connections (size $size)"
 
 # A few more flows first: their connections are back in the pool (one
 # that reached reuse: 40 is not), and the next flow takes one of them.

@@ -7,6 +7,9 @@ answers only after it read EOF (so the app's FIN crossed the tunnel as a
 FIN), with the request's length and SHA-256 and then <bytes> of its own
 stream, whose SHA-256 is checked.  Exit 0 when all matched.
 
+burst: <n> such flows open at once (all started, then all read), so
+that as many outer connections end together.
+
 reset: a download (SEND of 64 MiB) that the app resets (SO_LINGER 0)
 after its first bytes; exit 0 once the reset is done.
 """
@@ -22,11 +25,18 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
 import tools  # noqa: E402
 
 
-def one(host, port, seed, n, timeout):
+def start(host, port, seed, n, timeout):
+    """Opens a flow and sends its request and FIN; (socket, the line the
+    target must answer)."""
     c = socket.create_connection((host, port), timeout=timeout)
     c.sendall(("EOFSEND %d %d\n" % (n, seed + 1)).encode())
     sent, digest = tools.send_stream(c, seed, n)
     c.shutdown(socket.SHUT_WR)
+    return c, "%d %s" % (sent, digest)
+
+
+def finish(c, seed, n, want):
+    """Reads a started flow's reply to the end; None, or what is wrong."""
     data = b""
     while True:
         b = c.recv(65536)
@@ -35,7 +45,6 @@ def one(host, port, seed, n, timeout):
         data += b
     c.close()
     line, _, rest = data.partition(b"\n")
-    want = "%d %s" % (sent, digest)
     if line.decode(errors="replace") != want:
         return "target saw %r, app sent %r" % (line, want)
     if len(rest) != n or tools.hashlib.sha256(rest).hexdigest() != \
@@ -44,9 +53,14 @@ def one(host, port, seed, n, timeout):
     return None
 
 
+def one(host, port, seed, n, timeout):
+    c, want = start(host, port, seed, n, timeout)
+    return finish(c, seed, n, want)
+
+
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("cmd", choices=("flows", "reset"))
+    p.add_argument("cmd", choices=("flows", "burst", "reset"))
     p.add_argument("--host", required=True)
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--flows", type=int, default=200)
@@ -64,6 +78,21 @@ def main():
         c.close()
         print("reset: got %d bytes, then reset" % len(got), flush=True)
         return 0 if got else 1
+    if a.cmd == "burst":
+        try:
+            started = [start(a.host, a.port, a.seed + 2 * i, a.bytes,
+                             a.timeout) for i in range(a.flows)]
+            errs = [finish(c, a.seed + 2 * i, a.bytes, want)
+                    for i, (c, want) in enumerate(started)]
+        except OSError as e:
+            errs = ["%s" % e]
+        errs = [e for e in errs if e]
+        if errs:
+            print("burst: %d failed: %s" % (len(errs), errs[0]), flush=True)
+            return 1
+        print("burst: %d flows open at once, sha256 match both ways" %
+              a.flows, flush=True)
+        return 0
     for i in range(a.flows):
         try:
             err = one(a.host, a.port, a.seed + 2 * i, a.bytes, a.timeout)
