@@ -11,7 +11,9 @@
 # gives odd ids, worker 1 even ones), as does the status's per-worker
 # count.
 #   1. 24 sequential flows through the tunnel, each a hash-checked
-#      download: the status shows sessions on both workers.
+#      download, each on a connection of its own (the client's reuse: 1;
+#      reused, they would ride a few connections, all on one worker one
+#      time in eight): the status shows sessions on both workers.
 #   2. alice (max_conns 4) opens 10 sessions at once, held: 4 served,
 #      6 refused with status 9 -- one count for both workers, not 4 each.
 #   3. ts_probe sends a version 1 header (accept_v1), then replays it on
@@ -31,7 +33,8 @@ PROBE=${TS_PROBE:-$(dirname "$TUNSPLIT")/tests/tools/ts_probe}
 
 ts_topology_up
 ts_make_pki
-ts_write_configs "  pool: 2" "  workers: 2
+ts_write_configs "  pool: 2
+  reuse: 1" "  workers: 2
   accept_v1: true"
 ka=$("$TUNSPLIT" genkey) || ts_fail "genkey"
 ts_server_users "[{name: test, key: \"$TS_KEY\"}, {name: alice, key: \"$ka\", max_conns: 4}]"
