@@ -336,6 +336,31 @@ ts_make_pki() {
 	ts_log "throwaway CA and server certificate (SAN DNS:$TS_SNI) made"
 }
 
+# ts_client_outbounds TIMEOUT [TUNNEL_KEYS]: the head of a client
+# configuration in the list form, for the tests with several outbounds
+# (they set MARK): log, control socket, TUN, the socket mark,
+# connect_timeout TIMEOUT, an outbound "tunnel" to the test's server
+# (TUNNEL_KEYS, lines indented by 6, added to it) and "home", direct.
+# The caller appends more outbounds, the rules and the rest.
+ts_client_outbounds() {
+	cat <<EOF
+log: {level: info, flows: true}
+control: $TS_TMP/client.sock
+tun: {name: $TS_TUN, mtu: 9000, address: [198.18.0.1/15, "fdfe:dcba:9876::1/64"]}
+client:
+  mark: $MARK
+  connect_timeout: $1
+  outbounds:
+    - name: tunnel
+      server: "$TS_S_ADDR4:$TS_SERVER_PORT"
+      sni: $TS_SNI
+      ca: $TS_TMP/ca.pem
+      key: "$TS_KEY"
+EOF
+	[ -z "${2:-}" ] || printf '%s\n' "$2"
+	printf '    - name: home\n      protocol: direct\n'
+}
+
 # ts_write_configs [client-extra-yaml [server-extra-yaml]]
 # Extra lines are appended inside the client:/server: sections (indent 2).
 # log.flows is on: tests read the per-flow summaries (off by default).

@@ -62,21 +62,9 @@ up() {	# NAME PROTOCOL ADDRESS DOMAIN
 	[ "$2" = tcp ] || printf ', tls_name: %s, ca: %s' "$TS_SNI" "$TS_TMP/ca.pem"
 	printf '}\n'
 }
-cat >"$TS_TMP/client.yaml" <<EOF
-log: {level: info, flows: true}
-control: $TS_TMP/client.sock
-tun: {name: $TS_TUN, mtu: 9000, address: [198.18.0.1/15, "fdfe:dcba:9876::1/64"]}
-client:
-  mark: $MARK
-  connect_timeout: 5s
-  outbounds:
-    - name: tunnel
-      server: "$TS_S_ADDR4:$TS_SERVER_PORT"
-      sni: $TS_SNI
-      ca: $TS_TMP/ca.pem
-      key: "$TS_KEY"
-    - name: home
-      protocol: direct
+{
+	ts_client_outbounds 5s
+	cat <<EOF
     - name: troj
       protocol: trojan
       server: "$TS_S_ADDR4:$TS_SERVER_PORT"
@@ -111,6 +99,7 @@ $(up viasocks https "$TS_T_ADDR4:5354" sock.test)
 $(up blocked https "$TS_T_ADDR4:5355" blocked.test)
 $(up all tcp "$TS_T_ADDR4" '"."')
 EOF
+} >"$TS_TMP/client.yaml"
 chmod 600 "$TS_TMP/client.yaml"
 "$TUNSPLIT" check -c "$TS_TMP/client.yaml" >"$TS_TMP/check.log" 2>&1 ||
     ts_fail "tunsplit check: $(cat "$TS_TMP/check.log")"

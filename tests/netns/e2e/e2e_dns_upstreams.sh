@@ -41,21 +41,9 @@ ts_make_pki
 ts_write_configs
 # The list form of the client: two outbounds, a rule for the home
 # resolver, the DNS section with one upstream.
-cat >"$TS_TMP/client.yaml" <<EOF
-log: {level: info, flows: true}
-control: $TS_TMP/client.sock
-tun: {name: $TS_TUN, mtu: 9000, address: [198.18.0.1/15, "fdfe:dcba:9876::1/64"]}
-client:
-  mark: $MARK
-  connect_timeout: 10s
-  outbounds:
-    - name: tunnel
-      server: "$TS_S_ADDR4:$TS_SERVER_PORT"
-      sni: $TS_SNI
-      ca: $TS_TMP/ca.pem
-      key: "$TS_KEY"
-    - name: home
-      protocol: direct
+{
+	ts_client_outbounds 10s
+	cat <<EOF
   rules:
     - dst: $TS_S_ADDR4/32
       outbound: home
@@ -72,6 +60,7 @@ client:
         protocol: udp
         domains: [corp.test]
 EOF
+} >"$TS_TMP/client.yaml"
 chmod 600 "$TS_TMP/client.yaml"
 "$TUNSPLIT" check -c "$TS_TMP/client.yaml" >"$TS_TMP/check.log" 2>&1 ||
     ts_fail "tunsplit check: $(cat "$TS_TMP/check.log")"

@@ -53,26 +53,14 @@ ip -n "$NS_C" -6 route add "$TS_T_NET6" via "$TS_S_ADDR6" table 7353
 # client_conf FINAL: the list form, final chosen.
 client_conf() {
 	umask 077
-	cat >"$TS_TMP/client.yaml" <<EOF
-log: {level: info, flows: true}
-control: $TS_TMP/client.sock
-tun: {name: $TS_TUN, mtu: 9000, address: [198.18.0.1/15, "fdfe:dcba:9876::1/64"]}
-client:
-  mark: $MARK
-  connect_timeout: 10s
-  outbounds:
-    - name: tunnel
-      server: "$TS_S_ADDR4:$TS_SERVER_PORT"
-      sni: $TS_SNI
-      ca: $TS_TMP/ca.pem
-      key: "$TS_KEY"
-      pool: 1
-    - name: home
-      protocol: direct
+	{
+		ts_client_outbounds 10s "      pool: 1"
+		cat <<EOF
     - name: ads
       protocol: block
   final: $1
 EOF
+	} >"$TS_TMP/client.yaml"
 	umask 022
 	"$TUNSPLIT" check -c "$TS_TMP/client.yaml" >"$TS_TMP/check.log" 2>&1 ||
 	    ts_fail "tunsplit check: $(cat "$TS_TMP/check.log")"
