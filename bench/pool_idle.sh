@@ -29,31 +29,10 @@ ts_find_linkem
 ts_ns_add "$NS_C"
 ts_ns_add "$NS_S"
 ts_ns_add "$NS_T"
-ts_bg "$NS_C" linkem "$LINKEM" --a-netns "/run/netns/$NS_C" --a-name eth0 \
-    --b-netns "/run/netns/$NS_S" --b-name eth0 --delay "$DELAY" \
-    --pidfile "$TS_TMP/linkem.pid"
-for i in $(seq 50); do
-	[ -s "$TS_TMP/linkem.pid" ] && break
-	sleep 0.1
-done
-[ -s "$TS_TMP/linkem.pid" ] || ts_fail "linkem did not start"
-ip -n "$NS_C" link set eth0 up
-ip -n "$NS_S" link set eth0 up
-ip -n "$NS_C" addr add "$TS_C_ADDR4/24" dev eth0
-ip -n "$NS_S" addr add "$TS_S_ADDR4/24" dev eth0
-ip -n "$NS_C" addr add "$TS_C_ADDR6/64" dev eth0 nodad
-ip -n "$NS_S" addr add "$TS_S_ADDR6/64" dev eth0 nodad
-ip -n "$NS_T" link add eth0 type veth peer name eth1 netns "$NS_S" ||
-    ts_fail "veth target-server"
-ip -n "$NS_S" addr add "$TS_S2_ADDR4/24" dev eth1
-ip -n "$NS_S" addr add "$TS_S2_ADDR6/64" dev eth1 nodad
-ip -n "$NS_T" addr add "$TS_T_ADDR4/24" dev eth0
-ip -n "$NS_T" addr add "$TS_T_ADDR6/64" dev eth0 nodad
-ip -n "$NS_S" link set eth1 up
-ip -n "$NS_T" link set eth0 up
-ip -n "$NS_T" route add default via "$TS_S2_ADDR4"
-ip -n "$NS_T" -6 route add default via "$TS_S2_ADDR6"
-ts_sysctl "$NS_S" net/ipv4/ip_forward 0 || ts_fail "ip_forward"
+ts_start_linkem linkem "$NS_C" --a-netns "/run/netns/$NS_C" --a-name eth0 \
+    --b-netns "/run/netns/$NS_S" --b-name eth0 --delay "$DELAY"
+ts_client_link_up eth0
+ts_target_link_up
 ts_make_pki
 ts_write_configs "  pool: {min: 1, max: 8}
   pool_idle: ${IDLE}s
@@ -61,19 +40,7 @@ ts_write_configs "  pool: {min: 1, max: 8}
 ts_start_target
 ts_start_server
 ts_start_client
-ip netns exec "$NS_C" nft -f - <<EOF || ts_fail "nftables counter"
-table inet tspool {
-	counter syns { }
-	chain out {
-		type filter hook output priority 0; policy accept;
-		ip daddr $TS_S_ADDR4 tcp dport $TS_SERVER_PORT tcp flags & (syn | ack) == syn counter name syns
-	}
-}
-EOF
-syns() {
-	ip netns exec "$NS_C" nft list counter inet tspool syns |
-	    sed -n 's/.*packets \([0-9]*\).*/\1/p'
-}
+ts_count_syns
 cat >"$TS_TMP/ttfb.py" <<'EOF'
 import socket, sys, time
 host, port = sys.argv[1], int(sys.argv[2])
@@ -103,9 +70,9 @@ for r in $(seq "$ROUNDS"); do
 	sleep 0.5
 	warm+=("$(ttfb)")
 	sleep $((IDLE + LIFE + 1))
-	s0=$(syns)
+	s0=$(ts_syns)
 	sleep 1
-	idle_syns=$((idle_syns + $(syns) - s0))
+	idle_syns=$((idle_syns + $(ts_syns) - s0))
 	idle+=("$(ttfb)")
 	ts_log "round $r: warm ${warm[-1]} ms, after idle ${idle[-1]} ms"
 done

@@ -232,14 +232,56 @@ ts_topology_up() {
 	ts_ns_add "$NS_T"
 	ip -n "$NS_C" link add eth0 type veth peer name eth0 netns "$NS_S" ||
 	    ts_fail "veth client-server"
-	ip -n "$NS_C" addr add "$TS_C_ADDR4/24" dev eth0
-	ip -n "$NS_C" addr add "$TS_C_ADDR6/64" dev eth0 nodad
-	ip -n "$NS_S" addr add "$TS_S_ADDR4/24" dev eth0
-	ip -n "$NS_S" addr add "$TS_S_ADDR6/64" dev eth0 nodad
-	ip -n "$NS_C" link set eth0 up
-	ip -n "$NS_S" link set eth0 up
+	ts_client_link_up eth0
 	ts_target_link_up
 	ts_log "topology up"
+}
+
+# ts_client_link_up DEV: the client-server link DEV (a veth, or one that
+# bench/linkem made) up on both sides, with their addresses.
+ts_client_link_up() {
+	ip -n "$NS_C" addr add "$TS_C_ADDR4/24" dev "$1"
+	ip -n "$NS_C" addr add "$TS_C_ADDR6/64" dev "$1" nodad
+	ip -n "$NS_S" addr add "$TS_S_ADDR4/24" dev "$1"
+	ip -n "$NS_S" addr add "$TS_S_ADDR6/64" dev "$1" nodad
+	ip -n "$NS_C" link set "$1" up
+	ip -n "$NS_S" link set "$1" up
+}
+
+# ts_count_syns: an nftables counter in the client namespace of the
+# connections it opens to the server (SYNs without ACK); ts_syns prints
+# its count so far.
+ts_count_syns() {
+	ip netns exec "$NS_C" nft -f - <<EOF || ts_fail "nftables counter"
+table inet tssyns {
+	counter syns { }
+	chain out {
+		type filter hook output priority 0; policy accept;
+		ip daddr $TS_S_ADDR4 tcp dport $TS_SERVER_PORT tcp flags & (syn | ack) == syn counter name syns
+	}
+}
+EOF
+}
+ts_syns() {
+	ip netns exec "$NS_C" nft list counter inet tssyns syns |
+	    sed -n 's/.*packets \([0-9]*\).*/\1/p'
+}
+
+# ts_start_linkem NAME NS ARGS...: bench/linkem (ts_find_linkem first)
+# run in NS with ARGS, logging to NAME.log, its pid in $TS_TMP/NAME.pid,
+# which it writes once its links exist: waited for, then in
+# TS_LINKEM_PID.
+ts_start_linkem() {
+	local name=$1 ns=$2 i
+	shift 2
+	ts_bg "$ns" "$name" "$LINKEM" "$@" --pidfile "$TS_TMP/$name.pid"
+	for i in $(seq 50); do
+		[ -s "$TS_TMP/$name.pid" ] && break
+		sleep 0.1
+	done
+	[ -s "$TS_TMP/$name.pid" ] ||
+	    ts_fail "linkem $name did not start: $(tail -n 3 "$TS_TMP/$name.log")"
+	TS_LINKEM_PID=$(cat "$TS_TMP/$name.pid")
 }
 
 # ts_target_link_up: the server-target veth of the topology above (eth1

@@ -23,15 +23,10 @@ for ns in "$NS_C" "$NS_S"; do
 	ts_sysctl "$ns" net/ipv6/conf/default/disable_ipv6 1
 done
 CTL=$TS_TMP/linkem.ctl
-ts_bg "$NS_C" linkem "$LINKEM" --a-netns "/run/netns/$NS_C" --a-name lk0 \
+ts_start_linkem linkem "$NS_C" --a-netns "/run/netns/$NS_C" --a-name lk0 \
     --b-netns "/run/netns/$NS_S" --b-name lk0 --delay 2 --loss 20 --seed 7 \
-    --ctl "$CTL" --stats "$TS_TMP/stats.json" --pidfile "$TS_TMP/linkem.pid"
-for i in $(seq 50); do
-	[ -s "$TS_TMP/linkem.pid" ] && break
-	sleep 0.1
-done
-[ -s "$TS_TMP/linkem.pid" ] || ts_fail "linkem did not start"
-LPID=$(cat "$TS_TMP/linkem.pid")
+    --ctl "$CTL" --stats "$TS_TMP/stats.json"
+LPID=$TS_LINKEM_PID
 ip -n "$NS_C" link set lk0 up
 ip -n "$NS_S" link set lk0 up
 ip -n "$NS_C" addr add "$TS_C_ADDR4/24" dev lk0

@@ -72,17 +72,9 @@ ts_ns_add "$NS_S"
 ts_ns_add "$NS_T"
 # linkem NAME DEV DELAY: a link between the client and server namespaces.
 linkem() {
-	local i
-	ts_bg "$NS_C" "linkem-$1" "$LINKEM" --a-netns "/run/netns/$NS_C" \
+	ts_start_linkem "linkem-$1" "$NS_C" --a-netns "/run/netns/$NS_C" \
 	    --a-name "$2" --b-netns "/run/netns/$NS_S" --b-name "$2" \
-	    --delay "$3" ${RATE:+--rate "$RATE"} --ctl "$TS_TMP/$1.ctl" \
-	    --pidfile "$TS_TMP/$1.pid"
-	for i in $(seq 50); do
-		[ -s "$TS_TMP/$1.pid" ] && break
-		sleep 0.1
-	done
-	[ -s "$TS_TMP/$1.pid" ] ||
-	    ts_fail "linkem $1 did not start: $(tail -n 3 "$TS_TMP/linkem-$1.log")"
+	    --delay "$3" ${RATE:+--rate "$RATE"} --ctl "$TS_TMP/$1.ctl"
 	ip -n "$NS_C" link set "$2" up
 	ip -n "$NS_S" link set "$2" up
 }
@@ -232,7 +224,7 @@ if [ "$CELL" = balance ]; then
 			b0=$(obstat b opened)
 			c0=$(ticks "$TS_CLIENT_PID")
 			s0=$(ticks "$TS_SERVER_PID" "$PID_B")
-			l0=$(ticks "$(cat "$TS_TMP/la.pid")" "$(cat "$TS_TMP/lb.pid")")
+			l0=$(ticks "$(cat "$TS_TMP/linkem-la.pid")" "$(cat "$TS_TMP/linkem-lb.pid")")
 			read -r m0 t0 < <(busy)
 			w0=$(date +%s.%N)
 			ip netns exec "$NS_C" timeout 600 "$TS_PY" -u \
@@ -254,7 +246,7 @@ if [ "$CELL" = balance ]; then
 			    "$na flows on a, $nb on b; CPU (% of one core):" \
 			    "client $(pct $(($(ticks "$TS_CLIENT_PID") - c0)) "$wall")," \
 			    "servers $(pct $(($(ticks "$TS_SERVER_PID" "$PID_B") - s0)) "$wall")," \
-			    "linkem $(pct $(($(ticks "$(cat "$TS_TMP/la.pid")" "$(cat "$TS_TMP/lb.pid")") - l0)) "$wall");" \
+			    "linkem $(pct $(($(ticks "$(cat "$TS_TMP/linkem-la.pid")" "$(cat "$TS_TMP/linkem-lb.pid")") - l0)) "$wall");" \
 			    "machine $(pct $((m1 - m0)) $((t1 - t0))) % busy"
 			if [ "$via" = bal ]; then
 				[ "$na" -eq $((par / 2)) ] && [ "$nb" -eq $((par - par / 2)) ] ||
@@ -308,7 +300,7 @@ po=$(pool b opened)
 [ "$pt" -eq 1 ] && [ "$po" -ge 1 ] ||
     ts_fail "standby b's pool: target $pt (want the floor, 1), opened $po"
 echo "$DEGRADE" >"$TS_TMP/la.ctl"
-kill -HUP "$(cat "$TS_TMP/la.pid")"
+kill -HUP "$(cat "$TS_TMP/linkem-la.pid")"
 ts_wait_log "$TS_TMP/linkem-la.log" "reloaded" 20 || ts_fail "linkem LA reload"
 # Counted from linkem's word that it applies the change.
 t_deg=$(date +%s.%N)
@@ -373,7 +365,7 @@ pool_b=$(pool b taken)
 
 # ---- 3. C refuses our key --------------------------------------------------
 echo "--delay 2 --loss 0" >"$TS_TMP/la.ctl"	# C shares A's link
-kill -HUP "$(cat "$TS_TMP/la.pid")"
+kill -HUP "$(cat "$TS_TMP/linkem-la.pid")"
 stream "$TS_T_ADDR6" 5 fo1.log
 all_ok fo1.log 5
 wait_flows server-c "\[$TS_T_ADDR6\]" 5 ||

@@ -22,14 +22,8 @@ DELAY=50
 ts_topology_up
 # The emulated link replaces the server-target veth.
 ip -n "$NS_T" link del eth0 || ts_fail "cannot remove the target veth"
-ts_bg "$NS_S" linkem "$LINKEM" --a-netns "/run/netns/$NS_S" --a-name eth1 \
-    --b-netns "/run/netns/$NS_T" --b-name eth0 --delay "$DELAY" --mtu 9000 \
-    --pidfile "$TS_TMP/linkem.pid"
-for i in $(seq 50); do
-	[ -s "$TS_TMP/linkem.pid" ] && break
-	sleep 0.1
-done
-[ -s "$TS_TMP/linkem.pid" ] || ts_fail "linkem did not start"
+ts_start_linkem linkem "$NS_S" --a-netns "/run/netns/$NS_S" --a-name eth1 \
+    --b-netns "/run/netns/$NS_T" --b-name eth0 --delay "$DELAY" --mtu 9000
 ip -n "$NS_S" link set eth1 up
 ip -n "$NS_T" link set eth0 up
 ip -n "$NS_S" addr add "$TS_S2_ADDR4/24" dev eth1

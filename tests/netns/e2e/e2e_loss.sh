@@ -43,35 +43,12 @@ TS_APP_TIMEOUT=120
 ts_ns_add "$NS_C"
 ts_ns_add "$NS_S"
 ts_ns_add "$NS_T"
-ts_bg "$NS_C" linkem "$LINKEM" --a-netns "/run/netns/$NS_C" --a-name lk0 \
+ts_start_linkem linkem "$NS_C" --a-netns "/run/netns/$NS_C" --a-name lk0 \
     --b-netns "/run/netns/$NS_S" --b-name lk0 --delay "$DELAY" \
-    --loss "$LOSS" --seed 14 --stats "$TS_TMP/stats.json" \
-    --pidfile "$TS_TMP/linkem.pid"
-for i in $(seq 50); do
-	[ -s "$TS_TMP/linkem.pid" ] && break
-	sleep 0.1
-done
-[ -s "$TS_TMP/linkem.pid" ] ||
-    ts_fail "linkem did not start: $(tail -n 3 "$TS_TMP/linkem.log")"
-LPID=$(cat "$TS_TMP/linkem.pid")
-ip -n "$NS_C" link set lk0 up
-ip -n "$NS_S" link set lk0 up
-ip -n "$NS_C" addr add "$TS_C_ADDR4/24" dev lk0
-ip -n "$NS_S" addr add "$TS_S_ADDR4/24" dev lk0
-ip -n "$NS_C" addr add "$TS_C_ADDR6/64" dev lk0 nodad
-ip -n "$NS_S" addr add "$TS_S_ADDR6/64" dev lk0 nodad
-ip -n "$NS_T" link add eth0 type veth peer name eth1 netns "$NS_S" ||
-    ts_fail "veth target-server"
-ip -n "$NS_S" addr add "$TS_S2_ADDR4/24" dev eth1
-ip -n "$NS_S" addr add "$TS_S2_ADDR6/64" dev eth1 nodad
-ip -n "$NS_T" addr add "$TS_T_ADDR4/24" dev eth0
-ip -n "$NS_T" addr add "$TS_T_ADDR6/64" dev eth0 nodad
-ip -n "$NS_S" link set eth1 up
-ip -n "$NS_T" link set eth0 up
-ip -n "$NS_T" route add default via "$TS_S2_ADDR4"
-ip -n "$NS_T" -6 route add default via "$TS_S2_ADDR6"
-ts_sysctl "$NS_S" net/ipv4/ip_forward 0 ||
-    ts_fail "cannot disable forwarding in $NS_S"
+    --loss "$LOSS" --seed 14 --stats "$TS_TMP/stats.json"
+LPID=$TS_LINKEM_PID
+ts_client_link_up lk0
+ts_target_link_up
 ts_log "linkem between $NS_C and $NS_S: $LOSS % loss and $DELAY ms each way"
 
 ts_make_pki

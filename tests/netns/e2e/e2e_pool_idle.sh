@@ -26,20 +26,7 @@ ts_standard_setup "  pool: {min: 2, max: 8}
   pool_idle: ${IDLE}s
   pool_lifetime: ${LIFE}s"
 
-ip netns exec "$NS_C" nft -f - <<EOF || ts_fail "nftables counter"
-table inet tspool {
-	counter syns { }
-	chain out {
-		type filter hook output priority 0; policy accept;
-		ip daddr $TS_S_ADDR4 tcp dport $TS_SERVER_PORT tcp flags & (syn | ack) == syn counter name syns
-	}
-}
-EOF
-
-syns() {
-	ip netns exec "$NS_C" nft list counter inet tspool syns |
-	    sed -n 's/.*packets \([0-9]*\).*/\1/p'
-}
+ts_count_syns
 
 # sessions: the server's total of sessions accepted.
 sessions() {
@@ -60,7 +47,7 @@ print(json.load(open(sys.argv[1]))["pool"][sys.argv[2]])' \
 
 # 1. Never used: nothing on the wire.
 sleep 2
-s=$(syns) n=$(sessions)
+s=$(ts_syns) n=$(sessions)
 [ "$s" = 0 ] && [ "$n" = 0 ] ||
     ts_fail "an unused client opened connections: $s SYNs, $n server sessions"
 ts_log "1. unused client, 2 s: 0 SYNs, 0 sessions"
@@ -80,7 +67,7 @@ for i in $(seq 30); do
 	[ "$(pool ready)" -ge 2 ] && break
 	sleep 0.1
 done
-s=$(syns)
+s=$(ts_syns)
 [ "$(pool ready)" -ge 2 ] || ts_fail "the pool did not warm up after a flow: $(cat "$TS_TMP/client.json")"
 [ "$(pool target)" -ge 2 ] || ts_fail "target below the floor: $(cat "$TS_TMP/client.json")"
 [ "$s" -ge 3 ] || ts_fail "only $s SYNs for one flow and a pool of 2"
@@ -95,9 +82,9 @@ done
 [ "$(pool ready)" = 0 ] && [ "$(pool connecting)" = 0 ] ||
     ts_fail "the pool did not decay: $(cat "$TS_TMP/client.json")"
 [ "$(pool target)" = 0 ] || ts_fail "idle target not 0: $(cat "$TS_TMP/client.json")"
-s1=$(syns) n1=$(sessions)
+s1=$(ts_syns) n1=$(sessions)
 sleep "$WINDOW"
-s2=$(syns) n2=$(sessions)
+s2=$(ts_syns) n2=$(sessions)
 [ "$s2" = "$s1" ] ||
     ts_fail "an idle client opened $((s2 - s1)) connections in ${WINDOW} s after the decay"
 [ "$n2" = "$n1" ] ||
@@ -173,9 +160,9 @@ for i in $(seq $(((IDLE + LIFE + 3) * 10))); do
 	sleep 0.1
 done
 [ "$n" = 0 ] || ts_fail "the group's pools did not decay: $(cat "$TS_TMP/client.json")"
-s1=$(syns) n1=$(sessions)
+s1=$(ts_syns) n1=$(sessions)
 sleep "$WINDOW"
-s2=$(syns) n2=$(sessions)
+s2=$(ts_syns) n2=$(sessions)
 [ "$s2" = "$s1" ] && [ "$n2" = "$n1" ] ||
     ts_fail "an idle group of 3 opened $((s2 - s1)) connections ($((n2 - n1)) sessions) in ${WINDOW} s after the decay"
 ts_log "5. group of 3 members, idle after decay, ${WINDOW} s window: 0 SYNs, 0 new sessions"
