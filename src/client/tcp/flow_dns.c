@@ -36,6 +36,7 @@ struct flow_dns {
 	struct tcp_pcb		*pcb;		/* NULL: gone */
 	struct loop_timer	 idle;
 	unsigned		 pending;	/* queries not answered yet */
+	unsigned		 nout;		/* answers in out */
 	bool			 fin;		/* the app sent its last */
 	bool			 busy;		/* in flow_dns_work */
 	STAILQ_HEAD(, flow_dns_out) out;	/* answers lwIP had no room for */
@@ -72,6 +73,7 @@ flow_dns_free(struct flow_dns *fd)
 		STAILQ_REMOVE_HEAD(&fd->out, entry);
 		free(o);
 	}
+	fd->nout = 0;
 	LIST_REMOVE(fd, entry);
 	flow_dns_n--;
 	free(fd);
@@ -116,6 +118,7 @@ flow_dns_flush(struct flow_dns *fd)
 		if (o->off < o->len)
 			break;
 		STAILQ_REMOVE_HEAD(&fd->out, entry);
+		fd->nout--;
 		free(o);
 	}
 	(void)tcp_output(fd->pcb);
@@ -157,13 +160,16 @@ flow_dns_on_answer(void *arg, const uint8_t *query, size_t qlen,
 		o->len = 2 + len;
 		o->off = 0;
 		STAILQ_INSERT_TAIL(&fd->out, o, entry);
+		fd->nout++;
 		flow_dns_flush(fd);
 	}
 	flow_dns_work(fd);
 }
 
 /* The whole queries in rx go to be answered, at most FLOW_DNS_INFLIGHT
- * at a time; -1: the app broke the framing. */
+ * at a time, answers the app has not taken yet included (an app that
+ * sends and never reads must not queue answers without end: its queries
+ * then wait in lwIP's window); -1: the app broke the framing. */
 static int
 flow_dns_parse(struct flow_dns *fd)
 {
@@ -173,7 +179,7 @@ flow_dns_parse(struct flow_dns *fd)
 	size_t		 len;
 	ssize_t		 r;
 
-	while (fd->pcb != NULL && fd->pending < FLOW_DNS_INFLIGHT) {
+	while (fd->pcb != NULL && fd->pending + fd->nout < FLOW_DNS_INFLIGHT) {
 		if ((r = dnsstream_tcp_parse(fd->rx, fd->rxlen, &msg,
 		    &len)) <= 0)
 			return (int)r;

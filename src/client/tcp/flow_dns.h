@@ -7,8 +7,9 @@
  * upstream's outbound (flow_udp_dns_ask) -- and never another way.
  *
  * Queries are read behind their 2-byte length (RFC 7766), at most
- * FLOW_DNS_INFLIGHT of a flow answered at once (more wait in lwIP's
- * window), answers written as they come, in any order.  A length below a
+ * FLOW_DNS_INFLIGHT of a flow being answered or with an answer the app
+ * has not taken yet (more wait in lwIP's window), answers written as
+ * they come, in any order.  A length below a
  * DNS header or above DNSSTREAM_MSG_MAX resets that flow; a failed query
  * gets SERVFAIL.  The flow ends after the app's FIN once every answer is
  * out, or after FLOW_DNS_IDLE_MS with no query; at most FLOW_DNS_FLOWS
