@@ -1368,9 +1368,8 @@ status_write_prometheus(const struct status *st, FILE *fp)
 		prom_hist(fp, st->handshake);
 	if (st->contact_kept)
 		prom_contact(fp, st);
-	if (srv)
-		prom_one(fp, "users", "gauge", "Configured users.", st->users);
 	if (srv) {
+		prom_one(fp, "users", "gauge", "Configured users.", st->users);
 		prom_one(fp, "reuse_offered_total", "counter",
 		    "Connections offered for a next flow.", st->reuse_offered);
 		prom_one(fp, "reused_total", "counter",
