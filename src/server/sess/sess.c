@@ -907,17 +907,21 @@ sess_on_timer(struct loop_timer *t)
 }
 
 /*
- * Who makes room at max_preauth: the oldest session of the source holding
- * the most unauthenticated ones -- a flood's, not a client's warm pool
- * connection that is older but one of two.  A walk over at most
- * max_preauth sessions, only when the limit is reached.
+ * Who makes room at max_preauth for NEW: the oldest session of the source
+ * holding the most unauthenticated ones -- a flood's, not a client's warm
+ * pool connection that is older but one of two.  Never one of a source
+ * holding fewer than NEW's own: with workers the sessions of the busiest
+ * source may all be on the other worker, and a flood's newcomer must not
+ * then close a client's warm connection here; it is refused instead.  A
+ * walk over at most max_preauth sessions, only when the limit is reached.
  */
 static struct sess *
-sess_preauth_victim(struct sess_env *env)
+sess_preauth_victim(struct sess_env *env, const struct sess *new)
 {
-	struct sess	*s, *best = TAILQ_FIRST(&env->preauth);
-	unsigned	 n, most = 0;
+	struct sess	*s, *best = NULL;
+	unsigned	 n, most = 0, mine;
 
+	mine = new->lim_src != NULL ? new->lim_src->preauth : 1;
 	TAILQ_FOREACH(s, &env->preauth, preauth_entry) {
 		n = s->lim_src != NULL ? s->lim_src->preauth : 1;
 		if (n > most) {
@@ -925,7 +929,7 @@ sess_preauth_victim(struct sess_env *env)
 			best = s;
 		}
 	}
-	return best;
+	return most >= mine ? best : NULL;
 }
 
 /*
@@ -948,10 +952,11 @@ sess_preauth_begin(struct sess *s)
 
 	/* The count is shared by the workers: taken, not compared, and
 	 * room is made among this worker's own sessions.  None of its own
-	 * to close: the new one is refused instead, so max_preauth holds. */
+	 * as busy as the new one's source to close: the new one is refused
+	 * instead, so max_preauth holds. */
 	while (!ok && !(ok = limit_count_take(&ls->preauth,
 	    s->conf->server.max_preauth)) &&
-	    (old = sess_preauth_victim(env)) != NULL) {
+	    (old = sess_preauth_victim(env, s)) != NULL) {
 		limit_refuse(&ls->st, LIMIT_PREAUTH, loop_now(env->loop),
 		    "unauthenticated connections", "max_preauth %u reached "
 		    "(closing an old one of the busiest source)",
@@ -960,8 +965,9 @@ sess_preauth_begin(struct sess *s)
 	}
 	if (!ok) {
 		limit_refuse(&ls->st, LIMIT_PREAUTH, loop_now(env->loop),
-		    "unauthenticated connections", "max_preauth %u reached "
-		    "on the other workers", s->conf->server.max_preauth);
+		    "unauthenticated connections", "max_preauth %u reached, "
+		    "none of a source as busy to close",
+		    s->conf->server.max_preauth);
 		if (s->lim_src != NULL)
 			s->lim_src->preauth--;	/* handed over, not begun */
 		return false;
