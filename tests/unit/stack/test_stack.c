@@ -368,6 +368,71 @@ test_syn_reuses_time_wait(void **state)
 	assert_int_equal(tsnetif_stats()->tw_reused, 3);
 }
 
+/* The connections lwIP holds in TIME_WAIT. */
+static unsigned
+tw_count(void)
+{
+	const struct tcp_pcb *pcb;
+	unsigned n = 0;
+
+	for (pcb = tcp_tw_pcbs; pcb != NULL; pcb = pcb->next)
+		n++;
+	return n;
+}
+
+/*
+ * Sequential short connections that lwIP closes first each end in
+ * TIME_WAIT, and lwIP walks that list for every new SYN: kept for the
+ * whole 2 MSL, it grew with every flow (made each new one cost more).
+ * Only the newest few stay; the last connection's is among them, and a
+ * SYN on its ports still ends it.
+ */
+static void
+test_time_wait_bounded(void **state)
+{
+	static const uint8_t app[4] = { 10, 9, 0, 4 }, dst[4] = { 10, 77, 2, 2 };
+	uint8_t pkt[128], out[256];
+	uint64_t reused = tsnetif_stats()->tw_reused;
+	uint32_t iss = 0;
+	uint16_t port;
+	ssize_t n;
+
+	(void)state;
+	for (port = 20000; port < 20300; port++) {
+		tsnetif_input(pkt, mk_tcp4(pkt, app, dst, port, 80, 7, 0,
+		    0x02));
+		n = out_read(out, sizeof(out));
+		assert_true(n >= 40);
+		assert_int_equal(out[33] & 0x17, 0x12);		/* SYN-ACK */
+		iss = get32(out + 24);
+		tsnetif_input(pkt, mk_tcp4(pkt, app, dst, port, 80, 8,
+		    iss + 1, 0x10));
+		assert_non_null(accepted);
+		assert_int_equal(tcp_shutdown(accepted, 0, 1), ERR_OK);
+		tcp_output(accepted);
+		tcp_recv(accepted, NULL);
+		tcp_arg(accepted, NULL);
+		tcp_err(accepted, NULL);
+		accepted = NULL;
+		tsnetif_input(pkt, mk_tcp4(pkt, app, dst, port, 80, 8,
+		    iss + 2, 0x11));
+		assert_int_equal(tcp_tw_pcbs->state, TIME_WAIT);
+		assert_int_equal(tcp_tw_pcbs->remote_port, port);
+		while (out_read(out, sizeof(out)) > 0)
+			;
+	}
+	assert_int_equal(naccepted, 300);
+	assert_true(tw_count() > 0);
+	assert_true(tw_count() <= 64);
+	/* The last one's TIME_WAIT is still there to end. */
+	tsnetif_input(pkt, mk_tcp4(pkt, app, dst, port - 1, 80, 9000, 0,
+	    0x02));
+	n = out_read(out, sizeof(out));
+	assert_true(n >= 40);
+	assert_int_equal(out[33] & 0x17, 0x12);
+	assert_int_equal(tsnetif_stats()->tw_reused, reused + 1);
+}
+
 static void
 test_icmp_echo_not_answered(void **state)
 {
@@ -727,6 +792,7 @@ main(void)
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_syn_refused_at_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_syn_reuses_time_wait, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_time_wait_bounded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_icmp_echo_not_answered, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_malformed_dropped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_other_handler_gets_udp, setup, teardown),
