@@ -73,6 +73,68 @@ flow_health_retrans(struct flow *f)
 		outbound_retrans(f->obr, segs, rtx);
 }
 
+/* What was kept for a retry goes (the status came, or the flow ends). */
+static void
+flow_replay_free(struct flow *f)
+{
+	limit_mem_give(&f->env->mem, f->replay_len);
+	free(f->replay);
+	f->replay = NULL;
+	f->replay_len = 0;
+}
+
+/*
+ * A reused connection before the server's status: the app's bytes among
+ * the n just written at data (after what was left of the header) are
+ * kept, charged like the queue they left, up to FLOW_REPLAY_MAX.
+ */
+static void
+flow_replay_keep(struct flow *f, const uint8_t *data, size_t n)
+{
+	size_t h = f->hdr_len - f->hdr_off;
+	uint8_t *r;
+
+	if (!f->reused || f->status_ok || f->replay_lost || n <= h)
+		return;
+	data += h;
+	n -= h;
+	if (f->replay_len + n > FLOW_REPLAY_MAX ||
+	    (r = realloc(f->replay, f->replay_len + n)) == NULL) {
+		flow_replay_free(f);
+		f->replay_lost = true;
+		return;
+	}
+	memcpy(r + f->replay_len, data, n);
+	f->replay = r;
+	f->replay_len += n;
+	limit_mem_force(&f->env->mem, n);
+}
+
+int
+flow_replay_requeue(struct flow *f)
+{
+	size_t n = f->replay_len;
+	struct pbuf *p;
+
+	if (n == 0)
+		return 0;
+	if ((p = pbuf_alloc(PBUF_RAW, (u16_t)n, PBUF_RAM)) == NULL)
+		return -1;
+	memcpy(p->payload, f->replay, n);
+	p->next = f->inq;
+	f->inq = p;
+	if (f->inq_tail == NULL)
+		f->inq_tail = p;
+	/* The charge moves with the bytes, from the replay to the queue. */
+	f->inq_len += n;
+	f->up -= n;
+	f->requeued += n;
+	free(f->replay);
+	f->replay = NULL;
+	f->replay_len = 0;
+	return 0;
+}
+
 /*
  * The single teardown.  abort: reset both sides (RST to the app, RST on
  * the outer stream); otherwise close both gracefully.  Idempotent; the
@@ -120,6 +182,7 @@ flow_close(struct flow *f, bool abort, const char *reason)
 	f->inq_len = f->mem_down = f->pend_len = f->pend_off = 0;
 	free(f->pend);
 	f->pend = NULL;
+	flow_replay_free(f);
 	limit_mem_unwait(&env->mem, &f->mw);
 	if (f->hdr != NULL)	/* the request: a MAC, or trojan's hash */
 		sodium_memzero(f->hdr, f->hdr_len);
@@ -371,7 +434,9 @@ flow_consume(struct flow *f, size_t n)
 	f->up += n;
 	f->inq_len -= n;
 	limit_mem_give(&f->env->mem, n);
-	app = n;
+	k = n < f->requeued ? n : f->requeued;	/* sent once before */
+	f->requeued -= k;
+	app = n - k;
 	while (n > 0) {
 		k = n > 0xffff ? 0xffff : n;
 		f->inq = pbuf_free_header(f->inq, (u16_t)k);
@@ -453,12 +518,15 @@ flow_pump_up(struct flow *f)
 		if (w < 0) {
 			if (errno != EAGAIN)
 				rc = -1;
+			if (rc < 0 && !f->status_ok)
+				f->out_died = true;
 			f->retry_len = n;
 			f->write_blocked = true;
 			break;
 		}
 		f->retry_len = 0;
 		f->last_ms = loop_now(f->env->loop);
+		flow_replay_keep(f, data, (size_t)w);
 		sent += flow_consume(f, (size_t)w);
 		/* tcp_recved() only announces a window opened by more than
 		 * TCP_WND_UPDATE_THRESHOLD; a sender that saw a small window
@@ -618,7 +686,10 @@ flow_health_status(struct flow *f, uint8_t st)
 static const char *
 flow_health_unanswered(struct flow *f, bool reset)
 {
-	if (f->hdr == NULL && f->obr != NULL)
+	/* A reused connection ending is no refusal: the server took our
+	 * key on it before (and the flow may go again: flow_retry). */
+	f->out_died = true;
+	if (f->hdr == NULL && f->obr != NULL && !f->reused)
 		outbound_refused(f->obr, reset ? "refused: reset right after "
 		    "our request" : "refused: closed right after our "
 		    "request");
@@ -654,6 +725,7 @@ flow_take_status(struct flow *f, uint8_t **data, ssize_t *n,
 		return -1;
 	}
 	f->status_ok = true;
+	flow_replay_free(f);
 	(*data)++;
 	(*n)--;
 	return 0;

@@ -26,6 +26,8 @@ struct proto_dest;
 struct pbuf;
 struct tcp_pcb;
 
+#define FLOW_REPLAY_MAX	FLOW_STAGE	/* kept for a retry (struct flow) */
+
 enum flow_phase {
 	FLOW_CONNECT,		/* outer TCP connect in progress */
 	FLOW_HANDSHAKE,		/* the outbound's handshake (TLS, SOCKS5) */
@@ -90,6 +92,22 @@ struct flow {
 	struct loop_timer early;		/* header waits for first bytes */
 	struct flow_socks5 *socks;		/* socks5, FLOW_HANDSHAKE only */
 	bool		 pooled;		/* outer came from the warm pool */
+	/* A reused connection (one that carried flows before) the server
+	 * may close just as our request leaves (its idle end, a drain, a
+	 * restart): until its status, what the app sent is kept in replay
+	 * (at most FLOW_REPLAY_MAX bytes, else replay_lost), so that the
+	 * flow can go once more on a fresh connection (flow_retry). */
+	bool		 reused;
+	bool		 fresh;			/* dial past the pool: a new
+						 * connection */
+	bool		 out_died;		/* the stream ended or failed
+						 * before the status */
+	bool		 replay_lost;
+	uint8_t		*replay;
+	size_t		 replay_len;
+	size_t		 requeued;		/* replayed bytes at the queue's
+						 * head: the app's window was
+						 * opened for them already */
 	/* connect_mode faithful: the app's SYN is held (no pcb yet) until the
 	 * server reports the target connected; then it is fed to lwIP again.
 	 * Set and cleared only by flow_held_add/flow_held_del. */
@@ -192,6 +210,9 @@ const char *flow_dst(const struct flow *f, char *buf, size_t len);
  * Idempotent; the struct is freed at the end of the loop iteration. */
 void flow_close(struct flow *f, bool abort, const char *reason);
 void flow_fail(struct flow *f, const char *reason);	/* counted, abort */
+/* What the app sent on a reused connection before its status goes back
+ * to the head of the queue, for a new connection.  0, or -1: no memory. */
+int  flow_replay_requeue(struct flow *f);
 /* Our own failure (memory, lwIP), not the app's, server's or target's:
  * counted apart and logged at warn. */
 void flow_fail_internal(struct flow *f, const char *reason);

@@ -487,6 +487,71 @@ flow_tcp_accept(void *arg, struct tcp_pcb *pcb, err_t err)
 	return ERR_OK;
 }
 
+/* The failed way out, all of it: the flow is as before its dial. */
+static void
+flow_undial(struct flow *f)
+{
+	loop_fd_del(f->env->loop, &f->lfd);
+	if (f->out != NULL)
+		outer_abort(f->out);	/* closes the socket */
+	f->out = NULL;
+	f->fd = -1;
+	f->pooled = f->reused = f->out_died = false;
+	flow_socks5_free(f->socks);
+	f->socks = NULL;
+	if (f->hdr != NULL)
+		sodium_memzero(f->hdr, f->hdr_len);
+	free(f->hdr);
+	f->hdr = NULL;
+	f->hdr_len = f->hdr_off = f->retry_len = 0;
+	f->hup = f->write_blocked = f->out_shut = f->out_eof = false;
+}
+
+/* f's outbound dialled again, as a new flow would dial it.  0, or -1. */
+static int
+flow_redial(struct flow *f)
+{
+	struct flow_env *env = f->env;
+
+	f->dial_us = stats_now_us();
+	if (f->ob->dial(f) < 0)
+		return -1;
+	if (loop_fd_add(env->loop, &f->lfd, f->fd,
+	    f->pooled ? EPOLLIN : EPOLLOUT, flow_on_io) < 0)
+		return -1;
+	f->phase = FLOW_CONNECT;
+	loop_timer_set(env->loop, &f->timer, f->obr->co->connect_timeout_ms);
+	if (f->pooled) {
+		env->stats.pooled++;
+		if (flow_start_relay(f) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * A reused connection ended before the server's status -- the server
+ * closed it between flows just as our request left (its idle end, a
+ * drain, a restart), so it never took the request.  Nothing reached the
+ * app and all it sent is kept (flow_tcp.h): the flow goes once more, on
+ * a new connection of the same outbound.  0, or -1.
+ */
+static int
+flow_retry_fresh(struct flow *f, const char *reason)
+{
+	if (!f->reused || !f->out_died || f->fresh || f->held ||
+	    f->internal || f->status_ok || f->answered || f->down > 0 ||
+	    f->replay_lost || f->phase != FLOW_RELAY)
+		return -1;
+	log_info("flow %llu: %s on a reused connection: tried once more on "
+	    "a new one", (unsigned long long)f->id, reason);
+	if (flow_replay_requeue(f) < 0)
+		return -1;
+	flow_undial(f);
+	f->fresh = true;
+	return flow_redial(f);
+}
+
 int
 flow_retry(struct flow *f, const char *reason)
 {
@@ -495,6 +560,8 @@ flow_retry(struct flow *f, const char *reason)
 	struct rule_query q;
 	const char *was;
 
+	if (flow_retry_fresh(f, reason) == 0)
+		return 0;
 	/* Nothing delivered either way, the server never answered, and the
 	 * group still the running generation's (its members live). */
 	if (f->retried || !f->has_group || f->held || f->conf->client.faithful ||
@@ -514,41 +581,14 @@ flow_retry(struct flow *f, const char *reason)
 	log_info("flow %llu: outbound %s: %s before any byte moved: tried "
 	    "once more on %s", (unsigned long long)f->id, was, reason,
 	    outbound_name(nob));
-	/* The failed way out, all of it. */
-	loop_fd_del(env->loop, &f->lfd);
-	if (f->out != NULL)
-		outer_abort(f->out);	/* closes the socket */
-	f->out = NULL;
-	f->fd = -1;
-	f->pooled = false;
-	flow_socks5_free(f->socks);
-	f->socks = NULL;
-	if (f->hdr != NULL)
-		sodium_memzero(f->hdr, f->hdr_len);
-	free(f->hdr);
-	f->hdr = NULL;
-	f->hdr_len = f->hdr_off = f->retry_len = 0;
-	f->hup = f->write_blocked = f->out_shut = f->out_eof = false;
+	flow_undial(f);
 	outbound_close(f->obr, true, 0, 0);
 	outbound_unref(f->obr);
 	f->obr = outbound_ref(nob);
 	f->ob = flow_outbound(nob->co->protocol);
 	outbound_open(nob);
 	/* The next one, as a new flow would dial it. */
-	f->dial_us = stats_now_us();
-	if (f->ob->dial(f) < 0)
-		return -1;
-	if (loop_fd_add(env->loop, &f->lfd, f->fd,
-	    f->pooled ? EPOLLIN : EPOLLOUT, flow_on_io) < 0)
-		return -1;
-	f->phase = FLOW_CONNECT;
-	loop_timer_set(env->loop, &f->timer, f->obr->co->connect_timeout_ms);
-	if (f->pooled) {
-		env->stats.pooled++;
-		if (flow_start_relay(f) < 0)
-			return -1;
-	}
-	return 0;
+	return flow_redial(f);
 }
 
 /* The sniffing flow's domain is known, or will not be: the way out. */

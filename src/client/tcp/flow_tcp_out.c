@@ -129,12 +129,14 @@ out_connect(struct flow *f, const struct addr *to, bool tls)
 	return 0;
 }
 
-/* tunsplit, trojan: a warm connection from the pool, else a new one. */
+/* tunsplit, trojan: a warm connection from the pool, else (or for a
+ * flow that failed on a reused one) a new one. */
 static int
 out_dial_server(struct flow *f)
 {
-	if ((f->out = pool_take(f->obr->pool)) != NULL) {
+	if (!f->fresh && (f->out = pool_take(f->obr->pool)) != NULL) {
 		f->pooled = true;
+		f->reused = outer_flows(f->out) > 0;
 		f->fd = outer_fd(f->out);
 		return 0;
 	}
