@@ -117,6 +117,14 @@ pool_demand_target(const struct pool_demand *d, uint64_t now_ms,
 	need = (2 * rate * hs + ONE * 1000 - 1) / (ONE * 1000);
 	if (need < min)
 		need = min;
+	/* The first flow after idle (or ever), until the next one: one
+	 * more than a floor.  A second flow a round trip behind would
+	 * otherwise find the floor's connection still in its handshake and
+	 * the first one's own still waiting for its offer, and dial (3 RTT
+	 * to its first byte). */
+	if (min > 0 && need <= min && (d->ngaps == 0 ||
+	    (idle_ms != 0 && d->gap_ms[0] >= idle_ms)))
+		need = min + 1;
 	if (need > max)
 		need = max;
 	return (unsigned)need;

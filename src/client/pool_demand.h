@@ -17,7 +17,12 @@
  *
  * and once no flow has arrived for `idle` milliseconds (or none ever
  * has) the target is 0: an idle client opens nothing.  idle 0 keeps the
- * floor forever (the old fixed pool, which beacons).
+ * floor forever (the old fixed pool, which beacons).  The first flow
+ * after idle (or the first ever) asks for min + 1 (when min > 0) until
+ * the next flow arrives: before any rate is known, a second flow right
+ * behind it (a page's next resource) then finds one ready, while the
+ * floor's is still in its handshake and the first flow's own waits for
+ * its offer.
  *
  * A standby member of a group (one whose group sends its flows to
  * another member now) holds the floor while its group is busy: flows of

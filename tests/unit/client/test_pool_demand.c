@@ -52,9 +52,10 @@ test_rate_up(void **state)
 	pool_demand_init(&d);
 	pool_demand_handshake(&d, 100);	/* smoothed: 100 stays 100 */
 	assert_int_equal(d.hs_ms, 100);
-	/* One flow: the floor. */
+	/* The first flow: one over the floor, until the next. */
 	flows(&d, &now, 1, 0);
-	assert_int_equal(pool_demand_target(&d, now, 1, 8, IDLE), 1);
+	assert_int_equal(pool_demand_target(&d, now, 1, 8, IDLE), 2);
+	assert_int_equal(pool_demand_target(&d, now, 1, 1, IDLE), 1);
 	/* 2/s: 2 * 2/s * 0.1 s = 0.4 -> the floor of 1. */
 	flows(&d, &now, 20, 500);
 	assert_int_equal(pool_demand_target(&d, now, 1, 8, IDLE), 1);
@@ -97,7 +98,7 @@ test_sequential(void **state)
 	pool_demand_init(&d);
 	d.hs_ms = 280;			/* 2 RTT at 140 ms */
 	flows(&d, &now, 1, 150);
-	assert_int_equal(pool_demand_target(&d, now - 150, 1, 8, IDLE), 1);
+	assert_int_equal(pool_demand_target(&d, now - 150, 1, 8, IDLE), 2);
 	flows(&d, &now, 1, 150);
 	assert_int_equal(pool_demand_target(&d, now - 150, 1, 8, IDLE), 1);
 	flows(&d, &now, 1, 150);
@@ -113,6 +114,14 @@ test_sequential(void **state)
 	pool_demand_init(&d);
 	flows(&d, &now, 1, 30000);
 	flows(&d, &now, 2, 0);
+	assert_int_equal(pool_demand_target(&d, now, 1, 8, IDLE), 1);
+	/* One after idle: one over the floor again, until the next. */
+	now += IDLE;
+	flows(&d, &now, 1, 0);
+	assert_int_equal(pool_demand_target(&d, now, 1, 8, IDLE), 2);
+	assert_int_equal(pool_demand_target(&d, now, 3, 8, IDLE), 4);
+	now += 500;
+	flows(&d, &now, 1, 0);
 	assert_int_equal(pool_demand_target(&d, now, 1, 8, IDLE), 1);
 }
 
@@ -144,10 +153,11 @@ test_decay(void **state)
 	    0);
 	/* idle 0 never decays below the floor. */
 	assert_int_equal(pool_demand_target(&d, last + 86400000, 2, 8, 0), 2);
-	/* A flow after idle: the floor again at once. */
+	/* A flow after idle: the floor again at once, and one more until
+	 * the next flow. */
 	now = last + 120000;
 	flows(&d, &now, 1, 0);
-	assert_int_equal(pool_demand_target(&d, now, 1, 8, IDLE), 1);
+	assert_int_equal(pool_demand_target(&d, now, 1, 8, IDLE), 2);
 	assert_int_equal(pool_demand_rate(&d, now + 3600000), 0);
 }
 
