@@ -36,14 +36,17 @@ elif [ "${1:-}" = --tsan ]; then
 	# The threads in tunsplit are the server's worker loops (server.workers,
 	# src/server/server_worker.c) and the resolver's threads
 	# (src/server/resolve.c); a few unit tests run a fake peer on a thread
-	# of their own.  The client is one loop on one thread, which TSan has
-	# nothing to say about.  e2e_workers.sh runs two server workers
-	# through limits, replays, tickets and a reload; e2e_resolve.sh and
-	# fault_preauth.sh run the default (one per CPU) too.
+	# of their own.  The client is one loop on one thread but for its
+	# dialer threads (client.dial_threads, src/client/dialer.c), which
+	# e2e_dialer.sh runs through a burst and cancellations.
+	# e2e_workers.sh runs two server workers through limits, replays,
+	# tickets and a reload; e2e_resolve.sh and fault_preauth.sh run the
+	# default (one per CPU) too.
 	tests=(tests/unit/server/test_resolve tests/unit/core/test_limit
 	    tests/unit/client/dgram/test_assoc
 	    tests/unit/client/dgram/test_flow_udp tests/netns/e2e/e2e_resolve.sh
-	    tests/netns/e2e/e2e_workers.sh tests/netns/fault/fault_preauth.sh)
+	    tests/netns/e2e/e2e_workers.sh tests/netns/e2e/e2e_dialer.sh
+	    tests/netns/fault/fault_preauth.sh)
 	# A report makes a unit test exit with 66; tests/netns/lib.sh fails a
 	# test whose logs hold one (the server's stderr is its log).
 	export TSAN_OPTIONS=${TSAN_OPTIONS:-second_deadlock_stack=1}

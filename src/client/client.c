@@ -34,6 +34,7 @@
 #include "client/group.h"
 #include "client/outbound.h"
 #include "client/pool.h"
+#include "client/dialer.h"
 #include "rules/rules.h"
 #include "client/route_test.h"
 #include "stack/tsnetif.h"
@@ -349,6 +350,8 @@ client_setup(struct client *cl)
 			return -1;
 		flow_udp_set_fakeip(cl->udp, cl->env.fakeip);
 	}
+	/* Before the pools' first dials; a failure leaves them on the loop. */
+	(void)dialer_start(cl->loop, c->client.dial_threads);
 	for (i = 0; i < cl->obs->n; i++)
 		if (outbound_pool_start(cl->obs->v[i], cl->loop) == -1)
 			return -1;
@@ -407,6 +410,7 @@ client_run(const struct conf *c)
 		close(cl->tun_fd);
 	daemon_signals_close(&cl->sig);
 	outbounds_free(cl->obs);
+	dialer_stop();		/* flows and pools have cancelled their dials */
 	control_free(cl->ctl);
 	client_status_free(&cl->status);
 	loop_free(cl->loop);

@@ -18,6 +18,7 @@
 #include "client/group.h"
 #include "client/outbound.h"
 #include "client/route.h"
+#include "client/dialer.h"
 #include "client/pool.h"
 #include "client/tcp/flow_tcp.h"
 #include "conf/conf.h"
@@ -187,6 +188,8 @@ client_status_pool(struct client_status *cs, struct status *st)
 		stats_contact_merge(&st->pool.contact, &ps->contact);
 	}
 	st->pooled = cs->env->stats.pooled;
+	st->dialer = *dialer_stats();
+	st->has_dialer = st->dialer.threads > 0;
 }
 
 /* The last contact with a server, by flows or the pools, as ages and

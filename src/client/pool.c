@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include "client/pool.h"
+#include "client/dialer.h"
 #include "client/pool_demand.h"
 
 #include <errno.h>
@@ -28,7 +29,8 @@
 struct pool_conn {
 	struct pool	*pool;
 	LIST_ENTRY(pool_conn) entry;	/* the pool's conns, or dead */
-	struct outer	*out;
+	struct outer	*out;		/* NULL while a dialer thread has it */
+	struct dialer_job *dial;	/* connect and handshake off the loop */
 	bool		 connected;	/* TCP connect finished */
 	bool		 ready;		/* TLS done, waiting for a flow */
 	bool		 offer_wait;	/* given back: the server's offer */
@@ -63,6 +65,7 @@ struct pool {
 };
 
 static void pool_fill(struct pool *);
+static void pool_on_io(struct loop_fd *, uint32_t);
 
 /* Arms the pool's timer for the earliest thing it waits for, or not at
  * all: an empty pool that is not backing off sleeps. */
@@ -105,7 +108,9 @@ pool_close(struct pool_conn *pc, bool graceful)
 	struct pool *p = pc->pool;
 
 	loop_fd_del(p->loop, &pc->lfd);
-	if (graceful) {
+	dialer_cancel(pc->dial);
+	pc->dial = NULL;
+	if (graceful && pc->out != NULL) {
 		(void)outer_shutdown_write(pc->out);
 		outer_free(pc->out);
 	} else
@@ -212,6 +217,40 @@ pool_check_offer(struct pool_conn *pc)
 	p->stats.opened--;	/* no handshake: pool_set_ready counted one */
 }
 
+/* A new connection failed: err > 0 its TCP connect (errno), else its
+ * TLS handshake (as dialer_cb says). */
+static void
+pool_dial_failed(struct pool_conn *pc, int err)
+{
+	if (err > 0)
+		log_debug("pool: connect to server: %s", strerror(err));
+	stats_contact_fail(&pc->pool->stats.contact, loop_now(pc->pool->loop),
+	    err > 0 ? "server unreachable" :
+	    "TLS handshake with server failed");
+	pool_close(pc, false);
+}
+
+/* A dialer thread's answer (dialer.h): the connection is ready. */
+static void
+pool_on_dialed(void *arg, struct outer *out, int err)
+{
+	struct pool_conn *pc = arg;
+
+	pc->dial = NULL;
+	if (out == NULL) {
+		pool_dial_failed(pc, err);
+		return;
+	}
+	pc->out = out;
+	pc->connected = true;
+	if (loop_fd_add(pc->pool->loop, &pc->lfd, outer_fd(out), EPOLLIN,
+	    pool_on_io) < 0) {
+		pool_close(pc, false);
+		return;
+	}
+	pool_set_ready(pc);
+}
+
 static void
 pool_on_io(struct loop_fd *lfd, uint32_t revents)
 {
@@ -231,20 +270,13 @@ pool_on_io(struct loop_fd *lfd, uint32_t revents)
 	}
 	if (!pc->connected) {
 		if ((err = sock_connect_error(outer_fd(pc->out))) != 0) {
-			errno = err;
-			log_debug("pool: connect to server: %s", strerror(err));
-			stats_contact_fail(&pc->pool->stats.contact,
-			    loop_now(pc->pool->loop), "server unreachable");
-			pool_close(pc, false);
+			pool_dial_failed(pc, err);
 			return;
 		}
 		pc->connected = true;
 	}
 	if ((rc = outer_handshake(pc->out)) < 0) {
-		stats_contact_fail(&pc->pool->stats.contact,
-		    loop_now(pc->pool->loop),
-		    "TLS handshake with server failed");
-		pool_close(pc, false);
+		pool_dial_failed(pc, -1);
 		return;
 	}
 	if (rc == 1)
@@ -300,17 +332,21 @@ pool_open(struct pool *p)
 	pc->dial_us = stats_now_us();
 	if ((fd = sock_connect(&p->server, p->co->congestion,
 	    c->client.mark)) < 0 ||
-	    (pc->out = outer_new(p->ctx, fd, true, p->co->sni)) == NULL ||
-	    loop_fd_add(p->loop, &pc->lfd, fd, EPOLLOUT, pool_on_io) < 0) {
-		if (pc->out != NULL)
-			outer_abort(pc->out);
-		free(pc);
-		return -1;
-	}
+	    (pc->out = outer_new(p->ctx, fd, true, p->co->sni)) == NULL)
+		goto fail;
+	/* The connect and handshake on a dialer thread, else here. */
+	if ((pc->dial = dialer_submit(pc->out, pool_on_dialed, pc)) != NULL)
+		pc->out = NULL;
+	else if (loop_fd_add(p->loop, &pc->lfd, fd, EPOLLOUT, pool_on_io) < 0)
+		goto fail;
 	pc->deadline_ms = pc->opened_ms + p->co->connect_timeout_ms;
 	LIST_INSERT_HEAD(&p->conns, pc, entry);
 	p->stats.connecting++;
 	return 0;
+fail:
+	outer_abort(pc->out);	/* accepts NULL */
+	free(pc);
+	return -1;
 }
 
 /* Opens connections up to the demand's target; never closes any (extra

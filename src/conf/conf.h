@@ -212,6 +212,8 @@ struct conf {
 		unsigned	 connect_timeout_ms;	/* default 10000 */
 		uint32_t	 mark;			/* SO_MARK on outer sockets, 0 = none */
 		unsigned	 max_flows;		/* default 4096 */
+		unsigned	 dial_threads;		/* outer handshakes off the
+							 * loop; 0: on it, default 1 */
 		unsigned	 idle_timeout_ms;	/* default 300000 */
 		bool		 faithful;		/* connect_mode: faithful (default fast) */
 		int		 sniff;			/* CONF_SNIFF_*, default auto */

@@ -318,6 +318,7 @@ dump_client(const struct conf *c, FILE *fp, bool secrets)
 	dump_kv(fp, "  ", "congestion", c->client.congestion);
 	dump_mark(fp, c->client.mark);
 	fprintf(fp, "  max_flows: %u\n", c->client.max_flows);
+	fprintf(fp, "  dial_threads: %u\n", c->client.dial_threads);
 	dump_ms(fp, "connect_timeout", c->client.connect_timeout_ms);
 	dump_ms(fp, "idle_timeout", c->client.idle_timeout_ms);
 	dump_kv(fp, "  ", "connect_mode", c->client.faithful ? "faithful" : "fast");

@@ -18,6 +18,7 @@
 #include "client/dns/dnsfwd.h"
 #include "client/dns/fakeip.h"
 #include "core/limit.h"
+#include "client/dialer.h"
 #include "client/pool.h"
 #include "server/resolve.h"
 #include "core/stats.h"
@@ -146,6 +147,9 @@ struct status {
 	unsigned	 pool_size;		/* the ceilings, summed */
 	uint64_t	 pooled;		/* flows started on one */
 	struct pool_stats pool;
+	/* The dialer threads' outer handshakes (client.dial_threads > 0). */
+	bool		 has_dialer;
+	struct dialer_stats dialer;
 	/* UDP associations and ICMP echo sessions. */
 	bool		 has_udp;
 	struct assoc_stats udp;

@@ -24,6 +24,7 @@
 #include "client/tcp/flow_socks5.h"
 #include "client/tcp/flow_tcp_int.h"
 #include "client/outbound.h"
+#include "client/dialer.h"
 #include "client/pool.h"
 #include "client/route.h"
 #include "rules/rules.h"
@@ -151,6 +152,8 @@ flow_close(struct flow *f, bool abort, const char *reason)
 	f->closing = true;
 	flow_detach_pcb(f, abort);
 	loop_fd_del(env->loop, &f->lfd);
+	dialer_cancel(f->dial);		/* its stream dies with the job */
+	f->dial = NULL;
 	loop_timer_cancel(env->loop, &f->timer);
 	loop_timer_cancel(env->loop, &f->early);
 	loop_timer_cancel(env->loop, &f->retry);

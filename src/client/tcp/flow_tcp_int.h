@@ -19,6 +19,7 @@
 #include "core/loop.h"
 
 struct conf;
+struct dialer_job;
 struct flow_socks5;
 struct outbound;
 struct outer;
@@ -50,6 +51,9 @@ struct flow_outbound {
 	const char	*handshake_timeout;	/* its failure reason, or NULL:
 						 * "connect timeout" */
 	bool		 refuse;		/* block: every SYN gets an RST */
+	bool		 tls;			/* dial makes a TLS stream whose
+						 * connect and handshake a dialer
+						 * thread may run (dialer.h) */
 	/* The way out: f->out and f->fd set (f->pooled when the stream is
 	 * a warm one, ready to relay), not yet watched.  0, or -1 with
 	 * errno and nothing left open. */
@@ -85,7 +89,9 @@ struct flow {
 	bool		 retried;		/* once, on the next member */
 	bool		 failed;		/* flow_fail: counted */
 	struct tcp_pcb	*pcb;			/* NULL once lwIP freed it */
-	struct outer	*out;
+	struct outer	*out;			/* NULL while dialling off the
+						 * loop */
+	struct dialer_job *dial;		/* that dial, FLOW_CONNECT */
 	int		 fd;
 	struct loop_fd	 lfd;
 	struct loop_timer timer;

@@ -30,6 +30,7 @@
 #include "core/log.h"
 #include "core/loop.h"
 #include "tls/outer.h"
+#include "client/dialer.h"
 #include "client/group.h"
 #include "client/outbound.h"
 #include "client/pool.h"
@@ -146,6 +147,50 @@ flow_on_io(struct loop_fd *lfd, uint32_t revents)
 		break;
 	}
 	flow_update_events(f);
+}
+
+/* A dialer thread's answer (dialer.h): connected and TLS done, or not. */
+static void
+flow_on_dialed(void *arg, struct outer *out, int err)
+{
+	struct flow *f = arg;
+
+	f->dial = NULL;
+	if (out == NULL) {
+		if (err > 0)
+			f->ob->connect_failed(f, err);
+		else
+			flow_fail(f, "TLS handshake with server failed");
+		return;
+	}
+	f->out = out;
+	f->fd = outer_fd(out);
+	if (loop_fd_add(f->env->loop, &f->lfd, f->fd, EPOLLIN,
+	    flow_on_io) < 0) {
+		flow_fail_internal(f, "epoll failed");
+		return;
+	}
+	flow_handshake_done(f);
+	flow_update_events(f);
+}
+
+/*
+ * The way out just dialled, watched: a new TLS stream goes to a dialer
+ * thread when one takes it (connect and handshake there), else the loop
+ * watches its socket.  0, or -1 with errno and f->out still the
+ * caller's to abort.
+ */
+static int
+flow_watch(struct flow *f)
+{
+	if (f->ob->tls && !f->pooled &&
+	    (f->dial = dialer_submit(f->out, flow_on_dialed, f)) != NULL) {
+		f->out = NULL;
+		f->fd = -1;
+		return 0;
+	}
+	return loop_fd_add(f->env->loop, &f->lfd, f->fd,
+	    f->pooled ? EPOLLIN : EPOLLOUT, flow_on_io);
 }
 
 static void
@@ -363,8 +408,7 @@ flow_new(struct flow_env *env, const struct addr *dst, const struct addr *app)
 		errno = e;
 		return NULL;
 	}
-	if (loop_fd_add(env->loop, &f->lfd, f->fd,
-	    f->pooled ? EPOLLIN : EPOLLOUT, flow_on_io) < 0) {
+	if (flow_watch(f) < 0) {
 		e = errno;
 		outer_abort(f->out);
 		flow_discard(f);
@@ -432,6 +476,7 @@ flow_tcp_syn(void *arg, const uint8_t *pkt, size_t len,
 	if ((f->syn = malloc(len)) == NULL || flow_held_add(f) < 0) {
 		free(f->syn);
 		loop_fd_del(env->loop, &f->lfd);
+		dialer_cancel(f->dial);
 		outer_abort(f->out);
 		flow_discard(f);	/* not registered: no event pending */
 		env->stats.refused++;
@@ -492,6 +537,8 @@ static void
 flow_undial(struct flow *f)
 {
 	loop_fd_del(f->env->loop, &f->lfd);
+	dialer_cancel(f->dial);
+	f->dial = NULL;
 	if (f->out != NULL)
 		outer_abort(f->out);	/* closes the socket */
 	f->out = NULL;
@@ -514,10 +561,7 @@ flow_redial(struct flow *f)
 	struct flow_env *env = f->env;
 
 	f->dial_us = stats_now_us();
-	if (f->ob->dial(f) < 0)
-		return -1;
-	if (loop_fd_add(env->loop, &f->lfd, f->fd,
-	    f->pooled ? EPOLLIN : EPOLLOUT, flow_on_io) < 0)
+	if (f->ob->dial(f) < 0 || flow_watch(f) < 0)
 		return -1;
 	f->phase = FLOW_CONNECT;
 	loop_timer_set(env->loop, &f->timer, f->obr->co->connect_timeout_ms);
@@ -617,8 +661,7 @@ flow_tcp_dial(struct flow *f)
 			flow_fail_internal(f, "no socket");
 		return -1;
 	}
-	if (loop_fd_add(env->loop, &f->lfd, f->fd,
-	    f->pooled ? EPOLLIN : EPOLLOUT, flow_on_io) < 0) {
+	if (flow_watch(f) < 0) {
 		flow_fail_internal(f, "epoll failed");
 		return -1;
 	}

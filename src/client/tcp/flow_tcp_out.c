@@ -272,12 +272,14 @@ out_hdr_trojan(struct flow *f, uint8_t *buf, size_t len)
 static const struct flow_outbound flow_outbounds[] = {
 	[CONF_PROTO_TUNSPLIT] = {
 		.name = "tunsplit", .peer = "server", .handshake_state = "tls",
+		.tls = true,
 		.dial = out_dial_server, .handshake = out_tls,
 		.header = out_hdr_tunsplit,
 		.connect_failed = out_server_unreachable,
 	},
 	[CONF_PROTO_TROJAN] = {
 		.name = "trojan", .peer = "server", .handshake_state = "tls",
+		.tls = true,
 		.dial = out_dial_server, .handshake = out_tls,
 		.header = out_hdr_trojan,
 		.connect_failed = out_server_unreachable,

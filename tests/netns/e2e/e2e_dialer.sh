@@ -1,0 +1,135 @@
+#!/bin/bash
+# The dialer threads (client.dial_threads, src/client/dialer.h): the
+# outer connections' TCP connect and TLS handshake run off the TUN loop,
+# and a dial cancelled in the middle of its handshake leaks nothing.
+#
+# 1. dial_threads: 2, pool: 2: a burst of 64 flows opened at once
+#    (reuseflows.py burst: 16 KiB each way, SHA-256 both ways, the reply
+#    only after the app's FIN crossed): every byte intact, and the
+#    client's status counts the flows' and the pool's new connections as
+#    handed back ready by the dialer (none failed, none left to the loop).
+# 2. The server stopped (SIGSTOP: the kernel still completes its TCP
+#    handshakes, but no TLS answer comes), the pool off (reload with
+#    pool: 0): 8 flows start and their dials wait in the handshake on the
+#    dialer threads; the apps reset their connections: every dial is
+#    cancelled, and the client's open fds come back to what they were
+#    before (each cancelled stream's socket closed).
+# 3. 4 more dials waiting in their handshakes when the client is stopped
+#    (SIGTERM twice: drain, then stop): it exits 0; under ASan its leak
+#    check at exit runs with them (lib.sh fails the test on any report).
+#
+# Topology: lib.sh's (client tsc -- server tss -- target tst).
+. "$(dirname "$0")/../lib.sh"
+ts_init e2e_dialer
+
+BURST=64
+RF="$(dirname "$0")/reuseflows.py"
+
+status() {	# status EXPR: EXPR of the client's status JSON (s)
+	ip netns exec "$NS_C" "$TUNSPLIT" status -s "$TS_TMP/client.sock" \
+	    --json >"$TS_TMP/client.json" || ts_fail "client status --json"
+	"$TS_PY" -c 'import json, sys
+s = json.load(open(sys.argv[1]))
+print(eval(sys.argv[2]))' "$TS_TMP/client.json" "$1" ||
+	    ts_fail "client status: $(cat "$TS_TMP/client.json")"
+}
+
+fds() { ls "/proc/$TS_CLIENT_PID/fd" | wc -l; }
+
+# wait_for EXPR WHAT: up to 10 s for EXPR (over the status JSON) to hold.
+wait_for() {
+	local i
+	for i in $(seq 100); do
+		[ "$(status "$1")" = True ] && return 0
+		sleep 0.1
+	done
+	ts_fail "$2: $(cat "$TS_TMP/client.json")"
+}
+
+# stalled N TAG: N app connections through the tunnel, each with a few
+# bytes sent; they reset (SO_LINGER 0) once $TS_TMP/TAG.go exists.
+stalled() {
+	ip netns exec "$NS_C" timeout 60 "$TS_PY" -u -c '
+import os, socket, struct, sys, time
+n, host, port, go = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4]
+socks = []
+for i in range(n):
+    s = socket.create_connection((host, port), timeout=10)
+    s.sendall(b"EOFSEND 16 1\n")
+    socks.append(s)
+print("open %d" % n, flush=True)
+while not os.path.exists(go):
+    time.sleep(0.05)
+for s in socks:
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    s.close()
+print("reset %d" % n, flush=True)' "$1" "$TS_T_ADDR4" "$TS_TARGET_PORT" \
+	    "$TS_TMP/$2.go" >"$TS_TMP/$2.log" 2>&1 &
+}
+
+ts_standard_setup "  dial_threads: 2
+  pool: 2"
+threads=$(status 's["dialer"]["threads"]')
+[ "$threads" -ge 1 ] && [ "$threads" -le "$(nproc)" ] ||
+    ts_fail "dial_threads: 2 runs $threads threads on $(nproc) CPUs"
+
+# 1. A burst, every connection handshaken on a dialer thread.
+ip netns exec "$NS_C" timeout 60 "$TS_PY" -u "$RF" burst --host "$TS_T_ADDR4" \
+    --port "$TS_TARGET_PORT" --flows "$BURST" --bytes 16384 --seed 5101 \
+    >"$TS_TMP/burst.log" 2>&1 || ts_fail "burst: $(tail -n 2 "$TS_TMP/burst.log")"
+ts_log "$(tail -n 1 "$TS_TMP/burst.log")"
+wait_for 's["dialer"]["active"] == 0' "dials still in flight after the burst"
+read -r ready failed declined pooled <<<"$(status '"%d %d %d %d" % (s["dialer"]["ready"], s["dialer"]["failed"], s["dialer"]["declined"], s["pool"]["pooled_flows"])')"
+ts_log "dialer: $ready connections handed back ready, $failed failed, $declined left to the loop; $pooled flows on pool connections"
+[ "$failed" = 0 ] && [ "$declined" = 0 ] ||
+    ts_fail "dials failed or left to the loop: $(cat "$TS_TMP/client.json")"
+# Every flow not started on a pool connection dialled its own, and the
+# pool's own connections came from the dialer too.
+[ "$ready" -ge $((BURST - pooled)) ] ||
+    ts_fail "only $ready dials on the dialer threads for $BURST flows ($pooled pooled)"
+
+# 2. Dials cancelled in the middle of their handshakes.
+sed -i 's/^  pool: 2$/  pool: 0/' "$TS_TMP/client.yaml"
+grep -q '^  pool: 0$' "$TS_TMP/client.yaml" || ts_fail "pool: 0 not written"
+kill -STOP "$TS_SERVER_PID"
+ts_reload "$TS_CLIENT_PID" "$TS_TMP/client.log" "reload with pool: 0"
+sleep 0.3	# the retired pool's connections closed
+base=$(fds)
+cancelled=$(status 's["dialer"]["cancelled"]')
+stalled 8 reset
+wait_for 's["dialer"]["active"] == 8' "8 dials waiting in their handshakes"
+grep -q "open 8" "$TS_TMP/reset.log" || ts_fail "apps: $(cat "$TS_TMP/reset.log")"
+now=$(fds)
+[ "$now" -eq $((base + 8)) ] ||
+    ts_fail "8 dials in flight hold $((now - base)) fds, not 8"
+ts_log "8 dials waiting in their TLS handshakes ($base fds, now $now)"
+touch "$TS_TMP/reset.go"
+wait_for "s[\"dialer\"][\"active\"] == 0 and s[\"dialer\"][\"cancelled\"] >= $cancelled + 8" \
+    "the apps' resets did not cancel the 8 dials"
+for i in $(seq 50); do
+	[ "$(fds)" -eq "$base" ] && break
+	sleep 0.1
+done
+[ "$(fds)" -eq "$base" ] ||
+    ts_fail "after 8 cancelled dials the client holds $(fds) fds, $base before"
+ts_log "the apps' resets cancelled the 8 dials; fds back to $base"
+
+# 3. Stopped with dials in flight.
+stalled 4 stop
+wait_for 's["dialer"]["active"] == 4' "4 dials waiting in their handshakes"
+kill -TERM "$TS_CLIENT_PID"
+sleep 0.3
+kill -TERM "$TS_CLIENT_PID"
+rc=
+for i in $(seq 100); do
+	ts_any_running "$TS_CLIENT_PID" || { wait "$TS_CLIENT_PID"; rc=$?; break; }
+	sleep 0.1
+done
+[ "$rc" = 0 ] || ts_fail "client stopped with 4 dials in flight: status ${rc:-(still running)}"
+grep -q "client stopped" "$TS_TMP/client.log" ||
+    ts_fail "no 'client stopped' line: $(tail -n 3 "$TS_TMP/client.log")"
+touch "$TS_TMP/stop.go"
+kill -CONT "$TS_SERVER_PID"
+ts_log "client stopped with 4 dials in their handshakes: exit 0"
+
+ts_pass "a burst of $BURST flows byte for byte with the handshakes on the dialer threads; dials cancelled mid-handshake by the apps' resets and by the stop free their streams"
