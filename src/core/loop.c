@@ -72,6 +72,38 @@ loop_new(void)
 /* After a hint: trim once nothing was freed for this long. */
 #define LOOP_TRIM_SETTLE_MS	500
 
+#if defined(HAVE_MALLOC_TRIM) && !defined(__SANITIZE_ADDRESS__)
+/* glibc's per-thread cache: up to 7 freed chunks of each of the 64
+ * smallest sizes (24, 40 ... 1032 bytes asked), which malloc_trim cannot
+ * give back.  After a burst they are the burst's last frees, scattered
+ * over a heap that is otherwise free: one chunk keeps its whole page
+ * resident, a few hundred pages in all.  Swap them for chunks malloc
+ * finds now, once the heap is consolidated: those sit next to what is
+ * still live, on pages resident anyway, and the old ones go back to the
+ * heap for the trim that follows. */
+#define LOOP_TCACHE_BINS	64
+#define LOOP_TCACHE_COUNT	7
+
+static void
+loop_trim_tcache(void)
+{
+	void	*old[LOOP_TCACHE_COUNT], *fresh[LOOP_TCACHE_COUNT];
+	size_t	 b, i, len;
+
+	for (b = 0; b < LOOP_TCACHE_BINS; b++) {
+		len = 24 + 16 * b;
+		for (i = 0; i < LOOP_TCACHE_COUNT; i++)
+			old[i] = malloc(len);	/* the cache's, first */
+		for (i = 0; i < LOOP_TCACHE_COUNT; i++)
+			fresh[i] = malloc(len);
+		for (i = 0; i < LOOP_TCACHE_COUNT; i++)
+			free(fresh[i]);		/* fill the cache */
+		for (i = 0; i < LOOP_TCACHE_COUNT; i++)
+			free(old[i]);		/* cache full: to the heap */
+	}
+}
+#endif
+
 static void
 loop_on_trim(struct loop_timer *t)
 {
@@ -86,7 +118,11 @@ loop_on_trim(struct loop_timer *t)
 #ifdef HAVE_MALLINFO2
 	if (mallinfo2().fordblks >= LOOP_TRIM_MIN)
 #endif
+	{
 		malloc_trim(0);
+		loop_trim_tcache();
+		malloc_trim(0);
+	}
 #endif
 	/* What the flows' end set off (lwIP's last segments and timers,
 	 * TLS teardown) is freed over the next seconds: trim again after
