@@ -686,6 +686,8 @@ outer_release(struct outer *o, bool rst)
 	if (o->ssl != NULL)
 		SSL_set_shutdown(o->ssl, SSL_SENT_SHUTDOWN |
 		    SSL_RECEIVED_SHUTDOWN);
+	if (o->ssl != NULL && o->client)
+		outer_cache_settle(SSL_get_SSL_CTX(o->ssl));
 	SSL_free(o->ssl);
 	outer_frame_free(o);
 	if (rst)

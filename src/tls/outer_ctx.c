@@ -33,6 +33,10 @@
 #include "tls/outer_int.h"
 
 #define OUTER_SESS_MAX	64	/* tickets kept per client context */
+/* ... and once dials have paused for OUTER_SESS_PAUSE_S: see
+ * outer_cache_settle. */
+#define OUTER_SESS_IDLE		8
+#define OUTER_SESS_PAUSE_S	5
 #define OUTER_READ_BUF	(64 * 1024)	/* read-ahead buffer while active */
 
 struct outer_sess {
@@ -45,6 +49,7 @@ struct outer_cache {
 	pthread_mutex_t	 lock;
 	struct outer_sess ent[OUTER_SESS_MAX];
 	size_t		 n;
+	time_t		 take_s;	/* the last outer_cache_take */
 };
 
 /* Public-key pin of a client context (outer_ctx_pin). */
@@ -136,6 +141,15 @@ outer_ctx_needs_tls13(SSL_CTX *ctx)
 
 /* ---- session cache ---------------------------------------------------- */
 
+static time_t
+outer_mono_s(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec;
+}
+
 static void
 outer_cache_remove(struct outer_cache *c, size_t i)
 {
@@ -181,6 +195,7 @@ outer_cache_take(SSL_CTX *ctx, const char *host)
 	if ((c = SSL_CTX_get_ex_data(ctx, outer_cache_idx)) == NULL)
 		return NULL;
 	pthread_mutex_lock(&c->lock);
+	c->take_s = outer_mono_s();
 	for (i = c->n; i-- > 0 && found == NULL;) {
 		if (strcmp(c->ent[i].host, host) != 0)
 			continue;
@@ -194,6 +209,38 @@ outer_cache_take(SSL_CTX *ctx, const char *host)
 	}
 	pthread_mutex_unlock(&c->lock);
 	return found;
+}
+
+/*
+ * A burst of dials fills the cache with tickets of connections that did a
+ * full handshake, each session with its own parsed copy of the server's
+ * certificate (some 6 KiB in ~50 small allocations), made while the heap
+ * was at its peak: 64 of them scattered over it keep hundreds of pages
+ * resident once the burst's flows are gone.  Dials that come one at a
+ * time need a few tickets, so once none was taken for a while the cache
+ * keeps its newest OUTER_SESS_IDLE.
+ */
+void
+outer_cache_settle(SSL_CTX *ctx)
+{
+	struct outer_cache	*c;
+	size_t			 drop, i;
+
+	if ((c = SSL_CTX_get_ex_data(ctx, outer_cache_idx)) == NULL)
+		return;
+	pthread_mutex_lock(&c->lock);
+	if (c->n > OUTER_SESS_IDLE &&
+	    outer_mono_s() - c->take_s >= OUTER_SESS_PAUSE_S) {
+		drop = c->n - OUTER_SESS_IDLE;
+		for (i = 0; i < drop; i++) {
+			SSL_SESSION_free(c->ent[i].sess);
+			free(c->ent[i].host);
+		}
+		memmove(&c->ent[0], &c->ent[drop],
+		    OUTER_SESS_IDLE * sizeof(c->ent[0]));
+		c->n = OUTER_SESS_IDLE;
+	}
+	pthread_mutex_unlock(&c->lock);
 }
 
 /* ---- contexts --------------------------------------------------------- */

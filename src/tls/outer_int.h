@@ -54,6 +54,9 @@ struct outer_pad {
 int  outer_ctx_init(void);
 /* Newest usable ticket for host, removed from the context's cache. */
 SSL_SESSION *outer_cache_take(SSL_CTX *ctx, const char *host);
+/* A client stream of ctx ends: once no ticket was taken for a few
+ * seconds, the cache shrinks to the few that dials one at a time use. */
+void outer_cache_settle(SSL_CTX *ctx);
 /* False only for a context that outer_ctx_allow_tls12() relaxed. */
 bool outer_ctx_needs_tls13(SSL_CTX *ctx);
 /* The padding set on ctx, or NULL. */
