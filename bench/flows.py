@@ -2,12 +2,15 @@
 """Many-connection helpers for bench/run.sh (the "scale" scenario).
 
   flows.py hold ADDR PORT
-      accept connections and keep them open, never read (the target side)
-  flows.py open ADDR PORT STEPS WAIT PIDS
+      accept connections and keep them open (the target side); what they
+      send is dropped, and each is closed once its peer closed
+  flows.py open ADDR PORT STEPS WAIT PIDS [AFTER]
       open connections one after another, one byte written on each, up to
       each count in STEPS ("1000,10000"); at each step wait WAIT seconds and
-      read the RSS of PIDS ("client=123,server=456", 0 = none); one JSON
-      line at the end, progress on stderr
+      read the RSS of PIDS ("client=123,server=456", 0 = none); with AFTER,
+      then read their peak RSS (VmHWM), close every connection and read
+      the RSS again 3 s later and AFTER s later (memory that comes back
+      after a burst); one JSON line at the end, progress on stderr
 
 (The sequential connection rate is bench/conns.c's.)
 
@@ -16,6 +19,7 @@ Connections only ever go to ADDR, an address of the bench's own namespaces.
 
 import json
 import resource
+import selectors
 import socket
 import sys
 import time
@@ -30,13 +34,13 @@ def nofile_max():
     return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
-def rss_kib(pid):
+def rss_kib(pid, field="VmRSS:"):
     if not pid:
         return None
     try:
         with open("/proc/%d/status" % pid) as f:
             for line in f:
-                if line.startswith("VmRSS:"):
+                if line.startswith(field):
                     return int(line.split()[1])
     except OSError:
         return None
@@ -50,12 +54,31 @@ def hold(addr, port):
     lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     lsock.bind((addr, port))
     lsock.listen(4096)
-    held = []
+    lsock.setblocking(False)
+    sel = selectors.DefaultSelector()
+    sel.register(lsock, selectors.EVENT_READ)
     while True:
-        held.append(lsock.accept()[0])
+        for key, _ in sel.select():
+            if key.fileobj is lsock:
+                try:
+                    c = lsock.accept()[0]
+                except BlockingIOError:
+                    continue
+                c.setblocking(False)
+                sel.register(c, selectors.EVENT_READ)
+                continue
+            try:
+                data = key.fileobj.recv(4096)
+            except BlockingIOError:
+                continue
+            except OSError:
+                data = b""
+            if not data:
+                sel.unregister(key.fileobj)
+                key.fileobj.close()
 
 
-def open_flows(addr, port, steps, wait, pids):
+def open_flows(addr, port, steps, wait, pids, after=None):
     limit = nofile_max()
     steps = sorted(int(x) for x in steps.split(","))
     if steps[-1] + 64 > limit:
@@ -87,6 +110,16 @@ def open_flows(addr, port, steps, wait, pids):
         out["steps"].append({
             "flows": target, "open_seconds": round(opened, 2),
             "rss_kib": {k: rss_kib(v) for k, v in pids.items()}})
+    if after is not None:
+        out["hwm_kib"] = {k: rss_kib(v, "VmHWM:") for k, v in pids.items()}
+        for s in socks:
+            s.close()
+        socks = []
+        t1 = time.monotonic()
+        for key, at in (("rss_kib_after_3s", 3), ("rss_kib_after", after)):
+            time.sleep(max(0, t1 + at - time.monotonic()))
+            out[key] = {k: rss_kib(v) for k, v in pids.items()}
+        out["after_s"] = after
     print(json.dumps(out))
     return 0
 
@@ -97,8 +130,9 @@ def main(argv):
     cmd, addr, port = argv[1], argv[2], int(argv[3])
     if cmd == "hold" and len(argv) == 4:
         return hold(addr, port)
-    if cmd == "open" and len(argv) == 7:
-        return open_flows(addr, port, argv[4], float(argv[5]), argv[6])
+    if cmd == "open" and len(argv) in (7, 8):
+        return open_flows(addr, port, argv[4], float(argv[5]), argv[6],
+                          float(argv[7]) if len(argv) == 8 else None)
     sys.exit(__doc__)
 
 

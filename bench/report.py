@@ -269,8 +269,42 @@ def cmd_idle(meta, jpath, epath):
                     side, st["rss_kib"][side] - d["rss_kib_before"][side],
                     st["bytes_per_flow"][side])
                 for side in st["bytes_per_flow"])))
+    if "rss_kib_after" in d:
+        # Memory after a burst: before the flows, the peak, 3 s and
+        # after_s s after they all closed, and after / before.
+        r["return"] = {}
+        for side, k0 in d["rss_kib_before"].items():
+            k1 = d["rss_kib_after"].get(side)
+            if k0 is None or k1 is None:
+                continue
+            r["return"][side] = {
+                "before_kib": k0, "peak_kib": d["hwm_kib"].get(side),
+                "after_3s_kib": d["rss_kib_after_3s"].get(side),
+                "after_kib": k1, "after_s": d["after_s"],
+                "ratio": round(k1 / k0, 3) if k0 else None}
+        parts.append("RSS after they closed: %s" % ", ".join(
+            "%s %d -> peak %s -> %d KiB %g s later (%.2fx)" % (
+                side, v["before_kib"], v["peak_kib"], v["after_kib"],
+                v["after_s"], v["ratio"] or 0)
+            for side, v in r["return"].items()))
     r["value"] = "; ".join(parts)
     return r
+
+
+def return_cell(rs):
+    """RSS after the idle flows closed / before them, client / server."""
+    out = []
+    for side in ("client", "server"):
+        xs = [r["return"][side]["ratio"] for r in rs
+              if side in r.get("return", {})]
+        if not xs:
+            out.append("n/a")
+        elif len(xs) == 1:
+            out.append("%.2fx" % xs[0])
+        else:
+            out.append("%.2fx (%.2f–%.2f)" % (statistics.median(xs),
+                                               min(xs), max(xs)))
+    return " / ".join(out)
 
 
 # ---- tables ---------------------------------------------------------------
@@ -744,7 +778,8 @@ def t_scale(rs, meta):
     steps = sorted({st["flows"] for r in idle if "steps" in r
                     for st in r["steps"]})
     head = ["path", "new conn/s"] + [
-        "RSS per idle flow at %d: client / server" % n for n in steps]
+        "RSS per idle flow at %d: client / server" % n for n in steps] + [
+        "RSS after they closed / before: client / server"]
     rows = []
     for path in ("direct", "openvpn", "v2ray", "kcptun", "tunsplit",
                  "tunsplit-nopool"):
@@ -766,12 +801,16 @@ def t_scale(rs, meta):
             row.append("%s / %s" % tuple(
                 "n/a" if b.get(k) is None else
                 "%.1f KB" % (b[k] / 1e3) for k in ("client", "server")))
+        row.append(return_cell(i))
         rows.append(row)
     return ("### Connection rate and memory (plain veth, no impairment)\n\n"
             "New connections: sequential HTTP/1.0 GETs of 1 KiB %s.  "
             "Idle flows: TCP connections through the path to a holder on the "
             "target, one byte each, RSS growth of the path's client and "
-            "server daemon 11 s after the last one opened.  %s\n\n" % (
+            "server daemon 11 s after the last one opened; then all of "
+            "them closed and the RSS read again 25 s later for tunsplit "
+            "(5 s for the others), against the RSS before them.  "
+            "%s\n\n" % (
                 "(%s per cell, `bench/conns.c`)" % meta["conn_count"]
                 if "conn_count" in meta else
                 "for %s s" % meta.get("conn_seconds", "?"),
@@ -911,13 +950,17 @@ def t_short(rs, meta):
                         if b is not None:
                             per[side].append(b / 1024)
             rows.append([PATH_NAMES[p], med_range(per["client"]),
-                         med_range(per["server"])])
+                         med_range(per["server"]),
+                         return_cell(sel(idle, path=p))])
         out.append(
             "### Idle flows: RSS per flow at %s flows, with and without "
             "reuse (plain veth)\n\nKiB per flow, the daemon's RSS growth "
-            "11 s after the last flow opened; median (min–max) over the "
-            "runs.\n\n" % meta.get("short_idle_flows", "?") +
-            table(["path", "client KiB / flow", "server KiB / flow"], rows))
+            "11 s after the last flow opened; then all flows closed, and "
+            "the RSS 25 s later against the RSS before them (issue 19: "
+            "within 1.25x); median (min–max) over the runs.\n\n" %
+            meta.get("short_idle_flows", "?") +
+            table(["path", "client KiB / flow", "server KiB / flow",
+                   "RSS after / before: client / server"], rows))
     return "\n\n".join(out)
 
 

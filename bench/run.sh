@@ -824,19 +824,22 @@ m_burst() {
 # Idle flows: the target accepts and holds; the app opens the counts in
 # COUNTS one after another, one byte on each, and reads the daemons' RSS at
 # each count, 11 s after the last connection opened for tunsplit (it
-# trims its heap every 10 s) and 3 s for the others.
+# trims its heap every 10 s) and 3 s for the others.  Then it reads their
+# peak RSS, closes every flow and reads the RSS 3 s and AFTER s later:
+# 25 s for tunsplit (its trims follow a burst's end at 0.5, 1, 2, 4, 8 s,
+# then every 10 s), 5 s for the others.
 m_idle() {	# META COUNTS
-	local meta=$1 counts=$2 cp sp n wait=3
-	case $CUR_PATH in tunsplit*) wait=11 ;; esac
+	local meta=$1 counts=$2 cp sp n wait=3 after=5
+	case $CUR_PATH in tunsplit*) wait=11 after=25 ;; esac
 	read -r cp sp <<<"$(path_pids "$CUR_PATH" $IDLE_PORT)"
 	bg_start $NS_T "$WORK/hold.pid" "$WORK/hold.log" python3 "$FLOWS_PY" \
 	    hold $TARGET $IDLE_PORT
 	wait_listen $NS_T $IDLE_PORT || { echo "FAILED: holder"; return; }
 	n=$(echo $counts | wc -w)
-	timeout --foreground $((n * wait + 300)) ip netns exec $NS_C python3 \
-	    "$FLOWS_PY" open $TARGET $IDLE_PORT "$(echo $counts | tr ' ' ,)" $wait \
-	    "client=$cp,server=$sp" >"$WORK/idle.json" 2>"$WORK/idle.err" \
-	    </dev/null 9>&-
+	timeout --foreground $((n * wait + after + 300)) ip netns exec $NS_C \
+	    python3 "$FLOWS_PY" open $TARGET $IDLE_PORT \
+	    "$(echo $counts | tr ' ' ,)" $wait "client=$cp,server=$sp" $after \
+	    >"$WORK/idle.json" 2>"$WORK/idle.err" </dev/null 9>&-
 	pid_stop "$WORK/hold.pid"
 	record idle "$meta, \"wait_s\": $wait}" "$WORK/idle.json" \
 	    "$WORK/idle.err"
