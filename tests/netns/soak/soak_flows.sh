@@ -5,7 +5,10 @@
 # max_flows 12000, the server with max_conns (and per source) 12000.  Reports the resident
 # memory of client and server before, while holding (per flow) and at peak,
 # and checks that both fall back once the flows are gone: descriptors to
-# where they were, 90 % of the resident memory they added within 5 s.
+# where they were, 90 % of the resident memory they added within 5 s,
+# and within 30 s more all of it but 25 % of the level before the burst
+# (taken after a warm-up of 300 connections; not checked under a
+# sanitizer, whose allocator is not glibc's).
 #
 #   tsc: soak.py hold ──ts0── tunsplit client ══TLS══ tunsplit server ── tst: soak.py serve
 . "$(dirname "$0")/../lib.sh"
@@ -55,6 +58,14 @@ srv_alive() {
 	for p in $servers; do ts_alive "$p" || ts_fail "server $p died"; done
 }
 
+# The level before the burst is that of daemons that have served flows:
+# a few hundred connections load what stays for good (the code of the
+# handshakes, session tickets, the warm pool), then one periodic trim.
+TS_APP_TIMEOUT=60
+ts_soak_app churn --host "$TS_T_ADDR4" --port "$TS_SOAK_PORT" --conns 300 \
+    --parallel 8 >"$TS_TMP/warm.log" 2>&1 ||
+    ts_fail "warm-up: $(tail -n 1 "$TS_TMP/warm.log")"
+sleep 11
 c0=$(ts_rss_kb "$TS_CLIENT_PID") s0=$(srv_sum ts_rss_kb)
 cfd0=$(ts_fd_count "$TS_CLIENT_PID") sfd0=$(srv_sum ts_fd_count)
 ts_log "before: client RSS $(ts_mb "$c0") MiB ($cfd0 fds), server $(ts_mb "$s0") MiB ($sfd0 fds)"
@@ -113,15 +124,36 @@ for i in $(seq 50); do
 done
 back_s=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
 ts_log "after: client RSS $(ts_mb "$c2") MiB, server $(ts_mb "$s2") MiB (${back_s} s after the descriptors)"
+# Then all of it (issue 19): within 25 % of the level before the burst,
+# once the trims that follow it (0.5, 1, 2, 4, 8 s after the last flow's
+# end, then every 10 s) have run.  What the 25 % covers is heap
+# fragmentation around what the burst left live (session tickets, the
+# pool's connections).  Before the per-thread cache was swapped out at
+# each trim, 5,000 flows left the client 1.33x and the server 1.29x.
+c3max=$((c0 * 5 / 4)) s3max=$((s0 * 5 / 4))
+t0=$(date +%s.%N)
+for i in $(seq 60); do
+	c3=$(ts_rss_kb "$TS_CLIENT_PID") s3=$(srv_sum ts_rss_kb)
+	[ "$c3" -le "$c3max" ] && [ "$s3" -le "$s3max" ] && break
+	sleep 0.5
+done
+back3_s=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+ts_log "back: client RSS $(ts_mb "$c3") MiB ($(ratio "$c3" "$c0")x before), server $(ts_mb "$s3") MiB ($(ratio "$s3" "$s0")x) after ${back3_s} s more"
 # A sanitizer build's allocator keeps freed memory in its quarantine and
 # is not glibc's: there the numbers are only reported.
 if [ -n "${TS_SANITIZED:-}" ]; then
-	cmax=$c2 smax=$s2
+	ts_log "SKIP of the memory bounds: a sanitizer build's allocator is not glibc's"
+	cmax=$c2 smax=$s2 c3max=$c3 s3max=$s3
 fi
 [ "$c2" -le "$cmax" ] ||
     ts_fail "client RSS $(ts_mb "$c2") MiB 5 s after the flows closed: more than 10 % of the $(ts_mb $((c1 - c0))) MiB they added over $(ts_mb "$c0") MiB"
 [ "$s2" -le "$smax" ] ||
     ts_fail "server RSS $(ts_mb "$s2") MiB 5 s after the flows closed: more than 10 % of the $(ts_mb $((s1 - s0))) MiB they added over $(ts_mb "$s0") MiB"
+[ "$c3" -le "$c3max" ] ||
+    ts_fail "client RSS $(ts_mb "$c3") MiB 30 s after the flows closed: $(ratio "$c3" "$c0")x the $(ts_mb "$c0") MiB before them (at most 1.25x)"
+[ "$s3" -le "$s3max" ] ||
+    ts_fail "server RSS $(ts_mb "$s3") MiB 30 s after the flows closed: $(ratio "$s3" "$s0")x the $(ts_mb "$s0") MiB before them (at most 1.25x)"
 ts_alive "$TS_CLIENT_PID" || ts_fail "the client died"
 srv_alive
-ts_pass "$flows concurrent flows opened in ${open_s} s and held; client RSS $(ts_mb "$c0") -> $(ts_mb "$c1") -> $(ts_mb "$c2") MiB (${cper} B/flow, peak $(ts_mb "$chwm") MiB), server $(ts_mb "$s0") -> $(ts_mb "$s1") -> $(ts_mb "$s2") MiB (${sper} B/flow, peak $(ts_mb "$shwm") MiB)"
+ts_pass "$flows concurrent flows opened in ${open_s} s and held; client RSS $(ts_mb "$c0") -> $(ts_mb "$c1") -> $(ts_mb "$c2") -> $(ts_mb "$c3") MiB (${cper} B/flow, peak $(ts_mb "$chwm") MiB), server $(ts_mb "$s0") -> $(ts_mb "$s1") -> $(ts_mb "$s2") -> $(ts_mb "$s3") MiB (${sper} B/flow, peak $(ts_mb "$shwm") MiB)"
