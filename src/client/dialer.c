@@ -30,6 +30,7 @@
 #include "tls/outer.h"
 
 #define DIALER_BATCH	64	/* epoll events per wait */
+#define DIALER_IDLE_MS	2000	/* idle after work: trim the malloc cache */
 
 enum dialer_state { DIALER_TODO, DIALER_RUNNING, DIALER_DONE };
 
@@ -184,15 +185,21 @@ dialer_main(void *arg)
 {
 	struct dialer_thread *t = arg;
 	struct epoll_event ev[DIALER_BATCH];
-	bool woke, stop = false;
+	bool woke, stop = false, busy = false;
 	int i, n;
 
 	while (!stop) {
-		if ((n = epoll_wait(t->ep, ev, DIALER_BATCH, -1)) == -1) {
+		/* Idle for a while after work: this thread's malloc cache
+		 * holds what the handshakes freed; let the loop's trims
+		 * have it. */
+		if ((n = epoll_wait(t->ep, ev, DIALER_BATCH,
+		    busy ? DIALER_IDLE_MS : -1)) == -1) {
 			if (errno == EINTR)
 				continue;
 			fatal("dialer: epoll_wait");
 		}
+		if ((busy = n > 0) == false)
+			loop_trim_thread_cache();
 		woke = false;
 		for (i = 0; i < n; i++) {
 			if (ev[i].data.ptr == NULL)

@@ -72,7 +72,6 @@ loop_new(void)
 /* After a hint: trim once nothing was freed for this long. */
 #define LOOP_TRIM_SETTLE_MS	500
 
-#if defined(HAVE_MALLOC_TRIM) && !defined(__SANITIZE_ADDRESS__)
 /* glibc's per-thread cache: up to 7 freed chunks of each of the 64
  * smallest sizes (24, 40 ... 1032 bytes asked), which malloc_trim cannot
  * give back.  After a burst they are the burst's last frees, scattered
@@ -84,9 +83,10 @@ loop_new(void)
 #define LOOP_TCACHE_BINS	64
 #define LOOP_TCACHE_COUNT	7
 
-static void
-loop_trim_tcache(void)
+void
+loop_trim_thread_cache(void)
 {
+#if defined(HAVE_MALLOC_TRIM) && !defined(__SANITIZE_ADDRESS__)
 	void	*old[LOOP_TCACHE_COUNT], *fresh[LOOP_TCACHE_COUNT];
 	size_t	 b, i, len;
 
@@ -101,8 +101,8 @@ loop_trim_tcache(void)
 		for (i = 0; i < LOOP_TCACHE_COUNT; i++)
 			free(old[i]);		/* cache full: to the heap */
 	}
-}
 #endif
+}
 
 static void
 loop_on_trim(struct loop_timer *t)
@@ -120,7 +120,7 @@ loop_on_trim(struct loop_timer *t)
 #endif
 	{
 		malloc_trim(0);
-		loop_trim_tcache();
+		loop_trim_thread_cache();
 		malloc_trim(0);
 	}
 #endif

@@ -82,6 +82,13 @@ void loop_trim_memory(struct loop *l, unsigned interval_ms);
  * loop_trim_memory was not called. */
 void loop_trim_hint(struct loop *l);
 
+/* The calling thread's malloc cache swapped for chunks next to what is
+ * live, so that a trim can give back the pages the cached ones kept
+ * (loop_trim_memory does it on its loop's thread): for a thread that
+ * frees much and runs no loop, once it is idle.  Nothing under a
+ * sanitizer. */
+void loop_trim_thread_cache(void);
+
 /* Run until loop_stop(); returns 0, or -1 on an epoll failure. */
 int  loop_run(struct loop *l);
 void loop_stop(struct loop *l);
