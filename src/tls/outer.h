@@ -149,6 +149,13 @@ int  outer_shutdown_write(struct outer *o);
 int  outer_frame_begin(struct outer *o, size_t raw_out, size_t raw_in,
     const void *early, size_t n);
 bool outer_framed(const struct outer *o);
+/* Server: this flow's end marker carries the offer (OUTER_FRAME_OFFER,
+ * raw) right behind it, in its record, when it leaves before the peer's
+ * marker came: the client has it as soon as it read the marker, no round
+ * trip after its own.  outer_frame_offered() says whether it went out
+ * (until outer_frame_end()). */
+void outer_frame_offer(struct outer *o);
+bool outer_frame_offered(const struct outer *o);
 bool outer_frame_idle(const struct outer *o);
 void outer_frame_end(struct outer *o);
 /* Flows begun on the stream (outer_frame_begin), and its age. */

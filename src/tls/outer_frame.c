@@ -28,6 +28,7 @@
 struct outer_frame {
 	size_t		 raw_out, raw_in;	/* unframed bytes still to go */
 	bool		 end_in, end_out;	/* markers read, written */
+	bool		 offer;			/* the offer follows end_out */
 	uint8_t		 len[2];		/* a chunk's length as read */
 	uint8_t		 len_have;
 	size_t		 left;			/* chunk bytes still to read */
@@ -78,6 +79,43 @@ bool
 outer_framed(const struct outer *o)
 {
 	return o != NULL && o->fr != NULL;
+}
+
+void
+outer_frame_offer(struct outer *o)
+{
+	if (o->fr != NULL && !o->fr->end_out)
+		o->fr->offer = true;
+}
+
+bool
+outer_frame_offered(const struct outer *o)
+{
+	return o->fr != NULL && o->fr->offer && o->fr->end_out;
+}
+
+/* The end marker at the stage's end, and the offer behind it if asked
+ * and the peer's marker has not come yet (else bytes it sent past its
+ * marker before our offer would pass unseen: the offer then waits for
+ * the flow's end, as without).  false when they do not fit (the caller
+ * sends them on their own). */
+static bool
+frame_put_end(struct outer_frame *fr)
+{
+	size_t n;
+
+	fr->offer = fr->offer && !fr->end_in;
+	n = fr->offer ? 4 : 2;
+	if (fr->stage_len + n > FRAME_STAGE)
+		return false;
+	fr->stage[fr->stage_len] = fr->stage[fr->stage_len + 1] = 0;
+	if (fr->offer) {
+		fr->stage[fr->stage_len + 2] = OUTER_FRAME_OFFER >> 8;
+		fr->stage[fr->stage_len + 3] = OUTER_FRAME_OFFER & 0xff;
+	}
+	fr->stage_len += n;
+	fr->end_out = true;
+	return true;
 }
 
 bool
@@ -261,12 +299,8 @@ outer_frame_write(struct outer *o, const void *buf, size_t len, bool last)
 		k = 0;
 	fr->stage_data = raw + k;
 	/* The caller's last bytes all in this record: the end marker too. */
-	if (last && raw + k == len && fr->raw_out == 0 &&
-	    fr->stage_len + 2 <= FRAME_STAGE) {
-		fr->stage[fr->stage_len] = fr->stage[fr->stage_len + 1] = 0;
-		fr->stage_len += 2;
-		fr->end_out = true;
-	}
+	if (last && raw + k == len && fr->raw_out == 0)
+		(void)frame_put_end(fr);
 	if (frame_flush(o) == -1 && errno != EAGAIN)
 		return -1;
 	if (fr->stage != NULL) {	/* staged: the caller repeats */
@@ -286,9 +320,7 @@ outer_frame_shutdown(struct outer *o)
 			return 0;
 		if (frame_stage(fr) == -1)
 			return -1;
-		fr->stage[0] = fr->stage[1] = 0;
-		fr->stage_len = 2;
-		fr->end_out = true;
+		(void)frame_put_end(fr);
 	}
 	return frame_flush(o);
 }

@@ -397,6 +397,20 @@ sess_answer(struct sess *s, uint8_t status, const char *reason, int err)
 	sess_start_relay(s, SESS_LINGER_MS);
 }
 
+/*
+ * Whether this framed connection may carry a next flow: within
+ * server.reuse and reuse_age, and not draining.
+ */
+static bool
+sess_may_offer(const struct sess *s)
+{
+	const struct conf *c = s->env->conf;
+
+	return outer_flows(s->outer) < c->server.reuse &&
+	    outer_age_ms(s->outer) < c->server.reuse_age_ms &&
+	    !s->env->no_offers;
+}
+
 static void
 sess_connected(struct sess *s)
 {
@@ -416,6 +430,11 @@ sess_connected(struct sess *s)
 			sess_close(s, SESS_OOM, SESS_RST_TARGET);
 			return;
 		}
+		/* The offer rides behind our end marker (PROTOCOL.md, "The
+		 * offer"): the client need not wait a round trip after its
+		 * own for it, nor wake for it alone. */
+		if (s->framed && sess_may_offer(s))
+			outer_frame_offer(s->outer);
 		if ((buf_len(&s->relay.to_fd) > 0 || s->early_framed) &&
 		    ms > SESS_STATUS_HOLD_MS) {
 			relay_hold_outer(&s->relay);
@@ -696,6 +715,7 @@ sess_flow_done(struct sess *s)
 {
 	struct sess_env		*env = s->env;
 	const struct conf	*c = env->conf;
+	bool			 offered = outer_frame_offered(s->outer);
 	uint8_t			 b;
 	ssize_t			 n;
 
@@ -728,25 +748,26 @@ sess_flow_done(struct sess *s)
 		sess_close(s, SESS_BETWEEN, 0);
 		return;
 	}
-	n = outer_read(s->outer, &b, 1);
+	/* Offered with our end marker, the next header may follow the
+	 * client's at once (a drain since closes all the same); else
+	 * nothing may come before the offer. */
+	n = offered ? -1 : outer_read(s->outer, &b, 1);
 	if (n > 0) {
 		sess_reuse_error(s, "data after flow end");
 		return;
 	}
-	if (n == 0 || (n < 0 && errno != EAGAIN)) {
+	if (!offered && (n == 0 || errno != EAGAIN)) {
 		sess_close(s, SESS_BETWEEN, 0);
 		return;
 	}
-	if (outer_flows(s->outer) >= c->server.reuse ||
-	    outer_age_ms(s->outer) >= c->server.reuse_age_ms ||
-	    env->no_offers) {
+	if (offered ? env->no_offers : !sess_may_offer(s)) {
 		(void)outer_shutdown_write(s->outer);
 		sess_close(s, SESS_BETWEEN, 0);
 		return;
 	}
 	buf_init(&s->hdr, PROTO_REQ_MAX);
 	env->stats.reuse_offered++;
-	s->offer_left = 2;
+	s->offer_left = offered ? 0 : 2;
 	s->state = SESS_HEADER;
 	s->start_ms = s->last_io_ms = loop_now(env->loop);
 	s->last_bytes = 0;

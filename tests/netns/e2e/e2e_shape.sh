@@ -120,8 +120,10 @@ capture() {
 # later ones) every flow's bytes go in chunks of [len:2] + bytes, one
 # record each, so the client's request record is 2 + request + 17, the
 # server's status record 1 + 2 + response + 17, and each direction ends
-# with a 19-byte end marker record (2 + 17), the server's offer another.
-# A connection with one flow may be either: both are tried.
+# with an end marker, the client's a 19-byte record (2 + 17), the
+# server's with the offer behind it (2 + 2 + 17, or 4 more bytes in the
+# record of its last chunk).  A connection with one flow may be either:
+# both are tried.
 check() {
 	"$TS_PY" - "$TS_TMP/$1.json" "$2" "$TS_TMP/$1.sizes" "$3" <<'EOF'
 import json, sys
@@ -172,25 +174,28 @@ def exact(c, n, cli, srv, frame):
     # The status in the record of nginx's first bytes (nginx writes its
     # headers, then the body: one read or two): their plaintexts (records
     # - 17 - the chunk length each) add up to 1 + the response, or 2 more
-    # with the server's end marker, which leaves in the record of the
-    # last chunk when nginx's close came with its last bytes.
+    # with the server's end marker (4 with the offer behind it), which
+    # leaves in the record of the last chunk when nginx's close came with
+    # its last bytes.
     tail = [ln for ln in srv if ln > TAG + CHUNK]
     k = len(tail)
     sums = {sum(tail[i:j]) - (TAG + frame) * (j - i) for i in range(k)
             for j in range(i + 1, k + 1)}
-    merged = frame > 0 and 1 + resp not in sums and 1 + resp + 2 in sums
+    # 2: the marker with the offer behind it, 1: the marker alone.
+    merged = 0 if frame == 0 or 1 + resp in sums else \
+        2 if 1 + resp + 4 in sums else 1 if 1 + resp + 2 in sums else 0
     if 1 + resp not in sums and not merged:
         bad.append("%s flow %d: no records holding exactly the status and "
                    "the %d-byte response: %s" % (c, n, resp, srv))
-    # Then no marker record of its own: the offer is the one 19-byte
-    # record left (none on the connection's last flow if it closed).
-    if merged and srv.count(TAG + CHUNK) > 1:
-        bad.append("%s flow %d: the end marker left with the response "
-                   "and again on its own: %s" % (c, n, srv))
+    # Then no marker record of its own, nor an offer's after the marker
+    # that carried one (the offer alone is a 19-byte record).
+    if merged and srv.count(TAG + CHUNK) > 2 - merged:
+        bad.append("%s flow %d: the end marker (and offer) left with the "
+                   "response and again on its own: %s" % (c, n, srv))
     return bad, True, merged
 
 heads, shapes, bad, together_n, exact_n, nflows = [], [], [], 0, 0, []
-merged_n = 0
+merged_n = offered_n = 0
 for c in conns:
     flows = flows_of(c["records"])
     if not flows:
@@ -216,7 +221,8 @@ for c in conns:
                 bad.extend(tries[-1][0])
             elif ok[0][1]:
                 together_n += 1
-                merged_n += ok[0][2]
+                merged_n += ok[0][2] > 0
+                offered_n += ok[0][2] == 2
             continue
         # Random padding of 1..1024 bytes: a record as long as its exact
         # content (the whole response with the status) is a 1-in-1024
@@ -251,6 +257,10 @@ if pad == 0 and together_n == 0:
 # one of its own, by design); not in one of them is a regression.
 if pad == 0 and reuse != 1 and merged_n == 0:
     bad.append("no flow's end marker left with its last bytes")
+# ...and with it the offer (PROTOCOL.md, "The offer"): nginx's close
+# comes before the client's.
+if pad == 0 and reuse != 1 and offered_n == 0:
+    bad.append("no flow's offer left with its end marker")
 if pad != 0:
     if exact_n > 1:
         bad.append("%d flows have an unpadded response record" % exact_n)
@@ -264,9 +274,9 @@ if len(heads) != len(fetches):
 if len(set(heads)) < 2:
     bad.append("every header record is %s bytes: no random padding" % heads)
 print("client records with the header: %s (request %d bytes%s), flows "
-      "per connection %s, %d end markers with the last bytes"
-      % (heads, req, ", %d of %d with it" % (together_n, len(heads))
-         if pad == 0 else "", nflows, merged_n))
+      "per connection %s, %d end markers with the last bytes (%d with "
+      "the offer)" % (heads, req, ", %d of %d with it" % (together_n,
+      len(heads)) if pad == 0 else "", nflows, merged_n, offered_n))
 print("server records of the first flows (TLS handshake, tickets, "
       "response, end): %s (response %d bytes)" % (shapes[:3], resp))
 for b in bad:

@@ -1635,6 +1635,66 @@ test_frame_write_last(void **state)
 	outer_free(p.s);
 }
 
+/*
+ * outer_frame_offer() (the server's): the offer's two bytes ride right
+ * behind the end marker, in its record, whether the marker leaves with
+ * the last chunk or on its own; the reader gets 0 at the marker, and
+ * the offer raw once framing is off.
+ */
+static void
+test_frame_offer(void **state)
+{
+	struct pair	 p;
+	uint8_t		 buf[16];
+	int		 i;
+
+	(void)state;
+	for (i = 0; i < 2; i++) {
+		plain_pair(&p);
+		assert_int_equal(outer_frame_begin(p.s, 1, 0, NULL, 0), 0);
+		assert_int_equal(outer_frame_begin(p.c, 0, 1, NULL, 0), 0);
+		outer_frame_offer(p.s);
+		assert_false(outer_frame_offered(p.s));
+		if (i == 0)
+			assert_int_equal(outer_write_last(p.s, "Sabc", 4), 4);
+		else
+			assert_int_equal(outer_write(p.s, "Sabc", 4), 4);
+		assert_int_equal(outer_shutdown_write(p.s), 0);
+		assert_true(outer_frame_offered(p.s));
+		assert_int_equal(read_wait(p.c, buf, sizeof(buf)), 1);
+		assert_int_equal(buf[0], 'S');
+		assert_int_equal(read_wait(p.c, buf, sizeof(buf)), 3);
+		assert_memory_equal(buf, "abc", 3);
+		assert_int_equal(read_wait(p.c, buf, sizeof(buf)), 0);
+		outer_frame_end(p.c);
+		read_exact(p.c, buf, 2);
+		assert_int_equal(buf[0] << 8 | buf[1], OUTER_FRAME_OFFER);
+		outer_frame_end(p.s);
+		assert_false(outer_frame_offered(p.s));
+		outer_free(p.c);
+		outer_free(p.s);
+	}
+	/* The client's marker came first: no offer with ours (it waits
+	 * for the flow's end, so that bytes the client sent past its
+	 * marker before any offer are seen). */
+	plain_pair(&p);
+	assert_int_equal(outer_frame_begin(p.s, 0, 0, NULL, 0), 0);
+	assert_int_equal(outer_frame_begin(p.c, 0, 0, NULL, 0), 0);
+	outer_frame_offer(p.s);
+	assert_int_equal(outer_shutdown_write(p.c), 0);
+	assert_int_equal(read_wait(p.s, buf, sizeof(buf)), 0);
+	assert_int_equal(outer_shutdown_write(p.s), 0);
+	assert_false(outer_frame_offered(p.s));
+	assert_int_equal(read_wait(p.c, buf, sizeof(buf)), 0);
+	outer_frame_end(p.c);
+	outer_frame_end(p.s);
+	write_all(p.s, "Z", 1);		/* nothing else was sent */
+	read_exact(p.c, buf, 1);
+	assert_int_equal(buf[0], 'Z');
+	outer_free(p.c);
+	outer_free(p.s);
+}
+
 int
 main(void)
 {
@@ -1677,6 +1737,7 @@ main(void)
 		    setup_ctxs, teardown_ctxs),
 		cmocka_unit_test(test_frame_errors),
 		cmocka_unit_test(test_frame_write_last),
+		cmocka_unit_test(test_frame_offer),
 	};
 
 	/* Before OpenSSL allocates anything. */
