@@ -237,8 +237,11 @@ dialer_on_done(struct loop_fd *lfd, uint32_t revents)
 		dialer.njobs--;
 		pthread_mutex_unlock(&dialer.lock);
 		dialer.st.active--;
-		if (j->cb != NULL && j->err == 0)
+		if (j->cb != NULL && j->err == 0) {
 			dialer.st.ready++;
+			if (outer_session_reused(j->out))
+				dialer.st.resumed++;
+		}
 		else if (j->cb != NULL)
 			dialer.st.failed++;
 		if (j->cb == NULL || j->err != 0) {

@@ -53,12 +53,13 @@ int  dialer_start(struct loop *l, unsigned threads);
  * every owner has cancelled its dials. */
 void dialer_stop(void);
 
-/* The loop's counts (status): dials handed back ready or failed,
- * cancelled by their owner, declined (full: done on the loop). */
+/* The loop's counts (status): dials handed back ready (resumed: of
+ * those, on a session ticket) or failed, cancelled by their owner,
+ * declined (full: done on the loop). */
 struct dialer_stats {
 	unsigned	 threads;
 	unsigned	 active;
-	uint64_t	 ready, failed, cancelled, declined;
+	uint64_t	 ready, resumed, failed, cancelled, declined;
 };
 const struct dialer_stats *dialer_stats(void);
 /* Hands out (a client TLS stream on a socket connecting or connected,

@@ -405,9 +405,10 @@ status_write_text(const struct status *st, FILE *fp)
 		    st->pool.reused, st->pool.expired, st->pool.failed);
 	if (st->has_dialer)
 		fprintf(fp, "dialer: %u threads, %u dials in flight; %" PRIu64
-		    " ready, %" PRIu64 " failed, %" PRIu64 " cancelled, %"
-		    PRIu64 " left to the loop\n", st->dialer.threads,
-		    st->dialer.active, st->dialer.ready, st->dialer.failed,
+		    " ready (%" PRIu64 " resumed), %" PRIu64 " failed, %"
+		    PRIu64 " cancelled, %" PRIu64 " left to the loop\n",
+		    st->dialer.threads, st->dialer.active, st->dialer.ready,
+		    st->dialer.resumed, st->dialer.failed,
 		    st->dialer.cancelled, st->dialer.declined);
 	if (st->has_udp)
 		fprintf(fp, "udp: %" PRIu64 " associations active, %" PRIu64
@@ -749,11 +750,12 @@ status_write_json(const struct status *st, FILE *fp)
 		    st->pool.expired, st->pool.failed, st->pooled);
 	if (st->has_dialer)
 		fprintf(fp, ",\"dialer\":{\"threads\":%u,\"active\":%u,"
-		    "\"ready\":%" PRIu64 ",\"failed\":%" PRIu64
-		    ",\"cancelled\":%" PRIu64 ",\"declined\":%" PRIu64 "}",
+		    "\"ready\":%" PRIu64 ",\"resumed\":%" PRIu64
+		    ",\"failed\":%" PRIu64 ",\"cancelled\":%" PRIu64
+		    ",\"declined\":%" PRIu64 "}",
 		    st->dialer.threads, st->dialer.active, st->dialer.ready,
-		    st->dialer.failed, st->dialer.cancelled,
-		    st->dialer.declined);
+		    st->dialer.resumed, st->dialer.failed,
+		    st->dialer.cancelled, st->dialer.declined);
 	if (st->has_udp)
 		fprintf(fp, ",\"udp\":{\"active\":%" PRIu64 ",\"total\":%" PRIu64
 		    ",\"failed\":%" PRIu64 ",\"internal\":%" PRIu64 ",\"expired\":%"
