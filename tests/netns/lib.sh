@@ -617,6 +617,18 @@ EOF
 	ts_log "$TS_HTTP_WHAT serving $dir on port $port"
 }
 
+# ts_seq_flows N SEED: N sequential short flows to the target's EOFSEND
+# (e2e/reuseflows.py: hash-checked both ways, the app's FIN before each
+# reply), or fail; the summary line is logged.
+ts_seq_flows() {
+	ip netns exec "$NS_C" timeout 120 "$TS_PY" -u \
+	    "$TS_LIB_DIR/e2e/reuseflows.py" flows --host "$TS_T_ADDR4" \
+	    --port "$TS_TARGET_PORT" --flows "$1" --seed "$2" \
+	    >"$TS_TMP/flows.log" 2>&1 ||
+	    ts_fail "flows: $(tail -n 2 "$TS_TMP/flows.log")"
+	ts_log "$(tail -n 1 "$TS_TMP/flows.log")"
+}
+
 # ts_app ARGS...: run a tools.py app in the client namespace (foreground).
 ts_app() {
 	ip netns exec "$NS_C" timeout "${TS_APP_TIMEOUT:-300}" \

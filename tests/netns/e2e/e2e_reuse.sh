@@ -28,14 +28,6 @@ FLOWS=200
 [ -n "${TS_SANITIZED:-}" ] && FLOWS=100
 RF="$(dirname "$0")/reuseflows.py"
 
-flows() {	# flows N SEED: N sequential flows, or fail
-	ip netns exec "$NS_C" timeout 120 "$TS_PY" -u "$RF" flows \
-	    --host "$TS_T_ADDR4" --port "$TS_TARGET_PORT" --flows "$1" \
-	    --seed "$2" >"$TS_TMP/flows.log" 2>&1 ||
-	    ts_fail "flows: $(tail -n 2 "$TS_TMP/flows.log")"
-	ts_log "$(tail -n 1 "$TS_TMP/flows.log")"
-}
-
 counters() {	# prints: connections reused offered errors failed
 	ip netns exec "$NS_S" "$TUNSPLIT" status -s "$TS_TMP/server.sock" \
 	    --json >"$TS_TMP/server.json" || ts_fail "server status --json"
@@ -48,7 +40,7 @@ print(s["sessions"]["total"], r["reused"], r["offered"], r["errors"],
 }
 
 ts_standard_setup "  reuse: 40"
-flows "$FLOWS" 1
+ts_seq_flows "$FLOWS" 1
 read -r conns reused offered errors failed <<<"$(counters)"
 ts_log "server: $conns connections, $reused flows on reused ones, $offered offers, $errors errors, $failed failed"
 [ "$errors" = 0 ] || ts_fail "$errors reuse errors: $(cat "$TS_TMP/server.json")"
@@ -81,7 +73,7 @@ ts_log "burst of 48 flows: the pool keeps $held connections (size $size)"
 
 # A few more flows first: their connections are back in the pool (one
 # that reached reuse: 40 is not), and the next flow takes one of them.
-warm() { flows 3 "$1"; sleep 0.2; }
+warm() { ts_seq_flows 3 "$1"; sleep 0.2; }
 
 # Half-close on a reused connection (the pool hands out reused ones
 # first): the target answers only after the FIN.
@@ -110,7 +102,7 @@ grep "target: .* error E" "$TS_TMP/target.log" >"$TS_TMP/reset.log" ||
 read -r conns3 reused3 offered3 errors3 _ <<<"$(counters)"
 [ "$reused3" -gt "$reused2" ] || ts_fail "the reset flow was not on a reused connection"
 ts_log "reset on a reused connection: target $(head -n 1 "$TS_TMP/reset.log" | sed 's/.*target: //')"
-flows 20 1001
+ts_seq_flows 20 1001
 read -r conns4 reused4 offered4 errors4 failed4 <<<"$(counters)"
 [ "$errors4" = 0 ] || ts_fail "$errors4 reuse errors after the reset"
 ts_log "after the reset: 20 more flows intact, $conns4 connections, $reused4 reused in all"
@@ -122,7 +114,7 @@ ts_stop_server
 printf '  reuse: 1\n' >>"$TS_TMP/server.yaml"
 ts_start_server
 ts_start_client
-flows 20 2001
+ts_seq_flows 20 2001
 read -r conns reused offered errors failed <<<"$(counters)"
 [ "$reused" = 0 ] && [ "$offered" = 0 ] ||
     ts_fail "server reuse: 1 still reused ($reused) or offered ($offered)"
@@ -136,7 +128,7 @@ sed -i '/^  reuse: 1$/d' "$TS_TMP/server.yaml"
 sed -i 's/^  reuse: 40$/  reuse: 1/' "$TS_TMP/client.yaml"
 ts_start_server
 ts_start_client
-flows 20 3001
+ts_seq_flows 20 3001
 read -r conns reused offered errors failed <<<"$(counters)"
 [ "$reused" = 0 ] || ts_fail "client reuse: 1 still reused $reused"
 [ "$conns" -ge 20 ] || ts_fail "20 flows over $conns connections with client reuse: 1"

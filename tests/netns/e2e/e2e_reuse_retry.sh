@@ -20,15 +20,6 @@
 ts_init e2e_reuse_retry
 
 ts_need nft nftables
-RF="$(dirname "$0")/reuseflows.py"
-
-flows() {	# flows N SEED: N sequential flows, or fail
-	ip netns exec "$NS_C" timeout 60 "$TS_PY" -u "$RF" flows \
-	    --host "$TS_T_ADDR4" --port "$TS_TARGET_PORT" --flows "$1" \
-	    --seed "$2" >"$TS_TMP/flows.log" 2>&1 ||
-	    ts_fail "flows: $(tail -n 2 "$TS_TMP/flows.log")"
-	ts_log "$(tail -n 1 "$TS_TMP/flows.log")"
-}
 
 pool() {	# prints: ready reused (taken that had carried a flow)
 	ip netns exec "$NS_C" "$TUNSPLIT" status -s "$TS_TMP/client.sock" \
@@ -40,7 +31,7 @@ print(p["ready"], p["reused"])' "$TS_TMP/client.json" ||
 }
 
 ts_standard_setup
-flows 6 1
+ts_seq_flows 6 1
 # The last flows' connections wait for the server's offer, then are
 # ready again.
 sleep 0.5
@@ -59,7 +50,7 @@ EOF2
 ts_stop_server KILL
 ts_start_server
 
-flows 1 101
+ts_seq_flows 1 101
 read -r _ reused1 <<<"$(pool)"
 [ "$reused1" -gt "$reused0" ] ||
     ts_fail "the flow after the restart did not take a reused connection"
@@ -67,7 +58,7 @@ grep -q "on a reused connection: tried once more on a new one" \
     "$TS_TMP/client.log" ||
     ts_fail "the flow completed, but the client logged no retry"
 ts_log "$(grep -m1 "tried once more on a new one" "$TS_TMP/client.log")"
-flows 5 201
+ts_seq_flows 5 201
 ip netns exec "$NS_C" nft delete table inet tsretry
 ts_check_alive
 ts_pass "a flow on a reused connection the server had closed went again on a new one, intact"
