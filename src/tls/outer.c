@@ -479,6 +479,18 @@ outer_trust(struct outer *o)
 		return;
 	o->pad_left = o->pad_records;
 	SSL_clear_options(o->ssl, SSL_OP_IGNORE_UNEXPECTED_EOF);
+	/* OpenSSL sends two tickets after a full handshake but one after a
+	 * resumed one, and the client uses each once: resumptions alone
+	 * never refill its cache, so of a stream of dials with any overlap
+	 * some third found it empty and did a full handshake -- more CPU on
+	 * both sides, and on the client a parsed copy of the certificate
+	 * (~5 KiB) for that connection's whole life.  A second ticket for
+	 * our own clients only: before they authenticate, a resumption looks
+	 * as nginx's would. */
+	if (!o->ticket_more && SSL_session_reused(o->ssl) == 1) {
+		o->ticket_more = true;
+		(void)SSL_new_session_ticket(o->ssl);	/* with the next write */
+	}
 }
 
 bool

@@ -20,6 +20,7 @@ struct outer {
 	bool		 shut_sent;	/* close_notify written */
 	bool		 wr_closed;	/* TCP write side shut too */
 	bool		 eof;		/* recv() returned 0 */
+	bool		 ticket_more;	/* server: one more ticket asked */
 	uint32_t	 want_hs, want_rd, want_wr, want_shut;
 	char		*sni;		/* client: name to verify; cache key */
 	unsigned	 pad_left;	/* records still to pad */

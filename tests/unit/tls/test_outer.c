@@ -903,6 +903,58 @@ test_resumption(void **state)
 	outer_ctx_free(fresh);
 }
 
+/* Connections from cctx at once (none reads its tickets yet): how many
+ * resumed; then each takes in what its server sent, trusted or not. */
+static int
+resume_at_once(SSL_CTX *cctx, SSL_CTX *sctx, int n, bool trust)
+{
+	struct pair	 p[4];
+	char		 buf[4];
+	int		 i, reused = 0;
+
+	for (i = 0; i < n; i++) {
+		pair_connect(&p[i], cctx, sctx, false);
+		reused += outer_session_reused(p[i].c);
+	}
+	for (i = 0; i < n; i++) {
+		if (trust)
+			outer_trust(p[i].s);
+		write_all(p[i].s, "t", 1);
+		assert_int_equal(read_wait(p[i].c, buf, sizeof(buf)), 1);
+		pair_free(&p[i]);
+	}
+	return reused;
+}
+
+/* OpenSSL's server sends two tickets after a full handshake, one after a
+ * resumed one; the client uses each once.  Once a resumed peer has
+ * authenticated (outer_trust) it gets a second, so that resumptions
+ * refill the client's cache; before that, or never trusted (a prober),
+ * it gets one, as from nginx. */
+static void
+test_resumed_ticket_refill(void **state)
+{
+	struct ctxs	*x = *state;
+	SSL_CTX		*c;
+
+	assert_non_null(c = outer_ctx_client(ca_pem, false));
+	assert_int_equal(resume_at_once(c, x->s, 1, true), 0);	/* 2 */
+	assert_int_equal(resume_at_once(c, x->s, 2, false), 2);	/* 1 + 1 */
+	assert_int_equal(resume_at_once(c, x->s, 2, true), 2);	/* 2 + 2 */
+	/* Four tickets: four at once resume. */
+	assert_int_equal(resume_at_once(c, x->s, 4, false), 4);	/* 4 x 1 */
+	/* Untrusted ones brought one each: four again, no more. */
+	assert_int_equal(resume_at_once(c, x->s, 4, false), 4);
+	outer_ctx_free(c);
+	assert_non_null(c = outer_ctx_client(ca_pem, false));
+	assert_int_equal(resume_at_once(c, x->s, 1, false), 0);	/* 2 */
+	assert_int_equal(resume_at_once(c, x->s, 2, false), 2);	/* 1 + 1 */
+	assert_int_equal(resume_at_once(c, x->s, 2, false), 2);	/* 1 + 1 */
+	/* Untrusted: two tickets, so of three at once one is full. */
+	assert_int_equal(resume_at_once(c, x->s, 3, false), 2);
+	outer_ctx_free(c);
+}
+
 static void
 expect_fail(SSL_CTX *cctx, SSL_CTX *sctx, const char *sni)
 {
@@ -1721,6 +1773,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_no_sigpipe,
 		    setup_ctxs, teardown_ctxs),
 		cmocka_unit_test_setup_teardown(test_resumption,
+		    setup_ctxs, teardown_ctxs),
+		cmocka_unit_test_setup_teardown(test_resumed_ticket_refill,
 		    setup_ctxs, teardown_ctxs),
 		cmocka_unit_test_setup_teardown(test_verification,
 		    setup_ctxs, teardown_ctxs),
