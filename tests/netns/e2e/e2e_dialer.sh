@@ -14,9 +14,12 @@
 #    dialer threads; the apps reset their connections: every dial is
 #    cancelled, and the client's open fds come back to what they were
 #    before (each cancelled stream's socket closed).
-# 3. 4 more dials waiting in their handshakes when the client is stopped
-#    (SIGTERM twice: drain, then stop): it exits 0; under ASan its leak
-#    check at exit runs with them (lib.sh fails the test on any report).
+# 3. A reload with pool: 2, 4 more flows: their dials and the pool's wait
+#    in their handshakes; a reload back to pool: 0 retires that pool and
+#    cancels exactly its dials; then the client is stopped with the 4
+#    flows' dials in flight (SIGTERM twice: drain, then stop): it exits
+#    0; under ASan its leak check at exit runs with them (lib.sh fails
+#    the test on any report).
 #
 # Topology: lib.sh's (client tsc -- server tss -- target tst).
 . "$(dirname "$0")/../lib.sh"
@@ -125,9 +128,24 @@ fds_settle "$base" ||
     ts_fail "after 8 cancelled dials the client holds $(fds) fds, $base before"
 ts_log "the apps' resets cancelled the 8 dials; fds back to $base"
 
-# 3. Stopped with dials in flight.
+# 3. The pool's dials cancelled by a reload, the flows' by the stop.
+sed -i 's/^  pool: 0$/  pool: 2/' "$TS_TMP/client.yaml"
+ts_reload "$TS_CLIENT_PID" "$TS_TMP/client.log" "reload with pool: 2"
 stalled 4 stop
-wait_for 's["dialer"]["active"] == 4' "4 dials waiting in their handshakes"
+# The 4 flows' dials, and the pool's (it warms up for the flows after
+# them): all waiting in their handshakes.
+wait_for 's["dialer"]["active"] == 4 + s["pool"]["connecting"] and s["pool"]["connecting"] >= 1' \
+    "4 flows' dials and the pool's waiting in their handshakes"
+# From that same answer (a flow's dial and the pool's it prompts start
+# in one event: no answer shows one without the other).
+read -r cancelled pooldials <<<"$("$TS_PY" -c 'import json, sys
+s = json.load(open(sys.argv[1]))
+print(s["dialer"]["cancelled"], s["pool"]["connecting"])' "$TS_TMP/client.json")"
+sed -i 's/^  pool: 2$/  pool: 0/' "$TS_TMP/client.yaml"
+ts_reload "$TS_CLIENT_PID" "$TS_TMP/client.log" "reload with pool: 0 again"
+wait_for "s[\"dialer\"][\"active\"] == 4 and s[\"dialer\"][\"cancelled\"] == $cancelled + $pooldials" \
+    "the reload did not cancel the retired pool's $pooldials dials"
+ts_log "a reload cancelled the retired pool's $pooldials dials in their handshakes; the flows' 4 go on"
 kill -TERM "$TS_CLIENT_PID"
 sleep 0.3
 kill -TERM "$TS_CLIENT_PID"
@@ -143,4 +161,4 @@ touch "$TS_TMP/stop.go"
 kill -CONT "$TS_SERVER_PID"
 ts_log "client stopped with 4 dials in their handshakes: exit 0"
 
-ts_pass "a burst of $BURST flows byte for byte with the handshakes on the dialer threads; dials cancelled mid-handshake by the apps' resets and by the stop free their streams"
+ts_pass "a burst of $BURST flows byte for byte with the handshakes on the dialer threads; dials cancelled mid-handshake by the apps' resets, a reload and the stop free their streams"
