@@ -36,6 +36,20 @@
 #include "core/sock.h"
 #include "tls/outer_int.h"
 
+/*
+ * Write batching: OpenSSL writes each record with a system call of its
+ * own (partial writes return after one record), and a 16 KiB send costs
+ * about what a 64 KiB one does in the kernel (the TCP pass, the
+ * receiver's wakeup).  An outer_write of more than a record encrypts up
+ * to OUTER_WQ_RECS records into one queue and sends them at once.
+ */
+#define OUTER_REC_PLAIN	16384			/* TLS plaintext record */
+#define OUTER_REC_WIRE	(OUTER_REC_PLAIN + 256 + 5)	/* RFC 8446 5.2 */
+#define OUTER_WQ_RECS	4
+#define OUTER_WQ_CAP	(OUTER_WQ_RECS * OUTER_REC_WIRE)
+
+static void outer_wq_free(struct outer *);
+
 static pthread_once_t	 outer_once = PTHREAD_ONCE_INIT;
 static BIO_METHOD	*outer_bio_meth;
 static bool		 outer_free_buffers_ok;
@@ -55,6 +69,17 @@ outer_bio_write(BIO *b, const char *buf, int len)
 	ssize_t		 n;
 
 	BIO_clear_retry_flags(b);
+	/* Records of a batch, and anything OpenSSL writes while one is
+	 * still queued (it must not overtake it), go to the queue. */
+	if (o->wq_batch || o->wq_len > 0) {
+		if (!o->wq_batch || (size_t)len > OUTER_WQ_CAP - o->wq_len) {
+			BIO_set_retry_write(b);
+			return -1;
+		}
+		memcpy(o->wq + o->wq_len, buf, (size_t)len);
+		o->wq_len += (size_t)len;
+		return len;
+	}
 	n = send(o->fd, buf, (size_t)len, MSG_NOSIGNAL);
 	if (n < 0 && outer_errno_retry(errno))
 		BIO_set_retry_write(b);
@@ -564,6 +589,7 @@ outer_io_read(struct outer *o, void *buf, size_t len)
 		 * post-handshake messages); SSL_free_buffers() refuses while
 		 * a partial record is buffered. */
 		(void)SSL_free_buffers(o->ssl);
+		outer_wq_free(o);
 		errno = EAGAIN;
 	}
 	return rc;
@@ -585,12 +611,89 @@ outer_write_last(struct outer *o, const void *buf, size_t len)
 	return outer_io_write(o, buf, len);
 }
 
+/* Sends what the batch queue holds.  0 when all left, -1 with errno
+ * EAGAIN (and want_wr set), EPIPE or ECONNRESET. */
+static int
+outer_wq_flush(struct outer *o)
+{
+	ssize_t	n;
+
+	while (o->wq_off < o->wq_len) {
+		n = send(o->fd, o->wq + o->wq_off, o->wq_len - o->wq_off,
+		    MSG_NOSIGNAL);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (outer_errno_retry(errno)) {
+				o->want_wr = EPOLLOUT;
+				errno = EAGAIN;
+			} else if (errno != EPIPE)
+				errno = ECONNRESET;
+			return -1;
+		}
+		o->wq_off += (size_t)n;
+	}
+	o->wq_len = o->wq_off = 0;
+	o->want_wr = 0;
+	return 0;
+}
+
+static void
+outer_wq_free(struct outer *o)
+{
+	if (o->wq_len > 0)
+		return;
+	free(o->wq);
+	o->wq = NULL;
+}
+
+/*
+ * Up to OUTER_WQ_RECS records of buf, encrypted into the queue and sent
+ * with one call.  Their bytes count as written once all of it left; a
+ * queue that did not leave makes the call EAGAIN, and its repeat (the
+ * same bytes, outer.h) sends the rest and returns their count.
+ */
+static ssize_t
+outer_write_batch(struct outer *o, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	size_t	done = 0, n;
+	int	r = 1;
+
+	if (o->wq == NULL && (o->wq = malloc(OUTER_WQ_CAP)) == NULL)
+		return -2;
+	o->wq_batch = true;
+	while (done < len && OUTER_WQ_CAP - o->wq_len >= OUTER_REC_WIRE) {
+		ERR_clear_error();
+		if ((r = SSL_write_ex(o->ssl, p + done, len - done, &n)) != 1)
+			break;
+		done += n;
+	}
+	o->wq_batch = false;
+	if (done == 0) {
+		if (outer_error(o, r, &o->want_wr, "write") == 0)
+			errno = EPIPE;
+		return -1;
+	}
+	/* A failure after some records: the next call reports it. */
+	o->wq_plain = done;
+	if (outer_wq_flush(o) == -1)
+		return -1;
+	return (ssize_t)done;
+}
+
 ssize_t
 outer_io_write(struct outer *o, const void *buf, size_t len)
 {
 	size_t	n;
+	ssize_t	w;
 	int	r;
 
+	if (o->wq_len > 0) {		/* the repeat of a blocked batch */
+		if (outer_wq_flush(o) == -1)
+			return -1;
+		return (ssize_t)o->wq_plain;
+	}
 	if (o->shut_sent) {
 		errno = EPIPE;
 		return -1;
@@ -599,6 +702,9 @@ outer_io_write(struct outer *o, const void *buf, size_t len)
 		return 0;
 	if (o->ssl == NULL)
 		return outer_plain_write(o, buf, len);
+	if (len > OUTER_REC_PLAIN && o->hs_done &&
+	    (w = outer_write_batch(o, buf, len)) != -2)
+		return w;
 	ERR_clear_error();
 	r = SSL_write_ex(o->ssl, buf, len, &n);
 	if (!o->hs_done && SSL_is_init_finished(o->ssl)) {
@@ -667,6 +773,10 @@ outer_shutdown_write(struct outer *o)
 		if (r != 1)
 			return -1;
 	}
+	if (o->wq_len > 0 && outer_wq_flush(o) == -1) {
+		o->want_shut = o->want_wr;
+		return -1;
+	}
 	if (!o->shut_sent && o->ssl != NULL) {
 		ERR_clear_error();
 		if ((r = SSL_shutdown(o->ssl)) < 0) {
@@ -701,6 +811,7 @@ outer_release(struct outer *o, bool rst)
 	if (o->ssl != NULL && o->client)
 		outer_cache_settle(SSL_get_SSL_CTX(o->ssl));
 	SSL_free(o->ssl);
+	free(o->wq);
 	outer_frame_free(o);
 	if (rst)
 		sock_close_rst(o->fd);	/* the peer sees an RST, not a FIN */

@@ -113,7 +113,8 @@ ssize_t outer_read(struct outer *o, void *buf, size_t len);
 ssize_t outer_write(struct outer *o, const void *buf, size_t len);
 /* outer_write() of a side's last bytes, outer_shutdown_write() to follow:
  * on a framed flow the end marker leaves in the record of the last chunk
- * when all of buf fits in it (a 2-byte marker record of its own would
+ * when all of buf goes in this call and that record has room for it
+ * (a 2-byte marker record of its own would
  * mark every flow's end on the wire), and outer_shutdown_write() then
  * has nothing left to send.  Otherwise as outer_write(). */
 ssize_t outer_write_last(struct outer *o, const void *buf, size_t len);
@@ -128,8 +129,8 @@ int  outer_shutdown_write(struct outer *o);
 /*
  * Flow framing (the native protocol's version 3, doc/PROTOCOL.md
  * "Reusable connections"): while a flow is framed, outer_write() sends
- * each piece as a chunk (2-byte length, 1..OUTER_CHUNK_MAX, then the
- * bytes), outer_shutdown_write() sends the end marker (length 0) instead
+ * up to OUTER_WRITE_CHUNKS chunks of the bytes given (2-byte length,
+ * 1..OUTER_CHUNK_MAX, then the bytes; each chunk one TLS record), outer_shutdown_write() sends the end marker (length 0) instead
  * of close_notify and leaves TCP open, and outer_read() returns the
  * chunks' bytes, 0 at the peer's end marker (and from then on, without
  * reading further), -1 EPROTO when the stream ends (close_notify, FIN)
@@ -145,6 +146,7 @@ int  outer_shutdown_write(struct outer *o);
  * (PROTOCOL.md's offer).
  */
 #define OUTER_CHUNK_MAX		16382	/* + its length: one TLS record */
+#define OUTER_WRITE_CHUNKS	4	/* per outer_write() */
 #define OUTER_FRAME_OFFER	0xffff	/* server -> client, between flows */
 int  outer_frame_begin(struct outer *o, size_t raw_out, size_t raw_in,
     const void *early, size_t n);

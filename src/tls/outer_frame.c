@@ -3,8 +3,10 @@
  * marker of one flow at a time, so that a connection can carry the next
  * flow once both ends of this one have crossed.
  *
- * Writing: each outer_write() call becomes one chunk (or raw bytes, then
- * a chunk) staged in one buffer and written as one TLS record.  The
+ * Writing: each outer_write() call becomes up to FRAME_CHUNKS chunks, a
+ * TLS record each (or raw bytes, then a chunk, in one record), staged in
+ * one buffer and written with one outer_io_write (which sends the records
+ * together).  The
  * staged bytes stand for the caller's first bytes: a call that returns
  * EAGAIN is repeated with the same bytes (outer.h's contract), which
  * finds the stage still full and returns their count once it left.
@@ -23,7 +25,9 @@
 #include "tls/outer.h"
 #include "tls/outer_int.h"
 
-#define FRAME_STAGE	(2 + OUTER_CHUNK_MAX)
+#define FRAME_REC	(2 + OUTER_CHUNK_MAX)	/* a chunk: one TLS record */
+#define FRAME_CHUNKS	OUTER_WRITE_CHUNKS	/* outer_io_write's batch */
+#define FRAME_STAGE	(FRAME_CHUNKS * FRAME_REC)
 
 struct outer_frame {
 	size_t		 raw_out, raw_in;	/* unframed bytes still to go */
@@ -37,6 +41,8 @@ struct outer_frame {
 	uint8_t		*stage;			/* in flight; NULL: none */
 	size_t		 stage_len, stage_off;
 	size_t		 stage_data;		/* caller's bytes it holds */
+	size_t		 stage_cap;		/* its size */
+	size_t		 last_chunk;		/* bytes of its last record */
 };
 
 uint64_t
@@ -106,8 +112,9 @@ frame_put_end(struct outer_frame *fr)
 
 	fr->offer = fr->offer && !fr->end_in;
 	n = fr->offer ? 4 : 2;
-	if (fr->stage_len + n > FRAME_STAGE)
-		return false;
+	if (fr->last_chunk + n > FRAME_REC ||
+	    fr->stage_len + n > fr->stage_cap)
+		return false;	/* in the last record, or not at all */
 	fr->stage[fr->stage_len] = fr->stage[fr->stage_len + 1] = 0;
 	if (fr->offer) {
 		fr->stage[fr->stage_len + 2] = OUTER_FRAME_OFFER >> 8;
@@ -249,14 +256,41 @@ frame_flush(struct outer *o)
 }
 
 static int
-frame_stage(struct outer_frame *fr)
+frame_stage(struct outer_frame *fr, size_t size)
 {
-	if (fr->stage == NULL && (fr->stage = malloc(FRAME_STAGE)) == NULL) {
+	if (size > FRAME_STAGE)
+		size = FRAME_STAGE;
+	if (fr->stage == NULL && (fr->stage = malloc(size)) == NULL) {
 		errno = ENOMEM;
 		return -1;
 	}
-	fr->stage_len = fr->stage_off = fr->stage_data = 0;
+	fr->stage_cap = size;
+	fr->stage_len = fr->stage_off = fr->stage_data = fr->last_chunk = 0;
 	return 0;
+}
+
+/* Chunks of up to n bytes of p into the stage after what it holds, each
+ * filling one record; how many bytes they took. */
+static size_t
+frame_chunks(struct outer_frame *fr, const uint8_t *p, size_t n,
+    unsigned max)
+{
+	size_t k, took = 0;
+
+	while (n > took && max-- > 0 && FRAME_STAGE - fr->stage_len > 2) {
+		k = n - took;
+		if (k > FRAME_STAGE - fr->stage_len - 2)
+			k = FRAME_STAGE - fr->stage_len - 2;
+		if (k > OUTER_CHUNK_MAX)
+			k = OUTER_CHUNK_MAX;
+		fr->stage[fr->stage_len] = (uint8_t)(k >> 8);
+		fr->stage[fr->stage_len + 1] = (uint8_t)k;
+		memcpy(fr->stage + fr->stage_len + 2, p + took, k);
+		fr->stage_len += 2 + k;
+		fr->last_chunk = 2 + k;
+		took += k;
+	}
+	return took;
 }
 
 ssize_t
@@ -264,7 +298,7 @@ outer_frame_write(struct outer *o, const void *buf, size_t len, bool last)
 {
 	struct outer_frame *fr = o->fr;
 	const uint8_t *p = buf;
-	size_t raw, k;
+	size_t raw, k = 0;
 
 	if (fr->stage != NULL) {	/* the repeat of a blocked call */
 		if (frame_flush(o) == -1)
@@ -277,28 +311,28 @@ outer_frame_write(struct outer *o, const void *buf, size_t len, bool last)
 	}
 	if (len == 0)
 		return 0;
-	if (frame_stage(fr) == -1)
+	/* the bytes, their chunks' lengths, the end marker and offer */
+	if (frame_stage(fr, len + 2 * FRAME_CHUNKS + 4) == -1)
 		return -1;
 	raw = len < fr->raw_out ? len : fr->raw_out;
-	if (raw > FRAME_STAGE)
-		raw = FRAME_STAGE;
+	if (raw > FRAME_REC)
+		raw = FRAME_REC;
 	memcpy(fr->stage, p, raw);
 	fr->stage_len = raw;
 	fr->raw_out -= raw;
-	k = len - raw;
-	if (fr->raw_out == 0 && k > 0 && FRAME_STAGE - raw > 2) {
-		if (k > FRAME_STAGE - raw - 2)
-			k = FRAME_STAGE - raw - 2;
-		if (k > OUTER_CHUNK_MAX)
-			k = OUTER_CHUNK_MAX;
-		fr->stage[raw] = (uint8_t)(k >> 8);
-		fr->stage[raw + 1] = (uint8_t)k;
-		memcpy(fr->stage + raw + 2, p + raw, k);
-		fr->stage_len += 2 + k;
-	} else
-		k = 0;
+	fr->last_chunk = raw;
+	/* Raw bytes and a chunk share one record; a write of chunks alone
+	 * is a chunk per record, up to FRAME_CHUNKS of them. */
+	if (fr->raw_out == 0 && len > raw && raw == 0)
+		k = frame_chunks(fr, p, len, FRAME_CHUNKS);
+	else if (fr->raw_out == 0 && len > raw && FRAME_REC - raw > 2) {
+		k = frame_chunks(fr, p + raw, len - raw < FRAME_REC - raw - 2 ?
+		    len - raw : FRAME_REC - raw - 2, 1);
+		fr->last_chunk = fr->stage_len;
+	}
 	fr->stage_data = raw + k;
-	/* The caller's last bytes all in this record: the end marker too. */
+	/* The caller's last bytes all in this write: the end marker too,
+	 * in the last record if it has room. */
 	if (last && raw + k == len && fr->raw_out == 0)
 		(void)frame_put_end(fr);
 	if (frame_flush(o) == -1 && errno != EAGAIN)
@@ -318,7 +352,7 @@ outer_frame_shutdown(struct outer *o)
 	if (fr->stage == NULL) {
 		if (fr->end_out)
 			return 0;
-		if (frame_stage(fr) == -1)
+		if (frame_stage(fr, 4) == -1)
 			return -1;
 		(void)frame_put_end(fr);
 	}

@@ -29,6 +29,11 @@ struct outer {
 	struct outer_frame *fr;		/* flow framing (outer_frame.c) */
 	unsigned	 flows;		/* framed flows begun on it */
 	uint64_t	 born_ms;	/* CLOCK_MONOTONIC at outer_new */
+	/* Records of one outer_write, sent together (outer_io_write). */
+	uint8_t		*wq;
+	size_t		 wq_len, wq_off;
+	size_t		 wq_plain;	/* the caller's bytes they hold */
+	bool		 wq_batch;	/* the BIO appends to wq */
 };
 
 /* The unframed stream, which outer_read/outer_write/outer_shutdown_write

@@ -1624,7 +1624,7 @@ test_frame_errors(void **state)
 	assert_memory_equal(buf, "HDR\x00\x03xyz", 8);
 	memset(big, 'b', sizeof(big));
 	while ((n = outer_write(p.c, big, sizeof(big))) > 0)
-		assert_true(n <= OUTER_CHUNK_MAX);
+		assert_true(n <= OUTER_WRITE_CHUNKS * OUTER_CHUNK_MAX);
 	assert_int_equal(errno, EAGAIN);
 	assert_true(outer_events(p.c) & EPOLLOUT);
 	drained = 0;
@@ -1635,7 +1635,7 @@ test_frame_errors(void **state)
 		assert_true(n > 0 || errno == EAGAIN);
 	} while (n < 0);
 	assert_true(drained > 0);
-	assert_true(n > 0 && n <= OUTER_CHUNK_MAX);
+	assert_true(n > 0 && n <= OUTER_WRITE_CHUNKS * OUTER_CHUNK_MAX);
 	assert_int_equal(outer_shutdown_write(p.c), 0);
 	outer_free(p.c);
 	outer_free(p.s);
@@ -1657,17 +1657,35 @@ nothing_else(struct pair *p, struct outer *w, struct outer *r)
 
 /*
  * outer_write_last(): the end marker leaves with the last chunk when all
- * of it fits (one record, no 2-byte marker record of its own), and
+ * of it fits (in its record, no 2-byte marker record of its own), and
  * outer_shutdown_write() then sends nothing; bytes that take more than
- * one chunk go without it, and the shutdown sends the marker.
+ * one write, or whose last chunk fills its record, go without it, and
+ * the shutdown sends the marker.
  */
+#define BIG_CHUNKS	(OUTER_WRITE_CHUNKS * OUTER_CHUNK_MAX)
+static ssize_t
+write_last_all(struct outer *o, const void *buf, size_t len)
+{
+	ssize_t	n;
+
+	while ((n = outer_write_last(o, buf, len)) < 0) {
+		struct pollfd pfd = { .fd = outer_fd(o),
+		    .events = poll_events(outer_events(o)) };
+
+		assert_int_equal(errno, EAGAIN);
+		assert_true(poll(&pfd, 1, 1000) >= 0);
+	}
+	return n;
+}
+
 static void
 test_frame_write_last(void **state)
 {
 	struct pair	 p;
-	static uint8_t	 big[OUTER_CHUNK_MAX + 10];
+	static uint8_t	 big[BIG_CHUNKS + 10];
 	uint8_t		 buf[16];
 	ssize_t		 n;
+	size_t		 i;
 
 	(void)state;
 	plain_pair(&p);
@@ -1682,19 +1700,83 @@ test_frame_write_last(void **state)
 	outer_frame_end(p.c);
 	nothing_else(&p, p.c, p.s);
 
+	/* more than one write's chunks: the marker comes with the rest */
 	plain_pair(&p);
 	assert_int_equal(outer_frame_begin(p.c, 0, 0, NULL, 0), 0);
 	memset(big, 'b', sizeof(big));
-	n = outer_write_last(p.c, big, sizeof(big));
-	assert_int_equal(n, OUTER_CHUNK_MAX);
+	n = write_last_all(p.c, big, sizeof(big));
+	assert_int_equal(n, BIG_CHUNKS);
 	assert_int_equal(outer_write_last(p.c, big, 10), 10);
 	assert_int_equal(outer_shutdown_write(p.c), 0);
-	read_exact(p.s, big, 2 + OUTER_CHUNK_MAX);
-	assert_int_equal(big[0] << 8 | big[1], OUTER_CHUNK_MAX);
+	for (i = 0; i < OUTER_WRITE_CHUNKS; i++) {
+		read_exact(p.s, big, 2 + OUTER_CHUNK_MAX);
+		assert_int_equal(big[0] << 8 | big[1], OUTER_CHUNK_MAX);
+	}
 	read_exact(p.s, buf, 14);
 	assert_memory_equal(buf, "\x00\x0a" "bbbbbbbbbb\x00\x00", 14);
 	outer_free(p.c);
 	outer_free(p.s);
+
+	/* a last chunk that fills its record: the marker goes on its own */
+	plain_pair(&p);
+	assert_int_equal(outer_frame_begin(p.c, 0, 0, NULL, 0), 0);
+	assert_int_equal(write_last_all(p.c, big, 2 * OUTER_CHUNK_MAX),
+	    2 * OUTER_CHUNK_MAX);
+	assert_false(outer_frame_idle(p.c));
+	errno = 0;
+	assert_int_equal(outer_shutdown_write(p.c), 0);
+	read_exact(p.s, big, 2 * (2 + OUTER_CHUNK_MAX) + 2);
+	assert_int_equal(big[2 + OUTER_CHUNK_MAX] << 8 |
+	    big[3 + OUTER_CHUNK_MAX], OUTER_CHUNK_MAX);
+	assert_memory_equal(big + 2 * (2 + OUTER_CHUNK_MAX), "\x00\x00", 2);
+	outer_free(p.c);
+	outer_free(p.s);
+}
+
+/*
+ * A framed write over TLS of more than a chunk: up to OUTER_WRITE_CHUNKS
+ * chunks, each one full record on the wire (the shape of one chunk per
+ * record stays), sent together.  (Their bytes: test_bulk_both_ways.)
+ */
+static void
+test_frame_tls_batch(void **state)
+{
+	struct ctxs	*x = *state;
+	struct pair	 p;
+	static uint8_t	 out[3 * OUTER_CHUNK_MAX + 100];
+	uint8_t		 wire[4 * (5 + 2 + OUTER_CHUNK_MAX + 1 + 16)], *h;
+	size_t		 i, want, got = 0;
+	long long	 deadline = now_ms() + DEADLINE_MS;
+	ssize_t		 n;
+
+	pair_connect(&p, x->c, x->s, false);
+	/* the client's first read takes the session tickets in */
+	write_all(p.s, "w", 1);
+	assert_int_equal(read_wait(p.c, out, 1), 1);
+	assert_int_equal(outer_frame_begin(p.c, 0, 0, NULL, 0), 0);
+	memset(out, 'o', sizeof(out));
+	assert_int_equal(outer_write(p.c, out, sizeof(out)), sizeof(out));
+	want = 3 * (5 + 2 + OUTER_CHUNK_MAX + 1 + 16) + 5 + 2 + 100 + 1 + 16;
+	while (got < want) {
+		n = recv(outer_fd(p.s), wire + got, sizeof(wire) - got,
+		    MSG_DONTWAIT);
+		if (n < 0) {
+			assert_int_equal(errno, EAGAIN);
+			assert_true(now_ms() < deadline);
+			usleep(1000);
+			continue;
+		}
+		assert_true(n > 0);
+		got += (size_t)n;
+	}
+	assert_int_equal(got, want);
+	for (h = wire, i = 0; i < 4; i++) {
+		assert_int_equal(h[0], 23);
+		assert_int_equal(h[3] << 8 | h[4], i < 3 ?
+		    2 + OUTER_CHUNK_MAX + 1 + 16 : 2 + 100 + 1 + 16);
+		h += 5 + (h[3] << 8 | h[4]);
+	}
+	pair_free(&p);
 }
 
 /*
@@ -1798,6 +1880,8 @@ main(void)
 		cmocka_unit_test(test_frame_errors),
 		cmocka_unit_test(test_frame_write_last),
 		cmocka_unit_test(test_frame_offer),
+		cmocka_unit_test_setup_teardown(test_frame_tls_batch,
+		    setup_ctxs, teardown_ctxs),
 	};
 
 	/* Before OpenSSL allocates anything. */
