@@ -152,7 +152,7 @@ bridge_relay(struct bridge *b, uint32_t oev, uint32_t fev)
 		bridge_close(b, "connection reset", true);
 		return;
 	}
-	switch (relay_run(r)) {
+	switch (relay_run(r, oev, fev)) {
 	case RELAY_RUNNING:
 		break;
 	case RELAY_DONE:

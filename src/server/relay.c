@@ -217,6 +217,10 @@ relay_fill_from_outer(struct relay *r, bool *progress)
 	size_t	 room;
 	ssize_t	 n;
 
+	/* Nothing came since the last read blocked (outer_pending: bytes
+	 * TLS holds, which no event announces). */
+	if (r->outer_rd_idle && outer_pending(r->outer) == 0)
+		return 0;
 	while (!r->outer_eof) {
 		if ((tail = buf_tail(&r->to_fd, &room)) == NULL)
 			return 0;	/* full (or out of memory: retry later) */
@@ -224,6 +228,7 @@ relay_fill_from_outer(struct relay *r, bool *progress)
 		if (n == -1) {
 			if (relay_again(errno)) {
 				r->outer_rd_ev = relay_blocked_on(r, EPOLLIN);
+				r->outer_rd_idle = true;
 				break;
 			}
 			r->err = errno;
@@ -246,15 +251,17 @@ relay_fill_from_fd(struct relay *r, bool *progress)
 	size_t	 room;
 	ssize_t	 n;
 
-	while (!r->fd_eof) {
+	while (!r->fd_eof && !r->fd_rd_idle) {
 		if ((tail = buf_tail(&r->to_outer, &room)) == NULL)
 			return 0;
 		n = recv(r->fd, tail, room, 0);
 		if (n == -1) {
 			if (errno == EINTR)
 				continue;
-			if (relay_again(errno))
+			if (relay_again(errno)) {
+				r->fd_rd_idle = true;
 				break;
+			}
 			r->err = errno;
 			return -1;
 		}
@@ -270,9 +277,16 @@ relay_fill_from_fd(struct relay *r, bool *progress)
 }
 
 enum relay_state
-relay_run(struct relay *r)
+relay_run(struct relay *r, uint32_t oev, uint32_t fev)
 {
 	bool	 progress;
+
+	/* Events other than "writable" (or the one a blocked read waits
+	 * for) mean a read may find something: input, an end, an error. */
+	if ((oev & ~(uint32_t)EPOLLOUT) != 0 || (oev & r->outer_rd_ev) != 0)
+		r->outer_rd_idle = false;
+	if ((fev & ~(uint32_t)EPOLLOUT) != 0)
+		r->fd_rd_idle = false;
 
 	do {
 		progress = false;

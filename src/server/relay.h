@@ -4,8 +4,10 @@
  * released whenever it drains, so an idle relay holds no buffers).
  *
  * Pure I/O, no loop: the owner keeps both fds registered, calls relay_run()
- * on any event of either fd and then sets the interest of each fd to
- * relay_outer_events() / relay_fd_events().  A side is read only while the
+ * on any event of either fd (with the events) and then sets the interest
+ * of each fd to relay_outer_events() / relay_fd_events().  A side whose
+ * last read would have blocked is read again only once an event of its
+ * fd says so (level-triggered: what is unread is reported again).  A side is read only while the
  * buffer toward the other side has room, so memory stays bounded however
  * slow either peer is.
  *
@@ -49,6 +51,8 @@ struct relay {
 	bool		 fd_eof;	/* fd read side finished */
 	bool		 outer_shut;	/* outer write side shut */
 	bool		 fd_shut;	/* fd write side shut */
+	bool		 outer_rd_idle;	/* its last read would block: wait */
+	bool		 fd_rd_idle;	/* for an event before the next */
 	/* nginx's close (the cover site): when the fd side ends before it
 	 * sent a byte (a timeout), after the outer side ended, or (frame)
 	 * amid a request, the relay is done without close_notify; the
@@ -66,8 +70,9 @@ void relay_init(struct relay *r, size_t bufsz);
  * discarded, and the outer write side is shut once to_outer is flushed
  * (answer, then close gracefully). */
 void relay_start(struct relay *r, struct outer *o, int fd);
-/* Moves bytes both ways until every side would block. */
-enum relay_state relay_run(struct relay *r);
+/* Moves bytes both ways until every side would block.  oev, fev: the
+ * events that woke the owner on each fd (0: none). */
+enum relay_state relay_run(struct relay *r, uint32_t oev, uint32_t fev);
 uint32_t relay_outer_events(const struct relay *r);
 uint32_t relay_fd_events(const struct relay *r);
 void relay_free(struct relay *r);	/* buffers; counters stay readable */

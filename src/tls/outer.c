@@ -663,8 +663,8 @@ outer_write_batch(struct outer *o, const void *buf, size_t len)
 	if (o->wq == NULL && (o->wq = malloc(OUTER_WQ_CAP)) == NULL)
 		return -2;
 	o->wq_batch = true;
+	ERR_clear_error();	/* a record written leaves the queue empty */
 	while (done < len && OUTER_WQ_CAP - o->wq_len >= OUTER_REC_WIRE) {
-		ERR_clear_error();
 		if ((r = SSL_write_ex(o->ssl, p + done, len - done, &n)) != 1)
 			break;
 		done += n;

@@ -793,7 +793,7 @@ sess_relay(struct sess *s, uint32_t oev, uint32_t tev)
 		    SESS_RST_OUTER);
 		return;
 	}
-	switch (relay_run(r)) {
+	switch (relay_run(r, oev, tev)) {
 	case RELAY_RUNNING:
 		break;
 	case RELAY_DONE:

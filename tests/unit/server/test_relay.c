@@ -155,7 +155,8 @@ pair_close(struct pair *p)
 static enum relay_state
 pump(struct pair *p)
 {
-	enum relay_state	 st = relay_run(&p->r);
+	/* The relay's fds are not watched here: both may have news. */
+	enum relay_state	 st = relay_run(&p->r, EPOLLIN, EPOLLIN);
 	int			 ofd;
 
 	ofd = p->co != NULL ? outer_fd(p->co) : p->peer;
