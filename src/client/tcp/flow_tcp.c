@@ -46,6 +46,20 @@ flow_dst(const struct flow *f, char *buf, size_t len)
 	return addr_fmt(&f->dst, buf, len);
 }
 
+const char *
+flow_domain(const struct flow *f)
+{
+	return f->domain != NULL ? f->domain : "";
+}
+
+int
+flow_set_domain(struct flow *f, const char *name)
+{
+	free(f->domain);
+	f->domain = strdup(name);
+	return f->domain != NULL ? 0 : -1;
+}
+
 static void
 flow_detach_pcb(struct flow *f, bool abort_app)
 {
@@ -205,8 +219,8 @@ flow_close(struct flow *f, bool abort, const char *reason)
 	    "flow %llu %s%s%s%s: %s, up %llu down %llu bytes, %llu ms, "
 	    "outbound %s, %s",
 	    (unsigned long long)f->id, flow_dst(f, dst, sizeof(dst)),
-	    f->domain[0] != '\0' ? " (" : "", f->domain,
-	    f->domain[0] != '\0' ? ")" : "", reason,
+	    f->domain != NULL ? " (" : "", flow_domain(f),
+	    f->domain != NULL ? ")" : "", reason,
 	    (unsigned long long)f->up, (unsigned long long)f->down,
 	    (unsigned long long)(loop_now(env->loop) - f->start_ms),
 	    f->obr != NULL ? outbound_name(f->obr) : "none",
@@ -965,6 +979,7 @@ flow_on_iteration(void *arg)
 		LIST_REMOVE(f, entry);
 		outbound_unref(f->obr);
 		conf_unref(f->conf);
+		free(f->domain);
 		free(f);
 	}
 	loop_trim_hint(env->loop);
@@ -1041,6 +1056,7 @@ flow_discard(struct flow *f)
 		outbound_close(f->obr, true, 0, 0);
 	outbound_unref(f->obr);
 	conf_unref(f->conf);
+	free(f->domain);
 	free(f);
 }
 
@@ -1095,7 +1111,7 @@ flow_tcp_foreach(struct flow_env *env,
 		fi.up = f->up;
 		fi.down = f->down;
 		fi.fd = f->out != NULL ? outer_fd(f->out) : -1;
-		fi.domain = f->domain;
+		fi.domain = flow_domain(f);
 		fi.outbound = f->obr != NULL ? outbound_name(f->obr) : NULL;
 		fi.rule = f->rule;
 		fi.obr = f->obr;

@@ -122,7 +122,10 @@ struct flow {
 	size_t		 syn_len;
 	struct addr	 app;			/* the app's end, to match the pcb */
 	struct addr	 dst;
-	char		 domain[254];		/* sniffed (SNIFF_NAME_MAX), or "" */
+	char		*domain;		/* sniffed or fake-IP name, or
+						 * NULL (flow_set_domain): most
+						 * flows have none, and 254
+						 * bytes each add up */
 	const char	*domain_from;		/* "tls" "http", or NULL */
 
 	/* app -> server: header bytes first, then queued pbufs.  The pbufs
@@ -212,6 +215,10 @@ void flow_held_free(struct flow_env *env);
 
 /* flow_tcp.c */
 const char *flow_dst(const struct flow *f, char *buf, size_t len);
+/* The flow's domain, "" for none. */
+const char *flow_domain(const struct flow *f);
+/* Sets it (a copy): 0, or -1 out of memory (the flow keeps none). */
+int  flow_set_domain(struct flow *f, const char *name);
 /* The single teardown: abort resets both sides, else both close.
  * Idempotent; the struct is freed at the end of the loop iteration. */
 void flow_close(struct flow *f, bool abort, const char *reason);

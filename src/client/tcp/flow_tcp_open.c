@@ -315,7 +315,7 @@ flow_route(struct flow *f)
 	struct outbound *ob;
 
 	rules_query_flow(&q, f->by_name ? NULL : &f->dst,
-	    f->app.len != 0 ? &f->app : NULL, RULES_NET_TCP, f->domain);
+	    f->app.len != 0 ? &f->app : NULL, RULES_NET_TCP, flow_domain(f));
 	if (f->by_name)
 		q.port = addr_port(&f->dst);
 	ob = client_route(f->env->obs, &q, &why);
@@ -615,7 +615,7 @@ flow_retry(struct flow *f, const char *reason)
 	    f->group >= env->obs->n)
 		return -1;
 	rules_query_flow(&q, &f->dst, f->app.len != 0 ? &f->app : NULL,
-	    RULES_NET_TCP, f->domain[0] != '\0' ? f->domain : NULL);
+	    RULES_NET_TCP, f->domain);
 	nob = group_pick(env->obs->v[f->group], &q, group_now(), f->obr);
 	if (outbound_is_group(nob))
 		return -1;	/* no other member up */

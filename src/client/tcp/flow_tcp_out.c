@@ -58,7 +58,7 @@ flow_target_dest(const struct flow *f, struct proto_dest *pd)
 	if (f->domain_send) {
 		memset(pd, 0, sizeof(*pd));
 		pd->atyp = PROTO_ATYP_DOMAIN;
-		snprintf(pd->domain, sizeof(pd->domain), "%s", f->domain);
+		snprintf(pd->domain, sizeof(pd->domain), "%s", flow_domain(f));
 		pd->port = addr_port(&f->dst);
 		return;
 	}
@@ -88,7 +88,8 @@ flow_fake_name(struct flow *f)
 		return 0;
 	name = fakeip_name(env->fakeip, addr_family(&f->dst), ip);
 	if (name != NULL && f->ob != flow_outbound(CONF_PROTO_DIRECT)) {
-		snprintf(f->domain, sizeof(f->domain), "%s", name);
+		if (flow_set_domain(f, name) == -1)
+			return -1;
 		f->domain_from = "fake-ip";
 		f->domain_send = true;
 		return 0;

@@ -136,11 +136,11 @@ flow_sniff_work(struct flow *f)
 		return;			/* the timer marks the flow again */
 	loop_timer_cancel(env->loop, &f->early);
 	if (r == SNIFF_FOUND) {
-		memcpy(f->domain, name, strlen(name) + 1);
+		(void)flow_set_domain(f, name);
 		f->domain_from = kind;
 		log_at(log_flow_level(), "flow %llu %s: domain %s (%s, %llu "
 		    "ms)", (unsigned long long)f->id, flow_dst(f, dst,
-		    sizeof(dst)), f->domain, kind, (unsigned long long)age);
+		    sizeof(dst)), name, kind, (unsigned long long)age);
 	} else
 		log_at(log_flow_level(), "flow %llu %s: no domain (%s, %llu "
 		    "ms)", (unsigned long long)f->id, flow_dst(f, dst,
