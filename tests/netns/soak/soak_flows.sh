@@ -115,14 +115,22 @@ ts_log "descriptors back to $cfd2 (client) and $sfd2 (server) $(( $(date +%s) - 
 # the client still held 42 of its 204 MiB 2 s after its last flow closed).
 # What stays is heap fragmentation around ~1 MB of live allocations and
 # library code pages the burst touched (doc/PERFORMANCE.md).
-t0=$(date +%s.%N)
+# wait_rss CMAX SMAX TRIES PAUSE: polls until the client's and the
+# servers' RSS are at most CMAX and SMAX KiB, or TRIES times; leaves
+# rss_c, rss_s and waited_s.
+wait_rss() {
+	local t0 i
+	t0=$(date +%s.%N)
+	for i in $(seq "$3"); do
+		rss_c=$(ts_rss_kb "$TS_CLIENT_PID") rss_s=$(srv_sum ts_rss_kb)
+		[ "$rss_c" -le "$1" ] && [ "$rss_s" -le "$2" ] && break
+		sleep "$4"
+	done
+	waited_s=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+}
 cmax=$((c0 + (c1 - c0) / 10)) smax=$((s0 + (s1 - s0) / 10))
-for i in $(seq 50); do
-	c2=$(ts_rss_kb "$TS_CLIENT_PID") s2=$(srv_sum ts_rss_kb)
-	[ "$c2" -le "$cmax" ] && [ "$s2" -le "$smax" ] && break
-	sleep 0.1
-done
-back_s=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+wait_rss "$cmax" "$smax" 50 0.1
+c2=$rss_c s2=$rss_s back_s=$waited_s
 ts_log "after: client RSS $(ts_mb "$c2") MiB, server $(ts_mb "$s2") MiB (${back_s} s after the descriptors)"
 # Then all of it (issue 19): within 25 % of the level before the burst,
 # once the trims that follow it (0.5, 1, 2, 4, 8 s after the last flow's
@@ -131,13 +139,8 @@ ts_log "after: client RSS $(ts_mb "$c2") MiB, server $(ts_mb "$s2") MiB (${back_
 # pool's connections).  Before the per-thread cache was swapped out at
 # each trim, 5,000 flows left the client 1.33x and the server 1.29x.
 c3max=$((c0 * 5 / 4)) s3max=$((s0 * 5 / 4))
-t0=$(date +%s.%N)
-for i in $(seq 60); do
-	c3=$(ts_rss_kb "$TS_CLIENT_PID") s3=$(srv_sum ts_rss_kb)
-	[ "$c3" -le "$c3max" ] && [ "$s3" -le "$s3max" ] && break
-	sleep 0.5
-done
-back3_s=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+wait_rss "$c3max" "$s3max" 60 0.5
+c3=$rss_c s3=$rss_s back3_s=$waited_s
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 ts_log "back: client RSS $(ts_mb "$c3") MiB ($(ratio "$c3" "$c0")x before), server $(ts_mb "$s3") MiB ($(ratio "$s3" "$s0")x) after ${back3_s} s more"
 # A sanitizer build's allocator keeps freed memory in its quarantine and
