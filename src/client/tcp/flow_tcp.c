@@ -831,6 +831,11 @@ flow_pump_down(struct flow *f, const char **why)
 		return -1;
 	}
 	while (!f->out_eof && f->pcb != NULL) {
+		/* A pass the app's packets started reads the server only
+		 * if something came since its last read blocked (bytes TLS
+		 * holds come without an event; after a hang-up none come). */
+		if (f->out_rd_idle && !f->hup && outer_pending(f->out) == 0)
+			break;
 		room = flow_app_room(f);
 		if (flow_app_full(f, room) ||
 		    (room = flow_mem_take(f, room)) == 0) {
@@ -851,8 +856,10 @@ flow_pump_down(struct flow *f, const char **why)
 			break;
 		}
 		if (r < 0) {
-			if (errno == EAGAIN)
+			if (errno == EAGAIN) {
+				f->out_rd_idle = true;
 				break;
+			}
 			flow_v3_doubt(f);
 			*why = f->status_ok ? "server reset" :
 			    flow_health_unanswered(f, true);

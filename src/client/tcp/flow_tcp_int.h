@@ -146,6 +146,8 @@ struct flow {
 	bool		 down_blocked;		/* waiting for lwIP send room */
 	bool		 write_blocked;		/* outer write wants an event */
 	bool		 hup;			/* socket hung up: no more events */
+	bool		 out_rd_idle;		/* read would block: wait for an
+						 * event before the next */
 	bool		 ack_pending;
 	bool		 internal;		/* flow_fail_internal */
 	bool		 domain_send;		/* fake-IP: the request names

@@ -141,6 +141,7 @@ flow_on_io(struct loop_fd *lfd, uint32_t revents)
 		 * pumps, driven by lwIP, read it out. */
 		if (revents & (EPOLLHUP | EPOLLERR))
 			f->hup = true;
+		f->out_rd_idle = false;
 		flow_mark_dirty(f);
 		break;
 	case FLOW_SNIFF:		/* nothing is watched yet */
