@@ -23,12 +23,16 @@
 #include <stdint.h>
 
 #include "core/buf.h"
+#include "tls/outer.h"
 
 struct httpframe;
 struct limit_mem;
 struct outer;
 
-#define RELAY_BUF_SIZE	(64 * 1024)
+/* 64 KiB less 8 bytes: a full buffer is exactly one outer_write of
+ * OUTER_WRITE_CHUNKS full chunks (or four records unframed), not that
+ * and a chunk of 8 bytes in a record and a send of their own. */
+#define RELAY_BUF_SIZE	(OUTER_WRITE_CHUNKS * OUTER_CHUNK_MAX)
 
 enum relay_state {
 	RELAY_RUNNING = 0,	/* waiting for events */
