@@ -99,7 +99,7 @@ flow_replay_free(struct flow *f)
 }
 
 /*
- * A reused connection before the server's status: the app's bytes among
+ * A pooled connection before the server's status: the app's bytes among
  * the n just written at data (after what was left of the header) are
  * kept, charged like the queue they left, up to FLOW_REPLAY_MAX.
  */
@@ -109,7 +109,7 @@ flow_replay_keep(struct flow *f, const uint8_t *data, size_t n)
 	size_t h = f->hdr_len - f->hdr_off;
 	uint8_t *r;
 
-	if (!f->reused || f->status_ok || f->replay_lost || n <= h)
+	if (!f->pooled || f->status_ok || f->replay_lost || n <= h)
 		return;
 	data += h;
 	n -= h;
@@ -703,10 +703,11 @@ flow_health_status(struct flow *f, uint8_t st)
 static const char *
 flow_health_unanswered(struct flow *f, bool reset)
 {
-	/* A reused connection ending is no refusal: the server took our
-	 * key on it before (and the flow may go again: flow_retry). */
+	/* A pooled connection ending is no refusal yet: the server may
+	 * have closed it while it waited (the flow goes again on a new
+	 * connection, flow_retry, whose end judges). */
 	f->out_died = true;
-	if (f->hdr == NULL && f->obr != NULL && !f->reused)
+	if (f->hdr == NULL && f->obr != NULL && !f->pooled)
 		outbound_refused(f->obr, reset ? "refused: reset right after "
 		    "our request" : "refused: closed right after our "
 		    "request");

@@ -98,11 +98,11 @@ struct flow {
 	struct loop_timer early;		/* header waits for first bytes */
 	struct flow_socks5 *socks;		/* socks5, FLOW_HANDSHAKE only */
 	bool		 pooled;		/* outer came from the warm pool */
-	/* A reused connection (one that carried flows before) the server
-	 * may close just as our request leaves (its idle end, a drain, a
-	 * restart): until its status, what the app sent is kept in replay
-	 * (at most FLOW_REPLAY_MAX bytes, else replay_lost), so that the
-	 * flow can go once more on a fresh connection (flow_retry). */
+	/* A pooled connection the server may close just as our request
+	 * leaves (its idle end, a drain, a restart; a reused one carried
+	 * flows before): until its status, what the app sent is kept in
+	 * replay (at most FLOW_REPLAY_MAX bytes, else replay_lost), so that
+	 * the flow can go once more on a fresh connection (flow_retry). */
 	bool		 reused;
 	bool		 fresh;			/* dial past the pool: a new
 						 * connection */

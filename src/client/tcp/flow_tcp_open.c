@@ -575,21 +575,22 @@ flow_redial(struct flow *f)
 }
 
 /*
- * A reused connection ended before the server's status -- the server
- * closed it between flows just as our request left (its idle end, a
- * drain, a restart), so it never took the request.  Nothing reached the
- * app and all it sent is kept (flow_tcp.h): the flow goes once more, on
- * a new connection of the same outbound.  0, or -1.
+ * A pooled connection ended before the server's status -- the server
+ * closed it while it waited, or between flows, just as our request left
+ * (its idle end, a drain, a restart), so it never took the request.
+ * Nothing reached the app and all it sent is kept (flow_tcp.h): the flow
+ * goes once more, on a new connection of the same outbound.  0, or -1.
  */
 static int
 flow_retry_fresh(struct flow *f, const char *reason)
 {
-	if (!f->reused || !f->out_died || f->fresh || f->held ||
+	if (!f->pooled || !f->out_died || f->fresh || f->held ||
 	    f->internal || f->status_ok || f->answered || f->down > 0 ||
 	    f->replay_lost || f->phase != FLOW_RELAY)
 		return -1;
-	log_info("flow %llu: %s on a reused connection: tried once more on "
-	    "a new one", (unsigned long long)f->id, reason);
+	log_info("flow %llu: %s on a %s connection: tried once more on "
+	    "a new one", (unsigned long long)f->id, reason,
+	    f->reused ? "reused" : "pooled");
 	if (flow_replay_requeue(f) < 0)
 		return -1;
 	flow_undial(f);

@@ -13,7 +13,9 @@
 # 3. The next flow takes a reused connection, its request meets the old
 #    socket's RST before any status: it must complete intact, the client
 #    saying it went once more on a new connection, and five more after
-#    it (each on one of the dead ones, or a new one).
+#    it (each on one of the dead ones, reused or warm but never used,
+#    or a new one): a warm connection that waited in the pool is gone
+#    the same way, and goes once more too.
 #
 # Before the retry the app got a reset (reuseflows.py failed).
 . "$(dirname "$0")/../lib.sh"
