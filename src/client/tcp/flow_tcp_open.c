@@ -553,6 +553,7 @@ flow_undial(struct flow *f)
 	f->hdr = NULL;
 	f->hdr_len = f->hdr_off = f->retry_len = 0;
 	f->hup = f->write_blocked = f->out_shut = f->out_eof = false;
+	f->out_rd_idle = false;
 }
 
 /* f's outbound dialled again, as a new flow would dial it.  0, or -1. */
