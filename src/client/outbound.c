@@ -95,6 +95,7 @@ outbound_new(const struct conf *c, size_t i, struct ssl_ctx_st *ctx,
 		return NULL;
 	}
 	ob->refs = 1;
+	dialgate_init(&ob->gate);
 	ob->stats->refs = 1;
 	ob->conf = conf_ref(c);
 	ob->co = co;
@@ -125,7 +126,7 @@ outbound_pool_start(struct outbound *ob, struct loop *l)
 	if (!outbound_tls(ob->co) || ob->co->pool == 0 || ob->pool != NULL)
 		return 0;
 	if ((ob->pool = pool_new(l, ob->conf, ob->co, ob->ssl_ctx,
-	    &ob->server)) == NULL) {
+	    &ob->server, &ob->gate)) == NULL) {
 		log_warnx("outbound %s: cannot start its pool", ob->co->name);
 		return -1;
 	}
@@ -146,6 +147,7 @@ outbound_unref(struct outbound *ob)
 	if (ob == NULL || --ob->refs > 0)
 		return;
 	pool_free(ob->pool);
+	dialgate_fini(&ob->gate);	/* no flow waits: each held a ref */
 	if (!ob->ctx_borrowed)
 		outer_ctx_free(ob->ssl_ctx);
 	if (ob->stats != NULL && --ob->stats->refs == 0)

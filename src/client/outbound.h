@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "client/dialgate.h"
 #include "client/health.h"
 #include "core/addr.h"
 #include "core/stats.h"
@@ -58,6 +59,9 @@ struct outbound {
 	bool				 has_server;	/* not direct, block */
 	struct addr			 server;	/* or socks5 proxy */
 	struct pool			*pool;		/* may be NULL */
+	/* tunsplit, trojan: the outer connections in their connect and
+	 * handshake, pool's and flows' (dialgate.h) */
+	struct dialgate			 gate;
 	/* The server answered a tagged version 2 request with
 	 * PROTO_STATUS_REUSE: its flows speak version 3 (reusable). */
 	bool				 v3;

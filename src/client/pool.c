@@ -5,6 +5,7 @@
 
 #include "client/pool.h"
 #include "client/dialer.h"
+#include "client/dialgate.h"
 #include "client/pool_demand.h"
 
 #include <errno.h>
@@ -31,6 +32,7 @@ struct pool_conn {
 	LIST_ENTRY(pool_conn) entry;	/* the pool's conns, or dead */
 	struct outer	*out;		/* NULL while a dialer thread has it */
 	struct dialer_job *dial;	/* connect and handshake off the loop */
+	bool		 gated;		/* holds a slot of the dial gate */
 	bool		 connected;	/* TCP connect finished */
 	bool		 ready;		/* TLS done, waiting for a flow */
 	bool		 offer_wait;	/* given back: the server's offer */
@@ -50,6 +52,7 @@ struct pool {
 	const struct conf	*conf;
 	const struct conf_outbound *co;	/* the outbound it is for */
 	struct ssl_ctx_st	*ctx;
+	struct dialgate		*gate;		/* the outbound's; may be NULL */
 	struct addr		 server;
 	struct pool_conn_list	 conns;		/* connecting and ready */
 	struct pool_conn_list	 dead;		/* freed at iteration end */
@@ -88,9 +91,20 @@ pool_arm(struct pool *p)
 	loop_timer_set(p->loop, &p->timer, when > now ? when - now : 0);
 }
 
+/* pc's dial is over (ready, failed, cancelled): its slot goes back. */
+static void
+pool_ungate(struct pool_conn *pc)
+{
+	if (!pc->gated)
+		return;
+	pc->gated = false;
+	dialgate_give(pc->pool->gate);
+}
+
 static void
 pool_unlink(struct pool *p, struct pool_conn *pc)
 {
+	pool_ungate(pc);
 	if (pc->ready)
 		p->stats.ready--;
 	else
@@ -159,6 +173,9 @@ pool_set_ready(struct pool_conn *pc)
 		pc->deadline_ms = loop_now(p->loop) + age;
 	loop_fd_mod(p->loop, &pc->lfd, EPOLLIN);
 	pool_arm(p);
+	pool_ungate(pc);
+	if (p->gate != NULL)	/* a flow waiting for a dial may take it */
+		dialgate_ready(p->gate, p->loop);
 }
 
 /* A ready connection became readable: session tickets are fine, anything
@@ -318,6 +335,7 @@ pool_on_timer(struct loop_timer *t)
 	pool_arm(p);
 }
 
+/* 0, 1: no dial slot free now (dialgate.h), or -1. */
 static int
 pool_open(struct pool *p)
 {
@@ -327,6 +345,11 @@ pool_open(struct pool *p)
 
 	if ((pc = calloc(1, sizeof(*pc))) == NULL)
 		return -1;
+	if (p->gate != NULL && !dialgate_take(p->gate, p->loop)) {
+		free(pc);
+		return 1;
+	}
+	pc->gated = p->gate != NULL;
 	pc->pool = p;
 	pc->opened_ms = loop_now(p->loop);
 	pc->dial_us = stats_now_us();
@@ -345,6 +368,7 @@ pool_open(struct pool *p)
 	return 0;
 fail:
 	outer_abort(pc->out);	/* accepts NULL */
+	pool_ungate(pc);
 	free(pc);
 	return -1;
 }
@@ -356,14 +380,17 @@ pool_fill(struct pool *p)
 {
 	const struct conf_outbound *co = p->co;
 	unsigned target;
+	int rc;
 
 	if (p->stopping || p->refill_at != 0)
 		return;		/* backing off */
 	target = pool_demand_target(&p->demand, loop_now(p->loop),
 	    co->pool_min, co->pool, co->pool_idle_ms);
 	p->stats.target = target;
-	while (p->stats.ready + p->stats.connecting < target)
-		if (pool_open(p) < 0) {
+	/* Dial slots all taken (dialgate.h): the next take or give fills. */
+	while (p->stats.ready + p->stats.connecting < target &&
+	    (rc = pool_open(p)) != 1)
+		if (rc < 0) {
 			log_warn("pool: cannot open a connection");
 			p->refill_at = loop_now(p->loop) + POOL_BACKOFF_MAX;
 			break;
@@ -480,7 +507,7 @@ pool_stats(const struct pool *p)
 struct pool *
 pool_new(struct loop *l, const struct conf *c,
     const struct conf_outbound *co, struct ssl_ctx_st *ctx,
-    const struct addr *server)
+    const struct addr *server, struct dialgate *gate)
 {
 	struct pool *p;
 
@@ -498,6 +525,7 @@ pool_new(struct loop *l, const struct conf *c,
 	p->conf = c;
 	p->co = co;
 	p->ctx = ctx;
+	p->gate = gate;
 	p->server = *server;
 	LIST_INIT(&p->conns);
 	LIST_INIT(&p->dead);

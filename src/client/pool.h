@@ -29,6 +29,7 @@
 struct addr;
 struct conf;
 struct conf_outbound;
+struct dialgate;
 struct loop;
 struct outer;
 struct ssl_ctx_st;
@@ -49,9 +50,11 @@ struct pool_stats {
 
 struct pool;
 
+/* gate: the outbound's dial gate (dialgate.h), whose slots the pool's
+ * dials take too, or NULL (no cap). */
 struct pool *pool_new(struct loop *l, const struct conf *c,
     const struct conf_outbound *co, struct ssl_ctx_st *ctx,
-    const struct addr *server);
+    const struct addr *server, struct dialgate *gate);
 void pool_free(struct pool *p);		/* accepts NULL */
 /* The same while the loop runs (a reload): closed now, freed at the end
  * of the iteration.  NULL ok. */

@@ -303,8 +303,9 @@ outer_free(struct outer *o)
 struct pool *
 pool_new(struct loop *l, const struct conf *c,
     const struct conf_outbound *co, struct ssl_ctx_st *ctx,
-    const struct addr *server)
+    const struct addr *server, struct dialgate *gate)
 {
+	(void)gate;
 	(void)l;
 	(void)c;
 	(void)co;

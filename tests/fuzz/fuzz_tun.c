@@ -410,8 +410,9 @@ fz_other(void *arg, const uint8_t *pkt, size_t len)
 struct pool *
 pool_new(struct loop *l, const struct conf *c,
     const struct conf_outbound *co, struct ssl_ctx_st *ctx,
-    const struct addr *server)
+    const struct addr *server, struct dialgate *gate)
 {
+	(void)gate;
 	(void)l;
 	(void)c;
 	(void)co;

@@ -168,6 +168,7 @@ flow_close(struct flow *f, bool abort, const char *reason)
 	loop_fd_del(env->loop, &f->lfd);
 	dialer_cancel(f->dial);		/* its stream dies with the job */
 	f->dial = NULL;
+	flow_ungate(f);
 	loop_timer_cancel(env->loop, &f->timer);
 	loop_timer_cancel(env->loop, &f->early);
 	loop_timer_cancel(env->loop, &f->retry);
@@ -1060,6 +1061,7 @@ flow_alloc(struct flow_env *env, const struct addr *dst)
 void
 flow_discard(struct flow *f)
 {
+	flow_ungate(f);
 	if (f->obr != NULL)
 		outbound_close(f->obr, true, 0, 0);
 	outbound_unref(f->obr);

@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include "core/addr.h"
+#include "client/dialgate.h"
 #include "client/tcp/flow_tcp.h"
 #include "core/limit.h"
 #include "core/loop.h"
@@ -92,6 +93,12 @@ struct flow {
 	struct outer	*out;			/* NULL while dialling off the
 						 * loop */
 	struct dialer_job *dial;		/* that dial, FLOW_CONNECT */
+	/* tunsplit, trojan (dialgate.h): holds one of the outbound's dial
+	 * slots until its handshake is over; or waits for one (no out, no
+	 * fd yet, FLOW_CONNECT, its connect_timeout running). */
+	bool		 gated;
+	bool		 gate_wait;
+	struct dialgate_waiter gw;
 	int		 fd;
 	struct loop_fd	 lfd;
 	struct loop_timer timer;
@@ -188,6 +195,9 @@ int  flow_fake_name(struct flow *f);
 /* flow_tcp_open.c: a flow accepted while sniffing dials its outbound now
  * (connect_mode fast).  0, or -1 with the flow failed. */
 int  flow_tcp_dial(struct flow *f);
+/* f's place in its outbound's dial gate given up: out of the queue, its
+ * slot back (dialgate.h).  Idempotent. */
+void flow_ungate(struct flow *f);
 /* A flow that failed (reason) on a group's member before anything
  * reached the app or left for the target (fast mode) is dialled once
  * more on the group's next member: 0, or -1 to fail it as usual. */

@@ -90,6 +90,7 @@ flow_start_relay(struct flow *f)
 static void
 flow_handshake_done(struct flow *f)
 {
+	flow_ungate(f);		/* the next dial may start */
 	stats_hist_add(&f->env->stats.handshake, stats_now_us() - f->dial_us);
 	stats_hist_add(&f->obr->stats->handshake, stats_now_us() - f->dial_us);
 	if (f->ob->handshake != NULL)	/* a server or proxy answered */
@@ -175,15 +176,70 @@ flow_on_dialed(void *arg, struct outer *out, int err)
 	flow_update_events(f);
 }
 
+void
+flow_ungate(struct flow *f)
+{
+	if (f->gate_wait)
+		dialgate_leave(&f->obr->gate, &f->gw);
+	if (f->gated)
+		dialgate_give(&f->obr->gate);
+	f->gate_wait = f->gated = false;
+}
+
+static int flow_watch(struct flow *);
+static bool flow_errno_final(int);
+
+/* The outbound's dial gate let f go (dialgate.h): it dials now, a pool
+ * connection first, as a new flow would. */
+static void
+flow_on_gate(struct dialgate_waiter *w)
+{
+	struct flow *f = container_of(w, struct flow, gw);
+	struct flow_env *env = f->env;
+	int e;
+
+	f->gate_wait = false;
+	if (f->closing)
+		return;
+	if (f->ob->dial(f) < 0) {
+		e = errno;
+		env->stats.refused++;
+		log_warn("flow %llu: dial the server",
+		    (unsigned long long)f->id);
+		if (flow_errno_final(e))
+			flow_fail(f, "server unreachable");
+		else
+			flow_fail_internal(f, "no socket");
+		return;
+	}
+	if (flow_watch(f) < 0) {
+		flow_fail_internal(f, "epoll failed");
+		return;
+	}
+	if (f->gate_wait)	/* nothing for it after all: queued again */
+		return;
+	if (f->pooled) {
+		env->stats.pooled++;
+		if (flow_start_relay(f) < 0)
+			flow_fail_internal(f, "out of memory");
+	}
+}
+
 /*
  * The way out just dialled, watched: a new TLS stream goes to a dialer
  * thread when one takes it (connect and handshake there), else the loop
- * watches its socket.  0, or -1 with errno and f->out still the
- * caller's to abort.
+ * watches its socket; a flow past its outbound's dial cap waits in its
+ * gate (dialgate.h).  0, or -1 with errno and f->out still the caller's
+ * to abort.
  */
 static int
 flow_watch(struct flow *f)
 {
+	if (f->gate_wait) {
+		dialgate_wait(&f->obr->gate, f->env->loop, &f->gw,
+		    flow_on_gate);
+		return 0;
+	}
 	if (f->ob->tls && !f->pooled &&
 	    (f->dial = dialer_submit(f->out, flow_on_dialed, f)) != NULL) {
 		f->out = NULL;
@@ -540,6 +596,7 @@ flow_undial(struct flow *f)
 	loop_fd_del(f->env->loop, &f->lfd);
 	dialer_cancel(f->dial);
 	f->dial = NULL;
+	flow_ungate(f);
 	if (f->out != NULL)
 		outer_abort(f->out);	/* closes the socket */
 	f->out = NULL;

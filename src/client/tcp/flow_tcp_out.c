@@ -135,13 +135,33 @@ out_connect(struct flow *f, const struct addr *to, bool tls)
 static int
 out_dial_server(struct flow *f)
 {
+	struct dialgate *g = &f->obr->gate;
+	struct loop *l = f->env->loop;
+	int e;
+
+	/* Flows already waiting for a dial go first (dialgate.h). */
+	if (dialgate_queued(g)) {
+		f->gate_wait = true;
+		return 0;
+	}
 	if (!f->fresh && (f->out = pool_take(f->obr->pool)) != NULL) {
 		f->pooled = true;
 		f->reused = outer_flows(f->out) > 0;
 		f->fd = outer_fd(f->out);
 		return 0;
 	}
-	return out_connect(f, &f->obr->server, true);
+	if (!dialgate_take(g, l)) {
+		f->gate_wait = true;	/* flow_watch queues it */
+		return 0;
+	}
+	f->gated = true;
+	if (out_connect(f, &f->obr->server, true) < 0) {
+		e = errno;
+		flow_ungate(f);
+		errno = e;
+		return -1;
+	}
+	return 0;
 }
 
 static int

@@ -132,7 +132,7 @@ client_start(unsigned pool)
 	assert_int_equal(flow_env_init(&fx.env), 0);
 	if (pool > 0)
 		assert_non_null(OB->pool = pool_new(fx.loop, fx.conf,
-		    conf_final(fx.conf), tc.cctx, &OB->server));
+		    conf_final(fx.conf), tc.cctx, &OB->server, &OB->gate));
 	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, fx.tun), 0);
 	memset(&ops, 0, sizeof(ops));
 	ops.accept = flow_tcp_accept;
