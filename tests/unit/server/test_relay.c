@@ -277,6 +277,50 @@ client_read_wait(struct pair *p, uint8_t *b, size_t n)
 }
 
 /*
+ * A side whose read would have blocked is read again only once its fd
+ * reports something: bytes that arrive meanwhile wait for relay_run to
+ * be told (level-triggered epoll reports them), and then all arrive.
+ */
+static void
+readable(int fd)
+{
+	struct pollfd	 pfd = { fd, POLLIN, 0 };
+
+	assert_int_equal(poll(&pfd, 1, 10000), 1);
+}
+
+static void
+test_idle_waits_for_event(void **state)
+{
+	struct pair	 p;
+	uint8_t		 b[16];
+
+	(void)state;
+	pair_open(&p, 1);
+	relay_start(&p.r, p.so, p.fd);
+	assert_int_equal(relay_run(&p.r, EPOLLIN, EPOLLIN), RELAY_RUNNING);
+	assert_true(p.r.fd_rd_idle && p.r.outer_rd_idle);
+	/* the target's bytes: not read without news of the fd */
+	assert_int_equal(send(p.peer, "tgt", 3, MSG_NOSIGNAL), 3);
+	readable(p.fd);
+	assert_int_equal(relay_run(&p.r, EPOLLOUT, EPOLLOUT), RELAY_RUNNING);
+	assert_int_equal(p.r.bytes_to_outer, 0);
+	assert_true(relay_fd_events(&p.r) & EPOLLIN);	/* still asked */
+	assert_int_equal(relay_run(&p.r, 0, EPOLLIN), RELAY_RUNNING);
+	assert_int_equal(p.r.bytes_to_outer, 3);
+	assert_int_equal(client_read_wait(&p, b, sizeof(b)), 3);
+	assert_memory_equal(b, "tgt", 3);
+	/* the client's bytes: the same on the outer side */
+	assert_int_equal(outer_write(p.co, "cli", 3), 3);
+	readable(outer_fd(p.so));
+	assert_int_equal(relay_run(&p.r, 0, EPOLLOUT), RELAY_RUNNING);
+	assert_int_equal(p.r.bytes_to_fd, 0);
+	assert_int_equal(relay_run(&p.r, EPOLLIN, 0), RELAY_RUNNING);
+	assert_int_equal(p.r.bytes_to_fd, 3);
+	pair_close(&p);
+}
+
+/*
  * A held status byte: nothing reaches the client, and the relay asks for
  * no write event, until the target's first bytes come -- then both arrive
  * in one record (one TLS read returns them together) -- or the target's
@@ -549,6 +593,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_queued_first_then_both_ways),
 		cmocka_unit_test(test_hold_outer),
+		cmocka_unit_test(test_idle_waits_for_event),
 		cmocka_unit_test(test_half_close_both_ways),
 		cmocka_unit_test(test_backpressure_bounded),
 		cmocka_unit_test(test_budget_pauses_never_loses),
