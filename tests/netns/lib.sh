@@ -470,6 +470,42 @@ ts_bg() {
 
 ts_alive() { kill -0 "$1" 2>/dev/null; }
 
+# The client's open fds.
+ts_fds() { ls "/proc/$TS_CLIENT_PID/fd" | wc -l; }
+
+# ts_fds_settle N [TENTHS]: up to TENTHS/10 s (default 3 s) for the
+# client to hold N fds (a status command's control connection may linger
+# a moment); true when it does.
+ts_fds_settle() {
+	local i
+	for i in $(seq "${2:-30}"); do
+		[ "$(ts_fds)" -eq "$1" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# ts_stalled N TAG: N app connections through the tunnel, each with a few
+# bytes sent; they reset (SO_LINGER 0) once $TS_TMP/TAG.go exists.
+ts_stalled() {
+	ip netns exec "$NS_C" timeout 60 "$TS_PY" -u -c '
+import os, socket, struct, sys, time
+n, host, port, go = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4]
+socks = []
+for i in range(n):
+    s = socket.create_connection((host, port), timeout=10)
+    s.sendall(b"EOFSEND 16 1\n")
+    socks.append(s)
+print("open %d" % n, flush=True)
+while not os.path.exists(go):
+    time.sleep(0.05)
+for s in socks:
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    s.close()
+print("reset %d" % n, flush=True)' "$1" "$TS_T_ADDR4" "$TS_TARGET_PORT" \
+	    "$TS_TMP/$2.go" >"$TS_TMP/$2.log" 2>&1 &
+}
+
 # True while one of the PIDs has not exited (an exited child not yet
 # reaped is a zombie, which kill -0 still finds).
 ts_any_running() {

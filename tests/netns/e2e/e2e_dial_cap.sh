@@ -14,6 +14,12 @@
 # cap the client's dialer threads started them all at once and the
 # server reset those past 80.
 #
+# Then, the server stopped and the pool off, 80 flows: 64 hold an outer
+# socket, 16 wait without one; the apps' resets end them all (the
+# client's fds back to before), and so does their connect_timeout (1s)
+# in a second round; the server resumed, a burst of 200 flows goes
+# through (no slot was lost).
+#
 # Topology: lib.sh's (client tsc -- server tss -- target tst).
 . "$(dirname "$0")/../lib.sh"
 ts_init e2e_dial_cap
@@ -62,4 +68,56 @@ for i in 1 2 3 4; do ts_log "app $i: $(tail -n 1 "$TS_TMP/burst$i.log")"; done
     "$TS_TMP/client.log" ||
     ts_fail "client: $(grep -m 1 'TLS handshake with server failed\|connect to server' "$TS_TMP/client.log")"
 
-ts_pass "$FLOWS flows opened at once, each answered and SHA-256 checked both ways; the server (max_preauth_per_source: 16) reset none"
+# 2. The server stopped (SIGSTOP: the kernel completes the TCP
+# handshakes, no TLS answer comes), the pool off: of 80 flows, 64 dial
+# (a socket each) and 16 wait without one; the apps' resets take all of
+# them out, dials and queue alike.
+sed -i 's/^  dial_threads: 2$/  dial_threads: 2\n  pool: 0/' "$TS_TMP/client.yaml"
+grep -q '^  pool: 0$' "$TS_TMP/client.yaml" || ts_fail "pool: 0 not written"
+kill -STOP "$TS_SERVER_PID"
+ts_reload "$TS_CLIENT_PID" "$TS_TMP/client.log" "reload with pool: 0"
+sleep 0.3	# the retired pool's connections closed
+base=$(ts_fds)
+ts_stalled 80 reset
+ts_wait_log "$TS_TMP/reset.log" "open 80" 30 ||
+    ts_fail "apps: $(cat "$TS_TMP/reset.log")"
+ts_fds_settle $((base + 64)) 100 ||
+    ts_fail "80 flows, the server stopped: $(($(ts_fds) - base)) outer sockets, not 64"
+sleep 0.5
+[ "$(ts_fds)" -eq $((base + 64)) ] ||
+    ts_fail "80 flows, the server stopped: then $(($(ts_fds) - base)) outer sockets"
+ts_log "80 flows, the server stopped: 64 dialling, 16 waiting without a socket"
+touch "$TS_TMP/reset.go"
+ts_fds_settle "$base" 100 ||
+    ts_fail "after the apps' resets the client holds $(ts_fds) fds, $base before"
+ts_log "the apps' resets took out the 64 dials and the 16 waiting flows"
+
+# 3. The same 80 flows left to their connect_timeout (1s): the waiting
+# ones end with the others, and no dial starts after.
+sed -i 's/^  connect_timeout: 2m$/  connect_timeout: 1s/' "$TS_TMP/client.yaml"
+grep -q '^  connect_timeout: 1s$' "$TS_TMP/client.yaml" ||
+    ts_fail "connect_timeout: 1s not written"
+ts_reload "$TS_CLIENT_PID" "$TS_TMP/client.log" "reload with connect_timeout: 1s"
+ts_stalled 80 tmo
+ts_wait_log "$TS_TMP/tmo.log" "open 80" 30 ||
+    ts_fail "apps: $(cat "$TS_TMP/tmo.log")"
+ts_fds_settle "$base" 150 ||
+    ts_fail "80 flows past their connect_timeout: the client holds $(ts_fds) fds, $base before"
+sleep 1.5
+ts_fds_settle "$base" ||
+    ts_fail "after the timeouts the client holds $(ts_fds) fds, $base before"
+touch "$TS_TMP/tmo.go"
+ts_log "80 flows timed out, the 16 waiting too; fds back to $base"
+
+# 4. The server back: every slot was given back, a burst goes through.
+kill -CONT "$TS_SERVER_PID"
+sleep 0.5	# the dead connections in its backlog accepted and closed
+sed -i 's/^  connect_timeout: 1s$/  connect_timeout: 30s/' "$TS_TMP/client.yaml"
+ts_reload "$TS_CLIENT_PID" "$TS_TMP/client.log" "reload with connect_timeout: 30s"
+ip netns exec "$NS_C" timeout 60 "$TS_PY" -u "$RF" burst \
+    --host "$TS_T_ADDR4" --port "$TS_TARGET_PORT" --flows 200 \
+    --bytes 512 --seed 9301 --timeout 40 >"$TS_TMP/after.log" 2>&1 ||
+    ts_fail "burst after: $(tail -n 1 "$TS_TMP/after.log")"
+ts_log "$(tail -n 1 "$TS_TMP/after.log")"
+
+ts_pass "$FLOWS flows opened at once, each answered and SHA-256 checked both ways, the server (max_preauth_per_source: 16) reset none; past the cap of 64 flows wait without a socket and leave the queue on the app's reset or their timeout"

@@ -37,19 +37,6 @@ print(eval(sys.argv[2]))' "$TS_TMP/client.json" "$1" ||
 	    ts_fail "client status: $(cat "$TS_TMP/client.json")"
 }
 
-fds() { ls "/proc/$TS_CLIENT_PID/fd" | wc -l; }
-
-# fds_settle N: up to 3 s for the client to hold N fds (a status
-# command's control connection may linger a moment); true when it does.
-fds_settle() {
-	local i
-	for i in $(seq 30); do
-		[ "$(fds)" -eq "$1" ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
 # wait_for EXPR WHAT: up to 10 s for EXPR (over the status JSON) to hold.
 wait_for() {
 	local i
@@ -58,27 +45,6 @@ wait_for() {
 		sleep 0.1
 	done
 	ts_fail "$2: $(cat "$TS_TMP/client.json")"
-}
-
-# stalled N TAG: N app connections through the tunnel, each with a few
-# bytes sent; they reset (SO_LINGER 0) once $TS_TMP/TAG.go exists.
-stalled() {
-	ip netns exec "$NS_C" timeout 60 "$TS_PY" -u -c '
-import os, socket, struct, sys, time
-n, host, port, go = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4]
-socks = []
-for i in range(n):
-    s = socket.create_connection((host, port), timeout=10)
-    s.sendall(b"EOFSEND 16 1\n")
-    socks.append(s)
-print("open %d" % n, flush=True)
-while not os.path.exists(go):
-    time.sleep(0.05)
-for s in socks:
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    s.close()
-print("reset %d" % n, flush=True)' "$1" "$TS_T_ADDR4" "$TS_TARGET_PORT" \
-	    "$TS_TMP/$2.go" >"$TS_TMP/$2.log" 2>&1 &
 }
 
 ts_standard_setup "  dial_threads: 2
@@ -112,26 +78,26 @@ grep -q '^  pool: 0$' "$TS_TMP/client.yaml" &&
 kill -STOP "$TS_SERVER_PID"
 ts_reload "$TS_CLIENT_PID" "$TS_TMP/client.log" "reload with pool: 0"
 sleep 0.3	# the retired pool's connections closed
-base=$(fds)
+base=$(ts_fds)
 cancelled=$(status 's["dialer"]["cancelled"]')
-stalled 8 reset
+ts_stalled 8 reset
 wait_for 's["dialer"]["active"] == 8' "8 dials waiting in their handshakes"
 grep -q "open 8" "$TS_TMP/reset.log" || ts_fail "apps: $(cat "$TS_TMP/reset.log")"
-fds_settle $((base + 8)) ||
-    ts_fail "8 dials in flight hold $(($(fds) - base)) fds, not 8"
-now=$(fds)
+ts_fds_settle $((base + 8)) ||
+    ts_fail "8 dials in flight hold $(($(ts_fds) - base)) fds, not 8"
+now=$(ts_fds)
 ts_log "8 dials waiting in their TLS handshakes ($base fds, now $now)"
 touch "$TS_TMP/reset.go"
 wait_for "s[\"dialer\"][\"active\"] == 0 and s[\"dialer\"][\"cancelled\"] >= $cancelled + 8" \
     "the apps' resets did not cancel the 8 dials"
-fds_settle "$base" ||
-    ts_fail "after 8 cancelled dials the client holds $(fds) fds, $base before"
+ts_fds_settle "$base" ||
+    ts_fail "after 8 cancelled dials the client holds $(ts_fds) fds, $base before"
 ts_log "the apps' resets cancelled the 8 dials; fds back to $base"
 
 # 3. The pool's dials cancelled by a reload, the flows' by the stop.
 sed -i 's/^  pool: 0$/  pool: 2/' "$TS_TMP/client.yaml"
 ts_reload "$TS_CLIENT_PID" "$TS_TMP/client.log" "reload with pool: 2"
-stalled 4 stop
+ts_stalled 4 stop
 # The 4 flows' dials, and the pool's (it warms up for the flows after
 # them): all waiting in their handshakes.
 wait_for 's["dialer"]["active"] == 4 + s["pool"]["connecting"] and s["pool"]["connecting"] >= 1' \
