@@ -1210,6 +1210,27 @@ prom_pool(FILE *fp, const struct status *st)
 	    "Flows started on a warm pool connection.", st->pooled);
 }
 
+/* The client's dialer threads (client.dial_threads). */
+static void
+prom_dialer(FILE *fp, const struct status *st)
+{
+	prom_one(fp, "dialer_threads", "gauge", "Dialer threads running "
+	    "outer TLS handshakes off the TUN loop.", st->dialer.threads);
+	prom_one(fp, "dialer_active", "gauge", "Outer connections being "
+	    "dialled on the dialer threads.", st->dialer.active);
+	prom_head(fp, "dialer_dials_total", "counter", "Dials the dialer "
+	    "threads handed back ready (resumed: of those, with a TLS "
+	    "ticket), failed, cancelled by their owner, or declined (done "
+	    "on the loop: the dialer full).");
+	fprintf(fp, "tunsplit_dialer_dials_total{result=\"ready\"} %" PRIu64
+	    "\ntunsplit_dialer_dials_total{result=\"resumed\"} %" PRIu64
+	    "\ntunsplit_dialer_dials_total{result=\"failed\"} %" PRIu64
+	    "\ntunsplit_dialer_dials_total{result=\"cancelled\"} %" PRIu64
+	    "\ntunsplit_dialer_dials_total{result=\"declined\"} %" PRIu64
+	    "\n", st->dialer.ready, st->dialer.resumed, st->dialer.failed,
+	    st->dialer.cancelled, st->dialer.declined);
+}
+
 /* Unix times, 0: never (so `time() - x > 60` also alerts on a client
  * that never got through). */
 static void
@@ -1403,6 +1424,8 @@ status_write_prometheus(const struct status *st, FILE *fp)
 		prom_tun(fp, &st->tun);
 	if (st->has_pool)
 		prom_pool(fp, st);
+	if (st->has_dialer)
+		prom_dialer(fp, st);
 	if (st->has_udp)
 		prom_udp(fp, &st->udp);
 	if (st->has_fakeip)

@@ -141,6 +141,11 @@ hs=$(metric "$TS_TMP/c.prom" tunsplit_handshake_seconds_count)
 [ "${hs:-0}" -ge 3 ] &&
     [ "$(metric "$TS_TMP/c.prom" 'tunsplit_handshake_seconds_bucket{le="+Inf"}')" = "$hs" ] ||
     ts_fail "handshake histogram: $(grep handshake "$TS_TMP/c.prom")"
+# The dialer threads' counts, as status has them (a pool dial may end
+# between the scrape and the status).
+dth=$(metric "$TS_TMP/c.prom" tunsplit_dialer_threads)
+drd=$(metric "$TS_TMP/c.prom" 'tunsplit_dialer_dials_total{result="ready"}')
+py "j['dialer']['threads'] == ${dth:-None} and j['dialer']['ready'] >= ${drd:-None} >= 1" "$TS_TMP/c3.json"
 lc=$(metric "$TS_TMP/c.prom" tunsplit_server_last_contact_timestamp_seconds)
 awk -v t="${lc:-0}" -v now="$(date +%s)" 'BEGIN { exit !(t > now - 60 && t <= now + 1) }' ||
     ts_fail "last contact metric ${lc:-none}, now $(date +%s)"
