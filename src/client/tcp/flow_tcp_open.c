@@ -188,6 +188,8 @@ flow_ungate(struct flow *f)
 
 static int flow_watch(struct flow *);
 static bool flow_errno_final(int);
+static void flow_limit_log(struct flow_env *, const char *, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* The outbound's dial gate let f go (dialgate.h): it dials now, a pool
  * connection first, as a new flow would. */
@@ -204,12 +206,15 @@ flow_on_gate(struct dialgate_waiter *w)
 	if (f->ob->dial(f) < 0) {
 		e = errno;
 		env->stats.refused++;
-		log_warn("flow %llu: dial the server",
-		    (unsigned long long)f->id);
-		if (flow_errno_final(e))
+		if (flow_errno_final(e)) {
+			log_info("flow %llu: %s: %s", (unsigned long long)f->id,
+			    f->ob->peer, strerror(e));
 			flow_fail(f, "server unreachable");
-		else
+		} else {
+			flow_limit_log(env, "socket to %s: %s", f->ob->peer,
+			    strerror(e));
 			flow_fail_internal(f, "no socket");
+		}
 		return;
 	}
 	if (flow_watch(f) < 0) {
@@ -712,13 +717,19 @@ flow_tcp_dial(struct flow *f)
 	if (f->ob->dial(f) < 0) {
 		e = errno;
 		env->stats.refused++;
-		log_info("flow %llu to %s: %s: %s", (unsigned long long)f->id,
-		    addr_fmt(&f->dst, a, sizeof(a)), f->ob->peer, strerror(e));
-		/* Unreachable now: the app's reset; a shortage is ours. */
-		if (flow_errno_final(e))
+		/* Unreachable now: the app's reset; a shortage is ours, and
+		 * logged once per interval. */
+		if (flow_errno_final(e)) {
+			log_info("flow %llu to %s: %s: %s",
+			    (unsigned long long)f->id,
+			    addr_fmt(&f->dst, a, sizeof(a)), f->ob->peer,
+			    strerror(e));
 			flow_fail(f, "refused");
-		else
+		} else {
+			flow_limit_log(env, "socket to %s: %s", f->ob->peer,
+			    strerror(e));
 			flow_fail_internal(f, "no socket");
+		}
 		return -1;
 	}
 	if (flow_watch(f) < 0) {
