@@ -232,22 +232,24 @@ for c in conns:
         # Every flow's first records are padded, a reused connection's
         # later flows as its first: the header record, short (< 512
         # bytes of content) or not, leaves 512 + 1..1024 bytes long or
-        # longer, and no status alone.
-        if cli[0] < 512 + 1 + TAG:
+        # longer, and no status alone.  (TAG counts the content type
+        # byte, which is among the 512 + 1: the least is 512 + TAG, one
+        # padded record in 1,024.)
+        if cli[0] < 512 + TAG:
             bad.append("%s flow %d: header record of %d bytes, below the "
                        "padding floor" % (c["client"], n, cli[0]))
         if alone in srv:
             bad.append("%s flow %d: an unpadded %d-byte record: %s"
                        % (c["client"], n, alone, srv))
         # Its few records all count among the first: each, end markers
-        # and the offer included, padded to 513 bytes of content or more
+        # and the offer included, padded to 513 bytes with its type or more
         # (the connection's TLS handshake and tickets before its first
         # flow aside, and the close_notify after its last).
         seen = cli + (srv if n > 0 else [])
         if n == len(flows) - 1:
             seen = cli[:-1] + (srv[:-1] if n > 0 else []) + \
                 [ln for ln in (cli[-1:] + srv[-1:]) if ln != 19]
-        if min(seen) < 512 + 1 + TAG:
+        if min(seen) < 512 + TAG:
             bad.append("%s flow %d: a record below the padding floor: "
                        "client %s, server %s" % (c["client"], n, cli, srv))
 if pad == 0 and together_n == 0:
