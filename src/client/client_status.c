@@ -253,6 +253,11 @@ client_status_outbounds(struct client_status *cs, struct status *st)
 		so->bytes_up = ob->stats->bytes_up;
 		so->bytes_down = ob->stats->bytes_down;
 		so->handshake = ob->stats->handshake;
+		if (ob->ssl_ctx != NULL) {	/* tunsplit, trojan */
+			so->has_gate = true;
+			so->dialling = ob->gate.active;
+			so->dial_waiting = ob->gate.waiting;
+		}
 		if (ob->pool != NULL) {
 			so->has_pool = true;
 			so->pool_size = ob->co->pool;

@@ -206,6 +206,9 @@ text_outbounds(const struct status *st, FILE *fp)
 			    (double)o->handshake.count / 1000.0);
 		if (o->has_pool)
 			fprintf(fp, ", pool %u ready", o->pool.ready);
+		if (o->dialling > 0 || o->dial_waiting > 0)
+			fprintf(fp, ", dialling %u (%u flows waiting)",
+			    o->dialling, o->dial_waiting);
 		text_health(o, fp);
 		fputc('\n', fp);
 	}
@@ -511,6 +514,9 @@ json_outbounds(const struct status *st, FILE *fp)
 			    ",\"failed\":%" PRIu64 "}", o->pool_size,
 			    o->pool.target, o->pool.ready, o->pool.connecting, o->pool.opened,
 			    o->pool.taken, o->pool.expired, o->pool.failed);
+		if (o->has_gate)
+			fprintf(fp, ",\"dials\":{\"active\":%u,\"waiting\":%u}",
+			    o->dialling, o->dial_waiting);
 		if (o->state != NULL) {
 			fprintf(fp, ",\"state\":");
 			status_json_str(fp, o->state);
@@ -1177,6 +1183,15 @@ prom_pool_outbounds(FILE *fp, const struct status *st)
 	}
 	prom_one(fp, "flows_pooled_total", "counter",
 	    "Flows started on a warm pool connection.", st->pooled);
+	prom_head(fp, "outbound_dials", "gauge", "Outer connections in "
+	    "their connect and TLS handshake (at most 64 per outbound), "
+	    "and flows waiting for one of those slots.");
+	for (i = 0; i < st->noutbounds; i++)
+		if ((o = &st->outbounds[i])->has_gate)
+			fprintf(fp, "tunsplit_outbound_dials{outbound=\"%s\","
+			    "state=\"active\"} %u\ntunsplit_outbound_dials{"
+			    "outbound=\"%s\",state=\"waiting\"} %u\n",
+			    o->name, o->dialling, o->name, o->dial_waiting);
 }
 
 static void

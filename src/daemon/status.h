@@ -49,6 +49,10 @@ struct status_outbound {
 	bool		 has_pool;
 	unsigned	 pool_size;
 	struct pool_stats pool;
+	/* Its dial gate (tunsplit, trojan; client/dialgate.h): outer
+	 * connections in their connect and handshake, flows waiting. */
+	bool		 has_gate;
+	unsigned	 dialling, dial_waiting;
 	/* Health from its flows (client/health.h); a group's: its type,
 	 * members ("a, b") and the member a new flow takes now ("": none
 	 * is up, flows are refused). */

@@ -86,7 +86,14 @@ ts_fds_settle $((base + 64)) 100 ||
 sleep 0.5
 [ "$(ts_fds)" -eq $((base + 64)) ] ||
     ts_fail "80 flows, the server stopped: then $(($(ts_fds) - base)) outer sockets"
-ts_log "80 flows, the server stopped: 64 dialling, 16 waiting without a socket"
+ip netns exec "$NS_C" "$TUNSPLIT" status -s "$TS_TMP/client.sock" --json \
+    >"$TS_TMP/gate.json" || ts_fail "client status --json"
+d=$("$TS_PY" -c 'import json, sys
+d = json.load(open(sys.argv[1]))["outbounds"][0]["dials"]
+print(d["active"], d["waiting"])' "$TS_TMP/gate.json") ||
+    ts_fail "no dials in the status: $(head -c 1500 "$TS_TMP/gate.json")"
+[ "$d" = "64 16" ] || ts_fail "status says dials active, waiting: $d, not 64 16"
+ts_log "80 flows, the server stopped: 64 dialling, 16 waiting without a socket (status: $d)"
 touch "$TS_TMP/reset.go"
 ts_fds_settle "$base" 100 ||
     ts_fail "after the apps' resets the client holds $(ts_fds) fds, $base before"
