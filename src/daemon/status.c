@@ -1137,6 +1137,16 @@ prom_outbounds(FILE *fp, const struct status *st)
 	}
 }
 
+/* One outbound's gauge in two states: NAME{outbound,state=A} and =B. */
+static void
+prom_outbound_states(FILE *fp, const char *name, const char *ob,
+    const char *a, unsigned va, const char *b, unsigned vb)
+{
+	fprintf(fp, "tunsplit_%s{outbound=\"%s\",state=\"%s\"} %u\n"
+	    "tunsplit_%s{outbound=\"%s\",state=\"%s\"} %u\n",
+	    name, ob, a, va, name, ob, b, vb);
+}
+
 /* The warm pools, one series per outbound that has one. */
 static void
 prom_pool_outbounds(FILE *fp, const struct status *st)
@@ -1160,10 +1170,8 @@ prom_pool_outbounds(FILE *fp, const struct status *st)
 	    "Warm pool connections, by state.");
 	for (i = 0; i < st->noutbounds; i++)
 		if ((o = &st->outbounds[i])->has_pool)
-			fprintf(fp, "tunsplit_pool_connections{outbound=\"%s\","
-			    "state=\"ready\"} %u\ntunsplit_pool_connections{"
-			    "outbound=\"%s\",state=\"connecting\"} %u\n",
-			    o->name, o->pool.ready, o->name,
+			prom_outbound_states(fp, "pool_connections", o->name,
+			    "ready", o->pool.ready, "connecting",
 			    o->pool.connecting);
 	prom_head(fp, "pool_events_total", "counter",
 	    "Warm pool connections opened, taken by flows, expired unused, "
@@ -1188,10 +1196,8 @@ prom_pool_outbounds(FILE *fp, const struct status *st)
 	    "and flows waiting for one of those slots.");
 	for (i = 0; i < st->noutbounds; i++)
 		if ((o = &st->outbounds[i])->has_gate)
-			fprintf(fp, "tunsplit_outbound_dials{outbound=\"%s\","
-			    "state=\"active\"} %u\ntunsplit_outbound_dials{"
-			    "outbound=\"%s\",state=\"waiting\"} %u\n",
-			    o->name, o->dialling, o->name, o->dial_waiting);
+			prom_outbound_states(fp, "outbound_dials", o->name,
+			    "active", o->dialling, "waiting", o->dial_waiting);
 }
 
 static void
