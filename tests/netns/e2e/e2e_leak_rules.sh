@@ -165,23 +165,12 @@ ts_log "without the client: the query and the SYN are captured as leaks ($(wc -l
 
 # ---- the client ---------------------------------------------------------------
 umask 077
-cat >"$TS_TMP/client.yaml" <<EOF
-log: {level: info, flows: true}
-control: $TS_TMP/client.sock
-tun: {name: $TS_TUN, mtu: 9000, address: [198.18.0.1/15, "fdfe:dcba:9876::1/64"]}
-client:
-  mark: $MARK
-  route: auto
-  connect_timeout: 5s
-  dns: {mode: fake-ip, fake_ip_file: ""}
-  outbounds:
-    - name: tunnel
-      server: "$TS_S_ADDR4:$TS_SERVER_PORT"
-      sni: $TS_SNI
-      ca: $TS_TMP/ca.pem
-      key: "$TS_KEY"
-    - {name: home, protocol: direct}
+{
+	ts_client_outbounds 5s
+	cat <<EOF
     - {name: block, protocol: block}
+  route: auto
+  dns: {mode: fake-ip, fake_ip_file: ""}
   rules:
     - {domain_suffix: example, outbound: tunnel}
     - {domain: home.test, outbound: home}
@@ -189,6 +178,7 @@ client:
     - {domain: ads.test, outbound: block}
   final: tunnel
 EOF
+} >"$TS_TMP/client.yaml"
 umask 022
 "$TUNSPLIT" check -c "$TS_TMP/client.yaml" >"$TS_TMP/check.log" 2>&1 ||
     ts_fail "tunsplit check: $(cat "$TS_TMP/check.log")"
