@@ -148,12 +148,27 @@ tun_offload(int fd)
 	return (ifr.ifr_flags & IFF_VNET_HDR) != 0;
 }
 
-static int
-tun_create(const char *name, bool offload, char ifname[IFNAMSIZ], char *err,
-    size_t errlen)
+static void
+tun_ifreq(struct ifreq *ifr, const char *ifname)
 {
-	struct ifreq	ifr;
-	int		fd, e;
+	memset(ifr, 0, sizeof(*ifr));
+	memcpy(ifr->ifr_name, ifname, strnlen(ifname, IFNAMSIZ - 1));
+}
+
+/* The flags of every queue.  Once a device has a queue, the kernel
+ * ignores a later queue's flags (the device keeps the first's); each
+ * passes the same all the same. */
+static short
+tun_flags(bool offload, bool mq)
+{
+	return (short)(IFF_TUN | IFF_NO_PI | (offload ? IFF_VNET_HDR : 0) |
+	    (mq ? IFF_MULTI_QUEUE : 0));
+}
+
+static int
+tun_dev_open(char *err, size_t errlen)
+{
+	int	fd, e;
 
 	if ((fd = open(TUN_DEV, O_RDWR | O_NONBLOCK | O_CLOEXEC)) == -1) {
 		e = errno;
@@ -162,41 +177,75 @@ tun_create(const char *name, bool offload, char ifname[IFNAMSIZ], char *err,
 			    "(is the tun module loaded?)");
 		else
 			tun_err(err, errlen, e, TUN_DEV);
-		return -1;
 	}
+	return fd;
+}
+
+/* The device's first (or only) queue; mq: with IFF_MULTI_QUEUE. */
+static int
+tun_create(const char *name, bool offload, bool mq, char ifname[IFNAMSIZ],
+    char *err, size_t errlen)
+{
+	struct ifreq	ifr;
+	int		fd, e;
+
+	if ((fd = tun_dev_open(err, errlen)) == -1)
+		return -1;
 	memset(&ifr, 0, sizeof(ifr));
-	ifr.ifr_flags = IFF_TUN | IFF_NO_PI | (offload ? IFF_VNET_HDR : 0);
+	ifr.ifr_flags = tun_flags(offload, mq);
 	memcpy(ifr.ifr_name, name, strlen(name));
 	if (ioctl(fd, TUNSETIFF, &ifr) == -1) {
 		e = errno;
+		close(fd);
 		if (offload && e == EINVAL) {
 			/* A kernel without IFF_VNET_HDR: without offloads. */
-			close(fd);
-			return tun_create(name, false, ifname, err, errlen);
+			return tun_create(name, false, mq, ifname, err, errlen);
 		}
-		if (e == EBUSY || e == EINVAL)
+		if (mq && e == EINVAL)
+			tun_err(err, errlen, 0, "interface '%s': the kernel "
+			    "refuses a multi-queue TUN (IFF_MULTI_QUEUE)",
+			    name);
+		else if (e == EBUSY || e == EINVAL)
 			tun_err(err, errlen, 0, "interface '%s' is busy or "
 			    "not a tun device", name);
 		else
 			tun_err(err, errlen, e, "create interface '%s'", name);
-		close(fd);
 		return -1;
 	}
 	if (offload && tun_set_offload(fd) == -1) {
 		/* Not persistent: closing removes it, and the name with it. */
 		close(fd);
-		return tun_create(name, false, ifname, err, errlen);
+		return tun_create(name, false, mq, ifname, err, errlen);
 	}
 	memcpy(ifname, ifr.ifr_name, IFNAMSIZ);
 	ifname[IFNAMSIZ - 1] = '\0';
 	return fd;
 }
 
-static void
-tun_ifreq(struct ifreq *ifr, const char *ifname)
+/*
+ * One more queue on the multi-queue device ifname, with the flags of the
+ * first.  The virtio-net header size and the offloads belong to the
+ * device, not to the fd: TUNSETVNETHDRSZ and TUNSETOFFLOAD on the first
+ * queue did it for all (e2e_tun_steer.sh checks each queue's).
+ */
+static int
+tun_attach(const char *ifname, bool offload, unsigned i, char *err,
+    size_t errlen)
 {
-	memset(ifr, 0, sizeof(*ifr));
-	memcpy(ifr->ifr_name, ifname, strnlen(ifname, IFNAMSIZ - 1));
+	struct ifreq	ifr;
+	int		fd;
+
+	if ((fd = tun_dev_open(err, errlen)) == -1)
+		return -1;
+	tun_ifreq(&ifr, ifname);
+	ifr.ifr_flags = tun_flags(offload, true);
+	if (ioctl(fd, TUNSETIFF, &ifr) == -1) {
+		tun_err(err, errlen, errno, "interface %s: attach queue %u",
+		    ifname, i);
+		close(fd);
+		return -1;
+	}
+	return fd;
 }
 
 static int
@@ -339,24 +388,69 @@ out:
 	return rc;
 }
 
+static void
+tun_close_all(int *fds, unsigned n)
+{
+	while (n > 0)
+		close(fds[--n]);
+}
+
 int
-tun_open(const struct tun_config *tc, char ifname[IFNAMSIZ], char *err,
-    size_t errlen)
+tun_open_queues(const struct tun_config *tc, int *fds, unsigned n,
+    char ifname[IFNAMSIZ], char *err, size_t errlen)
 {
 	const char	*name;
-	int		 fd;
+	unsigned	 q, i;
+	bool		 mq, offload;
 
 	if (err != NULL && errlen > 0)
 		*err = '\0';
 	name = tc->name != NULL ? tc->name : "tun%d";
-	if (tun_check_config(tc, name, err, errlen) == -1)
-		return -1;
-	if ((fd = tun_create(name, tc->offload, ifname, err, errlen)) == -1)
-		return -1;
-	if (tun_configure(tc, ifname, err, errlen) == -1) {
-		close(fd);	/* non-persistent: this removes the device */
+	q = tc->queues > 1 ? tc->queues : 1;
+	mq = q > 1;
+	if (q > TUN_QUEUES_MAX || n < q) {
+		tun_err(err, errlen, 0, "%u queues: %s", q, q > TUN_QUEUES_MAX ?
+		    "more than the kernel's 256" : "no room for their fds");
 		return -1;
 	}
+	if (tun_check_config(tc, name, err, errlen) == -1)
+		return -1;
+	/* Another multi-queue device of that name would take our queues
+	 * as its own; a single-queue one would refuse them.  Ours alone. */
+	if (mq && strchr(name, '%') == NULL && if_nametoindex(name) != 0) {
+		tun_err(err, errlen, 0, "interface '%s' exists already (a "
+		    "multi-queue TUN must be tunsplit's own)", name);
+		return -1;
+	}
+	if ((fds[0] = tun_create(name, tc->offload, mq, ifname, err,
+	    errlen)) == -1)
+		return -1;
+	offload = tun_offload(fds[0]);
+	for (i = 1; i < q; i++)
+		if ((fds[i] = tun_attach(ifname, offload, i, err, errlen)) ==
+		    -1)
+			goto fail;
+	if (mq && tc->steer && tun_steer(fds[0], q, err, errlen) == -1)
+		goto fail;
+	if (tun_configure(tc, ifname, err, errlen) == -1)
+		goto fail;
+	return (int)q;
+fail:
+	/* Non-persistent: closing the last queue removes the device. */
+	tun_close_all(fds, i);
+	return -1;
+}
+
+int
+tun_open(const struct tun_config *tc, char ifname[IFNAMSIZ], char *err,
+    size_t errlen)
+{
+	struct tun_config	one = *tc;
+	int			fd;
+
+	one.queues = 1;
+	if (tun_open_queues(&one, &fd, 1, ifname, err, errlen) == -1)
+		return -1;
 	return fd;
 }
 
