@@ -275,6 +275,21 @@ text_resolver(const struct resolve_stats *r, FILE *fp)
 	    r->waiting, r->running, r->threads, r->cached);
 }
 
+/* The per-worker breakdown: the server's worker loops; the client's
+ * worker processes when there are two or more (status_merge). */
+static bool
+status_has_workers(const struct status *st)
+{
+	return st->workers > (strcmp(st->role, "server") == 0 ? 0u : 1u);
+}
+
+/* What a worker counts: the server's sessions, the client's flows. */
+static const char *
+status_worker_what(const struct status *st)
+{
+	return strcmp(st->role, "server") == 0 ? "sessions" : "flows";
+}
+
 static void
 text_limits(const struct status *st, FILE *fp)
 {
@@ -287,8 +302,9 @@ text_limits(const struct status *st, FILE *fp)
 	    status_bytes(st->mem_peak, b, sizeof(b)),
 	    st->mem_max != 0 ? status_bytes(st->mem_max, c, sizeof(c)) : "none",
 	    st->mem_denied);
-	if (st->workers > 0) {
-		fprintf(fp, "workers: %u; sessions per worker:", st->workers);
+	if (status_has_workers(st)) {
+		fprintf(fp, "workers: %u; %s per worker:", st->workers,
+		    status_worker_what(st));
 		for (i = 0; i < st->workers && i < STATUS_WORKERS_MAX; i++)
 			fprintf(fp, " %" PRIu64 " (%" PRIu64 " live)",
 			    st->worker_total[i], st->worker_active[i]);
@@ -702,11 +718,12 @@ status_write_json(const struct status *st, FILE *fp)
 		json_contact(fp, st);
 	if (strcmp(st->role, "server") == 0)
 		fprintf(fp, ",\"users\":%zu", st->users);
-	for (i = 0; i < st->workers && i < STATUS_WORKERS_MAX; i++)
-		fprintf(fp, "%s{\"sessions\":%" PRIu64 ",\"active\":%" PRIu64
+	for (i = 0; status_has_workers(st) && i < st->workers &&
+	    i < STATUS_WORKERS_MAX; i++)
+		fprintf(fp, "%s{\"%s\":%" PRIu64 ",\"active\":%" PRIu64
 		    "}%s", i == 0 ? ",\"workers\":[" : ",",
-		    st->worker_total[i], st->worker_active[i],
-		    i + 1 == st->workers ? "]" : "");
+		    status_worker_what(st), st->worker_total[i],
+		    st->worker_active[i], i + 1 == st->workers ? "]" : "");
 	fprintf(fp, ",\"%s\":{\"active\":%" PRIu64 ",\"total\":%" PRIu64
 	    ",\"refused\":%" PRIu64, what, st->active, st->total, st->refused);
 	if (strcmp(st->role, "server") == 0)
@@ -1324,12 +1341,23 @@ prom_limits(FILE *fp, const struct status *st)
 	prom_one(fp, "buffer_memory_denied_total", "counter",
 	    "Buffer allocations refused by max_buffer_memory (that side "
 	    "paused reading).", st->mem_denied);
-	if (st->workers > 0) {
+	if (status_has_workers(st) && strcmp(st->role, "server") == 0) {
 		prom_head(fp, "worker_sessions_total", "counter",
 		    "Sessions accepted by each worker loop (server.workers).");
 		for (i = 0; i < st->workers && i < STATUS_WORKERS_MAX; i++)
 			fprintf(fp, "tunsplit_worker_sessions_total{worker=\"%zu\"} "
 			    "%" PRIu64 "\n", i, st->worker_total[i]);
+	} else if (status_has_workers(st)) {
+		prom_head(fp, "worker_flows_total", "counter",
+		    "Flows accepted by each worker process.");
+		for (i = 0; i < st->workers && i < STATUS_WORKERS_MAX; i++)
+			fprintf(fp, "tunsplit_worker_flows_total{worker=\"%zu\"} "
+			    "%" PRIu64 "\n", i, st->worker_total[i]);
+		prom_head(fp, "worker_flows", "gauge",
+		    "Live flows of each worker process.");
+		for (i = 0; i < st->workers && i < STATUS_WORKERS_MAX; i++)
+			fprintf(fp, "tunsplit_worker_flows{worker=\"%zu\"} "
+			    "%" PRIu64 "\n", i, st->worker_active[i]);
 	}
 	if (st->has_sources) {
 		prom_one(fp, "limit_sources", "gauge",

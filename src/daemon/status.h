@@ -186,7 +186,9 @@ struct status {
 	uint64_t	 limit_refused[LIMIT_NKINDS];
 	size_t		 mem_used, mem_peak, mem_max;	/* max 0: none */
 	uint64_t	 mem_denied;		/* allocations refused: reads paused */
-	/* Server: its worker loops and the sessions each accepted. */
+	/* Server: its worker loops and the sessions each accepted.
+	 * Client: its worker processes (status_merge fills it) and the
+	 * flows each accepted; shown when there are two or more. */
 	unsigned	 workers;
 	uint64_t	 worker_total[STATUS_WORKERS_MAX];
 	uint64_t	 worker_active[STATUS_WORKERS_MAX];
@@ -215,6 +217,71 @@ struct status {
 	const struct status_flow *flows;
 	size_t		 nflows;
 };
+
+/*
+ * Snapshots across processes (the client's workers; status_pack.c).
+ * Worker 0 serves the control socket: it asks every other worker for its
+ * snapshot, which travels as the bytes status_pack makes, and adds each
+ * into its own with status_merge before rendering.  The bytes are host
+ * order, for the same executable on the same machine; status_unpack
+ * still treats them as untrusted: a truncated or corrupt buffer fails,
+ * nothing is read past its end.
+ */
+struct status_blob;
+
+/* st and all it points to (the flow list too) into a malloc'd buffer
+ * *buf of *len bytes.  0, or -1 (ENOMEM). */
+int  status_pack(const struct status *st, uint8_t **buf, size_t *len);
+/* A buffer status_pack made into *out, whose arrays and strings are
+ * owned by *blob (free it when done with *out).  0, or -1 (EINVAL:
+ * malformed; ENOMEM) with *out zeroed and *blob NULL.  out->dns_up
+ * entries hold only name, addr and protocol. */
+int  status_unpack(const uint8_t *buf, size_t len, struct status *out,
+    struct status_blob **blob);
+void status_blob_free(struct status_blob *blob);	/* NULL ok */
+
+/* The longest flow list a merge keeps by default: a flow renders to
+ * more than 64 bytes, so more than this would not fit a control answer
+ * (CONTROL_OUT_MAX) anyway. */
+#define STATUS_FLOWS_MAX	65536
+
+/*
+ * What a merged snapshot points to that neither input owns: copies of
+ * into's arrays (so worker 0's live counters are never written), the
+ * grown flow list, and the strings taken from add (so add and its blob
+ * may be freed right after the merge).  One per merged snapshot: zero it
+ * before the first merge;
+ * flows_max caps the merged flow list (0: STATUS_FLOWS_MAX).  Keep it
+ * until the merged snapshot is rendered, then status_merge_mem_free.
+ */
+struct status_merge_mem {
+	size_t			 flows_max;
+	/* The rest is status_merge's. */
+	struct stats_reasons	 failures, rejects;
+	struct stats_hist	 handshake;
+	struct status_rule	*rules;
+	struct status_outbound	*outbounds;
+	struct status_flow	*flows;
+	uint64_t		*dns_up_queries, *dns_up_failed;
+	char			**strings;
+	size_t			 nstrings, strings_cap;
+};
+
+/*
+ * Adds add into into (status_pack.c has the rule for every field):
+ * counters and gauges of live things summed, per-process capacities
+ * summed (each worker holds its share), replicated tables and identity
+ * taken from into, the newest contact kept, the flow lists joined, and
+ * into's per-worker breakdown extended by add's.  Merge the workers in
+ * their order, worker 0's snapshot as into.  0, or -1 (ENOMEM: part of
+ * add is missing, into is still whole and renders).
+ */
+int  status_merge(struct status *into, const struct status *add,
+    struct status_merge_mem *mem);
+void status_merge_mem_free(struct status_merge_mem *mem);	/* NULL ok */
+/* b's resolver counters added into a (the server's worker threads too). */
+void status_resolver_merge(struct resolve_stats *a,
+    const struct resolve_stats *b);
 
 void status_write_text(const struct status *st, FILE *fp);
 void status_write_json(const struct status *st, FILE *fp);

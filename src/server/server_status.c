@@ -41,25 +41,6 @@ server_on_sess(void *arg, const struct sess_info *si)
 	status_flow_tcp_info(f, si->fd);
 }
 
-static void
-server_resolve_merge(struct resolve_stats *a, const struct resolve_stats *b)
-{
-	a->lookups += b->lookups;
-	a->cache_hits += b->cache_hits;
-	a->ok += b->ok;
-	a->notfound += b->notfound;
-	a->failed += b->failed;
-	a->timeouts += b->timeouts;
-	a->busy += b->busy;
-	a->badname += b->badname;
-	a->cancelled += b->cancelled;
-	a->late += b->late;
-	a->waiting += b->waiting;
-	a->running += b->running;
-	a->threads += b->threads;
-	a->cached += b->cached;
-}
-
 /* One worker's counters and sessions, added on its own thread while the
  * main thread waits (server_worker_call). */
 static void
@@ -93,7 +74,7 @@ server_status_worker(struct worker *w, void *arg)
 	}
 	if (env->resolver != NULL) {
 		st->has_resolver = true;
-		server_resolve_merge(&w->srv->agg_res,
+		status_resolver_merge(&w->srv->agg_res,
 		    resolver_stats(env->resolver));
 	}
 	if (w->idx == 0) {
