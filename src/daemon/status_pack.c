@@ -18,7 +18,9 @@
  * length fails before anything is allocated for it; what the renderers
  * index by a count (the DNS upstreams' counters) must be as long as that
  * count; and the buffer must end where the walk ends.  Any failure
- * leaves *out zeroed and nothing allocated.
+ * leaves *out zeroed and nothing allocated.  What is accepted is what
+ * packing makes (no NUL inside a string, a bool 0 or 1), so packing an
+ * unpacked snapshot gives back the same bytes.
  *
  * What unpacking makes is owned by one struct status_blob: an arena for
  * the strings (no larger than the buffer: a string of n bytes takes at
@@ -172,8 +174,11 @@ codec_chars(struct codec *c, char *s, size_t size)
 		n = 0;
 	}
 	codec_bytes(c, s, n);
-	if (codec_unpacking(c))
-		s[n] = '\0';
+	if (!codec_unpacking(c))
+		return;
+	if (memchr(s, '\0', n) != NULL)	/* not what packing makes */
+		c->failed = true;
+	s[n] = '\0';
 }
 
 /* A string pointer, NULL or not; unpacked into the blob's arena. */
@@ -205,6 +210,8 @@ codec_str(struct codec *c, const char **s)
 	}
 	p = b->arena + b->arena_used;
 	codec_get(c, p, n);
+	if (memchr(p, '\0', n) != NULL)
+		c->failed = true;
 	p[n] = '\0';
 	b->arena_used += n + 1;
 	*s = p;

@@ -556,6 +556,10 @@ test_corrupt_lengths(void **state)
 	put_u32(buf + at, 13);
 	assert_unpack_fails(buf, len);
 	put_u32(buf + at, 14);
+	/* A NUL inside a string: not what packing makes. */
+	buf[at + 4 + 6] = '\0';
+	assert_unpack_fails(buf, len);
+	buf[at + 4 + 6] = '.';
 	/* The rules' count: 8 bytes before the first rule (its index and
 	 * the length of its match). */
 	at = find_len_of(buf, len, "RULEZERO") - sizeof(int) -
@@ -576,18 +580,19 @@ test_corrupt_lengths(void **state)
 	free(buf);
 }
 
-/* Any byte changed: unpacking fails or gives a snapshot that renders
- * (one in 16 of those is rendered: most are counters, and rendering
- * them all takes seconds under ASan). */
+/* Any byte changed: unpacking fails, or gives a snapshot that packs
+ * back to the same bytes and renders (one in 16 of those is rendered:
+ * most are counters, and rendering them all takes seconds under
+ * ASan). */
 static void
 test_corrupt_any_byte(void **state)
 {
 	struct full		*f = calloc(1, sizeof(*f));
 	struct status		 out;
 	struct status_blob	*blob;
-	uint8_t			*buf;
+	uint8_t			*buf, *again;
 	uint8_t			 flips[] = { 0x01, 0xff };
-	size_t			 len, i, j, ok = 0, failed = 0;
+	size_t			 len, len2, i, j, ok = 0, failed = 0;
 
 	(void)state;
 	assert_non_null(f);
@@ -597,6 +602,11 @@ test_corrupt_any_byte(void **state)
 		for (j = 0; j < sizeof(flips); j++) {
 			buf[i] ^= flips[j];
 			if (unpack_exact(buf, len, &out, &blob) == 0) {
+				assert_int_equal(status_pack(&out, &again,
+				    &len2), 0);
+				assert_int_equal(len2, len);
+				assert_memory_equal(again, buf, len);
+				free(again);
 				if (ok++ % 16 == 0)
 					free(render_all(&out));
 				status_blob_free(blob);
@@ -930,6 +940,53 @@ test_merge_three(void **state)
 		free(w[i]);
 }
 
+/* into with nothing of its own yet; a worker that did not answer, as an
+ * empty snapshot, keeps the others' places in the breakdown. */
+static void
+test_merge_into_empty(void **state)
+{
+	struct snap		*w = calloc(1, sizeof(*w));
+	struct status		 into, none;
+	struct status_merge_mem	 mem;
+	char			*out;
+
+	(void)state;
+	assert_non_null(w);
+	snap_make(w, 2, 3);
+	memset(&into, 0, sizeof(into));
+	into.role = "client";
+	into.version = "9.9.9";
+	memset(&none, 0, sizeof(none));
+	none.role = "client";
+	none.version = "9.9.9";
+	memset(&mem, 0, sizeof(mem));
+	assert_int_equal(status_merge(&into, &none, &mem), 0);
+	assert_int_equal(status_merge(&into, &w->st, &mem), 0);
+	assert_ptr_equal(into.failures, &mem.failures);
+	assert_int_equal(stats_reason_get(into.failures, "server reset"), 2);
+	assert_ptr_equal(into.handshake, &mem.handshake);
+	assert_int_equal(into.handshake->count, 2);
+	/* No flow list asked: none made. */
+	assert_null(into.flows);
+	assert_int_equal(into.nflows, 0);
+	/* No rules or outbounds of its own: nothing to add them to. */
+	assert_int_equal(into.nrules, 0);
+	assert_int_equal(into.noutbounds, 0);
+	assert_int_equal(into.workers, 3);
+	assert_int_equal(into.worker_total[1], 0);
+	assert_int_equal(into.worker_total[2], 200);
+	assert_int_equal(into.total, 200);
+	assert_true(into.has_contact);
+	assert_int_equal(into.contact_age_ms, 200);
+	assert_string_equal(into.contact_fail_reason, "tls failed");
+	out = render_all(&into);
+	assert_non_null(strstr(out, "flows per worker: 0 (0 live) 0 (0 live) "
+	    "200 (6 live)"));
+	free(out);
+	status_merge_mem_free(&mem);
+	free(w);
+}
+
 /* One client worker shows no breakdown; the server's loops always do. */
 static void
 test_workers_render(void **state)
@@ -967,6 +1024,7 @@ main(void)
 		cmocka_unit_test(test_corrupt_any_byte),
 		cmocka_unit_test(test_merge),
 		cmocka_unit_test(test_merge_three),
+		cmocka_unit_test(test_merge_into_empty),
 		cmocka_unit_test(test_workers_render),
 	};
 
