@@ -26,6 +26,7 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <linux/if_tun.h>
 
 #include "tun.h"
 
@@ -307,6 +308,84 @@ test_small_error_buffer(void **state)
 	assert_int_equal(tun_open(&tc, ifname, NULL, 0), -1);
 }
 
+/* N queues: one device, every fd non-blocking, close-on-exec, with the
+ * device's flags and virtio-net header; gone with the last fd. */
+static void
+test_queues(void **state)
+{
+	struct tun_config	tc = { .name = "tsmq0", .mtu = 1500,
+				    .addr4 = &addr4, .offload = true,
+				    .queues = 3 };
+	struct ifreq		ifr;
+	char			ifname[IFNAMSIZ], err[256];
+	int			fds[4], i, hdrsz;
+
+	(void)state;
+	if (tun_open_queues(&tc, fds, 4, ifname, err, sizeof(err)) != 3)
+		fail_msg("tun_open_queues: %s", err);
+	assert_string_equal(ifname, "tsmq0");
+	for (i = 0; i < 3; i++) {
+		assert_true(fcntl(fds[i], F_GETFL) & O_NONBLOCK);
+		assert_true(fcntl(fds[i], F_GETFD) & FD_CLOEXEC);
+		memset(&ifr, 0, sizeof(ifr));
+		assert_int_equal(ioctl(fds[i], TUNGETIFF, &ifr), 0);
+		assert_true(ifr.ifr_flags & IFF_MULTI_QUEUE);
+		assert_true(tun_offload(fds[i]));
+		assert_int_equal(ioctl(fds[i], TUNGETVNETHDRSZ, &hdrsz), 0);
+		assert_int_equal(hdrsz, TUN_VNET_HDR_LEN);
+	}
+	assert_int_equal(ifreq_ioctl(SIOCGIFFLAGS, ifname, &ifr), 0);
+	assert_true(ifr.ifr_flags & IFF_UP);
+	check_addr4(ifname);
+	/* The device lives while any queue does. */
+	close(fds[0]);
+	close(fds[1]);
+	assert_true(if_nametoindex("tsmq0") > 0);
+	close(fds[2]);
+	assert_int_equal(if_nametoindex("tsmq0"), 0);
+
+	/* 0 and 1: today's single-queue device. */
+	tc.offload = false;
+	for (tc.queues = 0; tc.queues <= 1; tc.queues++) {
+		if (tun_open_queues(&tc, fds, 1, ifname, err, sizeof(err)) != 1)
+			fail_msg("tun_open_queues: %s", err);
+		memset(&ifr, 0, sizeof(ifr));
+		assert_int_equal(ioctl(fds[0], TUNGETIFF, &ifr), 0);
+		assert_false(ifr.ifr_flags & IFF_MULTI_QUEUE);
+		close(fds[0]);
+	}
+}
+
+static void
+test_queues_refused(void **state)
+{
+	struct tun_config	tc = { .name = "tsmq1", .mtu = 1500,
+				    .queues = 4 };
+	char			ifname[IFNAMSIZ], err[256];
+	int			fds[4], fd;
+
+	(void)state;
+	assert_int_equal(tun_open_queues(&tc, fds, 3, ifname, err,
+	    sizeof(err)), -1);
+	assert_string_equal(err, "4 queues: no room for their fds");
+	tc.queues = TUN_QUEUES_MAX + 1;
+	assert_int_equal(tun_open_queues(&tc, fds, 4, ifname, err,
+	    sizeof(err)), -1);
+	assert_string_equal(err, "257 queues: more than the kernel's 256");
+	assert_int_equal(if_nametoindex("tsmq1"), 0);
+	/* A name a single-queue device holds: refused, that one kept. */
+	fd = open_named("tsmq1", 1500, ifname, err, sizeof(err));
+	assert_true(fd >= 0);
+	tc.queues = 2;
+	assert_int_equal(tun_open_queues(&tc, fds, 4, ifname, err,
+	    sizeof(err)), -1);
+	assert_string_equal(err, "interface 'tsmq1' exists already (a "
+	    "multi-queue TUN must be tunsplit's own)");
+	assert_true(if_nametoindex("tsmq1") > 0);
+	close(fd);
+	assert_int_equal(if_nametoindex("tsmq1"), 0);
+}
+
 /* Without CAP_NET_ADMIN (uid nobody in a child) the error says so. */
 static void
 test_permission_denied(void **state)
@@ -344,6 +423,8 @@ main(void)
 		cmocka_unit_test(test_busy),
 		cmocka_unit_test(test_small_error_buffer),
 		cmocka_unit_test(test_permission_denied),
+		cmocka_unit_test(test_queues),
+		cmocka_unit_test(test_queues_refused),
 	};
 
 	if (geteuid() != 0 || access("/dev/net/tun", R_OK | W_OK) != 0) {
