@@ -56,12 +56,16 @@ int tun_open(const struct tun_config *tc, char ifname[IFNAMSIZ],
  * and up once.  With tc->queues 0 or 1 it is tun_open() into fds[0].  n
  * is the room in fds.  Returns the number of fds opened, or -1 with a
  * message in err (n too small, the kernel refuses IFF_MULTI_QUEUE or the
- * steering, the name exists already -- a multi-queue device is always our
- * own); then no fd is left open and no device behind, and the caller may
- * fall back to one queue by asking again with tc->queues = 1.  A queue's index is the order it was attached in:
- * closing fds[i] moves the last queue to index i, so keep them all open
- * for the device's life (each worker process closes the others' fds but
- * one process must not close a queue fd while the others run).
+ * steering, the name exists already -- a multi-queue device is always
+ * our own); then no fd is left open and no device behind, and the caller
+ * may fall back to one queue by asking again with tc->queues = 1.
+ *
+ * A queue stays attached while any process holds its fd, and its index
+ * is its place in the order of attaching: when one is detached (its last
+ * fd closed) the last queue takes its index, and flows move.  So the
+ * process that forks the workers keeps every fd for the device's life (a
+ * worker that dies leaves its queue in place, for the next one), and each
+ * worker closes the fds of the queues not its own.
  */
 int tun_open_queues(const struct tun_config *tc, int *fds, unsigned n,
     char ifname[IFNAMSIZ], char *err, size_t errlen);
@@ -87,15 +91,15 @@ int tun_add_route(const char *ifname, const struct tun_prefix *p,
 /*
  * Steering (tun/tun_steer.c): an eBPF program, attached to the device
  * through queue fd fd, chooses each packet's queue (the kernel takes its
- * return value as a u16, modulo the queues attached).  Queue 0 gets every
- * packet that is not IPv4 or IPv6 carrying TCP or UDP directly, unfragmented
- * -- ICMP, IPv4 fragments, IPv6 with any extension header (the fragment
- * header too) -- and every TCP or UDP packet to port 53; the rest is spread
- * by a hash of its addresses and ports and nothing else, so one flow always takes
- * one queue.  0, or -1 with a message in err (no BPF in the kernel,
- * permission, the verifier's refusal with its last line).  queues is the
- * number the caller opened, for the message only: the kernel divides by
- * the queues attached at each packet.
+ * return value as a u16, modulo the queues attached).  Queue 0 gets
+ * every packet that is not IPv4 or IPv6 carrying TCP or UDP directly,
+ * unfragmented -- ICMP, IPv4 fragments, IPv6 with any extension header
+ * (the fragment header too) -- and every TCP or UDP packet to port 53;
+ * the rest is spread by a hash of its addresses and ports and nothing
+ * else, so one flow always takes one queue.  0, or -1 with a message in
+ * err (no BPF in the kernel, permission, the verifier's refusal with its
+ * last line).  queues is the number the caller opened, for the message
+ * only: the kernel divides by the queues attached at each packet.
  */
 int tun_steer(int fd, unsigned queues, char *err, size_t errlen);
 

@@ -1,7 +1,7 @@
 /*
  * ts_tunq: opens a multi-queue TUN with tun_open_queues(), steered by
- * tun_steer() before it is up, and says which queue read each packet the host sent into
- * it, for tests/netns/e2e/e2e_tun_steer.sh.
+ * tun_steer() before it is up, and says which queue read each packet the
+ * host sent into it, for tests/netns/e2e/e2e_tun_steer.sh.
  *
  *   ts_tunq -q queues -o file [options]
  *     -i name     interface name (default tsq0)
