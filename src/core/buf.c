@@ -32,7 +32,8 @@ buf_free(struct buf *b)
 		return;
 	if (b->data != NULL && b->mem != NULL)
 		limit_mem_give(b->mem, b->cap);
-	free(b->data);
+	if (b->data != NULL)
+		free(b->data - BUF_HEADROOM);
 	b->data = NULL;
 	b->off = 0;
 	b->len = 0;
@@ -64,11 +65,12 @@ buf_alloc(struct buf *b)
 		return -1;
 	}
 	b->denied = false;
-	if ((b->data = malloc(b->cap)) == NULL) {
+	if ((b->data = malloc(BUF_HEADROOM + b->cap)) == NULL) {
 		if (b->mem != NULL)
 			limit_mem_give(b->mem, b->cap);
 		return -1;
 	}
+	b->data += BUF_HEADROOM;
 	return 0;
 }
 
@@ -120,6 +122,12 @@ buf_append(struct buf *b, const void *p, size_t n)
 
 const uint8_t *
 buf_head(const struct buf *b)
+{
+	return b->data == NULL ? NULL : b->data + b->off;
+}
+
+uint8_t *
+buf_head_mut(struct buf *b)
 {
 	return b->data == NULL ? NULL : b->data + b->off;
 }

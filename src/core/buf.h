@@ -21,6 +21,11 @@ struct buf {
 	bool	 denied;	/* the budget refused the last allocation */
 };
 
+/* Bytes in front of buf_head() that are always the buffer's own and
+ * writable (consumed bytes, or room kept before the storage): a writer
+ * may build a header there in place of copying the bytes behind it. */
+#define BUF_HEADROOM	8
+
 void   buf_init(struct buf *b, size_t cap);
 void   buf_free(struct buf *b);		/* releases storage; b reusable */
 size_t buf_len(const struct buf *b);
@@ -33,6 +38,8 @@ void   buf_commit(struct buf *b, size_t n);	/* n bytes written at tail */
 /* Appends up to n bytes; returns how many fit (0 on OOM). */
 size_t buf_append(struct buf *b, const void *p, size_t n);
 const uint8_t *buf_head(const struct buf *b);	/* unread bytes */
+/* The same, writable, with BUF_HEADROOM bytes before it; NULL if empty. */
+uint8_t *buf_head_mut(struct buf *b);
 void   buf_consume(struct buf *b, size_t n);
 void   buf_release_if_empty(struct buf *b);
 /* Charges the storage to a budget from now on (NULL: none).  Storage

@@ -19,6 +19,9 @@
 #include "server/httpframe.h"
 #include "tls/outer.h"
 
+_Static_assert(BUF_HEADROOM >= OUTER_HEADROOM,
+    "a relay buffer has the outer's headroom");
+
 static bool
 relay_again(int err)
 {
@@ -169,10 +172,12 @@ relay_flush_outer(struct relay *r, bool *progress)
 			r->frame_held = true;	/* more bytes release it */
 			return 0;
 		}
-		/* The fd side's last bytes: the end marker with them. */
-		n = r->fd_eof && !r->quiet && len == buf_len(&r->to_outer) ?
-		    outer_write_last(r->outer, buf_head(&r->to_outer), len) :
-		    outer_write(r->outer, buf_head(&r->to_outer), len);
+		/* The fd side's last bytes: the end marker with them.  In
+		 * place: a framed flow's chunks are encrypted from the buffer
+		 * (with their lengths in its headroom), not from a copy. */
+		n = outer_write_inplace(r->outer, buf_head_mut(&r->to_outer),
+		    len, r->fd_eof && !r->quiet &&
+		    len == buf_len(&r->to_outer));
 		if (n == -1) {
 			if (relay_again(errno)) {
 				r->outer_wr_ev = relay_blocked_on(r, EPOLLOUT);

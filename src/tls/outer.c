@@ -611,6 +611,14 @@ outer_write_last(struct outer *o, const void *buf, size_t len)
 	return outer_io_write(o, buf, len);
 }
 
+ssize_t
+outer_write_inplace(struct outer *o, void *buf, size_t len, bool last)
+{
+	if (o->fr != NULL)
+		return outer_frame_write_inplace(o, buf, len, last);
+	return outer_io_write(o, buf, len);
+}
+
 /* Sends what the batch queue holds.  0 when all left, -1 with errno
  * EAGAIN (and want_wr set), EPIPE or ECONNRESET. */
 static int
@@ -647,6 +655,45 @@ outer_wq_free(struct outer *o)
 	o->wq = NULL;
 }
 
+int
+outer_batch_begin(struct outer *o)
+{
+	if (o->wq == NULL && (o->wq = malloc(OUTER_WQ_CAP)) == NULL)
+		return -1;
+	o->wq_batch = true;
+	o->wq_ret = 1;
+	ERR_clear_error();	/* a record written leaves the queue empty */
+	return 0;
+}
+
+ssize_t
+outer_batch_rec(struct outer *o, const void *p, size_t len)
+{
+	size_t	n;
+
+	if (OUTER_WQ_CAP - o->wq_len < OUTER_REC_WIRE)
+		return 0;
+	if ((o->wq_ret = SSL_write_ex(o->ssl, p, len, &n)) != 1)
+		return -1;
+	return (ssize_t)n;
+}
+
+ssize_t
+outer_batch_end(struct outer *o, size_t plain)
+{
+	o->wq_batch = false;
+	if (plain == 0) {
+		if (outer_error(o, o->wq_ret, &o->want_wr, "write") == 0)
+			errno = EPIPE;
+		return -1;
+	}
+	/* A failure after some records: the next call reports it. */
+	o->wq_plain = plain;
+	if (outer_wq_flush(o) == -1)
+		return -1;
+	return (ssize_t)plain;
+}
+
 /*
  * Up to OUTER_WQ_RECS records of buf, encrypted into the queue and sent
  * with one call.  Their bytes count as written once all of it left; a
@@ -657,29 +704,15 @@ static ssize_t
 outer_write_batch(struct outer *o, const void *buf, size_t len)
 {
 	const uint8_t *p = buf;
-	size_t	done = 0, n;
-	int	r = 1;
+	size_t	done = 0;
+	ssize_t	n;
 
-	if (o->wq == NULL && (o->wq = malloc(OUTER_WQ_CAP)) == NULL)
+	if (outer_batch_begin(o) == -1)
 		return -2;
-	o->wq_batch = true;
-	ERR_clear_error();	/* a record written leaves the queue empty */
-	while (done < len && OUTER_WQ_CAP - o->wq_len >= OUTER_REC_WIRE) {
-		if ((r = SSL_write_ex(o->ssl, p + done, len - done, &n)) != 1)
-			break;
-		done += n;
-	}
-	o->wq_batch = false;
-	if (done == 0) {
-		if (outer_error(o, r, &o->want_wr, "write") == 0)
-			errno = EPIPE;
-		return -1;
-	}
-	/* A failure after some records: the next call reports it. */
-	o->wq_plain = done;
-	if (outer_wq_flush(o) == -1)
-		return -1;
-	return (ssize_t)done;
+	while (done < len && (n = outer_batch_rec(o, p + done,
+	    len - done)) > 0)
+		done += (size_t)n;
+	return outer_batch_end(o, done);
 }
 
 ssize_t

@@ -118,6 +118,14 @@ ssize_t outer_write(struct outer *o, const void *buf, size_t len);
  * mark every flow's end on the wire), and outer_shutdown_write() then
  * has nothing left to send.  Otherwise as outer_write(). */
 ssize_t outer_write_last(struct outer *o, const void *buf, size_t len);
+/* outer_write() (last: outer_write_last()) of bytes that may change
+ * during the call, with OUTER_HEADROOM writable bytes in front of them;
+ * all are as they were when it returns.  A framed flow then builds each
+ * chunk's record around the bytes themselves instead of a copy of them
+ * (outer_frame.c). */
+#define OUTER_HEADROOM	2
+ssize_t outer_write_inplace(struct outer *o, void *buf, size_t len,
+    bool last);
 /* lean: no read-ahead and a one-record read buffer (a connection not
  * authenticated yet); false: the context's settings again. */
 void outer_set_lean(struct outer *o, bool lean);

@@ -305,6 +305,8 @@ outer_frame_write(struct outer *o, const void *buf, size_t len, bool last)
 			return -1;
 		return (ssize_t)fr->stage_data;
 	}
+	if (o->wq_len > 0)		/* the repeat of one in place */
+		return outer_io_write(o, buf, len);
 	if (fr->end_out) {
 		errno = EPIPE;
 		return -1;
@@ -344,11 +346,53 @@ outer_frame_write(struct outer *o, const void *buf, size_t len, bool last)
 	return (ssize_t)(raw + k);
 }
 
+/*
+ * A write of chunks in place: each chunk's length goes in the two bytes
+ * in front of it (the caller's headroom for the first, the last two of
+ * the chunk before, already encrypted, for the others; put back after)
+ * and the record is encrypted from there, the records of the call sent
+ * together (outer_batch_*): no stage, no copy.  A chunk and its length
+ * are at most a record, which OpenSSL writes whole or not at all.  The
+ * raw bytes of a flow's start and a write of its last bytes (with the
+ * end marker in their record) go through the stage.
+ */
+ssize_t
+outer_frame_write_inplace(struct outer *o, uint8_t *buf, size_t len,
+    bool last)
+{
+	struct outer_frame *fr = o->fr;
+	size_t	done = 0, k;
+	uint8_t	save[2], *h;
+	ssize_t	n;
+	unsigned i;
+
+	if (fr->stage != NULL || o->wq_len > 0 || last || len == 0 ||
+	    fr->raw_out > 0 || fr->end_out || o->ssl == NULL ||
+	    !o->hs_done || o->shut_sent || outer_batch_begin(o) == -1)
+		return outer_frame_write(o, buf, len, last);
+	for (i = 0; i < FRAME_CHUNKS && done < len; i++) {
+		k = len - done < OUTER_CHUNK_MAX ? len - done : OUTER_CHUNK_MAX;
+		h = buf + done - 2;
+		memcpy(save, h, 2);
+		h[0] = (uint8_t)(k >> 8);
+		h[1] = (uint8_t)k;
+		n = outer_batch_rec(o, h, 2 + k);
+		memcpy(h, save, 2);
+		if (n <= 0)
+			break;
+		done += k;
+	}
+	return outer_batch_end(o, done);
+}
+
 int
 outer_frame_shutdown(struct outer *o)
 {
 	struct outer_frame *fr = o->fr;
 
+	if (fr->stage == NULL && o->wq_len > 0 &&	/* one in place */
+	    outer_io_write(o, NULL, 0) == -1)
+		return -1;
 	if (fr->stage == NULL) {
 		if (fr->end_out)
 			return 0;

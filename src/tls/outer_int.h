@@ -34,17 +34,30 @@ struct outer {
 	size_t		 wq_len, wq_off;
 	size_t		 wq_plain;	/* the caller's bytes they hold */
 	bool		 wq_batch;	/* the BIO appends to wq */
+	int		 wq_ret;	/* the batch's last SSL_write_ex */
 };
 
 /* The unframed stream, which outer_read/outer_write/outer_shutdown_write
  * are unless flow framing is on (outer.c). */
 ssize_t outer_io_read(struct outer *o, void *buf, size_t len);
 ssize_t outer_io_write(struct outer *o, const void *buf, size_t len);
+/* A batch of records sent with one call: outer_batch_begin (-1: no
+ * memory for the queue), then outer_batch_rec for each (one SSL_write of
+ * up to a record's plaintext: the bytes taken, 0 when the queue has no
+ * room for another record, -1 when it failed), then outer_batch_end with
+ * the caller's bytes they stand for: that count once all left, or -1
+ * (EAGAIN: outer_io_write's repeat sends the rest and returns it; with
+ * none, the last record's failure). */
+int  outer_batch_begin(struct outer *o);
+ssize_t outer_batch_rec(struct outer *o, const void *p, size_t len);
+ssize_t outer_batch_end(struct outer *o, size_t plain);
 /* outer_frame.c: the same calls on a framed flow; outer_frame_free at
  * release. */
 ssize_t outer_frame_read(struct outer *o, void *buf, size_t len);
 ssize_t outer_frame_write(struct outer *o, const void *buf, size_t len,
     bool last);
+ssize_t outer_frame_write_inplace(struct outer *o, uint8_t *buf,
+    size_t len, bool last);
 int  outer_frame_shutdown(struct outer *o);
 size_t outer_frame_pending(const struct outer *o);
 void outer_frame_free(struct outer *o);

@@ -1780,6 +1780,108 @@ test_frame_tls_batch(void **state)
 }
 
 /*
+ * outer_write_inplace() on a framed TLS flow: the records on the wire are
+ * those of outer_write() (a chunk each, sent together), the bytes and the
+ * headroom are as they were after every call, and a peer reading the
+ * flow gets the bytes exactly, also across writes that block and are
+ * repeated (a reader slower than the writer).
+ */
+#define INPLACE_LEN	(3 * OUTER_CHUNK_MAX + 100)
+#define INPLACE_BULK	(4 << 20)
+static void
+test_frame_tls_inplace(void **state)
+{
+	struct ctxs	*x = *state;
+	struct pair	 p;
+	static uint8_t	 mem[OUTER_HEADROOM + INPLACE_LEN], ref[sizeof(mem)];
+	static uint8_t	 in[64 * 1024];
+	uint8_t		 wire[4 * (5 + 2 + OUTER_CHUNK_MAX + 1 + 16)], *h;
+	uint8_t		*buf = mem + OUTER_HEADROOM;
+	size_t		 i, want, got = 0, off = 0, k, blocked = 0;
+	long long	 deadline = now_ms() + DEADLINE_MS;
+	ssize_t		 n;
+
+	pair_connect(&p, x->c, x->s, false);
+	write_all(p.s, "w", 1);
+	assert_int_equal(read_wait(p.c, in, 1), 1);
+	assert_int_equal(outer_frame_begin(p.c, 0, 0, NULL, 0), 0);
+	for (i = 0; i < sizeof(mem); i++)
+		mem[i] = (uint8_t)(i * 7 + (i >> 8));
+	memcpy(ref, mem, sizeof(mem));
+	assert_int_equal(outer_write_inplace(p.c, buf, INPLACE_LEN, false),
+	    INPLACE_LEN);
+	assert_memory_equal(mem, ref, sizeof(mem));
+	want = 3 * (5 + 2 + OUTER_CHUNK_MAX + 1 + 16) + 5 + 2 + 100 + 1 + 16;
+	while (got < want) {
+		n = recv(outer_fd(p.s), wire + got, sizeof(wire) - got,
+		    MSG_DONTWAIT);
+		if (n < 0) {
+			assert_int_equal(errno, EAGAIN);
+			assert_true(now_ms() < deadline);
+			usleep(1000);
+			continue;
+		}
+		assert_true(n > 0);
+		got += (size_t)n;
+	}
+	assert_int_equal(got, want);
+	for (h = wire, i = 0; i < 4; i++) {
+		assert_int_equal(h[0], 23);
+		assert_int_equal(h[3] << 8 | h[4], i < 3 ?
+		    2 + OUTER_CHUNK_MAX + 1 + 16 : 2 + 100 + 1 + 16);
+		h += 5 + (h[3] << 8 | h[4]);
+	}
+	pair_free(&p);
+
+	/* many of them, read back through the framing */
+	pair_connect(&p, x->c, x->s, false);
+	write_all(p.s, "w", 1);
+	assert_int_equal(read_wait(p.c, in, 1), 1);
+	assert_int_equal(outer_frame_begin(p.c, 0, 0, NULL, 0), 0);
+	assert_int_equal(outer_frame_begin(p.s, 0, 0, NULL, 0), 0);
+	got = 0;
+	while (got < INPLACE_BULK) {
+		assert_true(now_ms() < deadline);
+		if (off < INPLACE_BULK) {
+			k = INPLACE_BULK - off < INPLACE_LEN ?
+			    INPLACE_BULK - off : INPLACE_LEN;
+			for (i = 0; i < k; i++)
+				buf[i] = (uint8_t)((off + i) * 13 +
+				    ((off + i) >> 12));
+			memcpy(ref, mem, sizeof(mem));
+			n = outer_write_inplace(p.c, buf, k, false);
+			assert_memory_equal(mem, ref, sizeof(mem));
+			if (n > 0)
+				off += (size_t)n;
+			else {
+				assert_int_equal(errno, EAGAIN);
+				blocked++;
+			}
+		}
+		n = outer_read(p.s, in, 4096);	/* slower than the writer */
+		if (n < 0) {
+			struct pollfd pfd[2] = {
+				{ .fd = outer_fd(p.s), .events = POLLIN },
+				{ .fd = outer_fd(p.c), .events =
+				    poll_events(outer_events(p.c)) },
+			};
+
+			assert_int_equal(errno, EAGAIN);
+			assert_true(poll(pfd, 2, 1000) >= 0);
+			continue;
+		}
+		assert_true(n > 0);
+		for (i = 0; i < (size_t)n; i++)
+			assert_int_equal(in[i], (uint8_t)((got + i) * 13 +
+			    ((got + i) >> 12)));
+		got += (size_t)n;
+	}
+	assert_int_equal(off, INPLACE_BULK);
+	assert_true(blocked > 0);
+	pair_free(&p);
+}
+
+/*
  * outer_frame_offer() (the server's): the offer's two bytes ride right
  * behind the end marker, in its record, whether the marker leaves with
  * the last chunk or on its own; the reader gets 0 at the marker, and
@@ -1881,6 +1983,8 @@ main(void)
 		cmocka_unit_test(test_frame_write_last),
 		cmocka_unit_test(test_frame_offer),
 		cmocka_unit_test_setup_teardown(test_frame_tls_batch,
+		    setup_ctxs, teardown_ctxs),
+		cmocka_unit_test_setup_teardown(test_frame_tls_inplace,
 		    setup_ctxs, teardown_ctxs),
 	};
 
