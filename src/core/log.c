@@ -34,6 +34,7 @@ static atomic_bool	 log_flows;	/* per-flow lines at info, not debug */
 static bool		 log_copy_stderr;	/* warnings also to stderr */
 /* openlog() keeps the pointer, so the ident lives here. */
 static char		 log_ident[64] = "tunsplit";
+static char		 log_tag[24];	/* "worker 1: ", or empty */
 
 static const char *const log_level_names[] = {
 	[LOG_LVL_ERROR] = "error",
@@ -81,6 +82,15 @@ log_init(enum log_level level, bool use_syslog, const char *ident)
 	log_journal = !use_syslog && log_stderr_is_journal() ? 1 : 0;
 	if (use_syslog)
 		openlog(log_ident, LOG_PID | LOG_NDELAY, LOG_DAEMON);
+}
+
+void
+log_set_tag(const char *tag)
+{
+	if (tag == NULL || *tag == '\0')
+		log_tag[0] = '\0';
+	else
+		snprintf(log_tag, sizeof(log_tag), "%s: ", tag);
 }
 
 void
@@ -168,7 +178,9 @@ log_vlog(enum log_level level, int err, const char *fmt, va_list ap)
 	char	msg[LOG_LINE_MAX], ebuf[128];
 	size_t	n;
 
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	n = strlen(log_tag);
+	memcpy(msg, log_tag, n);
+	vsnprintf(msg + n, sizeof(msg) - n, fmt, ap);
 	if (err >= 0) {
 		n = strlen(msg);
 		snprintf(msg + n, sizeof(msg) - n, ": %s",

@@ -9,6 +9,8 @@ enum log_level { LOG_LVL_ERROR, LOG_LVL_WARN, LOG_LVL_INFO, LOG_LVL_DEBUG };
 
 void log_init(enum log_level level, bool use_syslog, const char *ident);
 void log_set_level(enum log_level level);
+/* A prefix for every line of this process ("worker 1"), NULL for none. */
+void log_set_tag(const char *tag);
 /* While on, and logging to syslog, warnings and errors are written to
  * stderr too: `run -d` says why it failed until it has detached. */
 void log_stderr_copy(bool on);
