@@ -594,10 +594,16 @@ static void
 flow_udp_dns_learn(struct flow_udp *u, const uint8_t *data, size_t len)
 {
 	dnsfwd_cache_put(u->cache, data, len, loop_now(u->loop));
+	flow_udp_names_learn(u, data, len);
+}
+
+void
+flow_udp_names_learn(struct flow_udp *u, const uint8_t *msg, size_t len)
+{
 	if (u->names == NULL && (u->names = dnsfwd_names_new(
 	    DNSFWD_NAMES_MAX)) != NULL)
 		dnsfwd_names_use(u->names);
-	dnsfwd_names_learn(u->names, data, len);
+	dnsfwd_names_learn(u->names, msg, len);
 }
 
 static int

@@ -70,6 +70,10 @@ void flow_udp_reconfigure(struct flow_udp *u, const struct conf *c,
  * the client's, NULL for none.
  */
 void flow_udp_set_fakeip(struct flow_udp *u, struct fakeip *t);
+/* The addresses of DNS reply msg learnt under its name (dnsfwd.h): an
+ * upstream's answer, or worker 0's news of one. */
+void flow_udp_names_learn(struct flow_udp *u, const uint8_t *msg,
+    size_t len);
 
 /*
  * A DNS query the app sent over TCP (flow_dns.h), answered as a datagram

@@ -253,6 +253,9 @@ struct dnsfwd_names {
 };
 
 static struct dnsfwd_names *dnsfwd_names_cur;	/* the loop thread's */
+/* Workers (dnsfwd.h): worker 0's news, the others' look again. */
+static void (*dnsfwd_on_learn)(const uint8_t *msg, size_t len);
+static bool (*dnsfwd_on_miss)(void);
 
 static uint32_t
 dnsfwd_ip_hash(int family, const uint8_t *ip)
@@ -351,6 +354,16 @@ dnsfwd_names_learn(struct dnsfwd_names *t, const uint8_t *msg, size_t len)
 	for (i = 0; i < r.naddrs; i++)
 		dnsfwd_names_put(t, r.addrs[i].family, r.addrs[i].ip,
 		    r.q.name);
+	if (r.naddrs > 0 && dnsfwd_on_learn != NULL)
+		dnsfwd_on_learn(msg, len);
+}
+
+void
+dnsfwd_names_hooks(void (*on_learn)(const uint8_t *msg, size_t len),
+    bool (*on_miss)(void))
+{
+	dnsfwd_on_learn = on_learn;
+	dnsfwd_on_miss = on_miss;
 }
 
 const char *
@@ -359,9 +372,16 @@ dnsfwd_names_find(const struct dnsfwd_names *t, int family,
 {
 	int32_t	i;
 
-	if (t == NULL || (family != AF_INET && family != AF_INET6))
+	if (family != AF_INET && family != AF_INET6)
 		return NULL;
-	i = *dnsfwd_names_slot(t, family, ip);
+	i = t != NULL ? *dnsfwd_names_slot(t, family, ip) : -1;
+	/* News from worker 0 taken in (perhaps the first, making the
+	 * table): look again. */
+	if (i < 0 && dnsfwd_on_miss != NULL && dnsfwd_on_miss()) {
+		if (t == NULL)
+			t = dnsfwd_names_cur;
+		i = t != NULL ? *dnsfwd_names_slot(t, family, ip) : -1;
+	}
 	return i >= 0 ? t->v[i].name : NULL;
 }
 

@@ -22,6 +22,7 @@
 #ifndef TUNSPLIT_DNSFWD_H
 #define TUNSPLIT_DNSFWD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -77,5 +78,12 @@ const char *dnsfwd_names_find(const struct dnsfwd_names *, int family,
     const uint8_t *ip);
 void dnsfwd_names_use(struct dnsfwd_names *);
 const struct dnsfwd_names *dnsfwd_names_used(void);
+/* Worker processes (src/client/workers.h): only worker 0 sees DNS, so
+ * on_learn (set there) gets every reply something was learnt from, to
+ * send to the others; on_miss (set in the others) runs when an address
+ * has no name: true if news was taken in, and it is looked up again
+ * (in the table in use then, which the news may have made). */
+void dnsfwd_names_hooks(void (*on_learn)(const uint8_t *msg, size_t len),
+    bool (*on_miss)(void));
 
 #endif

@@ -55,6 +55,11 @@ struct fakeip {
 	uint8_t		 hkey[crypto_shorthash_KEYBYTES];
 	bool		 dirty;
 	struct fakeip_stats st;
+	/* Workers (client.workers > 1): worker 0 tells the others of each
+	 * name it issues; they look again after a miss. */
+	void		(*on_issue)(void *arg, uint32_t slot, const char *name);
+	bool		(*on_miss)(void *arg);
+	void		*hook_arg;
 	/* fakeip_open */
 	struct loop	*loop;
 	struct loop_timer timer;
@@ -342,9 +347,54 @@ fakeip_issue(struct fakeip *t, const char *name, uint8_t a4[4],
 		if (i == t->used)
 			t->used++;
 		t->st.issued++;
+		if (t->on_issue != NULL)
+			t->on_issue(t->hook_arg, i, name);
 	}
 	slot_addrs(t, i, a4, a6);
 	return 0;
+}
+
+int
+fakeip_adopt(struct fakeip *t, uint32_t slot, const char *name)
+{
+	struct fakeip_slot *s;
+	uint32_t	 old;
+
+	if (slot >= t->cap || *name == '\0' || strlen(name) > FAKEIP_NAME_MAX)
+		return -1;
+	s = &t->slot[slot];
+	if (s->name != NULL && strcmp(s->name, name) == 0)
+		return 0;
+	/* The name moved: its old slot is free here too. */
+	if ((old = hash_find(t, name)) != NIL) {
+		hash_del(t, old);
+		lru_unlink(t, old);
+		free(t->slot[old].name);
+		t->slot[old].name = NULL;
+		t->st.entries--;
+	}
+	if (slot_fill(t, slot, name) == -1)
+		return -1;
+	if (slot >= t->used)
+		t->used = slot + 1;
+	return 0;
+}
+
+void
+fakeip_hooks(struct fakeip *t,
+    void (*on_issue)(void *arg, uint32_t slot, const char *name),
+    bool (*on_miss)(void *arg), void *arg)
+{
+	t->on_issue = on_issue;
+	t->on_miss = on_miss;
+	t->hook_arg = arg;
+}
+
+/* Whether the address at offset off has a name. */
+static bool
+slot_named(const struct fakeip *t, uint64_t off)
+{
+	return off != 0 && off <= t->used && t->slot[off - 1].name != NULL;
 }
 
 const char *
@@ -356,7 +406,10 @@ fakeip_name(struct fakeip *t, int family, const void *addr)
 	if (!fakeip_contains(t, family, addr))
 		return NULL;
 	off = range_off(c, addr);
-	if (off == 0 || off > t->used || t->slot[off - 1].name == NULL) {
+	/* Worker 0's news of the name may be waiting: taken in, look again. */
+	if (!slot_named(t, off) && t->on_miss != NULL)
+		(void)t->on_miss(t->hook_arg);
+	if (!slot_named(t, off)) {
 		t->st.misses++;
 		return NULL;
 	}
@@ -692,15 +745,24 @@ fakeip_open(struct loop *loop, const struct conf *c)
 		if (fakeip_load(t, t->path, why, sizeof(why)) == -1)
 			log_warnx("dns: fake-IP table %s: ignored, starting "
 			    "empty", why);
-		t->loop = loop;
-		loop_timer_init(&t->timer, fakeip_on_timer);
-		loop_timer_set(loop, &t->timer, FAKEIP_SAVE_MS);
+		if (loop != NULL)
+			fakeip_attach(t, loop);
 	}
 	log_info("dns: fake-IP answers from %s%s%s, %u names (%zu kept)%s%s",
 	    r4, t->has6 ? " and " : "", t->has6 ? r6 : "", t->cap,
 	    t->st.entries, t->path != NULL ? ", saved to " : "",
 	    t->path != NULL ? t->path : "");
 	return t;
+}
+
+void
+fakeip_attach(struct fakeip *t, struct loop *loop)
+{
+	if (t->path == NULL || t->loop != NULL)
+		return;
+	t->loop = loop;
+	loop_timer_init(&t->timer, fakeip_on_timer);
+	loop_timer_set(loop, &t->timer, FAKEIP_SAVE_MS);
 }
 
 void

@@ -86,12 +86,28 @@ bool fakeip_dirty(const struct fakeip *t);
 struct fakeip_stats *fakeip_stats(struct fakeip *t);
 
 /*
+ * Worker processes (client.workers > 1, src/client/workers.h): worker 0
+ * alone answers DNS, so it alone issues; on_issue tells the others (each
+ * holds a copy of the table) before the answer leaves, and they put the
+ * name in the same slot with fakeip_adopt (whatever the slot held, and
+ * the name's old slot, go).  on_miss runs when an address in a range has
+ * no name: true if news was taken in, and the address is looked up again.
+ */
+void fakeip_hooks(struct fakeip *t,
+    void (*on_issue)(void *arg, uint32_t slot, const char *name),
+    bool (*on_miss)(void *arg), void *arg);
+int  fakeip_adopt(struct fakeip *t, uint32_t slot, const char *name);
+
+/*
  * The client's table for configuration c (NULL when dns.mode is not
  * fake-ip, or on failure, logged): loaded from dns.fake_ip_file, saved
- * there every FAKEIP_SAVE_MS while it changed and by fakeip_close.
+ * there every FAKEIP_SAVE_MS while it changed and by fakeip_close --
+ * once attached to a loop (loop here, or fakeip_attach later: a table
+ * never attached is never saved, as the workers' copies).
  */
 #define FAKEIP_SAVE_MS	30000
 struct fakeip *fakeip_open(struct loop *loop, const struct conf *c);
+void fakeip_attach(struct fakeip *t, struct loop *loop);
 void fakeip_close(struct fakeip *t);	/* saves, frees; NULL ok */
 
 #endif
