@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/epoll.h>
+#include <sys/wait.h>
 
 #include "core/addr.h"
 #include "client/dgram/assoc.h"
@@ -35,6 +36,8 @@
 #include "client/outbound.h"
 #include "client/pool.h"
 #include "client/dialer.h"
+#include "client/dns/dnsfwd.h"
+#include "client/workers.h"
 #include "rules/rules.h"
 #include "client/route_test.h"
 #include "stack/tsnetif.h"
@@ -45,7 +48,13 @@
 struct client {
 	const struct conf	*conf;
 	struct loop		*loop;
-	int			 tun_fd;
+	int			 tun_fd;	/* this worker's queue */
+	int			 tun_fds[WORKERS_MAX];	/* before the fork */
+	unsigned		 nworkers;
+	struct workers		*wk;	/* NULL: one worker */
+	bool			 failed;	/* a worker died: exit 1 */
+	struct control_role	 role;	/* the snapshot's, for workers too */
+	struct status_merge_mem	 merged;	/* worker 0: the last snapshot's */
 	char			 tun_name[IFNAMSIZ];	/* as the kernel named it */
 	bool			 lwip_up;
 	struct loop_fd		 tun_lfd;
@@ -107,6 +116,7 @@ client_adopt(void *arg, const struct conf *n)
 		cl->env.obs = obs;
 	}
 	flow_udp_reconfigure(cl->udp, n, cl->obs);
+	workers_send_reload(cl->wk);	/* each reads the file itself */
 }
 
 /* Draining: new SYNs get an RST, live flows run on. */
@@ -116,14 +126,47 @@ client_stop_accepting(void *arg)
 	struct client *cl = arg;
 
 	cl->env.draining = true;
+	workers_send_drain(cl->wk);
 }
 
+/* Live flows, and in worker 0 the other workers still running: the
+ * drain waits for them too. */
 static size_t
 client_live(void *arg)
 {
 	struct client *cl = arg;
 
-	return cl->env.nflows;
+	return cl->env.nflows + workers_running(cl->wk);
+}
+
+/* Worker 0's snapshot: every other worker's added in (status.h). */
+static void
+client_status_workers(struct client *cl, struct status_fill *sf)
+{
+	struct status		 add;
+	struct status_blob	*blob;
+	uint8_t			*buf;
+	size_t			 len;
+	unsigned		 i;
+
+	status_merge_mem_free(&cl->merged);
+	memset(&cl->merged, 0, sizeof(cl->merged));
+	sf->st->flows = sf->flows;
+	sf->st->nflows = sf->n;
+	for (i = 1; i < workers_count(cl->wk); i++) {
+		if (workers_ask_status(cl->wk, i, sf->flows != NULL, &buf,
+		    &len) == -1) {
+			log_warnx("status: worker %u did not answer", i);
+			continue;
+		}
+		if (status_unpack(buf, len, &add, &blob) == 0) {
+			(void)status_merge(sf->st, &add, &cl->merged);
+			status_blob_free(blob);
+		} else
+			log_warnx("status: worker %u's snapshot is malformed",
+			    i);
+		free(buf);
+	}
 }
 
 static void
@@ -135,6 +178,8 @@ client_status(void *arg, struct status_fill *sf)
 	cl->status.env = &cl->env;
 	cl->status.udp = cl->udp;
 	client_status_fill(&cl->status, sf);
+	if (cl->wk != NULL && workers_self(cl->wk) == 0)
+		client_status_workers(cl, sf);
 }
 
 static bool
@@ -173,6 +218,7 @@ client_select(void *arg, const char *req, FILE *fp)
 		fprintf(fp, "error: %s\n", err);
 		return -1;
 	}
+	workers_send_select(cl->wk, g, m);
 	log_info("select: group %s takes %s for new flows", g, m);
 	if (group_state_path(cl->conf->control, path, sizeof(path)) != NULL &&
 	    group_state_save(cl->obs, path) == -1)
@@ -218,6 +264,22 @@ client_tun_prefix(struct tun_prefix *t, const struct cidr *c)
 	t->prefix = c->prefix;
 }
 
+/* client.workers, 0 meaning one per online CPU. */
+static unsigned
+client_workers_wanted(const struct conf *c)
+{
+	long	n = c->client.workers;
+
+	if (n == 0 && (n = sysconf(_SC_NPROCESSORS_ONLN)) < 1)
+		n = 1;
+	return n > WORKERS_MAX ? WORKERS_MAX : (unsigned)n;
+}
+
+/*
+ * The TUN: one queue per worker, and the kernel's steering that keeps
+ * DNS on worker 0 (workers.h).  Where the kernel will not steer, one
+ * worker runs, said once.
+ */
 static int
 client_open_tun(struct client *cl)
 {
@@ -225,6 +287,7 @@ client_open_tun(struct client *cl)
 	struct tun_config tc;
 	struct tun_prefix a4, a6;
 	char name[IFNAMSIZ], err[256];
+	unsigned n = client_workers_wanted(c), i;
 
 	memset(&tc, 0, sizeof(tc));
 	tc.name = c->tun.name;
@@ -234,14 +297,29 @@ client_open_tun(struct client *cl)
 	tc.addr4 = c->tun.has_addr4 ? &a4 : NULL;
 	tc.addr6 = c->tun.has_addr6 ? &a6 : NULL;
 	tc.offload = c->tun.offload;
-	if ((cl->tun_fd = tun_open(&tc, name, err, sizeof(err))) < 0) {
+	tc.queues = n > 1 ? n : 0;
+	tc.steer = n > 1;
+	for (i = 0; i < WORKERS_MAX; i++)
+		cl->tun_fds[i] = -1;
+	if (n > 1 && tun_open_queues(&tc, cl->tun_fds, n, name, err,
+	    sizeof(err)) < 0) {
+		log_warnx("tun: %s; running one worker, not %u", err, n);
+		n = 1;
+		tc.queues = 0;
+		tc.steer = false;
+	}
+	if (n == 1 && (cl->tun_fds[0] = tun_open(&tc, name, err,
+	    sizeof(err))) < 0) {
 		log_warnx("tun: %s", err);
 		return -1;
 	}
+	cl->nworkers = n;
+	cl->tun_fd = cl->tun_fds[0];
 	snprintf(cl->tun_name, sizeof(cl->tun_name), "%s", name);
-	log_info("tun %s up, mtu %u, offloads %s", name, c->tun.mtu,
-	    tun_offload(cl->tun_fd) ? "on" : c->tun.offload ?
-	    "refused by the kernel" : "off");
+	log_info("tun %s up, mtu %u, offloads %s, %u worker%s", name,
+	    c->tun.mtu, tun_offload(cl->tun_fd) ? "on" : c->tun.offload ?
+	    "refused by the kernel" : "off", cl->nworkers,
+	    cl->nworkers == 1 ? "" : "s");
 	return 0;
 }
 
@@ -300,10 +378,11 @@ client_log_ready(struct client *cl)
 			    i == c->client.final ? " (final)" : "");
 	}
 	log_info("client ready: %zu outbound%s, %zu rule%s, final %s, "
-	    "mark 0x%x, max %u flows", cl->obs->n, cl->obs->n == 1 ? "" : "s",
+	    "mark 0x%x, max %u flows, %u worker%s", cl->obs->n,
+	    cl->obs->n == 1 ? "" : "s",
 	    rules_count(c->client.rules), rules_count(c->client.rules) == 1 ?
 	    "" : "s", conf_final(c)->name, c->client.mark,
-	    c->client.max_flows);
+	    c->client.max_flows, cl->nworkers, cl->nworkers == 1 ? "" : "s");
 }
 
 /* The final outbound's server, for the route helper's log line. */
@@ -314,6 +393,187 @@ client_final_server(const struct client *cl)
 	    cl->conf->client.final]);
 
 	return ob->has_server ? &ob->server : NULL;
+}
+
+/* ---- workers (workers.h) ---------------------------------------------- */
+
+static struct client *client_self;	/* for dnsfwd's hooks, which have no
+					 * argument: one client per process */
+
+static void
+client_fake_issued(void *arg, uint32_t slot, const char *name)
+{
+	struct client *cl = arg;
+
+	workers_send_fake(cl->wk, slot, name);
+}
+
+static bool
+client_news(void *arg)
+{
+	struct client *cl = arg;
+
+	return workers_poll(cl->wk);
+}
+
+static void
+client_names_learnt(const uint8_t *msg, size_t len)
+{
+	workers_send_learn(client_self->wk, msg, len);
+}
+
+static bool
+client_names_news(void)
+{
+	return workers_poll(client_self->wk);
+}
+
+static void
+client_w_fake(void *arg, uint32_t slot, const char *name)
+{
+	struct client *cl = arg;
+
+	if (cl->env.fakeip != NULL && fakeip_adopt(cl->env.fakeip, slot,
+	    name) == -1)
+		log_warnx("dns: fake-IP slot %u from worker 0: not taken",
+		    (unsigned)slot);
+}
+
+static void
+client_w_learn(void *arg, const uint8_t *msg, size_t len)
+{
+	struct client *cl = arg;
+
+	flow_udp_names_learn(cl->udp, msg, len);
+}
+
+static void
+client_w_select(void *arg, const char *group, const char *member)
+{
+	struct client *cl = arg;
+	char err[160];
+
+	if (group_select(cl->obs, group, member, err, sizeof(err)) == -1)
+		log_warnx("select from worker 0: %s", err);
+}
+
+static void
+client_w_reload(void *arg)
+{
+	(void)daemon_reload(client_adopt, arg);
+}
+
+static void
+client_w_drain(void *arg)
+{
+	struct client *cl = arg;
+
+	if (!daemon_draining())
+		daemon_drain_signal(&cl->drain, SIGTERM);
+}
+
+static void
+client_w_stop(void *arg)
+{
+	struct client *cl = arg;
+
+	loop_stop(cl->loop);
+}
+
+static int
+client_w_status(void *arg, bool flows, uint8_t **buf, size_t *len)
+{
+	struct client		*cl = arg;
+	struct status		 st;
+	struct status_flow	*list;
+	int			 rc;
+
+	control_role_snapshot(&cl->role, loop_now(cl->loop), &st, flows,
+	    &list);
+	rc = status_pack(&st, buf, len);
+	free(list);
+	return rc;
+}
+
+/* Worker 0: worker i ended.  While draining that is its way out;
+ * otherwise its queue's flows are gone and the client stops. */
+static void
+client_w_ended(void *arg, unsigned i, int wstatus)
+{
+	struct client *cl = arg;
+
+	if (cl->env.draining && wstatus != -1 && WIFEXITED(wstatus) &&
+	    WEXITSTATUS(wstatus) == 0) {
+		log_info("worker %u ended", i);
+		return;
+	}
+	if (cl->env.draining) {
+		log_info("worker %u ended (%s %d)", i, wstatus != -1 &&
+		    WIFSIGNALED(wstatus) ? "signal" : "status", wstatus == -1 ?
+		    -1 : WIFSIGNALED(wstatus) ? WTERMSIG(wstatus) :
+		    WEXITSTATUS(wstatus));
+		return;
+	}
+	log_warnx("worker %u ended (%s %d); stopping the client, whose "
+	    "flows on that worker are gone", i, wstatus != -1 &&
+	    WIFSIGNALED(wstatus) ? "signal" : "status", wstatus == -1 ? -1 :
+	    WIFSIGNALED(wstatus) ? WTERMSIG(wstatus) : WEXITSTATUS(wstatus));
+	cl->failed = true;
+	loop_stop(cl->loop);
+}
+
+/* Worker 0's hooks tell, the others' listen. */
+static int
+client_workers_start(struct client *cl)
+{
+	const struct workers_ops ops = {
+		.fake = client_w_fake, .learn = client_w_learn,
+		.select = client_w_select, .reload = client_w_reload,
+		.drain = client_w_drain, .stop = client_w_stop,
+		.status = client_w_status, .ended = client_w_ended, .arg = cl,
+	};
+	bool	main = workers_self(cl->wk) == 0;
+
+	if (cl->wk == NULL)
+		return 0;
+	client_self = cl;
+	if (cl->env.fakeip != NULL)
+		fakeip_hooks(cl->env.fakeip, main ? client_fake_issued : NULL,
+		    main ? NULL : client_news, cl);
+	dnsfwd_names_hooks(main ? client_names_learnt : NULL,
+	    main ? NULL : client_names_news);
+	return workers_start(cl->wk, cl->loop, &ops);
+}
+
+/*
+ * Before any loop, thread or context exists: the TUN's queues, the
+ * fake-IP table (each worker starts from the same copy), then the
+ * other workers.  Returns this process's worker index, or -1.
+ */
+static int
+client_prefork(struct client *cl)
+{
+	const struct conf *c = cl->conf;
+	int i = 0;
+
+	if (client_open_tun(cl) < 0)
+		return -1;
+	if (c->client.dns_fakeip &&
+	    (cl->env.fakeip = fakeip_open(NULL, c)) == NULL)
+		return -1;
+	if (cl->nworkers > 1 &&
+	    (i = workers_fork(&cl->wk, cl->tun_fds, cl->nworkers)) < 0) {
+		log_warnx("workers: running one, not %u", cl->nworkers);
+		while (cl->nworkers > 1)
+			close(cl->tun_fds[--cl->nworkers]);
+		i = 0;
+	}
+	if (i > 0)
+		daemon_worker();
+	cl->tun_fd = cl->tun_fds[i];
+	cl->env.share = cl->nworkers;
+	cl->env.id_back = cl->nworkers - 1 - (unsigned)i;
+	return i;
 }
 
 static int
@@ -328,6 +588,7 @@ client_setup(struct client *cl)
 	};
 	char path[CONF_SOCK_MAX + 16];
 	size_t i;
+	bool main = workers_self(cl->wk) == 0;
 
 	if ((cl->loop = loop_new()) == NULL ||
 	    daemon_signals_open(&cl->sig, cl->loop, &cl->drain, client_adopt,
@@ -341,13 +602,14 @@ client_setup(struct client *cl)
 	cl->env.obs = cl->obs;
 	if (group_state_path(c->control, path, sizeof(path)) != NULL)
 		(void)group_state_load(cl->obs, path);
-	if (flow_env_init(&cl->env) < 0 || client_udp_new(cl) < 0 ||
-	    client_open_tun(cl) < 0)
+	if (flow_env_init(&cl->env) < 0 || client_udp_new(cl) < 0)
 		return -1;
-	if (c->client.dns_fakeip) {
-		if ((cl->env.fakeip = fakeip_open(cl->loop, c)) == NULL ||
-		    client_fake_routes(cl) == -1)
-			return -1;
+	if (cl->env.fakeip != NULL) {
+		if (main) {
+			fakeip_attach(cl->env.fakeip, cl->loop);
+			if (client_fake_routes(cl) == -1)
+				return -1;
+		}
 		flow_udp_set_fakeip(cl->udp, cl->env.fakeip);
 	}
 	/* Before the pools' first dials; a failure leaves them on the loop. */
@@ -372,13 +634,16 @@ client_setup(struct client *cl)
 		return -1;
 	loop_timer_init(&cl->lwip_timer, client_on_lwip_timer);
 	loop_timer_set(cl->loop, &cl->lwip_timer, 250);
-	/* Everything privileged is open now: routes, then the drop. */
+	/* Everything privileged is open now: routes, then the drop.  The
+	 * control socket is worker 0's. */
+	cl->role = role;
 	if (daemon_drain_init(&cl->drain, cl->loop, client_stop_accepting,
-	    client_live, cl) < 0 ||
-	    (cl->ctl = control_new(cl->loop, c, &role)) == NULL ||
+	    client_live, cl) < 0 || client_workers_start(cl) < 0 ||
+	    (main && (cl->ctl = control_new(cl->loop, c, &role)) == NULL) ||
 	    daemon_up(c->tun.name, client_final_server(cl)) < 0)
 		return -1;
-	client_log_ready(cl);
+	if (main)
+		client_log_ready(cl);
 	return 0;
 }
 
@@ -394,7 +659,8 @@ client_run(const struct conf *c)
 	}
 	cl->conf = c;
 	cl->tun_fd = -1;
-	if (client_setup(cl) == 0 && loop_run(cl->loop) == 0)
+	if (client_prefork(cl) >= 0 && client_setup(cl) == 0 &&
+	    loop_run(cl->loop) == 0 && !cl->failed)
 		rc = 0;
 	if (cl->loop != NULL) {
 		flow_close_all(&cl->env);
@@ -408,11 +674,14 @@ client_run(const struct conf *c)
 	}
 	if (cl->tun_fd >= 0)
 		close(cl->tun_fd);
+	/* Worker 0 waits for the others' ends (they were told to stop). */
+	workers_end(cl->wk, 2000);
 	daemon_signals_close(&cl->sig);
 	outbounds_free(cl->obs);
 	dialer_stop();		/* flows and pools have cancelled their dials */
 	control_free(cl->ctl);
 	client_status_free(&cl->status);
+	status_merge_mem_free(&cl->merged);
 	loop_free(cl->loop);
 	log_info("client stopped: %llu flows (%llu on warm pool connections), "
 	    "%llu blocked, up %llu down %llu bytes",

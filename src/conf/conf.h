@@ -214,6 +214,8 @@ struct conf {
 		unsigned	 max_flows;		/* default 4096 */
 		unsigned	 dial_threads;		/* outer handshakes off the
 							 * loop; 0: on it, default 1 */
+		unsigned	 workers;		/* processes, one TUN queue
+							 * each; 0: online CPUs */
 		unsigned	 idle_timeout_ms;	/* default 300000 */
 		bool		 faithful;		/* connect_mode: faithful (default fast) */
 		int		 sniff;			/* CONF_SNIFF_*, default auto */

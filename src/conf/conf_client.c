@@ -947,6 +947,7 @@ static const struct conf_key keys_client[] = {
 	{ "mark", conf_key_u32, C(client.mark), 0, UINT32_MAX, NULL },
 	{ "max_flows", conf_key_uint, C(client.max_flows), 1, 1000000, NULL },
 	{ "dial_threads", conf_key_uint, C(client.dial_threads), 0, 16, NULL },
+	{ "workers", conf_key_uint, C(client.workers), 0, 64, NULL },
 	{ "connect_timeout", conf_key_ms, C(client.connect_timeout_ms), 100,
 	    600000, NULL },
 	{ "idle_timeout", conf_key_ms, C(client.idle_timeout_ms), 1000,

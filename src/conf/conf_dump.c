@@ -319,6 +319,7 @@ dump_client(const struct conf *c, FILE *fp, bool secrets)
 	dump_mark(fp, c->client.mark);
 	fprintf(fp, "  max_flows: %u\n", c->client.max_flows);
 	fprintf(fp, "  dial_threads: %u\n", c->client.dial_threads);
+	fprintf(fp, "  workers: %u\n", c->client.workers);
 	dump_ms(fp, "connect_timeout", c->client.connect_timeout_ms);
 	dump_ms(fp, "idle_timeout", c->client.idle_timeout_ms);
 	dump_kv(fp, "  ", "connect_mode", c->client.faithful ? "faithful" : "fast");

@@ -73,10 +73,9 @@ struct control {
 
 /* ---- snapshots ---------------------------------------------------------- */
 
-/* Fills st; with flows, *flows gets a malloc'd list (free it). */
-static void
-control_snapshot(struct control *ctl, struct status *st, bool flows,
-    struct status_flow **list)
+void
+control_role_snapshot(const struct control_role *role, uint64_t now_ms,
+    struct status *st, bool flows, struct status_flow **list)
 {
 	struct status_fill	cf;
 	size_t			live;
@@ -84,14 +83,14 @@ control_snapshot(struct control *ctl, struct status *st, bool flows,
 	memset(st, 0, sizeof(*st));
 	memset(&cf, 0, sizeof(cf));
 	cf.st = st;
-	cf.now_ms = loop_now(ctl->loop);
+	cf.now_ms = now_ms;
 	st->version = PACKAGE_VERSION;
 	st->pid = (long)getpid();
 	st->uptime_ms = daemon_uptime_ms();
 	st->draining = daemon_draining();
 	st->generation = daemon_conf() != NULL ? daemon_conf()->generation : 0;
 	*list = NULL;
-	live = ctl->role.live(ctl->role.arg);
+	live = role->live(role->arg);
 	if (flows) {
 		cf.cap = live;
 		/* calloc(0) may return NULL: keep a valid empty list. */
@@ -99,10 +98,22 @@ control_snapshot(struct control *ctl, struct status *st, bool flows,
 		if (cf.flows == NULL)
 			log_warn("control: flow list");
 	}
-	ctl->role.fill(ctl->role.arg, &cf);
-	st->flows = cf.flows;
-	st->nflows = cf.n;
+	role->fill(role->arg, &cf);
+	/* A client with workers points st at a merged list of its own. */
+	if (st->flows == NULL) {
+		st->flows = cf.flows;
+		st->nflows = cf.n;
+	}
 	*list = cf.flows;
+}
+
+/* Fills st; with flows, *flows gets a malloc'd list (free it). */
+static void
+control_snapshot(struct control *ctl, struct status *st, bool flows,
+    struct status_flow **list)
+{
+	control_role_snapshot(&ctl->role, loop_now(ctl->loop), st, flows,
+	    list);
 }
 
 static int

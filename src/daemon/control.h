@@ -19,6 +19,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 struct conf;
@@ -49,6 +50,16 @@ struct control_role {
 	int	(*select)(void *arg, const char *req, FILE *fp);
 	void	*arg;
 };
+
+/* A snapshot as the control socket makes it (version, pid, uptime, then
+ * role->fill); with flows, *list gets the malloc'd flow list st points
+ * to (free it) unless fill pointed st->flows at a list of its own (a
+ * client's merged one, which the client keeps until its next fill).
+ * For a client's workers, which have no socket of their own. */
+struct status;
+struct status_flow;
+void control_role_snapshot(const struct control_role *role, uint64_t now_ms,
+    struct status *st, bool flows, struct status_flow **list);
 
 /* Opens the control socket and the metrics listener that conf asks for
  * (either may be off).  Call before privileges are dropped.  NULL on

@@ -59,6 +59,7 @@ static struct {
 	char		*pid_path;
 	pid_t		 route_pid;	/* the helper, 0 if none */
 	int		 route_fd;	/* its pipe */
+	bool		 worker;	/* a client worker process */
 } d = { .ready_fd = -1, .pid_fd = -1, .route_fd = -1 };
 
 void
@@ -467,11 +468,31 @@ daemon_drop_privileges(void)
 
 /* ---- up, down ----------------------------------------------------------- */
 
+void
+daemon_worker(void)
+{
+	d.worker = true;
+	if (d.ready_fd != -1)
+		close(d.ready_fd);
+	if (d.pid_fd != -1)
+		close(d.pid_fd);	/* the main process holds the lock */
+	if (d.route_fd != -1)
+		close(d.route_fd);
+	d.ready_fd = d.pid_fd = d.route_fd = -1;
+	d.route_pid = 0;
+	free(d.pid_path);
+	d.pid_path = NULL;
+	/* systemd hears from the main process only. */
+	(void)unsetenv("NOTIFY_SOCKET");
+}
+
 int
 daemon_up(const char *tun_dev, const struct addr *server)
 {
 	const struct conf	*c = d.live;
 
+	if (d.worker)
+		return c->user[0] != '\0' ? daemon_drop_privileges() : 0;
 	if (c->role == CONF_ROLE_CLIENT && c->client.route_auto &&
 	    tun_dev != NULL && daemon_route_up(tun_dev, server) == -1)
 		return -1;
@@ -614,6 +635,9 @@ daemon_carry_client(const struct conf *live, struct conf *n)
 		n->client.nroute_uids = live->client.nroute_uids;
 		n->client.route_uids_include = live->client.route_uids_include;
 	}
+	if (daemon_keeps("client.workers", live->client.workers !=
+	    n->client.workers))
+		n->client.workers = live->client.workers;
 	/* The routes catch port 53 only with a pinned resolver: setting
 	 * or removing it means new routes (a new address does not). */
 	if (live->client.route_auto && daemon_keeps("client.dns set or "

@@ -48,6 +48,11 @@ int  daemon_pidfile(const char *path);
  * CAP_NET_ADMIN, then releases a waiting `run -d` parent
  * (daemon_report(0)).  0 or -1. */
 int  daemon_up(const char *tun_dev, const struct addr *server);
+/* In a client worker process just forked (src/client/workers.h): the
+ * pid file, the route helper and the waiting parent are the main
+ * process's, and so is systemd's socket; daemon_up then only drops
+ * privileges, daemon_report and daemon_down do nothing. */
+void daemon_worker(void);
 /* At exit: `tunsplit-route down` (if up ran), pid file removed. */
 void daemon_down(void);
 

@@ -391,7 +391,8 @@ control: $TS_TMP/client.sock
 tun: {name: $TS_TUN, mtu: 9000, address: [198.18.0.1/15, "fdfe:dcba:9876::1/64"]}
 client:
   mark: $MARK
-  connect_timeout: $1
+  connect_timeout: $1${TS_CLIENT_WORKERS:+
+  workers: $TS_CLIENT_WORKERS}
   outbounds:
     - name: tunnel
       server: "$TS_S_ADDR4:$TS_SERVER_PORT"
@@ -405,6 +406,7 @@ EOF
 
 # ts_write_configs [client-extra-yaml [server-extra-yaml]]
 # Extra lines are appended inside the client:/server: sections (indent 2).
+# TS_CLIENT_WORKERS=N sets the client's workers (any test, run by hand).
 # log.flows is on: tests read the per-flow summaries (off by default).
 ts_write_configs() {
 	local key lvl=${TS_LOG_LEVEL:-info}
@@ -425,7 +427,8 @@ client:
   congestion: bbr
   max_flows: ${TS_MAX_FLOWS:-4096}
   connect_timeout: 10s
-  idle_timeout: 5m
+  idle_timeout: 5m${TS_CLIENT_WORKERS:+
+  workers: $TS_CLIENT_WORKERS}
 ${1:-}
 EOF
 	cat >"$TS_TMP/server.yaml" <<EOF

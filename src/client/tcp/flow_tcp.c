@@ -979,7 +979,7 @@ flow_on_iteration(void *arg)
 	flow_run_dirty(env);
 	/* Memory given back in this pass goes to the flows waiting for it
 	 * (in turn), which then work in this same iteration. */
-	env->mem.max = env->conf->client.max_buffer_memory;	/* reload */
+	env->mem.max = flow_max_memory(env);	/* reload */
 	limit_mem_wake(&env->mem);
 	flow_run_dirty(env);
 	if (LIST_EMPTY(&env->reap))
@@ -1037,7 +1037,9 @@ flow_alloc(struct flow_env *env, const struct addr *dst)
 	if ((f = calloc(1, sizeof(*f))) == NULL)
 		return NULL;
 	f->env = env;
-	f->id = ++env->next_id;
+	/* Unique across workers: worker w's are w + 1 + k * workers. */
+	f->id = ++env->next_id * (env->share > 1 ? env->share : 1) -
+	    env->id_back;
 	f->mw.fn = flow_on_memory;
 	f->fd = -1;
 	f->dst = *dst;
@@ -1081,14 +1083,29 @@ flow_attach_pcb(struct flow *f, struct tcp_pcb *pcb)
 	tcp_nagle_disable(pcb);
 }
 
+unsigned
+flow_max_flows(const struct flow_env *env)
+{
+	unsigned n = env->share > 1 ? env->share : 1;
+
+	return (env->conf->client.max_flows + n - 1) / n;
+}
+
+size_t
+flow_max_memory(const struct flow_env *env)
+{
+	size_t n = env->share > 1 ? env->share : 1;
+
+	return (env->conf->client.max_buffer_memory + n - 1) / n;
+}
+
 int
 flow_env_init(struct flow_env *env)
 {
 	LIST_INIT(&env->all);
 	SLIST_INIT(&env->dirty);
 	LIST_INIT(&env->reap);
-	limit_mem_init(&env->mem, env->conf->client.max_buffer_memory,
-	    FLOW_STAGE);
+	limit_mem_init(&env->mem, flow_max_memory(env), FLOW_STAGE);
 	return loop_on_iteration(env->loop, flow_on_iteration, env);
 }
 

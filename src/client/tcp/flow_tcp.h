@@ -78,8 +78,16 @@ struct flow_env {
 	struct flow_work_list	 dirty;	/* flows with work for this iteration */
 	struct flow_list	 reap;	/* closed, freed at iteration end */
 	struct flow_held	*held;	/* faithful: held flows by 4-tuple */
+	/* Worker processes (client.workers): each takes its share of the
+	 * client's max_flows and max_buffer_memory; 0 or 1: all. */
+	unsigned		 share;
+	unsigned		 id_back;	/* share - 1 - worker index */
 	uint8_t			 stage[FLOW_STAGE];
 };
+
+/* This process's max_flows and memory budget (0: none). */
+unsigned flow_max_flows(const struct flow_env *env);
+size_t   flow_max_memory(const struct flow_env *env);
 
 /* Registers the per-iteration pass on env->loop.  0 or -1. */
 int  flow_env_init(struct flow_env *env);

@@ -318,9 +318,10 @@ flow_admit(struct flow_env *env)
 {
 	if (env->draining)
 		return false;
-	if (env->nflows >= env->conf->client.max_flows) {
-		flow_limit_log(env, "max_flows %u reached",
-		    env->conf->client.max_flows);
+	if (env->nflows >= flow_max_flows(env)) {
+		flow_limit_log(env, "max_flows %u reached%s",
+		    env->conf->client.max_flows, env->share > 1 ?
+		    " (this worker's share)" : "");
 		return false;
 	}
 	/* Room for what a new flow first takes, and a unit for those paused. */
@@ -576,7 +577,7 @@ flow_tcp_accept(void *arg, struct tcp_pcb *pcb, err_t err)
 	/* Sniffing: no dial before the first bytes (flow_tcp_sniff.c). */
 	sniff = flow_sniff_wanted(env->conf) || flow_sniff_dns(env, &dst);
 	errno = 0;
-	if (env->nflows >= env->conf->client.max_flows ||
+	if (env->nflows >= flow_max_flows(env) ||
 	    (f = sniff ? flow_alloc(env, &dst) : flow_new(env, &dst, &app)) ==
 	    NULL) {
 		if (errno != ECONNREFUSED)
