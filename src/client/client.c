@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 
 #include "core/addr.h"
@@ -53,6 +54,7 @@ struct client {
 	unsigned		 nworkers;
 	struct workers		*wk;	/* NULL: one worker */
 	bool			 failed;	/* a worker died: exit 1 */
+	_Atomic unsigned	*all_flows;	/* all workers' flows (mmap) */
 	struct control_role	 role;	/* the snapshot's, for workers too */
 	struct status_merge_mem	 merged;	/* worker 0: the last snapshot's */
 	char			 tun_name[IFNAMSIZ];	/* as the kernel named it */
@@ -154,19 +156,28 @@ client_status_workers(struct client *cl, struct status_fill *sf)
 	sf->st->flows = sf->flows;
 	sf->st->nflows = sf->n;
 	for (i = 1; i < workers_count(cl->wk); i++) {
+		buf = NULL;
+		blob = NULL;
 		if (workers_ask_status(cl->wk, i, sf->flows != NULL, &buf,
-		    &len) == -1) {
+		    &len) == -1)
 			log_warnx("status: worker %u did not answer", i);
-			continue;
-		}
-		if (status_unpack(buf, len, &add, &blob) == 0) {
-			(void)status_merge(sf->st, &add, &cl->merged);
-			status_blob_free(blob);
-		} else
+		else if (status_unpack(buf, len, &add, &blob) == -1)
 			log_warnx("status: worker %u's snapshot is malformed",
 			    i);
+		if (blob == NULL) {
+			/* Counted as nothing, so the next keep their places. */
+			memset(&add, 0, sizeof(add));
+			add.role = sf->st->role;
+			add.version = sf->st->version;
+		}
+		(void)status_merge(sf->st, &add, &cl->merged);
+		status_blob_free(blob);
 		free(buf);
 	}
+	/* The client's limits, not the sum of each worker's. */
+	sf->st->max = cl->conf->client.max_flows;
+	if (sf->st->has_limits)
+		sf->st->mem_max = cl->conf->client.max_buffer_memory;
 }
 
 static void
@@ -248,6 +259,7 @@ client_udp_new(struct client *cl)
 	ac.obs = cl->obs;
 	ac.mem = &cl->env.mem;		/* set up by flow_env_init */
 	ac.lst = &cl->env.lst;
+	ac.share = cl->nworkers;
 	if ((cl->udp = flow_udp_new(&ac)) == NULL) {
 		log_warnx("cannot set up UDP associations");
 		return -1;
@@ -545,6 +557,19 @@ client_workers_start(struct client *cl)
 	return workers_start(cl->wk, cl->loop, &ops);
 }
 
+/* Workers could not be started: the other queues go (the kernel then
+ * steers everything to the one left). */
+static void
+client_one_worker(struct client *cl)
+{
+	log_warnx("workers: running one, not %u", cl->nworkers);
+	while (cl->nworkers > 1) {
+		cl->nworkers--;
+		close(cl->tun_fds[cl->nworkers]);
+		cl->tun_fds[cl->nworkers] = -1;
+	}
+}
+
 /*
  * Before any loop, thread or context exists: the TUN's queues, the
  * fake-IP table (each worker starts from the same copy), then the
@@ -561,17 +586,24 @@ client_prefork(struct client *cl)
 	if (c->client.dns_fakeip &&
 	    (cl->env.fakeip = fakeip_open(NULL, c)) == NULL)
 		return -1;
+	/* One flow count for max_flows, in memory all workers share. */
+	if (cl->nworkers > 1 && (cl->all_flows = mmap(NULL,
+	    sizeof(*cl->all_flows), PROT_READ | PROT_WRITE,
+	    MAP_SHARED | MAP_ANONYMOUS, -1, 0)) == MAP_FAILED) {
+		log_warn("workers: shared memory");
+		cl->all_flows = NULL;
+		client_one_worker(cl);
+	}
 	if (cl->nworkers > 1 &&
 	    (i = workers_fork(&cl->wk, cl->tun_fds, cl->nworkers)) < 0) {
-		log_warnx("workers: running one, not %u", cl->nworkers);
-		while (cl->nworkers > 1)
-			close(cl->tun_fds[--cl->nworkers]);
+		client_one_worker(cl);
 		i = 0;
 	}
 	if (i > 0)
 		daemon_worker();
 	cl->tun_fd = cl->tun_fds[i];
 	cl->env.share = cl->nworkers;
+	cl->env.all_flows = cl->nworkers > 1 ? cl->all_flows : NULL;
 	cl->env.id_back = cl->nworkers - 1 - (unsigned)i;
 	return i;
 }
@@ -652,6 +684,7 @@ client_run(const struct conf *c)
 {
 	struct client *cl;
 	int rc = 1;
+	unsigned i;
 
 	if ((cl = calloc(1, sizeof(*cl))) == NULL) {
 		log_warn("client");
@@ -659,6 +692,8 @@ client_run(const struct conf *c)
 	}
 	cl->conf = c;
 	cl->tun_fd = -1;
+	for (i = 0; i < WORKERS_MAX; i++)
+		cl->tun_fds[i] = -1;
 	if (client_prefork(cl) >= 0 && client_setup(cl) == 0 &&
 	    loop_run(cl->loop) == 0 && !cl->failed)
 		rc = 0;
@@ -672,16 +707,20 @@ client_run(const struct conf *c)
 		flow_udp_free(cl->udp);
 		fakeip_close(cl->env.fakeip);
 	}
-	if (cl->tun_fd >= 0)
-		close(cl->tun_fd);
-	/* Worker 0 waits for the others' ends (they were told to stop). */
+	/* Worker 0 waits for the others' ends (they were told to stop),
+	 * then lets go of every queue. */
 	workers_end(cl->wk, 2000);
+	for (i = 0; i < WORKERS_MAX; i++)
+		if (cl->tun_fds[i] >= 0)
+			close(cl->tun_fds[i]);
 	daemon_signals_close(&cl->sig);
 	outbounds_free(cl->obs);
 	dialer_stop();		/* flows and pools have cancelled their dials */
 	control_free(cl->ctl);
 	client_status_free(&cl->status);
 	status_merge_mem_free(&cl->merged);
+	if (cl->all_flows != NULL)
+		(void)munmap(cl->all_flows, sizeof(*cl->all_flows));
 	loop_free(cl->loop);
 	log_info("client stopped: %llu flows (%llu on warm pool connections), "
 	    "%llu blocked, up %llu down %llu bytes",

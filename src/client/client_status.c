@@ -289,7 +289,7 @@ client_status_fill(struct client_status *cs, struct status_fill *sf)
 	st->refused = env->stats.refused;
 	st->failed = env->stats.failed;
 	st->internal = env->stats.internal;
-	st->max = flow_max_flows(cs->env);
+	st->max = cs->conf->client.max_flows;
 	st->bytes_up = env->stats.bytes_up;
 	st->bytes_down = env->stats.bytes_down;
 	st->failures = &env->stats.failures;

@@ -203,10 +203,11 @@ workers_fork(struct workers **wp, int *fds, unsigned n)
 		w->peer[i].pid = pid;
 		w->running++;
 	}
-	for (i = 1; i < n; i++) {
+	/* Worker 0 keeps every queue's fd, unread: a queue whose last fd
+	 * closes is detached and the last one takes its index, which would
+	 * move the flows of a worker still draining to another. */
+	for (i = 1; i < n; i++)
 		close_fd(&child_end[i]);
-		close_fd(&fds[i]);
-	}
 	*wp = w;
 	return 0;
 fail:

@@ -60,8 +60,10 @@ struct workers_ops {
 /*
  * Forks workers 1..n-1 (n <= WORKERS_MAX); fds[i] is the TUN queue of
  * worker i.  Returns the index of the calling process's worker (0 in the
- * main process) with *wp set, and each process keeps only its own
- * queue fd (the others are closed and set to -1); or -1 (logged) when
+ * main process) with *wp set; workers 1..n-1 keep only their own queue
+ * fd (the others are closed and set to -1), worker 0 keeps them all,
+ * reading only its own (tun.h: a queue closed renumbers the others);
+ * or -1 (logged) when
  * nothing could be forked: no worker runs then, and the fds are as they
  * were.
  */

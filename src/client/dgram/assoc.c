@@ -325,6 +325,15 @@ assoc_on_timer(struct loop_timer *t)
 
 /* ---- making associations ----------------------------------------------- */
 
+/* max_udp, or this worker's share of it. */
+static unsigned
+assoc_max(const struct assoc_env *e)
+{
+	unsigned n = e->share > 1 ? e->share : 1;
+
+	return (e->conf->client.max_udp + n - 1) / n;
+}
+
 static struct assoc *
 assoc_new(struct assoc_env *e, const struct assoc_key *key,
     const struct proto_dest *dst, struct outbound *ob, int rule)
@@ -332,7 +341,7 @@ assoc_new(struct assoc_env *e, const struct assoc_key *key,
 	struct assoc	*a, *old;
 	size_t		 b;
 
-	while (e->n >= e->conf->client.max_udp &&
+	while (e->n >= assoc_max(e) &&
 	    (old = TAILQ_LAST(&e->lru, assoc_lru)) != NULL) {
 		e->st.evicted++;
 		assoc_close(old, false, "evicted (max_udp)");
@@ -651,6 +660,7 @@ assoc_env_new(const struct assoc_cfg *cfg)
 	    tsnetif_output_raw;
 	e->mem = cfg->mem;
 	e->lst = cfg->lst;
+	e->share = cfg->share;
 	while (nb < e->conf->client.max_udp && nb < (1u << 20))
 		nb <<= 1;
 	e->nbuckets = nb;

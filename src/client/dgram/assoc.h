@@ -108,6 +108,9 @@ struct assoc_cfg {
 	 * association while it is full (the datagram is dropped). */
 	const struct limit_mem	*mem;
 	struct limit_stats	*lst;
+	/* Worker processes: this one's share of max_udp is 1/share of it
+	 * (0 or 1: all). */
+	unsigned		 share;
 };
 
 /* One live association as the control socket shows it. */

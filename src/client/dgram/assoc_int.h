@@ -131,6 +131,7 @@ struct assoc_env {
 	int			(*tun_write)(const uint8_t *, size_t);
 	const struct limit_mem	*mem;		/* may be NULL */
 	struct limit_stats	*lst;
+	unsigned		 share;		/* assoc_cfg's */
 	struct assoc_ops	 ops[ASSOC_KINDS];
 
 	struct assoc_chain	*buckets;

@@ -10,6 +10,7 @@
 #include "client/tcp/flow_tcp.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -212,6 +213,8 @@ flow_close(struct flow *f, bool abort, const char *reason)
 	flow_socks5_free(f->socks);
 	f->socks = NULL;
 	env->nflows--;
+	if (env->all_flows != NULL)
+		atomic_fetch_sub(env->all_flows, 1);
 	env->stats.bytes_up += f->up;
 	env->stats.bytes_down += f->down;
 	if (f->obr != NULL)
@@ -1083,12 +1086,15 @@ flow_attach_pcb(struct flow *f, struct tcp_pcb *pcb)
 	tcp_nagle_disable(pcb);
 }
 
-unsigned
-flow_max_flows(const struct flow_env *env)
+/* With workers two may both see the last free one at once: max_flows
+ * is then passed by one at most per worker, for as long as they race. */
+bool
+flow_room(const struct flow_env *env)
 {
-	unsigned n = env->share > 1 ? env->share : 1;
+	unsigned n = env->all_flows != NULL ? atomic_load(env->all_flows) :
+	    env->nflows;
 
-	return (env->conf->client.max_flows + n - 1) / n;
+	return n < env->conf->client.max_flows;
 }
 
 size_t

@@ -78,15 +78,18 @@ struct flow_env {
 	struct flow_work_list	 dirty;	/* flows with work for this iteration */
 	struct flow_list	 reap;	/* closed, freed at iteration end */
 	struct flow_held	*held;	/* faithful: held flows by 4-tuple */
-	/* Worker processes (client.workers): each takes its share of the
-	 * client's max_flows and max_buffer_memory; 0 or 1: all. */
+	/* Worker processes (client.workers): max_flows counts the flows of
+	 * all (a count in memory they share, NULL with one worker); each
+	 * takes its share of max_buffer_memory (0 or 1: all). */
+	_Atomic unsigned	*all_flows;
 	unsigned		 share;
 	unsigned		 id_back;	/* share - 1 - worker index */
 	uint8_t			 stage[FLOW_STAGE];
 };
 
-/* This process's max_flows and memory budget (0: none). */
-unsigned flow_max_flows(const struct flow_env *env);
+/* Whether max_flows leaves room for one more flow (of all workers'). */
+bool     flow_room(const struct flow_env *env);
+/* This process's memory budget (0: none). */
 size_t   flow_max_memory(const struct flow_env *env);
 
 /* Registers the per-iteration pass on env->loop.  0 or -1. */

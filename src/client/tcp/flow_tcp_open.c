@@ -9,6 +9,7 @@
 #include "client/tcp/flow_tcp.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -318,10 +319,9 @@ flow_admit(struct flow_env *env)
 {
 	if (env->draining)
 		return false;
-	if (env->nflows >= flow_max_flows(env)) {
-		flow_limit_log(env, "max_flows %u reached%s",
-		    env->conf->client.max_flows, env->share > 1 ?
-		    " (this worker's share)" : "");
+	if (!flow_room(env)) {
+		flow_limit_log(env, "max_flows %u reached",
+		    env->conf->client.max_flows);
 		return false;
 	}
 	/* Room for what a new flow first takes, and a unit for those paused. */
@@ -493,6 +493,8 @@ flow_register(struct flow_env *env, struct flow *f)
 	loop_timer_set(env->loop, &f->timer, f->obr != NULL ?
 	    f->obr->co->connect_timeout_ms : f->conf->client.connect_timeout_ms);
 	env->nflows++;
+	if (env->all_flows != NULL)
+		atomic_fetch_add(env->all_flows, 1);
 	env->stats.accepted++;
 	LIST_INSERT_HEAD(&env->all, f, entry);
 	if (f->phase == FLOW_SNIFF)
@@ -577,7 +579,7 @@ flow_tcp_accept(void *arg, struct tcp_pcb *pcb, err_t err)
 	/* Sniffing: no dial before the first bytes (flow_tcp_sniff.c). */
 	sniff = flow_sniff_wanted(env->conf) || flow_sniff_dns(env, &dst);
 	errno = 0;
-	if (env->nflows >= flow_max_flows(env) ||
+	if (!flow_room(env) ||
 	    (f = sniff ? flow_alloc(env, &dst) : flow_new(env, &dst, &app)) ==
 	    NULL) {
 		if (errno != ECONNREFUSED)
