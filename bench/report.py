@@ -367,11 +367,13 @@ PATH_NAMES = {"direct": "direct", "openvpn": "OpenVPN-TCP",
               "tunsplit": "tunsplit", "tunsplit-nopool": "tunsplit, no pool",
               "tunsplit-nooffload": "tunsplit, offloads off",
               "tunsplit-w1": "tunsplit, 1 server worker",
-              "tunsplit-noreuse": "tunsplit, no reuse"}
+              "tunsplit-noreuse": "tunsplit, no reuse",
+              "tunsplit-cw2": "tunsplit, 2 client workers"}
 TPUT_COLS = [("direct", "cubic"), ("direct", "bbr"), ("openvpn", "bbr"),
              ("v2ray", "bbr"), ("kcptun", "bbr"), ("tunsplit", "bbr")]
 PATH_ORDER = ["direct", "openvpn", "v2ray", "kcptun", "tunsplit",
               "tunsplit-w1", "tunsplit-noreuse", "tunsplit-nooffload",
+              "tunsplit-cw2",
               "tunsplit-nopool"]
 
 # The link's MTU (veth's and linkem's default): the MTU of every path but
@@ -770,6 +772,82 @@ def t_offload(rs, meta):
                    "client CPU s/GiB on", "off", "on / off"], rows))
 
 
+def cpu_range(rs, side, **kw):
+    """CPU seconds per GiB: median (min–max) over the repeats."""
+    v = [r.get("cpu_%s_s_per_gib" % side) for r in sel(rs, **kw)
+         if "error" not in r]
+    v = [x for x in v if x is not None]
+    if not v:
+        return "n/a"
+    if len(v) == 1:
+        return "%.2f" % v[0]
+    return "%.2f (%.2f–%.2f)" % (statistics.median(v), min(v), max(v))
+
+
+def gbit_range(mbits):
+    """Gbit/s: median (min–max) over the repeats."""
+    v = [x / 1e3 for x in mbits]
+    if not v:
+        return "FAILED"
+    if len(v) == 1:
+        return "%.2f" % v[0]
+    return "%.2f (%.2f–%.2f)" % (statistics.median(v), min(v), max(v))
+
+
+def t_cworkers(rs, meta):
+    """Issue 19: the client's worker processes, 1 against 2, cell by
+    cell: Gbit/s, CPU per GiB of both sides, the flows' split."""
+    cw = sel(rs, scenario="cworkers", kind="iperf")
+    if not cw:
+        return None
+    rows = []
+    for mtu in sorted({r["mtu"] for r in cw}, reverse=True):
+        for flows in sorted({r["flows"] for r in cw}, reverse=True):
+            for d in ("down", "up"):
+                one = dict(path="tunsplit", mtu=mtu, flows=flows, dir=d)
+                two = dict(path="tunsplit-cw2", mtu=mtu, flows=flows, dir=d)
+                if not sel(cw, **one) and not sel(cw, **two):
+                    continue
+                g1, g2 = mbit(cw, **one), mbit(cw, **two)
+                c1, c2 = (cpu_med(cw, "client", **one),
+                          cpu_med(cw, "client", **two))
+                s1, s2 = (cpu_med(cw, "server", **one),
+                          cpu_med(cw, "server", **two))
+                split = ", ".join(
+                    ":".join(str(x) for x in r["client_worker_flows"])
+                    for r in sorted(sel(cw, **two),
+                                    key=lambda x: x.get("round", 1))
+                    if r.get("client_worker_flows")) or "n/a"
+                rows.append([
+                    mtu, flows, d,
+                    gbit_range(ok_mbits(cw, **one)),
+                    gbit_range(ok_mbits(cw, **two)),
+                    ratio(g2, g1),
+                    cpu_range(cw, "client", **one),
+                    cpu_range(cw, "client", **two), ratio(c2, c1),
+                    cpu_range(cw, "server", **one),
+                    cpu_range(cw, "server", **two), ratio(s2, s1),
+                    split, load_cell(cw, mtu=mtu, flows=flows, dir=d)])
+    return ("### The client's worker processes: 1 against 2 (plain veth, "
+            "no impairment, %s s)\n\n" % meta.get("short_seconds", "") +
+            "tunsplit with `client.workers` %s (1 worker) and 2, each "
+            "cell next to its pair (the 2-worker cell first in even "
+            "rounds), the same server (`server.workers` %s)." % (
+                meta.get("tunsplit_client_workers", "default"),
+                meta.get("tunsplit_workers", "0")) +
+            runs_text(cw, meta) + "  Gbit/s of iperf3 (`-P` flows); "
+            "client CPU is every process of the client (worker 0 and "
+            "its children), server CPU the server's, seconds per GiB "
+            "moved; ratios are 2 workers / 1, of the medians.  Flows per "
+            "worker: what each of the 2 workers took in the cell, per "
+            "round, iperf3's control connection included.  Load: the "
+            "1-minute load average at the cells' starts.\n\n" +
+            table(["TUN MTU", "flows", "dir", "1 worker Gbit/s",
+                   "2 workers Gbit/s", "2 / 1", "client CPU s/GiB, 1",
+                   "2", "2 / 1", "server CPU s/GiB, 1", "2", "2 / 1",
+                   "flows per worker (2)", "load"], rows))
+
+
 def t_scale(rs, meta):
     cr = sel(rs, kind="connrate", scenario="scale")
     idle = sel(rs, kind="idle", scenario="scale")
@@ -1012,7 +1090,7 @@ def t_accuracy(rs, meta):
 
 
 TABLES = [t_lfl, t_kept, t_targets, t_hiloss, t_ttfb, t_rrlat, t_ceiling,
-          t_tunnels, t_offload, t_scale, t_short, t_accuracy]
+          t_tunnels, t_offload, t_cworkers, t_scale, t_short, t_accuracy]
 
 
 def tables(doc):

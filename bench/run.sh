@@ -11,14 +11,17 @@
 #               [--out FILE] [--no-rtprio]
 #
 #   scenarios  accuracy ceiling lfl hiloss ttfb rrlat scale short
-#              (default: all)
+#              (default: all of these), cworkers (not in the default:
+#              the client's worker processes, tunsplit against
+#              tunsplit-cw2 cell by cell, see bench/README.md)
 #   paths      direct openvpn v2ray kcptun tunsplit   (default: all; tunsplit
 #              needs TUNSPLIT=binary; ttfb and scale add tunsplit-nopool,
 #              short adds tunsplit-w1 (server.workers: 1) and
 #              tunsplit-noreuse (client.reuse: 1), see bench/README.md).
 #              tunsplit-nooffload (not in the default) is tunsplit with
 #              tun.offload: off; in scale its iperf3 cells run right after
-#              tunsplit's, cell by cell, for the on/off ratio
+#              tunsplit's, cell by cell, for the on/off ratio;
+#              tunsplit-cw2 is tunsplit with client.workers: 2 (cworkers)
 #   loss       percent list for lfl            (default: 0 0.3 1 5)
 #   cc         direct path's CCs in lfl        (default: cubic bbr; tunnels
 #                                               always run bbr)
@@ -77,7 +80,9 @@
 # queue, random loss applied after the queue, both directions.  rrlat uses
 # the same link with RTT 20 ms.  Override with BENCH_RATE, BENCH_DELAY,
 # BENCH_QUEUE, BENCH_RR_DELAY.  BENCH_SERVER_WORKERS sets the tunsplit
-# server's workers (default 0: one per online CPU).
+# server's workers (default 0: one per online CPU), BENCH_CLIENT_WORKERS
+# the client's of every tunsplit path but tunsplit-cw2 (default: the key
+# left out, so the binary's default, 1).
 #
 # Environment: LINKEM, RRLAT (built by make; else testbed.sh and run.sh
 # build them), TUNSPLIT (tunsplit binary), TSB_TUNSPLIT_REV (the revision
@@ -113,7 +118,7 @@ IDLE_PORT=7000
 
 SCENARIOS="accuracy ceiling lfl hiloss ttfb rrlat scale short"
 PATHS="direct openvpn v2ray kcptun tunsplit"
-PATHS_SET=0		# --paths given: short runs only the paths named
+PATHS_SET=0		# --paths given: short, cworkers run only the paths named
 LOSSES="0 0.3 1 5"
 CCS="cubic bbr"
 TUNNEL_CC=bbr
@@ -149,6 +154,8 @@ BURST_N=500		# short: connections of a burst, opened at once ...
 BURST_BYTES=65536	# ... each echoing this many bytes each way
 SHORT_IDLE=10000	# short: idle flows through tunsplit, reuse on and off
 SHORT_PATHS="direct tunsplit tunsplit-w1 tunsplit-noreuse"
+CW_PATHS="tunsplit tunsplit-cw2"	# cworkers: 1 and 2 client workers ...
+CW_FLOWS="4 1"		# ... with these iperf3 -P
 IDLE="1000 10000"	# idle flows through tunsplit
 IDLE_OTHER="1000"	# through the others (--full: as $IDLE)
 TS_MTU=${TSB_MTU:-9000}	# tunsplit's TUN MTU: every tunsplit cell ...
@@ -156,6 +163,7 @@ TUN_MTUS="$TS_MTU 1500"	# ... and these add cells next to it (--tun-mtu)
 MTU_SEEDS_ALL=0		# other MTUs: the seeds of the first (--full)
 KINDS=			# measurement kinds run (empty: all)
 ROUNDS=1		# the whole plan this many times over
+PLAN_ROUND=1		# the round plan() is writing
 SAMPLES=20
 SEED=1
 ACC_FULL=0
@@ -345,10 +353,31 @@ wait_listen() {	# NS PORT [tcp|udp]: until something listens there (5 s)
 	done
 }
 
-cpu_ticks() {	# PID: user + system clock ticks so far
+cpu_ticks() {	# PID: user + system clock ticks so far, of PID and its
+		# descendants (tunsplit's client workers are its children)
 	[ -n "$1" ] && [ -r "/proc/$1/stat" ] || { echo 0; return; }
-	# Fields after the ")" of the command name: utime is the 12th.
-	sed 's/.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'
+	# Fields after the ")" of the command name: the ppid is the 2nd,
+	# utime the 12th, then stime, cutime, cstime.  A child's CPU is in
+	# its own stat while it runs and in its parent's cutime and cstime
+	# once reaped, so counting both over the tree loses nothing when a
+	# child ends between two samples and counts nothing twice.
+	cat /proc/[0-9]*/stat 2>/dev/null | awk -v root="$1" '
+	{
+		pid = $1
+		sub(/.*\) /, "")
+		ppid[pid] = $2
+		t[pid] = $12 + $13 + $14 + $15
+	}
+	END {
+		for (p in t) {
+			q = p
+			for (n = 0; q != root && q > 1 && n < 64; n++)
+				q = ppid[q]
+			if (q == root)
+				sum += t[p]
+		}
+		print sum + 0
+	}'
 }
 
 # ---- paths ----------------------------------------------------------------
@@ -555,12 +584,14 @@ kcptun_down() {
 # "tunsplit-w1" has one server worker, "tunsplit-noreuse" a client that
 # does not reuse outer connections (issue 18; WORKERS empty:
 # BENCH_SERVER_WORKERS, else 0; REUSE empty: the key is left out, so the
-# binary's default, also for a binary that predates the key).
+# binary's default, also for a binary that predates the key);
+# "tunsplit-cw2" a client of two worker processes (issue 19; CWORKERS
+# empty: BENCH_CLIENT_WORKERS, else the key left out).
 TS_DIR=$WORK/tunsplit
 
-tunsplit_up() {	# POOL MTU [OFFLOAD [WORKERS [REUSE]]]
+tunsplit_up() {	# POOL MTU [OFFLOAD [WORKERS [REUSE [CWORKERS]]]]
 	local pool=$1 mtu=$2 offload=${3:-on} workers=${4:-} reuse=${5:-}
-	local key i
+	local cworkers=${6:-${BENCH_CLIENT_WORKERS:-}} key i n
 	if [ -z "${TUNSPLIT:-}" ] || [ ! -x "${TUNSPLIT:-}" ]; then
 		say "tunsplit: no binary (set TUNSPLIT=path)"
 		return 1
@@ -596,6 +627,7 @@ client:
   max_flows: 30000
   pool: $pool
 ${reuse:+  reuse: $reuse}
+${cworkers:+  workers: $cworkers}
 EOF
 	chmod 600 "$TS_DIR"/*.yaml
 	bg_start $NS_S "$TS_DIR/server.pid" "$TS_DIR/server.log" \
@@ -615,6 +647,13 @@ EOF
 	# Let it fill before anything is measured (1 RTT of TCP and 1 of
 	# TLS 1.3 at least; 3 s at most, then measure anyway).
 	path_check tunsplit || return 1
+	# Client workers asked: are they all running?  (A kernel that
+	# refuses the steering program or multiple queues gets one.)
+	if [ -n "$cworkers" ] && [ "$cworkers" != 1 ]; then
+		n=$(ts_worker_flows | wc -w)
+		[ "$n" = "$cworkers" ] || [ "$cworkers" = 0 ] || say \
+		    "tunsplit: $cworkers client workers asked, $n running"
+	fi
 	i=0
 	while [ "$pool" -gt 0 ] && [ $i -lt 30 ] &&
 	    ! "$TUNSPLIT" status -s "$TS_DIR/client.sock" 2>/dev/null |
@@ -622,6 +661,18 @@ EOF
 		sleep 0.1; i=$((i + 1))
 	done
 	return 0
+}
+
+# The flows each client worker has taken so far ("N N ..."; nothing with
+# one worker, whose status lists none), from `tunsplit status -j`.
+ts_worker_flows() {
+	"$TUNSPLIT" status -j -s "$TS_DIR/client.sock" 2>/dev/null |
+	    python3 -c 'import json, sys
+try:
+    print(" ".join(str(w.get("flows", 0))
+                   for w in json.load(sys.stdin).get("workers", [])))
+except ValueError:
+    pass'
 }
 
 tunsplit_down() {
@@ -653,6 +704,8 @@ path_up() {	# PATH [TUN-MTU]
 			    "${TSB_REUSE:-}" ;;
 	tunsplit-noreuse) tunsplit_up "${TSB_POOL:-6}" "${2:-$TS_MTU}" on \
 			    "" 1 ;;
+	tunsplit-cw2)	tunsplit_up "${TSB_POOL:-6}" "${2:-$TS_MTU}" on \
+			    "" "${TSB_REUSE:-}" 2 ;;
 	*)		die "unknown path $1" ;;
 	esac
 }
@@ -699,9 +752,10 @@ iperf_client() {	# FLOWS SECONDS OMIT [-R] -> $WORK/iperf.json, iperf.err
 }
 
 m_iperf() {	# META FLOWS DIR SECONDS OMIT
-	local meta=$1 flows=$2 dir=$3 t=$4 omit=$5 rev="" cp sp c0 s0
+	local meta=$1 flows=$2 dir=$3 t=$4 omit=$5 rev="" cp sp c0 s0 w0="" w1
 	[ "$dir" = down ] && rev=-R
 	read -r cp sp <<<"$(path_pids "$CUR_PATH" 5201)"
+	case $CUR_PATH in tunsplit*) w0=$(ts_worker_flows) ;; esac
 	linkem_period "$WORK/le0.json"
 	rm -f "$WORK/le.json"
 	c0=$(cpu_ticks "$cp"); s0=$(cpu_ticks "$sp")
@@ -722,6 +776,18 @@ m_iperf() {	# META FLOWS DIR SECONDS OMIT
 	    print ($(cpu_ticks "$cp") - $c0) / $CLK_TCK }")"
 	[ "$sp" != 0 ] && meta="$meta, \"cpu_server_s\": $(awk "BEGIN {
 	    print ($(cpu_ticks "$sp") - $s0) / $CLK_TCK }")"
+	# The client's worker processes: how many flows each took in this
+	# cell (iperf3's control connection is one of them).
+	if [ -n "$w0" ]; then
+		w1=$(ts_worker_flows)
+		[ "$(echo $w0 | wc -w)" = "$(echo $w1 | wc -w)" ] &&
+		    meta="$meta, \"client_worker_flows\": [$(echo "$w0" "$w1" |
+		    awk '{
+			n = NF / 2
+			for (i = 1; i <= n; i++)
+				printf "%s%d", (i > 1 ? ", " : ""), $(n + i) - $i
+		    }')]"
+	fi
 	linkem_period "$WORK/le.json"
 	record iperf "$meta}" "$WORK/iperf.json" "$WORK/le.json"
 	# TSB_KEEP=DIR keeps every iperf3 output (per-second intervals).
@@ -1082,16 +1148,38 @@ plan() {
 				echo "ttfb|short|$LFL_LINK|$path|$TUNNEL_CC|1|up||"
 			done
 			;;
+		cworkers)
+			# Issue 19: the client's worker processes, 1 against
+			# 2, over the plain veth, each 1-worker cell next to
+			# its 2-worker cell, which goes first in even rounds
+			# (the path restarts between them; both run the
+			# same binary and server).
+			m=$CW_PATHS
+			[ $((PLAN_ROUND % 2)) = 0 ] &&
+			    m=$(echo $CW_PATHS | tr ' ' '\n' | tac | tr '\n' ' ')
+			for mtu in $TUN_MTUS; do
+			for f in $CW_FLOWS; do
+			for d in down up; do
+			for path in $m; do
+				has_short_path "$path" || continue
+				echo "iperf|cworkers|veth|$path|$TUNNEL_CC|$f|$d||$T_SHORT:$OMIT_SHORT|$mtu"
+			done
+			done
+			done
+			done
+			;;
 		*)	die "unknown scenario $s" ;;
 		esac
 	done
 }
 
 # The plan ROUNDS times over, only the lines of KINDS; round k moves every
-# loss seed on by k-1 and is the line's 11th field.
+# loss seed on by k-1 and is the line's 11th field (PLAN_ROUND while plan
+# runs).
 plan_all() {
 	local k
 	for k in $(seq "$ROUNDS"); do
+		PLAN_ROUND=$k
 		plan | awk -F'|' -v OFS='|' -v k="$k" -v kinds=" $KINDS " '
 		kinds != "  " && index(kinds, " " $1 " ") == 0 { next }
 		{
@@ -1309,6 +1397,7 @@ meta_write() {
  "conn_count": $CONN_N, "burst_conns": $BURST_N,
  "burst_bytes": $BURST_BYTES, "short_idle_flows": "$SHORT_IDLE",
  "tunsplit_workers": $(json_str "${BENCH_SERVER_WORKERS:-0}"),
+ "tunsplit_client_workers": $(json_str "${BENCH_CLIENT_WORKERS:-default}"),
  "tunsplit_reuse": $(json_str "${TSB_REUSE:-default}"), "nproc": $(nproc),
  "idle_flows": "$IDLE",
  "idle_flows_others": "$IDLE_OTHER",
