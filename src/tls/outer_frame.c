@@ -353,8 +353,11 @@ outer_frame_write(struct outer *o, const void *buf, size_t len, bool last)
  * and the record is encrypted from there, the records of the call sent
  * together (outer_batch_*): no stage, no copy.  A chunk and its length
  * are at most a record, which OpenSSL writes whole or not at all.  The
- * raw bytes of a flow's start and a write of its last bytes (with the
- * end marker in their record) go through the stage.
+ * raw bytes of a flow's start, a write of its last bytes (with the end
+ * marker in their record) and one of a single chunk go through the
+ * stage: the latter is one record, which OpenSSL sends from its own
+ * buffer, where the batch queue (OUTER_WQ_CAP) would stay allocated in a
+ * flow that falls idle after a short answer.
  */
 ssize_t
 outer_frame_write_inplace(struct outer *o, uint8_t *buf, size_t len,
@@ -366,9 +369,10 @@ outer_frame_write_inplace(struct outer *o, uint8_t *buf, size_t len,
 	ssize_t	n;
 	unsigned i;
 
-	if (fr->stage != NULL || o->wq_len > 0 || last || len == 0 ||
-	    fr->raw_out > 0 || fr->end_out || o->ssl == NULL ||
-	    !o->hs_done || o->shut_sent || outer_batch_begin(o) == -1)
+	if (fr->stage != NULL || o->wq_len > 0 || last ||
+	    len <= OUTER_CHUNK_MAX || fr->raw_out > 0 || fr->end_out ||
+	    o->ssl == NULL || !o->hs_done || o->shut_sent ||
+	    outer_batch_begin(o) == -1)
 		return outer_frame_write(o, buf, len, last);
 	for (i = 0; i < FRAME_CHUNKS && done < len; i++) {
 		k = len - done < OUTER_CHUNK_MAX ? len - done : OUTER_CHUNK_MAX;
