@@ -1733,32 +1733,19 @@ test_frame_write_last(void **state)
 	outer_free(p.s);
 }
 
-/*
- * A framed write over TLS of more than a chunk: up to OUTER_WRITE_CHUNKS
- * chunks, each one full record on the wire (the shape of one chunk per
- * record stays), sent together.  (Their bytes: test_bulk_both_ways.)
- */
+/* The records of 3 * OUTER_CHUNK_MAX + 100 framed bytes, read raw from
+ * s's socket: a chunk each, unpadded, and nothing more. */
 static void
-test_frame_tls_batch(void **state)
+expect_three_chunks_and_100(struct outer *s)
 {
-	struct ctxs	*x = *state;
-	struct pair	 p;
-	static uint8_t	 out[3 * OUTER_CHUNK_MAX + 100];
 	uint8_t		 wire[4 * (5 + 2 + OUTER_CHUNK_MAX + 1 + 16)], *h;
 	size_t		 i, want, got = 0;
 	long long	 deadline = now_ms() + DEADLINE_MS;
 	ssize_t		 n;
 
-	pair_connect(&p, x->c, x->s, false);
-	/* the client's first read takes the session tickets in */
-	write_all(p.s, "w", 1);
-	assert_int_equal(read_wait(p.c, out, 1), 1);
-	assert_int_equal(outer_frame_begin(p.c, 0, 0, NULL, 0), 0);
-	memset(out, 'o', sizeof(out));
-	assert_int_equal(outer_write(p.c, out, sizeof(out)), sizeof(out));
 	want = 3 * (5 + 2 + OUTER_CHUNK_MAX + 1 + 16) + 5 + 2 + 100 + 1 + 16;
 	while (got < want) {
-		n = recv(outer_fd(p.s), wire + got, sizeof(wire) - got,
+		n = recv(outer_fd(s), wire + got, sizeof(wire) - got,
 		    MSG_DONTWAIT);
 		if (n < 0) {
 			assert_int_equal(errno, EAGAIN);
@@ -1776,6 +1763,28 @@ test_frame_tls_batch(void **state)
 		    2 + OUTER_CHUNK_MAX + 1 + 16 : 2 + 100 + 1 + 16);
 		h += 5 + (h[3] << 8 | h[4]);
 	}
+}
+
+/*
+ * A framed write over TLS of more than a chunk: up to OUTER_WRITE_CHUNKS
+ * chunks, each one full record on the wire (the shape of one chunk per
+ * record stays), sent together.  (Their bytes: test_bulk_both_ways.)
+ */
+static void
+test_frame_tls_batch(void **state)
+{
+	struct ctxs	*x = *state;
+	struct pair	 p;
+	static uint8_t	 out[3 * OUTER_CHUNK_MAX + 100];
+
+	pair_connect(&p, x->c, x->s, false);
+	/* the client's first read takes the session tickets in */
+	write_all(p.s, "w", 1);
+	assert_int_equal(read_wait(p.c, out, 1), 1);
+	assert_int_equal(outer_frame_begin(p.c, 0, 0, NULL, 0), 0);
+	memset(out, 'o', sizeof(out));
+	assert_int_equal(outer_write(p.c, out, sizeof(out)), sizeof(out));
+	expect_three_chunks_and_100(p.s);
 	pair_free(&p);
 }
 
@@ -1795,9 +1804,8 @@ test_frame_tls_inplace(void **state)
 	struct pair	 p;
 	static uint8_t	 mem[OUTER_HEADROOM + INPLACE_LEN], ref[sizeof(mem)];
 	static uint8_t	 in[64 * 1024];
-	uint8_t		 wire[4 * (5 + 2 + OUTER_CHUNK_MAX + 1 + 16)], *h;
 	uint8_t		*buf = mem + OUTER_HEADROOM;
-	size_t		 i, want, got = 0, off = 0, k, blocked = 0;
+	size_t		 i, got = 0, off = 0, k, blocked = 0;
 	long long	 deadline = now_ms() + DEADLINE_MS;
 	ssize_t		 n;
 
@@ -1811,26 +1819,7 @@ test_frame_tls_inplace(void **state)
 	assert_int_equal(outer_write_inplace(p.c, buf, INPLACE_LEN, false),
 	    INPLACE_LEN);
 	assert_memory_equal(mem, ref, sizeof(mem));
-	want = 3 * (5 + 2 + OUTER_CHUNK_MAX + 1 + 16) + 5 + 2 + 100 + 1 + 16;
-	while (got < want) {
-		n = recv(outer_fd(p.s), wire + got, sizeof(wire) - got,
-		    MSG_DONTWAIT);
-		if (n < 0) {
-			assert_int_equal(errno, EAGAIN);
-			assert_true(now_ms() < deadline);
-			usleep(1000);
-			continue;
-		}
-		assert_true(n > 0);
-		got += (size_t)n;
-	}
-	assert_int_equal(got, want);
-	for (h = wire, i = 0; i < 4; i++) {
-		assert_int_equal(h[0], 23);
-		assert_int_equal(h[3] << 8 | h[4], i < 3 ?
-		    2 + OUTER_CHUNK_MAX + 1 + 16 : 2 + 100 + 1 + 16);
-		h += 5 + (h[3] << 8 | h[4]);
-	}
+	expect_three_chunks_and_100(p.s);
 	pair_free(&p);
 
 	/* many of them, read back through the framing */
@@ -1839,7 +1828,6 @@ test_frame_tls_inplace(void **state)
 	assert_int_equal(read_wait(p.c, in, 1), 1);
 	assert_int_equal(outer_frame_begin(p.c, 0, 0, NULL, 0), 0);
 	assert_int_equal(outer_frame_begin(p.s, 0, 0, NULL, 0), 0);
-	got = 0;
 	while (got < INPLACE_BULK) {
 		assert_true(now_ms() < deadline);
 		if (off < INPLACE_BULK) {
