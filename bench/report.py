@@ -77,6 +77,12 @@ def cmd_iperf(meta, ipath, lpath=None):
         r["app_mss"] = st.get("tcp_mss_default", st.get("tcp_mss"))
         r["value"] = "%.2f Mbit/s (retr %s, cc %s)" % (
             r["mbit"], r["retransmits"], r["sender_cc"])
+        # iperf3's own CPU, percent of one CPU over its test: the app
+        # (iperf3 -c) and the target (iperf3 -s).
+        cu = end.get("cpu_utilization_percent", {})
+        if "host_total" in cu:
+            r["cpu_app_pct"] = round(cu["host_total"], 1)
+            r["cpu_target_pct"] = round(cu.get("remote_total", 0), 1)
         # CPU was counted over the whole run, omitted seconds included, so
         # it is divided by every byte of every interval.
         moved = sum(i["sum"]["bytes"] for i in d.get("intervals", []))
@@ -848,6 +854,55 @@ def t_cworkers(rs, meta):
                    "flows per worker (2)", "load"], rows))
 
 
+def t_cworkers_cpu(rs, meta):
+    """Where the machine's CPUs went in the cworkers cells: each side's
+    share in cores (CPU seconds over the cell's seconds), medians."""
+    cw = sel(rs, scenario="cworkers", kind="iperf")
+    if not any(r.get("machine_busy_pct") is not None for r in cw):
+        return None
+    cpus = meta.get("cpus") or 1
+
+    def cores(r, key):
+        if r.get(key) is None or not r.get("seconds"):
+            return None
+        return r[key] / (r["seconds"] + r.get("omit", 0))
+
+    def col(m, f):
+        v = [f(r) for r in m if "error" not in r]
+        v = [x for x in v if x is not None]
+        return "%.2f" % statistics.median(v) if v else "n/a"
+    rows = []
+    for mtu in sorted({r["mtu"] for r in cw}, reverse=True):
+        for flows in sorted({r["flows"] for r in cw}, reverse=True):
+            for d in ("down", "up"):
+                for path, n in (("tunsplit", 1), ("tunsplit-cw2", 2)):
+                    m = sel(cw, path=path, mtu=mtu, flows=flows, dir=d)
+                    if not m:
+                        continue
+                    rows.append([
+                        mtu, flows, d, n,
+                        col(m, lambda r: r.get("machine_busy_pct", 0) *
+                            cpus / 100 if r.get("machine_busy_pct")
+                            is not None else None),
+                        col(m, lambda r: cores(r, "cpu_client_s")),
+                        col(m, lambda r: cores(r, "cpu_server_s")),
+                        col(m, lambda r: r["cpu_app_pct"] / 100
+                            if r.get("cpu_app_pct") is not None else None),
+                        col(m, lambda r: r["cpu_target_pct"] / 100
+                            if r.get("cpu_target_pct") is not None
+                            else None)])
+    return ("### Where the CPUs went in those cells (cores, medians)\n\n"
+            "Busy: the whole machine's CPU time over the cell (%d CPUs; "
+            "`/proc/stat`, all but idle and iowait: our processes, the "
+            "kernel's softirqs charged to no process, and any other work "
+            "on the machine); tunsplit's client (all its processes) and "
+            "server from `/proc/PID/stat`; the app (`iperf3 -c`) and "
+            "the target (`iperf3 -s`) as iperf3 reports its own CPU.  "
+            "Cores: CPU seconds over the cell's seconds.\n\n" % cpus +
+            table(["TUN MTU", "flows", "dir", "client workers", "busy",
+                   "client", "server", "app", "target"], rows))
+
+
 def t_scale(rs, meta):
     cr = sel(rs, kind="connrate", scenario="scale")
     idle = sel(rs, kind="idle", scenario="scale")
@@ -1090,7 +1145,7 @@ def t_accuracy(rs, meta):
 
 
 TABLES = [t_lfl, t_kept, t_targets, t_hiloss, t_ttfb, t_rrlat, t_ceiling,
-          t_tunnels, t_offload, t_cworkers, t_scale, t_short, t_accuracy]
+          t_tunnels, t_offload, t_cworkers, t_cworkers_cpu, t_scale, t_short, t_accuracy]
 
 
 def tables(doc):

@@ -27,7 +27,8 @@
 #                                               always run bbr)
 #   flows      iperf3 -P list for lfl/ceiling  (default: 1 4; in lfl the 4
 #              flows run for direct BBR, OpenVPN and tunsplit at 1 %,
-#              with --full for every path and loss)
+#              with --full for every path and loss) and for cworkers
+#              (default: 4 1)
 #   time/omit  iperf3 -t / -O seconds in lfl (default: 3 / 2; hiloss 3 / 1,
 #              --full 10 / 2 for both); kcptun runs in lfl at 5 % (and in
 #              hiloss; --full: every loss); in hiloss OpenVPN, v2ray and
@@ -90,7 +91,10 @@
 # TSB_POOL (tunsplit's pool, default 6), TSB_MTU (its first TUN MTU, 9000),
 # TSB_REUSE (client.reuse of the tunsplit paths but tunsplit-noreuse;
 # unset: left out), CONNS (bench/conns.c's binary),
-# TSB_KEEP (a directory: every iperf3 JSON output is copied there).  Only
+# TSB_KEEP (a directory: every iperf3 JSON output is copied there),
+# BENCH_PERF (a directory: a system-wide `perf record -a` of every iperf3
+# cell goes there, with a .pids file naming the client's, the server's and
+# the target's processes).  Only
 # one run at a time: the namespaces have fixed names, so a run holds
 # /run/tsb.lock (flock) from start to end; another run stops at once, or
 # waits for it up to TSB_LOCK_WAIT seconds.
@@ -203,7 +207,7 @@ while [ $# -gt 0 ]; do
 	--paths)	PATHS=$2; PATHS_SET=1; shift ;;
 	--loss)		LOSSES=$2; shift ;;
 	--cc)		CCS=$2; shift ;;
-	--flows)	FLOWS=$2; shift ;;
+	--flows)	FLOWS=$2; CW_FLOWS=$2; shift ;;
 	--time)		T=$2; shift ;;
 	--omit)		OMIT=$2; shift ;;
 	--samples)	SAMPLES=$2; shift ;;
@@ -246,6 +250,11 @@ esac
 for tool in ip iperf3 curl socat nginx ping python3 sysctl flock; do
 	command -v $tool >/dev/null || die "$tool is missing"
 done
+if [ -n "${BENCH_PERF:-}" ]; then
+	command -v perf >/dev/null ||
+	    die "BENCH_PERF: perf is missing (apt-get install linux-perf)"
+	mkdir -p "$BENCH_PERF" || die "BENCH_PERF: cannot make $BENCH_PERF"
+fi
 
 # One run at a time: the namespaces, /run/tsb and the daemons' ports are
 # fixed.  The lock is held on fd 9 until we exit; testbed.sh, run from here,
@@ -353,14 +362,14 @@ wait_listen() {	# NS PORT [tcp|udp]: until something listens there (5 s)
 	done
 }
 
-cpu_ticks() {	# PID: user + system clock ticks so far, of PID and its
-		# descendants (tunsplit's client workers are its children)
-	[ -n "$1" ] && [ -r "/proc/$1/stat" ] || { echo 0; return; }
-	# Fields after the ")" of the command name: the ppid is the 2nd,
-	# utime the 12th, then stime, cutime, cstime.  A child's CPU is in
-	# its own stat while it runs and in its parent's cutime and cstime
-	# once reaped, so counting both over the tree loses nothing when a
-	# child ends between two samples and counts nothing twice.
+# PID and its descendants, one line each: "pid ticks" (ticks: utime +
+# stime + cutime + cstime).  Fields after the ")" of the command name:
+# the ppid is the 2nd, utime the 12th.  A child's CPU is in its own stat
+# while it runs and in its parent's cutime and cstime once reaped, so
+# summing over the tree loses nothing when a child ends between two
+# samples and counts nothing twice.
+tree_stat() {
+	[ -n "$1" ] && [ "$1" != 0 ] && [ -r "/proc/$1/stat" ] || return 0
 	cat /proc/[0-9]*/stat 2>/dev/null | awk -v root="$1" '
 	{
 		pid = $1
@@ -374,10 +383,14 @@ cpu_ticks() {	# PID: user + system clock ticks so far, of PID and its
 			for (n = 0; q != root && q > 1 && n < 64; n++)
 				q = ppid[q]
 			if (q == root)
-				sum += t[p]
+				print p, t[p]
 		}
-		print sum + 0
 	}'
+}
+
+cpu_ticks() {	# PID: clock ticks so far of PID and its descendants
+		# (tunsplit's client workers are its children)
+	tree_stat "$1" | awk '{ sum += $2 } END { print sum + 0 }'
 }
 
 # ---- paths ----------------------------------------------------------------
@@ -751,15 +764,45 @@ iperf_client() {	# FLOWS SECONDS OMIT [-R] -> $WORK/iperf.json, iperf.err
 	    </dev/null 9>&-
 }
 
+# The machine's CPU ticks so far: "busy total" over every CPU (busy: all
+# but idle and iowait), from /proc/stat.
+machine_ticks() {
+	awk '$1 == "cpu" { t = 0; for (i = 2; i <= NF; i++) t += $i
+		print t - $5 - $6, t; exit }' /proc/stat
+}
+
+tree_pids() {	# PID: it and its descendants, comma-separated
+	tree_stat "$1" | awk '{ printf "%s%s", (NR > 1 ? "," : ""), $1 }'
+}
+
 m_iperf() {	# META FLOWS DIR SECONDS OMIT
 	local meta=$1 flows=$2 dir=$3 t=$4 omit=$5 rev="" cp sp c0 s0 w0="" w1
+	local mb0 mt0 mb1 mt1 perf="" perf_out
 	[ "$dir" = down ] && rev=-R
 	read -r cp sp <<<"$(path_pids "$CUR_PATH" 5201)"
 	case $CUR_PATH in tunsplit*) w0=$(ts_worker_flows) ;; esac
 	linkem_period "$WORK/le0.json"
 	rm -f "$WORK/le.json"
 	c0=$(cpu_ticks "$cp"); s0=$(cpu_ticks "$sp")
+	read -r mb0 mt0 <<<"$(machine_ticks)"
+	# BENCH_PERF=DIR: a system-wide profile of the cell (perf record -a,
+	# no call graphs) into DIR/<time>-<path>-<mtu>-<flows>-<dir>.data.
+	if [ -n "${BENCH_PERF:-}" ]; then
+		perf_out="$BENCH_PERF/$(date +%H%M%S)-$CUR_PATH${CUR_MTU:+-$CUR_MTU}-$flows-$dir.data"
+		perf record -a -F 499 -o "$perf_out" -- sleep $((t + omit)) \
+		    >/dev/null 2>&1 9>&- &
+		perf=$!
+	fi
 	iperf_client "$flows" "$t" "$omit" $rev
+	if [ -n "$perf" ]; then
+		wait "$perf"
+		# Whose samples are whose: the client's processes, the
+		# server's, the target's iperf3 (perf report --pid).
+		echo "client $(tree_pids "$cp")
+server $(tree_pids "$sp")
+target $(cat "$TSB_RUN/iperf3.pid" 2>/dev/null)" \
+		    >"$BENCH_PERF/$(basename "$perf_out" .data).pids"
+	fi
 	# At high loss the previous test's end can reach the iperf3 server
 	# late (or never), which then refuses the next one at once: restart
 	# it and measure again, once.
@@ -767,9 +810,15 @@ m_iperf() {	# META FLOWS DIR SECONDS OMIT
 		"$TESTBED" services >/dev/null 2>&1
 		linkem_period "$WORK/le0.json"
 		c0=$(cpu_ticks "$cp"); s0=$(cpu_ticks "$sp")
+		read -r mb0 mt0 <<<"$(machine_ticks)"
 		iperf_client "$flows" "$t" "$omit" $rev
 	fi
+	read -r mb1 mt1 <<<"$(machine_ticks)"
 	meta="$meta, \"seconds\": $t, \"omit\": $omit"
+	# How busy the whole machine was meanwhile (every process, ours and
+	# others', and the kernel's softirqs), in percent of all its CPUs.
+	meta="$meta, \"machine_busy_pct\": $(awk "BEGIN { d = $mt1 - $mt0
+	    printf \"%.1f\", (d > 0 ? 100 * ($mb1 - $mb0) / d : 0) }")"
 	# CPU of the path's daemons over the whole run (omitted seconds too:
 	# report.py divides by all bytes moved, from the per-second intervals)
 	[ "$cp" != 0 ] && meta="$meta, \"cpu_client_s\": $(awk "BEGIN {
