@@ -37,6 +37,7 @@
 #include "client/outbound.h"
 #include "client/pool.h"
 #include "client/dialer.h"
+#include "client/dialgate.h"
 #include "client/dns/dnsfwd.h"
 #include "client/workers.h"
 #include "rules/rules.h"
@@ -644,8 +645,12 @@ client_setup(struct client *cl)
 		}
 		flow_udp_set_fakeip(cl->udp, cl->env.fakeip);
 	}
-	/* Before the pools' first dials; a failure leaves them on the loop. */
-	(void)dialer_start(cl->loop, c->client.dial_threads);
+	/* Before the pools' first dials; a failure leaves them on the loop.
+	 * Workers share the dial cap and the dialer threads out, so N of
+	 * them dial no more at once, on no more threads, than one would. */
+	dialgate_share(cl->nworkers);
+	(void)dialer_start(cl->loop, c->client.dial_threads == 0 ? 0 :
+	    (c->client.dial_threads + cl->nworkers - 1) / cl->nworkers);
 	for (i = 0; i < cl->obs->n; i++)
 		if (outbound_pool_start(cl->obs->v[i], cl->loop) == -1)
 			return -1;

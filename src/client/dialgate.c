@@ -7,6 +7,17 @@
 
 #include <stddef.h>
 
+/* Worker processes share the cap: each takes its part (dialgate.h). */
+static unsigned dialgate_max = DIALGATE_MAX;
+
+void
+dialgate_share(unsigned workers)
+{
+	unsigned n = workers > 1 ? workers : 1;
+
+	dialgate_max = (DIALGATE_MAX + n - 1) / n;
+}
+
 static void
 dialgate_on_timer(struct loop_timer *t)
 {
@@ -17,8 +28,8 @@ dialgate_on_timer(struct loop_timer *t)
 	 * finds neither goes back to the front and the turns end. */
 	g->waking = true;
 	while ((w = TAILQ_FIRST(&g->queue)) != NULL &&
-	    (g->active < DIALGATE_MAX || g->ready > 0)) {
-		if (g->active >= DIALGATE_MAX)
+	    (g->active < dialgate_max || g->ready > 0)) {
+		if (g->active >= dialgate_max)
 			g->ready--;
 		TAILQ_REMOVE(&g->queue, w, entry);
 		w->queued = false;
@@ -59,7 +70,7 @@ bool
 dialgate_take(struct dialgate *g, struct loop *l)
 {
 	g->loop = l;
-	if (g->active >= DIALGATE_MAX ||
+	if (g->active >= dialgate_max ||
 	    (!TAILQ_EMPTY(&g->queue) && !g->waking))
 		return false;
 	g->active++;

@@ -28,6 +28,12 @@
 
 #define DIALGATE_MAX	64	/* dials in flight per outbound */
 
+/* A client of N worker processes (workers.h) dials through N gates per
+ * outbound, one in each: each takes DIALGATE_MAX / N (rounded up), so
+ * the server sees no more at once than from one process.  Once, before
+ * any dial. */
+void dialgate_share(unsigned workers);
+
 struct dialgate_waiter {
 	TAILQ_ENTRY(dialgate_waiter) entry;
 	bool	 queued;
