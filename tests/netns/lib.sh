@@ -409,7 +409,8 @@ EOF
 # TS_CLIENT_WORKERS=N sets the client's workers (any test, run by hand).
 # log.flows is on: tests read the per-flow summaries (off by default).
 ts_write_configs() {
-	local key lvl=${TS_LOG_LEVEL:-info}
+	local key lvl=${TS_LOG_LEVEL:-info} w=${TS_CLIENT_WORKERS:-}
+	case ${1:-} in *"  workers: "*) w= ;; esac	# the test's own
 	key=$("$TUNSPLIT" genkey 2>"$TS_TMP/genkey.log") ||
 	    ts_fail "tunsplit genkey failed: $(cat "$TS_TMP/genkey.log")"
 	[ -n "$key" ] || ts_fail "tunsplit genkey printed nothing"
@@ -427,8 +428,8 @@ client:
   congestion: bbr
   max_flows: ${TS_MAX_FLOWS:-4096}
   connect_timeout: 10s
-  idle_timeout: 5m${TS_CLIENT_WORKERS:+
-  workers: $TS_CLIENT_WORKERS}
+  idle_timeout: 5m${w:+
+  workers: $w}
 ${1:-}
 EOF
 	cat >"$TS_TMP/server.yaml" <<EOF
@@ -474,7 +475,17 @@ ts_bg() {
 ts_alive() { kill -0 "$1" 2>/dev/null; }
 
 # The client's open fds.
-ts_fds() { ls "/proc/$TS_CLIENT_PID/fd" | wc -l; }
+# The client's worker processes (client.workers) are its children.
+ts_fds() {
+	local p n=0
+	for p in $(ts_procs "$TS_CLIENT_PID"); do
+		n=$((n + $(ls "/proc/$p/fd" 2>/dev/null | wc -l)))
+	done
+	echo "$n"
+}
+
+# ts_procs PID: PID and its tunsplit children (a client's workers).
+ts_procs() { echo "$1" $(pgrep -P "$1" -x tunsplit 2>/dev/null); }
 
 # ts_fds_settle N [TENTHS]: up to TENTHS/10 s (default 3 s) for the
 # client to hold N fds (a status command's control connection may linger
@@ -812,11 +823,14 @@ ts_standard_setup() {
 	ts_start_client
 }
 
-# Resident set size of PID in KiB (0 when gone).
+# Resident set size of PID in KiB (0 when gone), its workers' with it.
 ts_rss_kb() {
-	local kb
-	kb=$(awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null)
-	echo "${kb:-0}"
+	local p kb n=0
+	for p in $(ts_procs "$1"); do
+		kb=$(awk '/^VmRSS:/ { print $2 }' "/proc/$p/status" 2>/dev/null)
+		n=$((n + ${kb:-0}))
+	done
+	echo "$n"
 }
 
 # The daemons must still be running at the end of a test.

@@ -204,7 +204,7 @@ grep -q "^<3>$TS_TMP/bad.yaml:2:" "$TS_TMP/bad.log" ||
     ts_fail "config error not at <3>: $(cat "$TS_TMP/bad.log")"
 grep -q ': closed: ' "$TS_TMP/server.log" &&
     ts_fail "server logged sessions with log.flows off: $(grep -m 2 ': closed: ' "$TS_TMP/server.log")"
-n=$(grep -cE 'info: flow [0-9]+ [^ ]+: [^,]+, up [0-9]+ down [0-9]+ bytes' \
+n=$(grep -cE 'info: (worker [0-9]+: )?flow [0-9]+ [^ ]+: [^,]+, up [0-9]+ down [0-9]+ bytes' \
     "$TS_TMP/client.log")
 [ "$n" -ge 4 ] ||
     ts_fail "client (log.flows: true) logged $n flow lines, want >= 4: $(grep -m 5 'flow' "$TS_TMP/client.log")"

@@ -19,7 +19,7 @@ ts_standard_setup "  udp_timeout: ${TIMEOUT_S}s
 ts_start_udpecho 7
 
 udp() { ts_udptool "$TS_TMP/apps.log" "$@"; }
-closed() { grep -c "^.* info: udp [0-9]* .*: $1" "$TS_TMP/client.log"; }
+closed() { grep -c "^.* info: \(worker [0-9]*: \)\?udp [0-9]* .*: $1" "$TS_TMP/client.log"; }
 
 rss0=$(ts_rss_kb "$TS_CLIENT_PID")
 udp many --host "$TS_T_ADDR4" --n "$N" --hold 1 ||
