@@ -1,5 +1,6 @@
 /*
- * The client's worker processes (client.workers > 1).
+ * The client's worker processes (client.workers > 1; the default is one
+ * per online CPU).
  *
  * lwIP keeps its state in globals, so one process runs one lwIP: a
  * client with N workers is N processes, each today's client (its loop,

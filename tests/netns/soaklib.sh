@@ -31,25 +31,35 @@ ts_soak_size() {
 	fi
 }
 
+# Each of these counts PID with its worker processes (ts_procs).
 # Open descriptors of PID.
 ts_fd_count() {
-	local n
-	n=$(ls "/proc/$1/fd" 2>/dev/null | wc -l)
-	echo "${n:-0}"
+	local p n=0
+	for p in $(ts_procs "$1"); do
+		n=$((n + $(ls "/proc/$p/fd" 2>/dev/null | wc -l)))
+	done
+	echo "$n"
 }
 
-# Peak resident set size of PID in KiB.
+# Peak resident set size of PID in KiB (the workers' peaks summed: an
+# upper bound).
 ts_hwm_kb() {
-	local kb
-	kb=$(awk '/^VmHWM:/ { print $2 }' "/proc/$1/status" 2>/dev/null)
-	echo "${kb:-0}"
+	local p kb n=0
+	for p in $(ts_procs "$1"); do
+		kb=$(awk '/^VmHWM:/ { print $2 }' "/proc/$p/status" 2>/dev/null)
+		n=$((n + ${kb:-0}))
+	done
+	echo "$n"
 }
 
 # User + system CPU time of PID in clock ticks.
 ts_cpu_ticks() {
+	local p
 	# Fields after the ")" of the command name: utime is the 12th, stime
 	# the 13th.
-	sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | awk '{ print $12 + $13 }'
+	for p in $(ts_procs "$1"); do
+		sed 's/.*) //' "/proc/$p/stat" 2>/dev/null
+	done | awk '{ n += $12 + $13 } END { print n + 0 }'
 }
 
 ts_mb() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
