@@ -54,6 +54,10 @@ control: $TS_TMP/client.sock
 metrics: 9353
 tun: {name: $TS_TUN, mtu: 9000, address: [198.18.0.1/15, "fdfe:dcba:9876::1/64"]}
 client:
+  # One worker: each judges health and sizes its pools from its own
+  # flows, and these counts and timings are one worker's (the workers:
+  # e2e_client_workers.sh).
+  workers: 1
   connect_timeout: 10s
   outbounds:
     - name: a

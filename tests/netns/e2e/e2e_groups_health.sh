@@ -112,6 +112,10 @@ control: $TS_TMP/client.sock
 metrics: 9354
 tun: {name: $TS_TUN, mtu: 9000, address: [198.18.0.1/15, "fdfe:dcba:9876::1/64"]}
 client:
+  # One worker: each judges health and sizes its pools from its own
+  # flows, and these counts and timings are one worker's (the workers:
+  # e2e_client_workers.sh).
+  workers: 1
   connect_timeout: 5s
   outbounds:
     - {name: a, server: "$TS_S_ADDR4:$TS_SERVER_PORT", sni: $TS_SNI, ca: $TS_TMP/ca.pem, key: "$TS_KEY", pool: 4}
