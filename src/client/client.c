@@ -471,6 +471,21 @@ client_w_select(void *arg, const char *group, const char *member)
 }
 
 static void
+client_ptb6_seen(void *arg, const uint8_t *quote, size_t qlen, unsigned mtu)
+{
+	struct client *cl = arg;
+
+	workers_send_ptb6(cl->wk, quote, qlen, mtu);
+}
+
+static void
+client_w_ptb6(void *arg, const uint8_t *quote, size_t qlen, unsigned mtu)
+{
+	(void)arg;
+	tsnetif_ptb6(quote, qlen, mtu);
+}
+
+static void
 client_w_reload(void *arg)
 {
 	(void)daemon_reload(client_adopt, arg);
@@ -541,7 +556,8 @@ client_workers_start(struct client *cl)
 {
 	const struct workers_ops ops = {
 		.fake = client_w_fake, .learn = client_w_learn,
-		.select = client_w_select, .reload = client_w_reload,
+		.select = client_w_select, .ptb6 = client_w_ptb6,
+		.reload = client_w_reload,
 		.drain = client_w_drain, .stop = client_w_stop,
 		.status = client_w_status, .ended = client_w_ended, .arg = cl,
 	};
@@ -555,6 +571,8 @@ client_workers_start(struct client *cl)
 		    main ? NULL : client_news, cl);
 	dnsfwd_names_hooks(main ? client_names_learnt : NULL,
 	    main ? NULL : client_names_news);
+	if (main)
+		flow_udp_on_ptb6(cl->udp, client_ptb6_seen, cl);
 	return workers_start(cl->wk, cl->loop, &ops);
 }
 

@@ -36,12 +36,15 @@ enum {
 	W_STOP,
 	W_STATUS,	/* seq, flags: a snapshot, please */
 	W_STATUS_PART,	/* seq, total, a chunk of it (total 0: none) */
+	W_PTB6,		/* slot: the MTU; an ICMPv6 Packet Too Big's quote */
 };
 
 #define W_FLOWS		0x01	/* W_STATUS: with the flow list */
 #define W_PAYLOAD_MAX	65536
 #define W_STATUS_MAX	(64u << 20)	/* a snapshot larger is refused */
 #define W_DROP_LOG_MS	10000
+#define W_PTB6_QUOTE	40	/* what tsnetif_ptb6 reads of a quote */
+#define W_PTB6_PENDING	16	/* more at once: the oldest is dropped */
 
 struct wmsg {
 	uint8_t		 type;
@@ -76,6 +79,13 @@ struct workers {
 	bool		 want_reload, want_drain, want_stop, want_status;
 	bool		 status_flows;
 	uint32_t	 status_seq;
+	/* Packet Too Big news, applied from a loop event (lwIP's pcbs
+	 * change under it): a ring, bounded. */
+	struct {
+		uint8_t	 quote[W_PTB6_QUOTE];
+		unsigned mtu;
+	}		 ptb[W_PTB6_PENDING];
+	unsigned	 nptb, ptb_head;
 	uint8_t		 buf[sizeof(struct wmsg) + W_PAYLOAD_MAX];
 };
 
@@ -283,6 +293,16 @@ workers_send_select(struct workers *w, const char *group, const char *member)
 	workers_bcast(w, &h, buf, gl + ml);
 }
 
+void
+workers_send_ptb6(struct workers *w, const uint8_t *quote, size_t qlen,
+    unsigned mtu)
+{
+	struct wmsg h = { .type = W_PTB6, .slot = mtu };
+
+	if (qlen >= W_PTB6_QUOTE)
+		workers_bcast(w, &h, quote, W_PTB6_QUOTE);
+}
+
 static void
 workers_send_type(struct workers *w, uint8_t type)
 {
@@ -445,6 +465,13 @@ workers_on_later(struct loop_timer *t)
 {
 	struct workers *w = container_of(t, struct workers, later);
 
+	while (w->nptb > 0) {
+		w->nptb--;
+		if (w->ops.ptb6 != NULL)
+			w->ops.ptb6(w->ops.arg, w->ptb[w->ptb_head].quote,
+			    W_PTB6_QUOTE, w->ptb[w->ptb_head].mtu);
+		w->ptb_head = (w->ptb_head + 1) % W_PTB6_PENDING;
+	}
 	if (w->want_reload && w->ops.reload != NULL) {
 		w->want_reload = false;
 		w->ops.reload(w->ops.arg);
@@ -470,6 +497,7 @@ workers_take(struct workers *w, const uint8_t *rec, size_t len)
 	const struct wmsg *h = (const struct wmsg *)rec;
 	const char	*a = (const char *)rec + sizeof(*h), *b;
 	size_t		 n = len - sizeof(*h);
+	unsigned	 i;
 
 	switch (h->type) {
 	case W_FAKE:
@@ -485,6 +513,18 @@ workers_take(struct workers *w, const uint8_t *rec, size_t len)
 		    (b = memchr(a, '\0', n)) == NULL || b + 1 >= a + n)
 			break;
 		w->ops.select(w->ops.arg, a, b + 1);
+		break;
+	case W_PTB6:
+		if (n != W_PTB6_QUOTE)
+			break;
+		if (w->nptb == W_PTB6_PENDING) {	/* the oldest goes */
+			w->ptb_head = (w->ptb_head + 1) % W_PTB6_PENDING;
+			w->nptb--;
+		}
+		i = (w->ptb_head + w->nptb++) % W_PTB6_PENDING;
+		memcpy(w->ptb[i].quote, a, W_PTB6_QUOTE);
+		w->ptb[i].mtu = h->slot;
+		workers_later(w);
 		break;
 	case W_RELOAD:
 		w->want_reload = true;

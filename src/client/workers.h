@@ -48,6 +48,10 @@ struct workers_ops {
 	void	(*fake)(void *arg, uint32_t slot, const char *name);
 	void	(*learn)(void *arg, const uint8_t *msg, size_t len);
 	void	(*select)(void *arg, const char *group, const char *member);
+	/* An ICMPv6 Packet Too Big's quote (its first 40 bytes) and MTU
+	 * (tsnetif_ptb6). later */
+	void	(*ptb6)(void *arg, const uint8_t *quote, size_t qlen,
+		    unsigned mtu);
 	void	(*reload)(void *arg);			/* later */
 	void	(*drain)(void *arg);			/* later */
 	void	(*stop)(void *arg);			/* later */
@@ -84,6 +88,8 @@ void workers_send_fake(struct workers *w, uint32_t slot, const char *name);
 void workers_send_learn(struct workers *w, const uint8_t *msg, size_t len);
 void workers_send_select(struct workers *w, const char *group,
     const char *member);
+void workers_send_ptb6(struct workers *w, const uint8_t *quote, size_t qlen,
+    unsigned mtu);
 void workers_send_reload(struct workers *w);
 void workers_send_drain(struct workers *w);
 void workers_send_stop(struct workers *w);

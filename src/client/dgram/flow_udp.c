@@ -48,6 +48,10 @@ struct flow_udp {
 	unsigned		 unreach_n;	/* errors sent in it */
 	struct flow_udp_stats	 st;
 	struct fakeip		*fakeip;	/* dns.mode fake-ip, or NULL */
+	/* Worker 0 of several: every Packet Too Big, for the others. */
+	void			(*on_ptb6)(void *arg, const uint8_t *quote,
+				    size_t qlen, unsigned mtu);
+	void			*ptb6_arg;
 	struct quic_route	*quic;		/* client.sniff, made on use */
 	struct loop_timer	 quic_timer;	/* held datagrams' deadline */
 	struct dnsfwd_cache	*cache;		/* dns.cache_size, or NULL */
@@ -566,8 +570,11 @@ flow_udp_icmp(struct flow_udp *u, const struct pkt_ip *ip)
 	/* A router between us and the app: our packet was too big for
 	 * its link (IPv6 routers do not fragment). */
 	if ((rc = pkt_ptb6_parse(ip, &mtu, &q, &qlen)) != PKT_OTHER) {
-		if (rc == PKT_OK)
+		if (rc == PKT_OK) {
 			tsnetif_ptb6(q, qlen, mtu);
+			if (u->on_ptb6 != NULL)
+				u->on_ptb6(u->ptb6_arg, q, qlen, mtu);
+		}
 		return rc;
 	}
 	if (u->fakeip != NULL &&
@@ -585,6 +592,14 @@ void
 flow_udp_set_fakeip(struct flow_udp *u, struct fakeip *t)
 {
 	u->fakeip = t;
+}
+
+void
+flow_udp_on_ptb6(struct flow_udp *u, void (*fn)(void *arg,
+    const uint8_t *quote, size_t qlen, unsigned mtu), void *arg)
+{
+	u->on_ptb6 = fn;
+	u->ptb6_arg = arg;
 }
 
 /* ---- UDP both ways ------------------------------------------------------- */

@@ -70,6 +70,11 @@ void flow_udp_reconfigure(struct flow_udp *u, const struct conf *c,
  * the client's, NULL for none.
  */
 void flow_udp_set_fakeip(struct flow_udp *u, struct fakeip *t);
+/* fn hears of every ICMPv6 Packet Too Big a router in front of an app
+ * sent (after tsnetif_ptb6 took it): the kernel steers ICMP to worker 0
+ * alone, and the flows to that app may be any worker's (workers.h). */
+void flow_udp_on_ptb6(struct flow_udp *u, void (*fn)(void *arg,
+    const uint8_t *quote, size_t qlen, unsigned mtu), void *arg);
 /* The addresses of DNS reply msg learnt under its name (dnsfwd.h): an
  * upstream's answer, or worker 0's news of one. */
 void flow_udp_names_learn(struct flow_udp *u, const uint8_t *msg,
