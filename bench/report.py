@@ -374,12 +374,13 @@ PATH_NAMES = {"direct": "direct", "openvpn": "OpenVPN-TCP",
               "tunsplit-nooffload": "tunsplit, offloads off",
               "tunsplit-w1": "tunsplit, 1 server worker",
               "tunsplit-noreuse": "tunsplit, no reuse",
+              "tunsplit-cw1": "tunsplit, 1 client worker",
               "tunsplit-cw2": "tunsplit, 2 client workers"}
 TPUT_COLS = [("direct", "cubic"), ("direct", "bbr"), ("openvpn", "bbr"),
              ("v2ray", "bbr"), ("kcptun", "bbr"), ("tunsplit", "bbr")]
 PATH_ORDER = ["direct", "openvpn", "v2ray", "kcptun", "tunsplit",
               "tunsplit-w1", "tunsplit-noreuse", "tunsplit-nooffload",
-              "tunsplit-cw2",
+              "tunsplit-cw1", "tunsplit-cw2",
               "tunsplit-nopool"]
 
 # The link's MTU (veth's and linkem's default): the MTU of every path but
@@ -800,17 +801,25 @@ def gbit_range(mbits):
     return "%.2f (%.2f–%.2f)" % (statistics.median(v), min(v), max(v))
 
 
+def cw1_path(cw):
+    """The one-worker path of cworkers cells: tunsplit-cw1, or in runs
+    from before the client's default became one worker per CPU, plain
+    tunsplit (then one worker)."""
+    return "tunsplit-cw1" if sel(cw, path="tunsplit-cw1") else "tunsplit"
+
+
 def t_cworkers(rs, meta):
     """Issue 19: the client's worker processes, 1 against 2, cell by
     cell: Gbit/s, CPU per GiB of both sides, the flows' split."""
     cw = sel(rs, scenario="cworkers", kind="iperf")
     if not cw:
         return None
+    p1 = cw1_path(cw)
     rows = []
     for mtu in sorted({r["mtu"] for r in cw}, reverse=True):
         for flows in sorted({r["flows"] for r in cw}, reverse=True):
             for d in ("down", "up"):
-                one = dict(path="tunsplit", mtu=mtu, flows=flows, dir=d)
+                one = dict(path=p1, mtu=mtu, flows=flows, dir=d)
                 two = dict(path="tunsplit-cw2", mtu=mtu, flows=flows, dir=d)
                 if not sel(cw, **one) and not sel(cw, **two):
                     continue
@@ -875,7 +884,7 @@ def t_cworkers_cpu(rs, meta):
     for mtu in sorted({r["mtu"] for r in cw}, reverse=True):
         for flows in sorted({r["flows"] for r in cw}, reverse=True):
             for d in ("down", "up"):
-                for path, n in (("tunsplit", 1), ("tunsplit-cw2", 2)):
+                for path, n in ((cw1_path(cw), 1), ("tunsplit-cw2", 2)):
                     m = sel(cw, path=path, mtu=mtu, flows=flows, dir=d)
                     if not m:
                         continue

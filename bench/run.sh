@@ -21,7 +21,8 @@
 #              tunsplit-nooffload (not in the default) is tunsplit with
 #              tun.offload: off; in scale its iperf3 cells run right after
 #              tunsplit's, cell by cell, for the on/off ratio;
-#              tunsplit-cw2 is tunsplit with client.workers: 2 (cworkers)
+#              tunsplit-cw1 and -cw2 are tunsplit with client.workers: 1
+#              and 2 (cworkers)
 #   loss       percent list for lfl            (default: 0 0.3 1 5)
 #   cc         direct path's CCs in lfl        (default: cubic bbr; tunnels
 #                                               always run bbr)
@@ -82,8 +83,8 @@
 # the same link with RTT 20 ms.  Override with BENCH_RATE, BENCH_DELAY,
 # BENCH_QUEUE, BENCH_RR_DELAY.  BENCH_SERVER_WORKERS sets the tunsplit
 # server's workers (default 0: one per online CPU), BENCH_CLIENT_WORKERS
-# the client's of every tunsplit path but tunsplit-cw2 (default: the key
-# left out, so the binary's default, 1).
+# the client's of every tunsplit path but tunsplit-cw1 and -cw2 (default:
+# the key left out, so the binary's default, one per online CPU).
 #
 # Environment: LINKEM, RRLAT (built by make; else testbed.sh and run.sh
 # build them), TUNSPLIT (tunsplit binary), TSB_TUNSPLIT_REV (the revision
@@ -158,7 +159,7 @@ BURST_N=500		# short: connections of a burst, opened at once ...
 BURST_BYTES=65536	# ... each echoing this many bytes each way
 SHORT_IDLE=10000	# short: idle flows through tunsplit, reuse on and off
 SHORT_PATHS="direct tunsplit tunsplit-w1 tunsplit-noreuse"
-CW_PATHS="tunsplit tunsplit-cw2"	# cworkers: 1 and 2 client workers ...
+CW_PATHS="tunsplit-cw1 tunsplit-cw2"	# cworkers: 1 and 2 client workers ...
 CW_FLOWS="4 1"		# ... with these iperf3 -P
 IDLE="1000 10000"	# idle flows through tunsplit
 IDLE_OTHER="1000"	# through the others (--full: as $IDLE)
@@ -717,6 +718,8 @@ path_up() {	# PATH [TUN-MTU]
 			    "${TSB_REUSE:-}" ;;
 	tunsplit-noreuse) tunsplit_up "${TSB_POOL:-6}" "${2:-$TS_MTU}" on \
 			    "" 1 ;;
+	tunsplit-cw1)	tunsplit_up "${TSB_POOL:-6}" "${2:-$TS_MTU}" on \
+			    "" "${TSB_REUSE:-}" 1 ;;
 	tunsplit-cw2)	tunsplit_up "${TSB_POOL:-6}" "${2:-$TS_MTU}" on \
 			    "" "${TSB_REUSE:-}" 2 ;;
 	*)		die "unknown path $1" ;;
