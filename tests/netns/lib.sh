@@ -475,14 +475,16 @@ ts_bg() {
 ts_alive() { kill -0 "$1" 2>/dev/null; }
 
 # The client's open fds.
-# The client's worker processes (client.workers) are its children.
-ts_fds() {
+# Open descriptors of PID and its worker processes (client.workers: its
+# tunsplit children).
+ts_fd_count() {
 	local p n=0
-	for p in $(ts_procs "$TS_CLIENT_PID"); do
+	for p in $(ts_procs "$1"); do
 		n=$((n + $(ls "/proc/$p/fd" 2>/dev/null | wc -l)))
 	done
 	echo "$n"
 }
+ts_fds() { ts_fd_count "$TS_CLIENT_PID"; }
 
 # ts_procs PID: PID and its tunsplit children (a client's workers).
 ts_procs() { echo "$1" $(pgrep -P "$1" -x tunsplit 2>/dev/null); }

@@ -31,16 +31,8 @@ ts_soak_size() {
 	fi
 }
 
-# Each of these counts PID with its worker processes (ts_procs).
-# Open descriptors of PID.
-ts_fd_count() {
-	local p n=0
-	for p in $(ts_procs "$1"); do
-		n=$((n + $(ls "/proc/$p/fd" 2>/dev/null | wc -l)))
-	done
-	echo "$n"
-}
-
+# Each of these counts PID with its worker processes (ts_procs; the
+# descriptors: ts_fd_count in lib.sh).
 # Peak resident set size of PID in KiB (the workers' peaks summed: an
 # upper bound).
 ts_hwm_kb() {

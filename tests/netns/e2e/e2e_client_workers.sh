@@ -50,6 +50,12 @@ grep -q "client ready: .*, 2 workers" "$log" ||
 child=$(pgrep -P "$TS_CLIENT_PID" -x tunsplit | head -n 1)
 [ -n "$child" ] || ts_fail "no worker process under the client ($TS_CLIENT_PID)"
 
+# The client again (its TUN's routes went with it).
+restart() {
+	ip -n "$NS_C" route del "$TS_T_NET4" 2>/dev/null
+	ip -n "$NS_C" -6 route del "$TS_T_NET6" 2>/dev/null
+	ts_start_client
+}
 dig_c() { ip netns exec "$NS_C" timeout 20 dig +time=2 +tries=2 "@$RESOLVER" "$@"; }
 
 # ---- 1. resolve and dial at once, N names -----------------------------------
@@ -130,9 +136,7 @@ rc=$?
 ts_log "SIGTERM: both workers ended, exit 0"
 
 # ---- 5. a worker killed: the client stops, exit 1 ---------------------------------
-ip -n "$NS_C" route del "$TS_T_NET4" 2>/dev/null
-ip -n "$NS_C" -6 route del "$TS_T_NET6" 2>/dev/null
-ts_start_client
+restart
 child=$(pgrep -P "$TS_CLIENT_PID" -x tunsplit | head -n 1)
 [ -n "$child" ] || ts_fail "no worker process after the restart"
 kill -KILL "$child"
@@ -149,10 +153,8 @@ grep -q "worker 1 ended (signal 9); stopping the client" "$log" ||
 ts_log "worker 1 killed: the client said so and exited 1"
 
 # ---- 6. no steering: one worker ----------------------------------------------------
-ip -n "$NS_C" route del "$TS_T_NET4" 2>/dev/null
-ip -n "$NS_C" -6 route del "$TS_T_NET6" 2>/dev/null
 export TUNSPLIT_TUN_NO_STEER=1
-ts_start_client
+restart
 unset TUNSPLIT_TUN_NO_STEER
 grep -q "running one worker, not 2" "$log" ||
     ts_fail "the fallback was not logged: $(grep -m 3 'tun' "$log")"
