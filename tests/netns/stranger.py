@@ -32,9 +32,16 @@ def log(*a):
     print(*a, flush=True)
 
 
-def connect(args):
+def connect(args, rcvbuf=0):
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.settimeout(args.timeout)
+    if rcvbuf:
+        # Before the connect, so that the window offered in the handshake
+        # is already the small one: shrunk later, the kernel drops what
+        # the server sent into the window it offered first, without an
+        # ACK, and the server backs off its retransmissions to tens of
+        # seconds, in which it cannot learn that this end has closed.
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
     s.bind((args.source, 0))
     s.connect((args.server, args.port))
     return s
@@ -92,10 +99,9 @@ def cmd_cover(args):
     conns, refused = [], 0
     for _ in range(args.conns):
         try:
-            raw = connect(args)
-            s = ctx.wrap_socket(raw, server_hostname=args.sni)
             # Never read: the cover's answer piles up on the server.
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            raw = connect(args, rcvbuf=4096)
+            s = ctx.wrap_socket(raw, server_hostname=args.sni)
             s.sendall(req)
             conns.append(s)
         except (OSError, ssl.SSLError):

@@ -3,7 +3,8 @@
 # on a second address of the client host (10.77.1.3) opens 60 TLS
 # connections to the server, asks each for an 8 MiB file with a plain
 # HTTP GET (not a tunsplit header: relayed to the cover site, nginx) and
-# never reads; another (10.77.1.4) does the same with 20.  The server runs
+# never reads; another (10.77.1.4) does the same with 4, and once those
+# have filled the cover's budget, with 16 more.  The server runs
 # with max_buffer_memory 4M (its cover relays get the default
 # cover_buffer_memory, an eighth: 1 MiB) and max_cover_per_source 12,
 # with small socket buffers so that the answers pile up in the relays.
@@ -11,7 +12,7 @@
 #
 #   - at most 12 cover relays per source, the first stranger's other 48
 #     refused (cover_source); the cover relays stay within their own
-#     budget (peak <= 1 MiB) and the second stranger's last ones are
+#     budget (peak <= 1 MiB) and the second stranger's last 16 are
 #     refused (cover_memory); both counted in the status and the metrics;
 #   - the real client (10.77.1.1) still opens new flows, and 8 downloads
 #     and an upload of 1 MiB through the tunnel complete byte for byte;
@@ -55,38 +56,48 @@ field() {	# field JSON PY-EXPR (on st; cm: the cover's budget)
 	printf '%s' "$1" | "$TS_PY" -c "import json,sys; st=json.load(sys.stdin); lim=st['limits']; cm=lim.get('cover_memory', lim['buffer_memory']); print($2)"
 }
 
-# stranger SOURCE CONNS: connections held until $release, ready when all
-# are up (the last one's pid in stranger).
+# stranger NAME SOURCE CONNS: connections held until $release (--hold:
+# only a bound should the test die), ready when all are up; their pid
+# added to strangers.
 release=$TS_TMP/stranger.release
+strangers=()
 start_stranger() {
-	local ready=$TS_TMP/stranger-$1.ready i
+	local ready=$TS_TMP/stranger-$1.ready i pid
 	ts_bg "$NS_C" "stranger-$1" "$TS_PY" -u "$TS_LIB_DIR/stranger.py" \
-	    --server "$TS_S_ADDR4" --port "$TS_SERVER_PORT" --source "$1" \
-	    --ready "$ready" --release "$release" --hold 40 cover --conns "$2"
-	stranger=$TS_LAST_PID
+	    --server "$TS_S_ADDR4" --port "$TS_SERVER_PORT" --source "$2" \
+	    --ready "$ready" --release "$release" --hold 300 cover --conns "$3"
+	pid=$TS_LAST_PID
+	strangers+=("$pid")
 	for i in $(seq 200); do
 		[ -s "$ready" ] && return 0
-		ts_alive "$stranger" ||
+		ts_alive "$pid" ||
 		    ts_fail "stranger $1: $(tail -n 1 "$TS_TMP/stranger-$1.log")"
 		sleep 0.1
 	done
 	ts_fail "stranger $1 did not get its connections up"
 }
-start_stranger "$src2" 60
-stranger2=$stranger
-# Its 12 relays fill with the cover's answers (64 KiB each); then the
-# second stranger finds the cover's budget nearly used up.
+# cover_used N: wait (up to 20 s) until the cover relays hold N relay
+# buffers (RELAY_BUF_SIZE, 65528 bytes: each relay whose stranger does
+# not read holds one, full of the cover's answer).
+cover_used() {
+	for i in $(seq 200); do
+		st=$(status) || ts_fail "server status"
+		[ "$(field "$st" 'cm["used"]')" -ge $(($1 * 65528)) ] && return 0
+		sleep 0.1
+	done
+	ts_fail "cover relays do not hold $1 buffers: $(field "$st" 'cm')"
+}
+start_stranger a "$src2" 60
+cover_used 12
+# The second stranger's first 4 take what is left of the budget (4
+# buffers); admission keeps one buffer's room, so with 15 in use its
+# next relays are refused for memory (and past 12, for the source).
+start_stranger b "$src3" 4
+cover_used 15
+start_stranger c "$src3" 16
 for i in $(seq 100); do
 	st=$(status) || ts_fail "server status"
-	[ "$(field "$st" 'cm["used"]')" -ge 786432 ] && break
-	sleep 0.1
-done
-start_stranger "$src3" 20
-# The answers pile up: wait until the cover relays are short of memory.
-for i in $(seq 100); do
-	st=$(status) || ts_fail "server status"
-	[ "$(field "$st" 'cm["denied"] + sum(lim["refused"].values())')" -gt 0 ] &&
-	    break
+	[ "$(field "$st" 'lim["refused"]["cover_memory"]')" -gt 0 ] && break
 	sleep 0.1
 done
 ts_log "strangers holding: $(field "$st" 'st["cover"]["relayed"]') relayed to the cover, cover memory $(field "$st" 'cm'), main budget $(field "$st" 'lim["buffer_memory"]')"
@@ -124,8 +135,8 @@ printf '%s\n' "$prom" | grep -q '^tunsplit_cover_memory_peak_bytes ' ||
     ts_fail "no cover memory in the metrics"
 
 touch "$release"
-wait "$stranger" "$stranger2"
-ts_log "$src2: $(tail -n 1 "$TS_TMP/stranger-$src2.log"); $src3: $(tail -n 1 "$TS_TMP/stranger-$src3.log")"
+wait "${strangers[@]}"
+ts_log "$src2: $(tail -n 1 "$TS_TMP/stranger-a.log"); $src3: $(tail -n 1 "$TS_TMP/stranger-b.log"), then $(tail -n 1 "$TS_TMP/stranger-c.log")"
 for i in $(seq 50); do
 	st=$(status) || ts_fail "server status"
 	[ "$(field "$st" 'st["limits"]["cover_memory"]["used"]')" -eq 0 ] && break
@@ -134,4 +145,4 @@ done
 [ "$(field "$st" 'st["limits"]["cover_memory"]["used"]')" -eq 0 ] ||
     ts_fail "cover memory still in use after the stranger left: $(field "$st" 'st["limits"]["cover_memory"]')"
 ts_check_alive
-ts_pass "strangers with 60 + 20 cover connections held unread: at most 12 per source, cover relays within their 1 MiB (refused: $refused), real downloads and upload intact, no real session refused"
+ts_pass "strangers with 60 + 4 + 16 cover connections held unread: at most 12 per source, cover relays within their 1 MiB (refused: $refused), real downloads and upload intact, no real session refused"
