@@ -84,7 +84,7 @@
 # BENCH_QUEUE, BENCH_RR_DELAY.  BENCH_SERVER_WORKERS sets the tunsplit
 # server's workers (default 0: one per online CPU), BENCH_CLIENT_WORKERS
 # the client's of every tunsplit path but tunsplit-cw1 and -cw2 (default:
-# the key left out, so the binary's default, one per online CPU).
+# the key left out, so the binary's default, 1).
 #
 # Environment: LINKEM, RRLAT (built by make; else testbed.sh and run.sh
 # build them), TUNSPLIT (tunsplit binary), TSB_TUNSPLIT_REV (the revision

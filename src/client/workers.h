@@ -1,6 +1,5 @@
 /*
- * The client's worker processes (client.workers > 1; the default is one
- * per online CPU).
+ * The client's worker processes (client.workers > 1; the default is 1).
  *
  * lwIP keeps its state in globals, so one process runs one lwIP: a
  * client with N workers is N processes, each today's client (its loop,
