@@ -375,12 +375,13 @@ PATH_NAMES = {"direct": "direct", "openvpn": "OpenVPN-TCP",
               "tunsplit-w1": "tunsplit, 1 server worker",
               "tunsplit-noreuse": "tunsplit, no reuse",
               "tunsplit-cw1": "tunsplit, 1 client worker",
-              "tunsplit-cw2": "tunsplit, 2 client workers"}
+              "tunsplit-cw2": "tunsplit, 2 client workers",
+              "tunsplit-socks5": "tunsplit SOCKS5 to danted"}
 TPUT_COLS = [("direct", "cubic"), ("direct", "bbr"), ("openvpn", "bbr"),
              ("v2ray", "bbr"), ("kcptun", "bbr"), ("tunsplit", "bbr")]
 PATH_ORDER = ["direct", "openvpn", "v2ray", "kcptun", "tunsplit",
               "tunsplit-w1", "tunsplit-noreuse", "tunsplit-nooffload",
-              "tunsplit-cw1", "tunsplit-cw2",
+              "tunsplit-cw1", "tunsplit-cw2", "tunsplit-socks5",
               "tunsplit-nopool"]
 
 # The link's MTU (veth's and linkem's default): the MTU of every path but
@@ -912,6 +913,87 @@ def t_cworkers_cpu(rs, meta):
                    "client", "server", "app", "target"], rows))
 
 
+# Issue 19's external figures of hev-socks5-tunnel to dante (TUN MTU 8500
+# and 1500, Gbit/s, measured elsewhere: hev is not packaged), by cell.
+HEV_ISSUE = {(9000, 1, "up"): 2.48, (9000, 1, "down"): 2.34,
+             (9000, 4, "down"): 2.88, (1500, 1, "up"): 1.68}
+
+
+def round_ratio(rs, a, b):
+    """a's Gbit/s over b's in the same round (the cells ran next to each
+    other): median (min–max) over the rounds."""
+    out = []
+    for r in a:
+        o = [x for x in b if x.get("round") == r.get("round") and
+             "error" not in x and x.get("mbit")]
+        if "error" not in r and r.get("mbit") is not None and o:
+            out.append(r["mbit"] / o[0]["mbit"])
+    if not out:
+        return "n/a"
+    if len(out) == 1:
+        return "%.2f" % out[0]
+    return "%.2f (%.2f–%.2f)" % (statistics.median(out), min(out), max(out))
+
+
+def t_hev(rs, meta):
+    """Issue 19's table: direct veth, tunsplit's SOCKS5 outbound to
+    danted (hev's job, no TLS), tunsplit native (TLS), cell by cell."""
+    hv = sel(rs, scenario="hev", kind="iperf")
+    if not hv:
+        return None
+    rows = []
+    cells = sorted({(r["mtu"], r["flows"], r["dir"])
+                    for r in hv if is_ts(r["path"])},
+                   key=lambda c: (-c[0], c[1], c[2] != "up"))
+    for mtu, flows, d in cells:
+        kw = dict(flows=flows, dir=d)
+        nat = sel(hv, path="tunsplit", mtu=mtu, **kw)
+        sox = sel(hv, path="tunsplit-socks5", mtu=mtu, **kw)
+        dire = sel(hv, path="direct", cell_mtu=mtu, **kw) or \
+            sel(hv, path="direct", **kw)
+        g_nat = mbit(hv, path="tunsplit", mtu=mtu, **kw)
+        ref = HEV_ISSUE.get((mtu, flows, d))
+        rows.append([
+            mtu, "%d flow%s %s" % (flows, "s" if flows > 1 else "", d),
+            gbit_range(ok_mbits(dire)),
+            gbit_range(ok_mbits(sox)), gbit_range(ok_mbits(nat)),
+            round_ratio(hv, nat, sox), round_ratio(hv, sox, dire),
+            "n/a" if ref is None else "%.2f" % ref,
+            "n/a" if ref is None or g_nat is None else
+            "%.2f" % (g_nat / 1e3 / ref),
+            cpu_range(nat, "client"), cpu_range(sox, "client"),
+            cpu_range(nat, "server"), cpu_range(sox, "server"),
+            load_cell(hv, flows=flows, dir=d, mtu=mtu)])
+    return ("### Issue 19's table: native against the SOCKS5 stand-in "
+            "(plain veth, no impairment, %s s)\n\n" %
+            meta.get("short_seconds", "") +
+            "Direct: the veth itself; socks5: the tunsplit client with "
+            "`protocol: socks5` to danted in the server namespace (plain "
+            "TCP, hev-socks5-tunnel's job without encryption: hev is not "
+            "packaged); native: tunsplit with TLS to its server.  Each "
+            "cell runs the three paths one after another, their order "
+            "turning each round; both tunsplit paths run the same binary "
+            "with `client.workers` %s (the key left out: one per online "
+            "CPU, %s here), the server `server.workers` %s." % (
+                meta.get("tunsplit_client_workers", "default"),
+                meta.get("cpus", "?"), meta.get("tunsplit_workers", "0")) +
+            runs_text(hv, meta) + "  Gbit/s of iperf3 (`-P` flows, up: "
+            "app to target); ratios: one path's Gbit/s over the other's in "
+            "the same round, median (min–max) over the rounds.  hev: the "
+            "issue's external figure (hev to dante, measured at TUN MTU "
+            "8500 in the run the issue reports, not here), and native "
+            "over it.  CPU: "
+            "seconds per GiB moved, client every process of the tunsplit "
+            "client, server the tunsplit server or danted (all its "
+            "processes).  Load: the 1-minute load average at the cells' "
+            "starts.\n\n" +
+            table(["TUN MTU", "cell", "direct Gbit/s", "socks5 Gbit/s",
+                   "native (TLS) Gbit/s", "native / socks5",
+                   "socks5 / direct", "hev (issue)", "native / hev",
+                   "client CPU s/GiB native", "socks5",
+                   "server CPU s/GiB native", "danted", "load"], rows))
+
+
 def t_scale(rs, meta):
     cr = sel(rs, kind="connrate", scenario="scale")
     idle = sel(rs, kind="idle", scenario="scale")
@@ -1154,7 +1236,8 @@ def t_accuracy(rs, meta):
 
 
 TABLES = [t_lfl, t_kept, t_targets, t_hiloss, t_ttfb, t_rrlat, t_ceiling,
-          t_tunnels, t_offload, t_cworkers, t_cworkers_cpu, t_scale, t_short, t_accuracy]
+          t_tunnels, t_offload, t_cworkers, t_cworkers_cpu, t_hev, t_scale,
+          t_short, t_accuracy]
 
 
 def tables(doc):

@@ -13,7 +13,9 @@
 #   scenarios  accuracy ceiling lfl hiloss ttfb rrlat scale short
 #              (default: all of these), cworkers (not in the default:
 #              the client's worker processes, tunsplit against
-#              tunsplit-cw2 cell by cell, see bench/README.md)
+#              tunsplit-cw2 cell by cell, see bench/README.md), hev (not
+#              in the default: issue 19's table, direct, tunsplit and
+#              tunsplit-socks5 cell by cell, see bench/README.md)
 #   paths      direct openvpn v2ray kcptun tunsplit   (default: all; tunsplit
 #              needs TUNSPLIT=binary; ttfb and scale add tunsplit-nopool,
 #              short adds tunsplit-w1 (server.workers: 1) and
@@ -22,14 +24,17 @@
 #              tun.offload: off; in scale its iperf3 cells run right after
 #              tunsplit's, cell by cell, for the on/off ratio;
 #              tunsplit-cw1 and -cw2 are tunsplit with client.workers: 1
-#              and 2 (cworkers)
+#              and 2 (cworkers); tunsplit-socks5 is the tunsplit client
+#              with protocol: socks5 to danted in the server namespace,
+#              no TLS (hev; needs dante-server)
 #   loss       percent list for lfl            (default: 0 0.3 1 5)
 #   cc         direct path's CCs in lfl        (default: cubic bbr; tunnels
 #                                               always run bbr)
 #   flows      iperf3 -P list for lfl/ceiling  (default: 1 4; in lfl the 4
 #              flows run for direct BBR, OpenVPN and tunsplit at 1 %,
 #              with --full for every path and loss) and for cworkers
-#              (default: 4 1)
+#              (default: 4 1); hev runs 1 flow up and down at each
+#              TUN MTU and 4 flows down at the first
 #   time/omit  iperf3 -t / -O seconds in lfl (default: 3 / 2; hiloss 3 / 1,
 #              --full 10 / 2 for both); kcptun runs in lfl at 5 % (and in
 #              hiloss; --full: every loss); in hiloss OpenVPN, v2ray and
@@ -161,6 +166,7 @@ SHORT_IDLE=10000	# short: idle flows through tunsplit, reuse on and off
 SHORT_PATHS="direct tunsplit tunsplit-w1 tunsplit-noreuse"
 CW_PATHS="tunsplit-cw1 tunsplit-cw2"	# cworkers: 1 and 2 client workers ...
 CW_FLOWS="4 1"		# ... with these iperf3 -P
+HEV_PATHS="direct tunsplit tunsplit-socks5"	# hev: issue 19's columns
 IDLE="1000 10000"	# idle flows through tunsplit
 IDLE_OTHER="1000"	# through the others (--full: as $IDLE)
 TS_MTU=${TSB_MTU:-9000}	# tunsplit's TUN MTU: every tunsplit cell ...
@@ -600,18 +606,59 @@ kcptun_down() {
 # BENCH_SERVER_WORKERS, else 0; REUSE empty: the key is left out, so the
 # binary's default, also for a binary that predates the key);
 # "tunsplit-cw2" a client of two worker processes (issue 19; CWORKERS
-# empty: BENCH_CLIENT_WORKERS, else the key left out).
+# empty: BENCH_CLIENT_WORKERS, else the key left out).  "tunsplit-socks5"
+# (PROTOCOL socks5) is the same client with protocol: socks5 to danted
+# (dante-server) in the server namespace instead of the tunsplit server:
+# plain TCP, no TLS, no pool -- the job of hev-socks5-tunnel, which is not
+# packaged (issue 19); danted's pid stands in the server's pid file, so
+# its CPU (all its processes) is the server's.
 TS_DIR=$WORK/tunsplit
+DANTE_PORT=1080
 
-tunsplit_up() {	# POOL MTU [OFFLOAD [WORKERS [REUSE [CWORKERS]]]]
+dante_up() {	# danted on $SERVER:$DANTE_PORT, pid in $TS_DIR/server.pid
+	local danted
+	danted=$(command -v danted || echo /usr/sbin/danted)
+	[ -x "$danted" ] || {
+		say "tunsplit-socks5: danted is missing (apt-get install dante-server)"
+		return 1; }
+	cat >"$TS_DIR/danted.conf" <<EOF
+logoutput: stderr
+internal: $SERVER port = $DANTE_PORT
+external: ts-s2t
+clientmethod: none
+socksmethod: none
+user.privileged: root
+user.unprivileged: nobody
+client pass {
+	from: 0/0 to: 0/0
+	log: error
+}
+socks pass {
+	from: 0/0 to: 0/0
+	command: connect
+	log: error
+}
+EOF
+	bg_start $NS_S "$TS_DIR/server.pid" "$TS_DIR/server.log" \
+	    "$danted" -f "$TS_DIR/danted.conf" -p "$TS_DIR/danted.pid" -N 1
+	wait_listen $NS_S $DANTE_PORT ||
+	    { tail -5 "$TS_DIR/server.log" >&2; return 1; }
+}
+
+tunsplit_up() {	# POOL MTU [OFFLOAD [WORKERS [REUSE [CWORKERS [PROTOCOL]]]]]
 	local pool=$1 mtu=$2 offload=${3:-on} workers=${4:-} reuse=${5:-}
-	local cworkers=${6:-${BENCH_CLIENT_WORKERS:-}} key i n
+	local cworkers=${6:-${BENCH_CLIENT_WORKERS:-}} proto=${7:-tunsplit}
+	local key
 	if [ -z "${TUNSPLIT:-}" ] || [ ! -x "${TUNSPLIT:-}" ]; then
 		say "tunsplit: no binary (set TUNSPLIT=path)"
 		return 1
 	fi
-	bench_pki || { say "tunsplit: certificates failed"; return 1; }
 	mkdir -p "$TS_DIR"
+	if [ "$proto" = socks5 ]; then
+		tunsplit_socks5_up "$mtu" "$offload" "$cworkers"
+		return
+	fi
+	bench_pki || { say "tunsplit: certificates failed"; return 1; }
 	key=$("$TUNSPLIT" genkey) || return 1
 	cat >"$TS_DIR/server.yaml" <<EOF
 log: {level: warn}
@@ -646,6 +693,13 @@ EOF
 	chmod 600 "$TS_DIR"/*.yaml
 	bg_start $NS_S "$TS_DIR/server.pid" "$TS_DIR/server.log" \
 	    "$TUNSPLIT" run -c "$TS_DIR/server.yaml"
+	tunsplit_client_up "$pool" "$cworkers"
+}
+
+# The client of $TS_DIR/client.yaml: start it, route the target through
+# its TUN, warm it.
+tunsplit_client_up() {	# POOL CWORKERS
+	local pool=$1 cworkers=$2 i n
 	bg_start $NS_C "$TS_DIR/client.pid" "$TS_DIR/client.log" \
 	    "$TUNSPLIT" run -c "$TS_DIR/client.yaml"
 	i=0
@@ -675,6 +729,23 @@ EOF
 		sleep 0.1; i=$((i + 1))
 	done
 	return 0
+}
+
+tunsplit_socks5_up() {	# MTU OFFLOAD CWORKERS
+	dante_up || return 1
+	cat >"$TS_DIR/client.yaml" <<EOF
+log: {level: warn}
+control: $TS_DIR/client.sock
+tun: {name: tsb-ts, mtu: $1, offload: $2, address: [198.18.0.1/15, "fdfe:dcba:9876::1/64"]}
+client:
+  protocol: socks5
+  server: "$SERVER:$DANTE_PORT"
+  congestion: $TUNNEL_CC
+  max_flows: 30000
+${3:+  workers: $3}
+EOF
+	chmod 600 "$TS_DIR/client.yaml"
+	tunsplit_client_up 0 "$3"
 }
 
 # The flows each client worker has taken so far ("N N ..."; nothing with
@@ -722,6 +793,7 @@ path_up() {	# PATH [TUN-MTU]
 			    "" "${TSB_REUSE:-}" 1 ;;
 	tunsplit-cw2)	tunsplit_up "${TSB_POOL:-6}" "${2:-$TS_MTU}" on \
 			    "" "${TSB_REUSE:-}" 2 ;;
+	tunsplit-socks5) tunsplit_up 0 "${2:-$TS_MTU}" on "" "" "" socks5 ;;
 	*)		die "unknown path $1" ;;
 	esac
 }
@@ -1220,6 +1292,28 @@ plan() {
 			done
 			done
 			;;
+		hev)
+			# Issue 19's table: the plain veth, tunsplit native
+			# (TLS) against its SOCKS5 outbound to danted (hev's
+			# job without encryption) and the veth itself, cell
+			# by cell, the paths' order turning each round.  Both
+			# tunsplit paths run the client's default workers.
+			m=$HEV_PATHS
+			for c in $(seq $(( (PLAN_ROUND - 1) % 3 ))); do
+				m="${m#* } ${m%% *}"
+			done
+			for mtu in $TUN_MTUS; do
+			for c in 1:up 1:down 4:down; do
+				f=${c%:*} d=${c#*:}
+				[ "$f" = 4 ] && [ "$mtu" != "$TS_MTU" ] &&
+				    continue
+				for path in $m; do
+					has_short_path "$path" || continue
+					echo "iperf|hev|veth|$path|$TUNNEL_CC|$f|$d||$T_SHORT:$OMIT_SHORT|$mtu"
+				done
+			done
+			done
+			;;
 		*)	die "unknown scenario $s" ;;
 		esac
 	done
@@ -1323,7 +1417,7 @@ app_mtu() {
 run_plan() {
 	local total i=0 start now eta kind scen link path cc flows dir loss
 	local extra meta check bw expect seed sd cur_scen="" lname mtu round
-	local md
+	local md cmtu
 	plan_all >"$WORK/plan.txt"
 	total=$(wc -l <"$WORK/plan.txt")
 	start=$(date +%s)
@@ -1356,7 +1450,9 @@ run_plan() {
 			CUR_CC=		# namespaces may be new: set it again
 		fi
 		# tunsplit's TUN MTU is part of the path: another one
-		# restarts it.
+		# restarts it.  Another path keeps the plan's as the cell's
+		# (hev: the direct cell next to the tunsplit cells at it).
+		cmtu=${mtu:-null}
 		case $path in
 		tunsplit*) mtu=${mtu:-$TS_MTU} ;;
 		*)	mtu= ;;
@@ -1401,6 +1497,7 @@ run_plan() {
 		meta="$meta \"path\": \"$path\", \"cc\": \"$cc\", \"flows\": $flows,"
 		meta="$meta \"dir\": \"$dir\", \"loss\": ${loss:-null}, \"seed\": $seed,"
 		meta="$meta \"mtu\": $(app_mtu), \"round\": ${round:-1},"
+		[ "$scen" = hev ] && meta="$meta \"cell_mtu\": $cmtu,"
 		meta="$meta \"load1\": $(cut -d' ' -f1 /proc/loadavg),"
 		meta="$meta \"t_run_s\": $((now - start))"
 		printf '[%d/%d, %ds, eta %ss] %s %s %s %s%s%sflows=%s %s: ' \
