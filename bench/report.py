@@ -954,9 +954,9 @@ def t_hev(rs, meta):
         g_nat = mbit(hv, path="tunsplit", mtu=mtu, **kw)
         ref = HEV_ISSUE.get((mtu, flows, d))
         rows.append([
-            mtu, "%d flow%s %s" % (flows, "s" if flows > 1 else "", d),
-            gbit_range(ok_mbits(dire)),
-            gbit_range(ok_mbits(sox)), gbit_range(ok_mbits(nat)),
+            mtu, "%d flow%s %s" % (flows, "s" if flows > 1 else "", d)] + [
+            gbit_range(ok_mbits(m)) if m else "–" for m in (dire, sox, nat)
+        ] + [
             round_ratio(hv, nat, sox), round_ratio(hv, sox, dire),
             "n/a" if ref is None else "%.2f" % ref,
             "n/a" if ref is None or g_nat is None else

@@ -621,24 +621,9 @@ dante_up() {	# danted on $SERVER:$DANTE_PORT, pid in $TS_DIR/server.pid
 	[ -x "$danted" ] || {
 		say "tunsplit-socks5: danted is missing (apt-get install dante-server)"
 		return 1; }
-	cat >"$TS_DIR/danted.conf" <<EOF
-logoutput: stderr
-internal: $SERVER port = $DANTE_PORT
-external: ts-s2t
-clientmethod: none
-socksmethod: none
-user.privileged: root
-user.unprivileged: nobody
-client pass {
-	from: 0/0 to: 0/0
-	log: error
-}
-socks pass {
-	from: 0/0 to: 0/0
-	command: connect
-	log: error
-}
-EOF
+	sed -e "s/@INTERNAL@/$SERVER/" -e "s/@PORT@/$DANTE_PORT/" \
+	    -e "s/@EXTERNAL@/ts-s2t/" "$HERE/danted.conf" \
+	    >"$TS_DIR/danted.conf" || return 1
 	bg_start $NS_S "$TS_DIR/server.pid" "$TS_DIR/server.log" \
 	    "$danted" -f "$TS_DIR/danted.conf" -p "$TS_DIR/danted.pid" -N 1
 	wait_listen $NS_S $DANTE_PORT ||

@@ -46,24 +46,9 @@ mkdir -p "$TS_TMP/www"
 truncate -s "${SIZE}M" "$TS_TMP/www/big"
 ts_start_http "$TS_TMP/www" "$HTTP_PORT"
 
-cat >"$TS_TMP/danted.conf" <<EOF
-logoutput: stderr
-internal: $TS_S_ADDR4 port = $DANTE_PORT
-external: eth1
-clientmethod: none
-socksmethod: none
-user.privileged: root
-user.unprivileged: nobody
-client pass {
-	from: 0/0 to: 0/0
-	log: error
-}
-socks pass {
-	from: 0/0 to: 0/0
-	command: connect
-	log: error
-}
-EOF
+sed -e "s/@INTERNAL@/$TS_S_ADDR4/" -e "s/@PORT@/$DANTE_PORT/" \
+    -e "s/@EXTERNAL@/eth1/" "$(dirname "$0")/danted.conf" \
+    >"$TS_TMP/danted.conf" || ts_fail "cannot write danted.conf"
 ts_bg "$NS_S" danted "$DANTED" -f "$TS_TMP/danted.conf" \
     -p "$TS_TMP/danted.pid" -N 1
 ts_wait_port "$NS_S" "$DANTE_PORT" 10 "$TS_LAST_PID" ||
