@@ -941,6 +941,9 @@ def t_hev(rs, meta):
     hv = sel(rs, scenario="hev", kind="iperf")
     if not hv:
         return None
+    # How many client workers ran: status lists them when more than one.
+    nw = sorted({len(r.get("client_worker_flows") or [0])
+                 for r in hv if is_ts(r["path"])})
     rows = []
     cells = sorted({(r["mtu"], r["flows"], r["dir"])
                     for r in hv if is_ts(r["path"])},
@@ -973,10 +976,12 @@ def t_hev(rs, meta):
             "packaged); native: tunsplit with TLS to its server.  Each "
             "cell runs the three paths one after another, their order "
             "turning each round; both tunsplit paths run the same binary "
-            "with `client.workers` %s (the key left out: one per online "
-            "CPU, %s here), the server `server.workers` %s." % (
-                meta.get("tunsplit_client_workers", "default"),
-                meta.get("cpus", "?"), meta.get("tunsplit_workers", "0")) +
+            "with `client.workers` %s (\"default\": the key left out), %s "
+            "client worker process%s running, the server `server.workers` "
+            "%s." % (meta.get("tunsplit_client_workers", "default"),
+                     " or ".join(str(n) for n in nw),
+                     "" if nw == [1] else "es",
+                     meta.get("tunsplit_workers", "0")) +
             runs_text(hv, meta) + "  Gbit/s of iperf3 (`-P` flows, up: "
             "app to target); ratios: one path's Gbit/s over the other's in "
             "the same round, median (min–max) over the rounds.  hev: the "
