@@ -353,6 +353,28 @@ outer_ctx_fingerprint(SSL_CTX *ctx, enum outer_fp fp)
 	return rc;
 }
 
+/*
+ * OpenSSL 3.0 works out a certificate's cached extensions (key ids,
+ * flags) the first time a verification looks at it, under the
+ * certificate's lock, while another thread's verification may read
+ * them without it: two dialer threads verifying the same CA at once
+ * raced there (ThreadSanitizer, e2e_dialer).  Worked out here, once,
+ * before any thread shares the context, they are only read after.
+ */
+static void
+outer_ctx_store_warm(SSL_CTX *ctx)
+{
+	STACK_OF(X509_OBJECT) *objs;
+	X509	*x;
+	int	 i;
+
+	objs = X509_STORE_get0_objects(SSL_CTX_get_cert_store(ctx));
+	for (i = 0; i < sk_X509_OBJECT_num(objs); i++)
+		if ((x = X509_OBJECT_get0_X509(sk_X509_OBJECT_value(objs,
+		    i))) != NULL)
+			(void)X509_check_purpose(x, -1, 0);
+}
+
 SSL_CTX *
 outer_ctx_client(const char *ca_file, bool insecure)
 {
@@ -374,6 +396,7 @@ outer_ctx_client(const char *ca_file, bool insecure)
 			if (SSL_CTX_load_verify_locations(ctx, ca_file,
 			    NULL) != 1)
 				goto fail;
+			outer_ctx_store_warm(ctx);
 		} else if (SSL_CTX_set_default_verify_paths(ctx) != 1)
 			goto fail;
 	}
