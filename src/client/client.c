@@ -300,7 +300,7 @@ client_open_tun(struct client *cl)
 	struct tun_config tc;
 	struct tun_prefix a4, a6;
 	char name[IFNAMSIZ], err[256];
-	unsigned n = client_workers_wanted(c), i;
+	unsigned n = client_workers_wanted(c);
 
 	memset(&tc, 0, sizeof(tc));
 	tc.name = c->tun.name;
@@ -312,8 +312,6 @@ client_open_tun(struct client *cl)
 	tc.offload = c->tun.offload;
 	tc.queues = n > 1 ? n : 0;
 	tc.steer = n > 1;
-	for (i = 0; i < WORKERS_MAX; i++)
-		cl->tun_fds[i] = -1;
 	if (n > 1 && tun_open_queues(&tc, cl->tun_fds, n, name, err,
 	    sizeof(err)) < 0) {
 		log_warnx("tun: %s; running one worker, not %u", err, n);
@@ -528,24 +526,22 @@ client_w_status(void *arg, bool flows, uint8_t **buf, size_t *len)
 static void
 client_w_ended(void *arg, unsigned i, int wstatus)
 {
-	struct client *cl = arg;
+	struct client	*cl = arg;
+	bool		 sig = wstatus != -1 && WIFSIGNALED(wstatus);
+	int		 code = wstatus == -1 ? -1 : sig ? WTERMSIG(wstatus) :
+			    WEXITSTATUS(wstatus);
 
-	if (cl->env.draining && wstatus != -1 && WIFEXITED(wstatus) &&
-	    WEXITSTATUS(wstatus) == 0) {
-		log_info("worker %u ended", i);
-		return;
-	}
 	if (cl->env.draining) {
-		log_info("worker %u ended (%s %d)", i, wstatus != -1 &&
-		    WIFSIGNALED(wstatus) ? "signal" : "status", wstatus == -1 ?
-		    -1 : WIFSIGNALED(wstatus) ? WTERMSIG(wstatus) :
-		    WEXITSTATUS(wstatus));
+		if (!sig && code == 0)
+			log_info("worker %u ended", i);
+		else
+			log_info("worker %u ended (%s %d)", i,
+			    sig ? "signal" : "status", code);
 		return;
 	}
 	log_warnx("worker %u ended (%s %d); stopping the client, whose "
-	    "flows on that worker are gone", i, wstatus != -1 &&
-	    WIFSIGNALED(wstatus) ? "signal" : "status", wstatus == -1 ? -1 :
-	    WIFSIGNALED(wstatus) ? WTERMSIG(wstatus) : WEXITSTATUS(wstatus));
+	    "flows on that worker are gone", i, sig ? "signal" : "status",
+	    code);
 	cl->failed = true;
 	loop_stop(cl->loop);
 }
