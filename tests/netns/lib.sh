@@ -825,15 +825,20 @@ ts_standard_setup() {
 	ts_start_client
 }
 
-# Resident set size of PID in KiB (0 when gone), its workers' with it.
-ts_rss_kb() {
+# ts_status_kb FIELD PID: /proc/PID/status's FIELD (VmRSS, VmHWM) in KiB,
+# its workers' (ts_procs) added; 0 when gone.
+ts_status_kb() {
 	local p kb n=0
-	for p in $(ts_procs "$1"); do
-		kb=$(awk '/^VmRSS:/ { print $2 }' "/proc/$p/status" 2>/dev/null)
+	for p in $(ts_procs "$2"); do
+		kb=$(awk -v f="$1:" '$1 == f { print $2 }' "/proc/$p/status" \
+		    2>/dev/null)
 		n=$((n + ${kb:-0}))
 	done
 	echo "$n"
 }
+
+# Resident set size of PID in KiB (0 when gone), its workers' with it.
+ts_rss_kb() { ts_status_kb VmRSS "$1"; }
 
 # The daemons must still be running at the end of a test.
 ts_check_alive() {

@@ -32,17 +32,10 @@ ts_soak_size() {
 }
 
 # Each of these counts PID with its worker processes (ts_procs; the
-# descriptors: ts_fd_count in lib.sh).
+# descriptors and RSS: ts_fd_count and ts_status_kb in lib.sh).
 # Peak resident set size of PID in KiB (the workers' peaks summed: an
 # upper bound).
-ts_hwm_kb() {
-	local p kb n=0
-	for p in $(ts_procs "$1"); do
-		kb=$(awk '/^VmHWM:/ { print $2 }' "/proc/$p/status" 2>/dev/null)
-		n=$((n + ${kb:-0}))
-	done
-	echo "$n"
-}
+ts_hwm_kb() { ts_status_kb VmHWM "$1"; }
 
 # User + system CPU time of PID in clock ticks.
 ts_cpu_ticks() {
