@@ -31,6 +31,9 @@ connection (see fuzz_chunks.c).
 fuzz_resp input: one settings byte, then records [ctl:1][len:2][bytes the
 server sends] (see fuzz_resp.c).
 
+fuzz_status's seeds are not made here: they are real workers'
+snapshots, caught by tests/fuzz/status_seeds.sh (root, gdb).
+
 fuzz_tun input: one settings byte, then records [len:2][ctl:1][IP packet]
 (see fuzz_tun.c); settings bit 7 runs the client's TCP flows instead of
 the fake app.  ACK numbers are relative to lwIP's ISN; addresses are

@@ -11,6 +11,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -1013,6 +1014,70 @@ test_workers_render(void **state)
 	free(s);
 }
 
+/*
+ * fuzz_status's seeds (tests/fuzz/corpus/status/seed_*) are real
+ * workers' snapshots, made on x86_64: every one must still unpack, or
+ * the fuzzer starts from nothing but refusals.  When struct status
+ * changes, remake them with tests/fuzz/status_seeds.sh.
+ */
+static void
+test_fuzz_seeds(void **state)
+{
+#if defined(__x86_64__)
+	struct status		 out;
+	struct status_blob	*blob;
+	struct dirent		*d;
+	const char		*src = getenv("TS_SRCDIR");
+	char			 dir[4096], path[4096 + 2 + 256];
+	uint8_t			*buf;
+	size_t			 len, off, n, seeds = 0;
+	uint32_t		 rl;
+	long			 sz;
+	DIR			*dp;
+	FILE			*fp;
+
+	(void)state;
+	if (src == NULL)
+		skip();
+	snprintf(dir, sizeof(dir), "%s/tests/fuzz/corpus/status", src);
+	assert_non_null(dp = opendir(dir));
+	while ((d = readdir(dp)) != NULL) {
+		if (strncmp(d->d_name, "seed_", 5) != 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, d->d_name);
+		assert_non_null(fp = fopen(path, "rb"));
+		assert_int_equal(fseek(fp, 0, SEEK_END), 0);
+		assert_true((sz = ftell(fp)) > 0);
+		rewind(fp);
+		assert_non_null(buf = malloc((size_t)sz));
+		assert_int_equal(fread(buf, 1, (size_t)sz, fp), (size_t)sz);
+		fclose(fp);
+		len = (size_t)sz;
+		/* The settings byte, then [u32 length][snapshot]s. */
+		for (off = 1, n = 0; off + sizeof(rl) <= len; n++) {
+			memcpy(&rl, buf + off, sizeof(rl));
+			off += sizeof(rl);
+			assert_true(rl <= len - off);
+			if (unpack_exact(buf + off, rl, &out, &blob) != 0)
+				fail_msg("%s: snapshot %zu does not unpack: "
+				    "remake the seeds (status_seeds.sh)", path,
+				    n);
+			status_blob_free(blob);
+			off += rl;
+		}
+		assert_int_equal(off, len);
+		assert_true(n > 0);
+		free(buf);
+		seeds++;
+	}
+	closedir(dp);
+	assert_true(seeds > 0);
+#else
+	(void)state;
+	skip();		/* host-order bytes made on x86_64 */
+#endif
+}
+
 int
 main(void)
 {
@@ -1026,6 +1091,7 @@ main(void)
 		cmocka_unit_test(test_merge_three),
 		cmocka_unit_test(test_merge_into_empty),
 		cmocka_unit_test(test_workers_render),
+		cmocka_unit_test(test_fuzz_seeds),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
