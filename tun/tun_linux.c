@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include "tun.h"
+#include "tun_int.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -28,8 +29,12 @@
 #define TUN_DEV		"/dev/net/tun"
 #define TUN_IPV6_MTU_MIN 1280
 
-static void __attribute__((format(printf, 4, 5)))
-tun_err(char *err, size_t errlen, int e, const char *fmt, ...)
+/* The device's ioctls. */
+static const struct tun_why dev_why = { .need = "CAP_NET_ADMIN" };
+
+void
+tun_err(char *err, size_t errlen, const struct tun_why *why, int e,
+    const char *fmt, ...)
 {
 	va_list	ap;
 	size_t	n;
@@ -41,8 +46,10 @@ tun_err(char *err, size_t errlen, int e, const char *fmt, ...)
 	va_end(ap);
 	n = strlen(err);
 	if (e == EPERM || e == EACCES)
-		snprintf(err + n, errlen - n, ": permission denied "
-		    "(need CAP_NET_ADMIN)");
+		snprintf(err + n, errlen - n, ": permission denied (need %s)",
+		    why->need);
+	else if (e == ENOSYS && why->nosys != NULL)
+		snprintf(err + n, errlen - n, ": %s", why->nosys);
 	else if (e != 0)
 		snprintf(err + n, errlen - n, ": %s", strerror(e));
 }
@@ -54,7 +61,8 @@ tun_check_name(const char *name, char *err, size_t errlen)
 	const char	*p, *pct;
 
 	if (strlen(name) >= IFNAMSIZ) {
-		tun_err(err, errlen, 0, "interface name '%s' is too long "
+		tun_err(err, errlen, &dev_why, 0,
+		    "interface name '%s' is too long "
 		    "(max %d)", name, IFNAMSIZ - 1);
 		return -1;
 	}
@@ -68,7 +76,8 @@ tun_check_name(const char *name, char *err, size_t errlen)
 		goto bad;
 	return 0;
 bad:
-	tun_err(err, errlen, 0, "interface name '%s' is invalid", name);
+	tun_err(err, errlen, &dev_why, 0,
+	    "interface name '%s' is invalid", name);
 	return -1;
 }
 
@@ -79,23 +88,27 @@ tun_check_config(const struct tun_config *tc, const char *name, char *err,
 	if (tun_check_name(name, err, errlen) == -1)
 		return -1;
 	if (tc->mtu < TUN_MTU_MIN || tc->mtu > TUN_MTU_MAX) {
-		tun_err(err, errlen, 0, "MTU %u out of range (%d..%d)",
+		tun_err(err, errlen, &dev_why, 0,
+		    "MTU %u out of range (%d..%d)",
 		    tc->mtu, TUN_MTU_MIN, TUN_MTU_MAX);
 		return -1;
 	}
 	if (tc->addr4 != NULL && (tc->addr4->family != AF_INET ||
 	    tc->addr4->prefix > 32)) {
-		tun_err(err, errlen, 0, "IPv4 address is not an IPv4 prefix");
+		tun_err(err, errlen, &dev_why, 0,
+		    "IPv4 address is not an IPv4 prefix");
 		return -1;
 	}
 	if (tc->addr6 != NULL && (tc->addr6->family != AF_INET6 ||
 	    tc->addr6->prefix > 128)) {
-		tun_err(err, errlen, 0, "IPv6 address is not an IPv6 prefix");
+		tun_err(err, errlen, &dev_why, 0,
+		    "IPv6 address is not an IPv6 prefix");
 		return -1;
 	}
 	/* Below 1280 the kernel disables IPv6 on the link. */
 	if (tc->addr6 != NULL && tc->mtu < TUN_IPV6_MTU_MIN) {
-		tun_err(err, errlen, 0, "MTU %u is below the IPv6 minimum %d",
+		tun_err(err, errlen, &dev_why, 0,
+		    "MTU %u is below the IPv6 minimum %d",
 		    tc->mtu, TUN_IPV6_MTU_MIN);
 		return -1;
 	}
@@ -173,10 +186,11 @@ tun_dev_open(char *err, size_t errlen)
 	if ((fd = open(TUN_DEV, O_RDWR | O_NONBLOCK | O_CLOEXEC)) == -1) {
 		e = errno;
 		if (e == ENOENT || e == ENODEV || e == ENXIO)
-			tun_err(err, errlen, 0, TUN_DEV ": no such device "
+			tun_err(err, errlen, &dev_why, 0,
+			    TUN_DEV ": no such device "
 			    "(is the tun module loaded?)");
 		else
-			tun_err(err, errlen, e, TUN_DEV);
+			tun_err(err, errlen, &dev_why, e, TUN_DEV);
 	}
 	return fd;
 }
@@ -202,14 +216,17 @@ tun_create(const char *name, bool offload, bool mq, char ifname[IFNAMSIZ],
 			return tun_create(name, false, mq, ifname, err, errlen);
 		}
 		if (mq && e == EINVAL)
-			tun_err(err, errlen, 0, "interface '%s': the kernel "
+			tun_err(err, errlen, &dev_why, 0,
+			    "interface '%s': the kernel "
 			    "refuses a multi-queue TUN (IFF_MULTI_QUEUE)",
 			    name);
 		else if (e == EBUSY || e == EINVAL)
-			tun_err(err, errlen, 0, "interface '%s' is busy or "
+			tun_err(err, errlen, &dev_why, 0,
+			    "interface '%s' is busy or "
 			    "not a tun device", name);
 		else
-			tun_err(err, errlen, e, "create interface '%s'", name);
+			tun_err(err, errlen, &dev_why, e,
+			    "create interface '%s'", name);
 		return -1;
 	}
 	if (offload && tun_set_offload(fd) == -1) {
@@ -240,7 +257,8 @@ tun_attach(const char *ifname, bool offload, unsigned i, char *err,
 	tun_ifreq(&ifr, ifname);
 	ifr.ifr_flags = tun_flags(offload, true);
 	if (ioctl(fd, TUNSETIFF, &ifr) == -1) {
-		tun_err(err, errlen, errno, "interface %s: attach queue %u",
+		tun_err(err, errlen, &dev_why, errno,
+		    "interface %s: attach queue %u",
 		    ifname, i);
 		close(fd);
 		return -1;
@@ -257,7 +275,8 @@ tun_set_mtu(int ctl, const char *ifname, unsigned mtu, char *err,
 	tun_ifreq(&ifr, ifname);
 	ifr.ifr_mtu = (int)mtu;
 	if (ioctl(ctl, SIOCSIFMTU, &ifr) == -1) {
-		tun_err(err, errlen, errno, "set MTU %u on %s", mtu, ifname);
+		tun_err(err, errlen, &dev_why, errno,
+		    "set MTU %u on %s", mtu, ifname);
 		return -1;
 	}
 	return 0;
@@ -312,7 +331,7 @@ tun_set_addr4(int ctl, const char *ifname, const struct tun_prefix *c, char *err
 		goto fail;
 	return 0;
 fail:
-	tun_err(err, errlen, errno, "set address %s on %s",
+	tun_err(err, errlen, &dev_why, errno, "set address %s on %s",
 	    tun_prefix_fmt(c, cs, sizeof(cs)), ifname);
 	return -1;
 }
@@ -327,7 +346,8 @@ tun_set_addr6(const char *ifname, const struct tun_prefix *c, char *err,
 
 	tun_prefix_fmt(c, cs, sizeof(cs));
 	if ((ctl = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0)) == -1) {
-		tun_err(err, errlen, errno, "set address %s on %s: IPv6 socket",
+		tun_err(err, errlen, &dev_why, errno,
+		    "set address %s on %s: IPv6 socket",
 		    cs, ifname);
 		return -1;
 	}
@@ -336,7 +356,8 @@ tun_set_addr6(const char *ifname, const struct tun_prefix *c, char *err,
 	ifr6.ifr6_prefixlen = c->prefix;
 	if ((ifr6.ifr6_ifindex = (int)if_nametoindex(ifname)) == 0 ||
 	    ioctl(ctl, SIOCSIFADDR, &ifr6) == -1)
-		tun_err(err, errlen, errno, "set address %s on %s", cs, ifname);
+		tun_err(err, errlen, &dev_why, errno,
+		    "set address %s on %s", cs, ifname);
 	else
 		rc = 0;
 	close(ctl);
@@ -356,7 +377,7 @@ tun_set_up(int ctl, const char *ifname, char *err, size_t errlen)
 		goto fail;
 	return 0;
 fail:
-	tun_err(err, errlen, errno, "bring %s up", ifname);
+	tun_err(err, errlen, &dev_why, errno, "bring %s up", ifname);
 	return -1;
 }
 
@@ -368,7 +389,8 @@ tun_configure(const struct tun_config *tc, const char *ifname, char *err,
 	int	ctl, rc = -1;
 
 	if ((ctl = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) == -1) {
-		tun_err(err, errlen, errno, "configure %s: socket", ifname);
+		tun_err(err, errlen, &dev_why, errno,
+		    "configure %s: socket", ifname);
 		return -1;
 	}
 	if (tun_set_mtu(ctl, ifname, tc->mtu, err, errlen) == -1)
@@ -409,7 +431,8 @@ tun_open_queues(const struct tun_config *tc, int *fds, unsigned n,
 	q = tc->queues > 1 ? tc->queues : 1;
 	mq = q > 1;
 	if (q > TUN_QUEUES_MAX || n < q) {
-		tun_err(err, errlen, 0, "%u queues: %s", q, q > TUN_QUEUES_MAX ?
+		tun_err(err, errlen, &dev_why, 0,
+		    "%u queues: %s", q, q > TUN_QUEUES_MAX ?
 		    "more than the kernel's 256" : "no room for their fds");
 		return -1;
 	}
@@ -418,7 +441,8 @@ tun_open_queues(const struct tun_config *tc, int *fds, unsigned n,
 	/* Another multi-queue device of that name would take our queues
 	 * as its own; a single-queue one would refuse them.  Ours alone. */
 	if (mq && strchr(name, '%') == NULL && if_nametoindex(name) != 0) {
-		tun_err(err, errlen, 0, "interface '%s' exists already (a "
+		tun_err(err, errlen, &dev_why, 0,
+		    "interface '%s' exists already (a "
 		    "multi-queue TUN must be tunsplit's own)", name);
 		return -1;
 	}
@@ -480,7 +504,8 @@ tun_add_route(const char *ifname, const struct tun_prefix *p, char *err,
 
 	tun_prefix_net(p, net);
 	if ((ctl = socket(p->family, SOCK_DGRAM | SOCK_CLOEXEC, 0)) == -1) {
-		tun_err(err, errlen, errno, "route %s into %s: socket",
+		tun_err(err, errlen, &dev_why, errno,
+		    "route %s into %s: socket",
 		    tun_prefix_fmt(p, cs, sizeof(cs)), ifname);
 		return -1;
 	}
@@ -507,7 +532,7 @@ tun_add_route(const char *ifname, const struct tun_prefix *p, char *err,
 		rc = rt6.rtmsg_ifindex == 0 ? -1 : ioctl(ctl, SIOCADDRT, &rt6);
 	}
 	if (rc == -1 && errno != EEXIST) {
-		tun_err(err, errlen, errno, "route %s into %s",
+		tun_err(err, errlen, &dev_why, errno, "route %s into %s",
 		    tun_prefix_fmt(p, cs, sizeof(cs)), ifname);
 		close(ctl);
 		return -1;

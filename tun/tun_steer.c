@@ -22,9 +22,9 @@
 #include "config.h"
 
 #include "tun.h"
+#include "tun_int.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -310,26 +310,11 @@ steer_build(struct steer_prog *p)
 
 /* ---- loading it ------------------------------------------------------- */
 
-static void __attribute__((format(printf, 4, 5)))
-steer_err(char *err, size_t errlen, int e, const char *fmt, ...)
-{
-	va_list	ap;
-	size_t	n;
-
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	n = strlen(err);
-	if (e == EPERM || e == EACCES)
-		snprintf(err + n, errlen - n, ": permission denied (need "
-		    "CAP_BPF or CAP_SYS_ADMIN, and bpf(2) not filtered)");
-	else if (e == ENOSYS)
-		snprintf(err + n, errlen - n, ": no BPF in this kernel");
-	else if (e != 0)
-		snprintf(err + n, errlen - n, ": %s", strerror(e));
-}
+/* bpf(2) and the device's steering ioctl. */
+static const struct tun_why bpf_why = {
+	.need = "CAP_BPF or CAP_SYS_ADMIN, and bpf(2) not filtered",
+	.nosys = "no BPF in this kernel",
+};
 
 static int
 steer_load(const struct steer_prog *p, char *log, size_t loglen)
@@ -372,13 +357,15 @@ steer_refused(const struct steer_prog *p, int e, char *err, size_t errlen)
 	int	 fd;
 
 	if ((log = calloc(1, STEER_LOG_LEN)) == NULL) {
-		steer_err(err, errlen, e, "steering: the kernel refused the "
+		tun_err(err, errlen, &bpf_why, e,
+		    "steering: the kernel refused the "
 		    "eBPF program");
 		return;
 	}
 	if ((fd = steer_load(p, log, STEER_LOG_LEN)) != -1)
 		close(fd);
-	steer_err(err, errlen, 0, "steering: the kernel's verifier refused "
+	tun_err(err, errlen, &bpf_why, 0,
+	    "steering: the kernel's verifier refused "
 	    "the eBPF program (%s): %s", strerror(e), steer_last_line(log));
 	free(log);
 }
@@ -392,13 +379,15 @@ tun_steer(int fd, unsigned queues, char *err, size_t errlen)
 	if (err != NULL && errlen > 0)
 		*err = '\0';
 	if (getenv(TUN_ENV_NO_STEER) != NULL) {
-		steer_err(err, errlen, 0, "steering %u queues: refused for "
+		tun_err(err, errlen, &bpf_why, 0,
+		    "steering %u queues: refused for "
 		    "the test (" TUN_ENV_NO_STEER " is set)", queues);
 		return -1;
 	}
 	steer_build(&p);
 	if (p.overflow) {
-		steer_err(err, errlen, 0, "steering: the eBPF program does "
+		tun_err(err, errlen, &bpf_why, 0,
+		    "steering: the eBPF program does "
 		    "not fit");
 		return -1;
 	}
@@ -407,7 +396,8 @@ tun_steer(int fd, unsigned queues, char *err, size_t errlen)
 		if (e == EINVAL || e == EACCES)
 			steer_refused(&p, e, err, errlen);
 		else
-			steer_err(err, errlen, e, "steering: load the eBPF "
+			tun_err(err, errlen, &bpf_why, e,
+			    "steering: load the eBPF "
 			    "program (bpf(2))");
 		return -1;
 	}
@@ -415,11 +405,12 @@ tun_steer(int fd, unsigned queues, char *err, size_t errlen)
 		e = errno;
 		close(prog);
 		if (e == EINVAL || e == ENOTTY)
-			steer_err(err, errlen, 0, "steering %u queues: the "
+			tun_err(err, errlen, &bpf_why, 0,
+			    "steering %u queues: the "
 			    "kernel refuses TUNSETSTEERINGEBPF (Linux 4.16 "
 			    "has it)", queues);
 		else
-			steer_err(err, errlen, e, "steering %u queues: "
+			tun_err(err, errlen, &bpf_why, e, "steering %u queues: "
 			    "TUNSETSTEERINGEBPF", queues);
 		return -1;
 	}
