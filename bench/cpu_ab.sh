@@ -5,9 +5,9 @@
 # MTU and each binary, the bench's tunsplit configuration (pool 6, BBR,
 # offloads on, server workers 0) is started with that binary, then a
 # single-flow iperf3 of SECONDS runs up and down (DIRS="up down"), and
-# the daemons' utime + stime (/proc/PID/stat) over the bytes iperf3
-# received is printed per cell, with the server's user time alone and
-# the 1-minute load; medians (min-max) per binary and cell at the end.
+# the daemons' utime + stime (/proc/PID/stat, their workers' too) over
+# the bytes iperf3 received is printed per cell, with the server's user
+# time alone and the 1-minute load; medians (min-max) per binary and cell.
 # PERF=DIR also records each daemon with perf (PERFG: its call-graph
 # option, default -g); STRACE=DIR counts their system calls.  As root;
 # holds the testbed lock.  doc/PERFORMANCE.md cites its runs.
@@ -33,8 +33,9 @@ if [ ! -f $PKI/server.pem ]; then mkdir -p $PKI; (cd $PKI &&
  openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout server.key -out server.csr -subj /CN=tunsplit.bench &&
  printf 'subjectAltName=DNS:tunsplit.bench\n' >ext &&
  openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 -extfile ext -out server.pem) >/dev/null 2>&1; fi
-ticks() { sed 's/.*) //' /proc/$1/stat | awk '{print $12 + $13}'; }
-uticks() { sed 's/.*) //' /proc/$1/stat | awk '{print $12}'; }
+. "$HERE/cpu.sh"	# a client with workers is several processes
+ticks() { cpu_ticks "$1"; }
+uticks() { cpu_ticks "$1" user; }
 stopall() { for p in $W/c.pid $W/s.pid; do [ -f $p ] && kill $(cat $p) 2>/dev/null; done; sleep 0.5; rm -f $W/c.pid $W/s.pid; }
 up() { # BIN MTU
  local bin=$1 mtu=$2 key i

@@ -43,7 +43,8 @@ head -c 1024 /dev/urandom >"$TS_TMP/www/1k"
 ts_start_http "$TS_TMP/www" 8080
 ts_wait_port "$NS_T" 7001 10 || ts_fail "rrlat -s did not listen"
 
-cpu() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }	# clock ticks
+. "$TS_SRCDIR/bench/cpu.sh"
+cpu() { cpu_ticks "$1"; }	# clock ticks, the client's workers' too
 # The TUN loop's share of the samples (its thread is the process's).
 loop_share() {
 	perf script -i "$1" -F tid 2>/dev/null | awk -v main="$2" '

@@ -369,36 +369,8 @@ wait_listen() {	# NS PORT [tcp|udp]: until something listens there (5 s)
 	done
 }
 
-# PID and its descendants, one line each: "pid ticks" (ticks: utime +
-# stime + cutime + cstime).  Fields after the ")" of the command name:
-# the ppid is the 2nd, utime the 12th.  A child's CPU is in its own stat
-# while it runs and in its parent's cutime and cstime once reaped, so
-# summing over the tree loses nothing when a child ends between two
-# samples and counts nothing twice.
-tree_stat() {
-	[ -n "$1" ] && [ "$1" != 0 ] && [ -r "/proc/$1/stat" ] || return 0
-	cat /proc/[0-9]*/stat 2>/dev/null | awk -v root="$1" '
-	{
-		pid = $1
-		sub(/.*\) /, "")
-		ppid[pid] = $2
-		t[pid] = $12 + $13 + $14 + $15
-	}
-	END {
-		for (p in t) {
-			q = p
-			for (n = 0; q != root && q > 1 && n < 64; n++)
-				q = ppid[q]
-			if (q == root)
-				print p, t[p]
-		}
-	}'
-}
-
-cpu_ticks() {	# PID: clock ticks so far of PID and its descendants
-		# (tunsplit's client workers are its children)
-	tree_stat "$1" | awk '{ sum += $2 } END { print sum + 0 }'
-}
+# cpu_ticks, cpu_tree_stat: the CPU of a daemon and its workers.
+. "$HERE/cpu.sh"
 
 # ---- paths ----------------------------------------------------------------
 # path_up PATH makes the target subnet reach the target through PATH;
@@ -832,7 +804,7 @@ machine_ticks() {
 }
 
 tree_pids() {	# PID: it and its descendants, comma-separated
-	tree_stat "$1" | awk '{ printf "%s%s", (NR > 1 ? "," : ""), $1 }'
+	cpu_tree_stat "$1" | awk '{ printf "%s%s", (NR > 1 ? "," : ""), $1 }'
 }
 
 m_iperf() {	# META FLOWS DIR SECONDS OMIT

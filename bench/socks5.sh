@@ -15,9 +15,10 @@
 #   tun    curl -> ts0 -> tunsplit client (protocol: socks5) -> danted -> nginx
 #   socks  curl --socks5 10.77.1.2:1080 -> danted -> nginx   (curl speaks SOCKS)
 #   plain  curl -> routed through tss -> nginx                (no proxy)
-# plus the tunsplit client's CPU time (user + system) per GiB on the tun
-# path.  DELAY=MS adds that much one-way delay (netem) on the client's
-# link, both directions, when tc is available.  Needs root, danted
+# plus the tunsplit client's CPU time (user + system, its workers' too)
+# per GiB on the tun path.  DELAY=MS adds that much one-way delay (netem)
+# on the client's link, both directions, when tc is available;
+# TS_CLIENT_WORKERS=N gives the client N workers.  Needs root, danted
 # (dante-server), nginx and curl; uses the namespaces of tests/netns/lib.sh
 # and leaves nothing behind.
 set -u
@@ -60,16 +61,16 @@ control: $TS_TMP/client.sock
 tun: {name: $TS_TUN, mtu: 9000, address: [198.18.0.1/15, "fdfe:dcba:9876::1/64"]}
 client:
   protocol: socks5
-  server: "$TS_S_ADDR4:$DANTE_PORT"
+  server: "$TS_S_ADDR4:$DANTE_PORT"${TS_CLIENT_WORKERS:+
+  workers: $TS_CLIENT_WORKERS}
 EOF
 ts_start_client
 
 URL=http://$TS_T_ADDR4:$HTTP_PORT/big
 BYTES=$((SIZE << 20))
 
-cpu_ticks() {	# utime + stime of PID
-	awk '{ print $14 + $15 }' "/proc/$1/stat"
-}
+# cpu_ticks PID: the client's and its workers' clock ticks.
+. "$(dirname "$0")/cpu.sh"
 
 # one PATH: prints "bytes_per_s client_cpu_ticks"
 one() {

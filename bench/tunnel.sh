@@ -18,7 +18,8 @@ ip netns exec "$NS_T" iperf3 -s -D -p 5201 >/dev/null 2>&1
 ip netns exec "$NS_S" iperf3 -s -D -p 5202 >/dev/null 2>&1
 sleep 0.5
 
-cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+. "$(dirname "$0")/cpu.sh"
+cpu() { cpu_ticks "$1"; }	# clock ticks, the client's workers' too
 rss() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
 iperf() {	# host port dir -> "Gbit/s bytes"
 	ip netns exec "$NS_C" iperf3 -c "$1" -p "$2" -t "$T" $3 -J |
