@@ -339,27 +339,34 @@ merge_same_dns(const struct status *into, const struct status *add)
 	return true;
 }
 
-/* Copies *into of n counters into *mine (once), so they can be added to. */
-static int
-merge_own_u64(const uint64_t **into, uint64_t **mine, size_t n)
+/*
+ * into's n elements of size bytes as mem's own copy mine, for the merge
+ * to add to: what into pointed to before (worker 0's live counters) is
+ * never written.  mine itself once into is it already; else a new copy
+ * (mine freed).  NULL when out of memory (mine kept, m->rc -1).
+ */
+static void *
+merge_own(struct merge *m, const void *into, void *mine, size_t n,
+    size_t size)
 {
-	uint64_t	*v;
+	void	*v;
 
-	if (*into == *mine)
-		return 0;
-	if ((v = malloc(n * sizeof(*v))) == NULL)
-		return -1;
-	memcpy(v, *into, n * sizeof(*v));
-	free(*mine);
-	*mine = v;
-	*into = v;
-	return 0;
+	if (into == mine)
+		return mine;
+	if ((v = malloc(n > 0 ? n * size : 1)) == NULL) {
+		m->rc = -1;
+		return NULL;
+	}
+	memcpy(v, into, n * size);
+	free(mine);
+	return v;
 }
 
 static void
 merge_dns(struct merge *m, struct status *into, const struct status *add)
 {
 	struct status_merge_mem	*mem = m->mem;
+	uint64_t		*v;
 	size_t			 i;
 
 	if (!into->has_dns || !add->has_dns)
@@ -367,13 +374,14 @@ merge_dns(struct merge *m, struct status *into, const struct status *add)
 	merge_dns_cache(&into->dns_cache, &add->dns_cache);
 	if (!merge_same_dns(into, add))
 		return;
-	if (merge_own_u64(&into->dns_up_queries, &mem->dns_up_queries,
-	    into->ndns_up) == -1 ||
-	    merge_own_u64(&into->dns_up_failed, &mem->dns_up_failed,
-	    into->ndns_up) == -1) {
-		m->rc = -1;
+	if ((v = merge_own(m, into->dns_up_queries,
+	    mem->dns_up_queries, into->ndns_up, sizeof(*v))) == NULL)
 		return;
-	}
+	into->dns_up_queries = mem->dns_up_queries = v;
+	if ((v = merge_own(m, into->dns_up_failed,
+	    mem->dns_up_failed, into->ndns_up, sizeof(*v))) == NULL)
+		return;
+	into->dns_up_failed = mem->dns_up_failed = v;
 	for (i = 0; i < into->ndns_up; i++) {
 		mem->dns_up_queries[i] += add->dns_up_queries[i];
 		mem->dns_up_failed[i] += add->dns_up_failed[i];
@@ -455,16 +463,10 @@ merge_rules(struct merge *m, struct status *into, const struct status *add)
 		    strcmp(into->rules[i].outbound,
 		    add->rules[i].outbound) != 0)
 			return;
-	if (into->rules != mem->rules) {
-		if ((v = malloc(into->nrules * sizeof(*v))) == NULL) {
-			m->rc = -1;
-			return;
-		}
-		memcpy(v, into->rules, into->nrules * sizeof(*v));
-		free(mem->rules);
-		mem->rules = v;
-		into->rules = v;
-	}
+	if ((v = merge_own(m, into->rules, mem->rules, into->nrules,
+	    sizeof(*v))) == NULL)
+		return;
+	into->rules = mem->rules = v;
 	for (i = 0; i < into->nrules; i++)
 		mem->rules[i].hits += add->rules[i].hits;
 }
@@ -502,16 +504,10 @@ merge_outbounds(struct merge *m, struct status *into,
 		if (strcmp(into->outbounds[i].name,
 		    add->outbounds[i].name) != 0)
 			return;
-	if (into->outbounds != mem->outbounds) {
-		if ((v = malloc(into->noutbounds * sizeof(*v))) == NULL) {
-			m->rc = -1;
-			return;
-		}
-		memcpy(v, into->outbounds, into->noutbounds * sizeof(*v));
-		free(mem->outbounds);
-		mem->outbounds = v;
-		into->outbounds = v;
-	}
+	if ((v = merge_own(m, into->outbounds, mem->outbounds,
+	    into->noutbounds, sizeof(*v))) == NULL)
+		return;
+	into->outbounds = mem->outbounds = v;
 	for (i = 0; i < into->noutbounds; i++)
 		merge_outbound(m, &mem->outbounds[i], &add->outbounds[i]);
 }
