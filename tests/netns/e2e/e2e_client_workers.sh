@@ -67,15 +67,19 @@ restart() {
 	ts_start_client
 }
 dig_c() { ip netns exec "$NS_C" timeout 20 dig +time=2 +tries=2 "@$RESOLVER" "$@"; }
+# by_name I WHAT: n$I.test resolved to a fake address, and 64 KiB
+# fetched from it, hash-checked; WHAT names the flow when it fails.
+by_name() {
+	local a
+	a=$(dig_c +short "n$1.test" A)
+	case $a in 198.19.*) ;; *) ts_fail "$2: n$1.test A: '$a'" ;; esac
+	ts_app recv --host "$a" --port "$TS_TARGET_PORT" --bytes 64k \
+	    --seed "$1" >>"$TS_TMP/app.log" 2>&1 ||
+	    ts_fail "$2: flow to n$1.test ($a): $(tail -n 1 "$TS_TMP/app.log")"
+}
 
 # ---- 1. resolve and dial at once, N names -----------------------------------
-for i in $(seq $N); do
-	a=$(dig_c +short "n$i.test" A)
-	case $a in 198.19.*) ;; *) ts_fail "n$i.test A: '$a'" ;; esac
-	ts_app recv --host "$a" --port "$TS_TARGET_PORT" --bytes 64k \
-	    --seed "$i" >>"$TS_TMP/app.log" 2>&1 ||
-	    ts_fail "flow to n$i.test ($a): $(tail -n 1 "$TS_TMP/app.log")"
-done
+for i in $(seq $N); do by_name "$i" "two workers"; done
 for i in $(seq $N); do
 	grep -q "n$i\.test" "$TS_TMP/server.log" ||
 	    ts_fail "the server never dialled n$i.test"
@@ -128,9 +132,7 @@ ts_log "status: $N flows in all, per worker $w0 and $w1"
 ts_reload "$TS_CLIENT_PID" "$log"
 ts_wait_log "$log" "worker 1: reloaded " ||
     ts_fail "worker 1 did not reload: $(grep -i reload "$log" | tail -n 3)"
-a=$(dig_c +short n1.test A)
-ts_app recv --host "$a" --port "$TS_TARGET_PORT" --bytes 64k --seed 1 \
-    >>"$TS_TMP/app.log" 2>&1 || ts_fail "flow after the reload: $(tail -n 1 "$TS_TMP/app.log")"
+by_name 1 "after the reload"
 ts_log "SIGHUP: both workers reloaded"
 
 # ---- 4. SIGTERM: both end, status 0 ---------------------------------------------
@@ -164,11 +166,6 @@ grep -q "running one worker, not 2" "$log" ||
     ts_fail "the fallback was not logged: $(grep -m 3 'tun' "$log")"
 [ -z "$(pgrep -P "$TS_CLIENT_PID" -x tunsplit)" ] ||
     ts_fail "a worker process runs although steering was refused"
-for i in 1 2 3 4; do
-	a=$(dig_c +short "n$i.test" A)
-	ts_app recv --host "$a" --port "$TS_TARGET_PORT" --bytes 64k \
-	    --seed "$i" >>"$TS_TMP/app.log" 2>&1 ||
-	    ts_fail "one worker: flow to n$i.test: $(tail -n 1 "$TS_TMP/app.log")"
-done
+for i in 1 2 3 4; do by_name "$i" "one worker"; done
 ts_check_alive
 ts_pass "2 client workers: $N flows by fake name spread $w0/$w1 with every name known in time, status summed, reload and drain reach both, a killed worker stops the client (exit 1), steering refused runs one worker"
