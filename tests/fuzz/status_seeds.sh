@@ -85,15 +85,29 @@ ip netns exec "$NS_C" "$TUNSPLIT" status -s "$TS_TMP/client.sock" \
     >"$TS_TMP/st.txt" || ts_fail "status"
 ip netns exec "$NS_C" "$TUNSPLIT" status -s "$TS_TMP/client.sock" \
     --flows --json >"$TS_TMP/st.json" || ts_fail "status --flows"
+# Failures too: targets that refuse, then no server at all.
+for i in 1 2 3 4; do
+	ip netns exec "$NS_C" timeout 10 "$TS_PY" -u "$TS_TOOLS" refused \
+	    --host "$TS_T_ADDR4" --port "$i" >/dev/null 2>&1
+done
+kill -KILL "$TS_SERVER_PID"
+for i in 1 2 3 4; do
+	ip netns exec "$NS_C" timeout 10 "$TS_PY" -u "$TS_TOOLS" refused \
+	    --host "$TS_T_ADDR4" --port "$TS_TARGET_PORT" >/dev/null 2>&1
+done
+ip netns exec "$NS_C" "$TUNSPLIT" status -s "$TS_TMP/client.sock" \
+    --flows >"$TS_TMP/st2.txt" || ts_fail "status --flows, no server"
 kill -INT "$gpid" 2>/dev/null
 wait "$gpid"
 n=$(find "$TS_TMP/seeds" -type f | wc -l)
-[ "$n" -ge 4 ] || ts_fail "gdb caught $n snapshots: $(tail "$TS_TMP/gdb.log")"
+[ "$n" -ge 6 ] || ts_fail "gdb caught $n snapshots: $(tail "$TS_TMP/gdb.log")"
 # fuzz_status's input: a settings byte (the flow list cap), then
 # [u32 length, host order][snapshot] records (see fuzz_status.c).  One
-# seed per snapshot, and all of them together, uncapped and capped at 2.
+# seed per snapshot; all of them together in the order caught and
+# backwards (the last ones have flows and failures to merge into),
+# uncapped and with room for one more flow.
 mkdir -p "$out"
-"$TS_PY" - "$out" "$TS_TMP"/seeds/* <<'EOF' || ts_fail "writing the seeds"
+"$TS_PY" - "$out" $(ls -v "$TS_TMP"/seeds/*) <<'EOF' ||
 import hashlib, os, struct, sys
 out, snaps = sys.argv[1], [open(f, "rb").read() for f in sys.argv[2:]]
 def seed(cap, recs):
@@ -103,6 +117,8 @@ def seed(cap, recs):
 for s in snaps:
     seed(0, [s])
 seed(0, snaps)
-seed(2, snaps)
+seed(0, snaps[::-1])
+seed(4, snaps[::-1])
 EOF
+    ts_fail "writing the seeds"
 ts_pass "status seeds: $n snapshots into $out"
