@@ -468,6 +468,24 @@ client_w_select(void *arg, const char *group, const char *member)
 		log_warnx("select from worker 0: %s", err);
 }
 
+/* Evidence a flow of this worker recorded on a group's member: to the
+ * other workers (group.h). */
+static void
+client_news_told(void *arg, const struct group_news *n)
+{
+	struct client *cl = arg;
+
+	workers_send_health(cl->wk, n, sizeof(*n));
+}
+
+static void
+client_w_health(void *arg, unsigned from, const uint8_t *news, size_t len)
+{
+	struct client *cl = arg;
+
+	(void)group_news_take(cl->obs, news, len, from);
+}
+
 static void
 client_ptb6_seen(void *arg, const uint8_t *quote, size_t qlen, unsigned mtu)
 {
@@ -553,6 +571,7 @@ client_workers_start(struct client *cl)
 	const struct workers_ops ops = {
 		.fake = client_w_fake, .learn = client_w_learn,
 		.select = client_w_select, .ptb6 = client_w_ptb6,
+		.health = client_w_health,
 		.reload = client_w_reload,
 		.drain = client_w_drain, .stop = client_w_stop,
 		.status = client_w_status, .ended = client_w_ended, .arg = cl,
@@ -569,6 +588,7 @@ client_workers_start(struct client *cl)
 	    main ? NULL : client_names_news);
 	if (main)
 		flow_udp_on_ptb6(cl->udp, client_ptb6_seen, cl);
+	group_news_hook(client_news_told, cl);
 	return workers_start(cl->wk, cl->loop, &ops);
 }
 
@@ -728,6 +748,7 @@ client_run(const struct conf *c)
 	}
 	/* Worker 0 waits for the others' ends (they were told to stop),
 	 * then lets go of every queue. */
+	group_news_hook(NULL, NULL);
 	workers_end(cl->wk, 2000);
 	for (i = 0; i < WORKERS_MAX; i++)
 		if (cl->tun_fds[i] >= 0)

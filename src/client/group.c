@@ -228,6 +228,7 @@ group_fastest(struct outbound *ob, const struct group_ask *a)
 		if (a->commit && rold != NULL && rold != rcur) {
 			/* one flow per period */
 			rold->stats->health.first_byte.at_ms = now;
+			group_tell(rold, HEALTH_EV_EXPLORE, 0, 0, NULL);
 			return rold;
 		}
 		return rcur;
@@ -345,6 +346,120 @@ group_select(const struct outbounds *obs, const char *group,
 	}
 	snprintf(g->stats->selected, sizeof(g->stats->selected), "%s",
 	    member);
+	return 0;
+}
+
+/* ---- health shared by the workers --------------------------------------- */
+
+_Static_assert(sizeof(((struct group_news *)0)->name) == CONF_OB_NAME_MAX + 1,
+    "a member's name");
+
+static void	(*group_news_fn)(void *, const struct group_news *);
+static void	*group_news_arg;
+
+void
+group_news_hook(void (*fn)(void *arg, const struct group_news *n), void *arg)
+{
+	group_news_fn = fn;
+	group_news_arg = arg;
+}
+
+/* FNV-1a of n bytes at p into h. */
+static uint32_t
+group_fnv(uint32_t h, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		h = (h ^ b[i]) * 16777619u;
+	return h;
+}
+
+/* What ob's health is about: its server, and who we are to it. */
+static uint32_t
+group_news_id(const struct outbound *ob)
+{
+	const struct conf_outbound *co = ob->co;
+	uint32_t h = 2166136261u, proto = (uint32_t)co->protocol;
+	const char *host = co->server_host != NULL ? co->server_host : "";
+
+	h = group_fnv(h, &proto, sizeof(proto));
+	h = group_fnv(h, host, strlen(host) + 1);
+	h = group_fnv(h, &co->server_port, sizeof(co->server_port));
+	h = group_fnv(h, co->key, sizeof(co->key));
+	h = group_fnv(h, co->trojan_hex, strlen(co->trojan_hex));
+	return group_fnv(h, co->username, strlen(co->username));
+}
+
+/* Whether leaf ob is a member of a group: the rest decide no pick. */
+static bool
+group_in_one(const struct outbound *ob)
+{
+	const struct conf *c = ob->conf;
+	size_t i, j;
+
+	for (i = 0; i < c->client.noutbounds; i++)
+		for (j = 0; j < c->client.outbounds[i].nmembers; j++)
+			if (c->client.outbounds[i].members[j] == ob->index)
+				return true;
+	return false;
+}
+
+void
+group_tell(const struct outbound *ob, enum health_ev kind, uint32_t a,
+    uint32_t b, const char *why)
+{
+	struct group_news n;
+
+	if (group_news_fn == NULL || (kind == HEALTH_EV_RETRANS &&
+	    a < HEALTH_RTX_MIN_SEGS) || !group_in_one(ob))
+		return;
+	memset(&n, 0, sizeof(n));
+	n.ev.kind = (uint8_t)kind;
+	n.ev.a = a;
+	n.ev.b = b;
+	if (why != NULL)
+		snprintf(n.ev.why, sizeof(n.ev.why), "%s", why);
+	n.id = group_news_id(ob);
+	snprintf(n.name, sizeof(n.name), "%s", outbound_name(ob));
+	group_news_fn(group_news_arg, &n);
+}
+
+int
+group_news_take(const struct outbounds *obs, const void *buf, size_t len,
+    unsigned from)
+{
+	struct group_news n;
+	struct outbound *ob = NULL;
+	struct health *h;
+	uint64_t now = group_now(), since;
+	bool was_up;
+	size_t i;
+
+	if (len != sizeof(n))
+		return -1;
+	memcpy(&n, buf, sizeof(n));
+	n.name[sizeof(n.name) - 1] = '\0';
+	n.ev.why[sizeof(n.ev.why) - 1] = '\0';
+	for (i = 0; i < obs->n && ob == NULL; i++)
+		if (strcmp(outbound_name(obs->v[i]), n.name) == 0)
+			ob = obs->v[i];
+	if (ob == NULL || outbound_is_group(ob) || group_news_id(ob) != n.id)
+		return -1;	/* not here, or not the same server (reload) */
+	h = &ob->stats->health;
+	since = h->since_ms;
+	was_up = h->state == HEALTH_UP;
+	if (!health_apply(h, now, &n.ev))
+		return 0;
+	if (h->state == HEALTH_UP)
+		log_info("outbound %s: up again after %llu ms down, by worker "
+		    "%u's flow", n.name, (unsigned long long)(now - since),
+		    from);
+	else
+		log_info("outbound %s: %s%s (%s), by worker %u's flows; the "
+		    "next try in %u ms", n.name, was_up ? "" : "still ",
+		    health_name(h), h->why, from, h->backoff_ms);
 	return 0;
 }
 

@@ -33,6 +33,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "client/health.h"
+
 #define GROUP_FASTEST_MARGIN_PCT	25
 #define GROUP_FASTEST_HOLD_MS		5000
 #define GROUP_FASTEST_EXPLORE_MS	30000
@@ -78,6 +80,34 @@ int group_state_load(const struct outbounds *obs, const char *path);
 int group_state_save(const struct outbounds *obs, const char *path);
 /* path for control socket sock into buf; NULL when there is none. */
 const char *group_state_path(const char *sock, char *buf, size_t len);
+
+/*
+ * Health shared by the client's worker processes (workers.h).  Every
+ * piece of evidence recorded on a group's member (outbound_fail() and
+ * the rest, a trial flow let through, fastest's measuring flow) is told
+ * to the hook as news; another worker's news is applied to this
+ * worker's outbound of the member's name (health_apply), unless that
+ * one's server is not the one the news is about (id: its protocol,
+ * server, port and credentials, hashed): a reload reaches the workers
+ * one by one.  So every worker judges each member from the flows of
+ * all, and they agree on down, degraded, up and fastest's costs.
+ */
+struct group_news {
+	struct health_event	 ev;
+	uint32_t		 id;
+	char			 name[33];	/* CONF_OB_NAME_MAX + 1 */
+};
+
+/* fn: NULL (one worker) tells no one. */
+void group_news_hook(void (*fn)(void *arg, const struct group_news *n),
+    void *arg);
+/* Evidence about leaf ob, already applied to its own health: told. */
+void group_tell(const struct outbound *ob, enum health_ev kind, uint32_t a,
+    uint32_t b, const char *why);
+/* News from worker from (len bytes at buf, untrusted): applied to obs's
+ * member of that name, a change logged.  0, or -1 (not applied). */
+int  group_news_take(const struct outbounds *obs, const void *buf,
+    size_t len, unsigned from);
 
 /* Monotonic milliseconds: the clock health is judged by. */
 uint64_t group_now(void);

@@ -13,13 +13,14 @@ health_usable(const struct health *h, uint64_t now)
 	return h->state == HEALTH_UP || now >= h->retry_ms;
 }
 
-void
+bool
 health_start(struct health *h, uint64_t now)
 {
 	if (h->state == HEALTH_UP || now < h->retry_ms)
-		return;
+		return false;
 	h->state = HEALTH_TRIAL;
 	h->retry_ms = now + HEALTH_TRIAL_MS;
+	return true;
 }
 
 static void
@@ -166,6 +167,31 @@ health_retrans(struct health *h, uint64_t now, uint32_t segs, uint32_t rtx)
 	    a->base % 10);
 	health_down(h, now, why, true);
 	return true;
+}
+
+bool
+health_apply(struct health *h, uint64_t now, const struct health_event *ev)
+{
+	switch (ev->kind) {
+	case HEALTH_EV_TRIAL:
+		if (h->state == HEALTH_DOWN) {
+			h->state = HEALTH_TRIAL;
+			h->retry_ms = now + HEALTH_TRIAL_MS;
+		}
+		return false;
+	case HEALTH_EV_FAIL:
+		return health_fail(h, now, ev->why);
+	case HEALTH_EV_ANSWER:
+		return health_answer(h, now, ev->a);
+	case HEALTH_EV_REFUSED:
+		return health_refused(h, now, ev->why);
+	case HEALTH_EV_RETRANS:
+		return health_retrans(h, now, ev->a, ev->b);
+	case HEALTH_EV_EXPLORE:
+		h->first_byte.at_ms = now;
+		return false;
+	}
+	return false;
 }
 
 bool

@@ -61,8 +61,9 @@ struct health {
 
 /* Whether a new flow may take it at now. */
 bool health_usable(const struct health *h, uint64_t now);
-/* A new flow starts on it: a down one due for a retry goes to trial. */
-void health_start(struct health *h, uint64_t now);
+/* A new flow starts on it: a down one due for a retry goes to trial
+ * (then true). */
+bool health_start(struct health *h, uint64_t now);
 /* Evidence from a flow; true when the state changed (to log). */
 bool health_fail(struct health *h, uint64_t now, const char *why);
 bool health_ok(struct health *h, uint64_t now);
@@ -74,6 +75,32 @@ bool health_answer(struct health *h, uint64_t now, uint32_t fb_us);
 /* A flow's outer connection sent segs segments, rtx of them again. */
 bool health_retrans(struct health *h, uint64_t now, uint32_t segs,
     uint32_t rtx);
+/*
+ * One piece of evidence as another of the client's worker processes
+ * recorded it on its copy of the member (group.h tells, workers.h
+ * carries): applied to this copy with health_apply, so that every
+ * worker judges from the flows of all.
+ */
+enum health_ev {
+	HEALTH_EV_TRIAL = 1,	/* its trial flow started: no other now */
+	HEALTH_EV_FAIL,		/* why */
+	HEALTH_EV_ANSWER,	/* a: the first-byte time, us (0: none) */
+	HEALTH_EV_REFUSED,	/* why */
+	HEALTH_EV_RETRANS,	/* a segments sent, b of them again */
+	HEALTH_EV_EXPLORE,	/* fastest sent a flow to measure it */
+};
+
+struct health_event {
+	uint8_t		 kind;		/* enum health_ev */
+	uint32_t	 a, b;
+	char		 why[64];	/* NUL-terminated */
+};
+
+/* As health_fail() and the rest would for the same event; TRIAL takes
+ * a down member to trial (its backoff over or not) and EXPLORE marks
+ * its first-byte time measured now.  True when the state changed. */
+bool health_apply(struct health *h, uint64_t now,
+    const struct health_event *ev);
 /* Whether a group may take it when none of its members is usable. */
 bool health_degraded(const struct health *h);
 /* "up", "down", "trial", "degraded" */

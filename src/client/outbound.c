@@ -166,7 +166,8 @@ outbound_open(struct outbound *ob)
 		log_info("outbound %s: down %llu s (%s): one flow let through "
 		    "to try it", ob->co->name, (unsigned long long)
 		    ((group_now() - h->since_ms) / 1000), h->why);
-	health_start(h, group_now());
+	if (health_start(h, group_now()))
+		group_tell(ob, HEALTH_EV_TRIAL, 0, 0, NULL);
 	ob->stats->opened++;
 	ob->stats->active++;
 }
@@ -204,6 +205,7 @@ outbound_fail(struct outbound *ob, const char *why)
 
 	bool trial = h->state == HEALTH_TRIAL;
 
+	group_tell(ob, HEALTH_EV_FAIL, 0, 0, why);
 	if (!health_fail(h, group_now(), why))
 		return;
 	if (trial)
@@ -251,6 +253,7 @@ outbound_answer(struct outbound *ob, uint32_t fb_us)
 	uint64_t since = h->since_ms;
 	bool was_up = h->state == HEALTH_UP;
 
+	group_tell(ob, HEALTH_EV_ANSWER, fb_us, 0, NULL);
 	if (health_answer(h, group_now(), fb_us))
 		outbound_log_change(ob, since, was_up);
 }
@@ -261,6 +264,7 @@ outbound_refused(struct outbound *ob, const char *why)
 	struct health *h = &ob->stats->health;
 	bool was_up = h->state == HEALTH_UP;
 
+	group_tell(ob, HEALTH_EV_REFUSED, 0, 0, why);
 	if (health_refused(h, group_now(), why))
 		outbound_log_change(ob, h->since_ms, was_up);
 }
@@ -270,6 +274,7 @@ outbound_retrans(struct outbound *ob, uint32_t segs, uint32_t rtx)
 {
 	struct health *h = &ob->stats->health;
 
+	group_tell(ob, HEALTH_EV_RETRANS, segs, rtx, NULL);
 	if (health_retrans(h, group_now(), segs, rtx))
 		outbound_log_change(ob, h->since_ms, true);
 }

@@ -2,8 +2,8 @@
  * The client's worker processes (see workers.h).
  *
  * A message is one SOCK_SEQPACKET record: a struct wmsg, then its
- * payload (a name, a DNS reply, "group\0member\0", or a chunk of a
- * status snapshot).  Records keep their bounds, so nothing is parsed
+ * payload (a name, a DNS reply, "group\0member\0", a chunk of a
+ * status snapshot, or health news).  Records keep their bounds, so nothing is parsed
  * across two of them; a record of the wrong size is dropped.
  */
 #include "config.h"
@@ -37,6 +37,7 @@ enum {
 	W_STATUS,	/* seq, flags: a snapshot, please */
 	W_STATUS_PART,	/* seq, total, a chunk of it (total 0: none) */
 	W_PTB6,		/* slot: the MTU; an ICMPv6 Packet Too Big's quote */
+	W_HEALTH,	/* slot: the worker it comes from; its news */
 };
 
 #define W_FLOWS		0x01	/* W_STATUS: with the flow list */
@@ -52,7 +53,7 @@ struct wmsg {
 	uint16_t	 pad;
 	uint32_t	 seq;
 	uint32_t	 total;		/* W_STATUS_PART */
-	uint32_t	 slot;		/* W_FAKE */
+	uint32_t	 slot;		/* W_FAKE, W_PTB6, W_HEALTH */
 };
 
 struct peer {
@@ -329,6 +330,52 @@ workers_send_stop(struct workers *w)
 	workers_send_type(w, W_STOP);
 }
 
+/*
+ * Health news (workers.h): from worker 0 to every other; from another
+ * to worker 0, which takes it in and passes it on to the rest.  Never
+ * waited for: evidence a full socket cannot take is dropped (counted),
+ * and the loop goes on.
+ */
+void
+workers_send_health(struct workers *w, const void *news, size_t len)
+{
+	struct wmsg	h = { .type = W_HEALTH };
+	unsigned	i;
+
+	if (w == NULL)
+		return;
+	h.slot = w->self;
+	if (w->self != 0) {
+		if (msg_send(w->peer[0].fd, &h, news, len, 0) == -1)
+			workers_drop(w, 0);
+		return;
+	}
+	for (i = 1; i < w->n; i++)
+		if (w->peer[i].fd >= 0 &&
+		    msg_send(w->peer[i].fd, &h, news, len, 0) == -1)
+			workers_drop(w, i);
+}
+
+/* Worker 0: a record from worker i that is no status part. */
+static void
+workers_from_child(struct workers *w, unsigned i, const uint8_t *rec,
+    size_t len)
+{
+	struct wmsg	h;
+	unsigned	j;
+
+	memcpy(&h, rec, sizeof(h));
+	if (h.type != W_HEALTH || len == sizeof(h))
+		return;
+	h.slot = i;		/* where it came from, whatever it says */
+	if (w->ops.health != NULL)
+		w->ops.health(w->ops.arg, i, rec + sizeof(h), len - sizeof(h));
+	for (j = 1; j < w->n; j++)
+		if (j != i && w->peer[j].fd >= 0 && msg_send(w->peer[j].fd,
+		    &h, rec + sizeof(h), len - sizeof(h), 0) == -1)
+			workers_drop(w, j);
+}
+
 /* Worker i's socket ended: it has exited, or is about to. */
 static void
 workers_reap(struct workers *w, unsigned i)
@@ -353,8 +400,8 @@ workers_reap(struct workers *w, unsigned i)
 		w->ops.ended(w->ops.arg, i, st);
 }
 
-/* Worker 0 reads a child's socket only for its end (and stale parts of a
- * snapshot no longer waited for). */
+/* Worker 0 reads a child's socket for its health news and its end (and
+ * drops stale parts of a snapshot no longer waited for). */
 static void
 workers_on_child(struct loop_fd *lfd, uint32_t revents)
 {
@@ -365,6 +412,8 @@ workers_on_child(struct loop_fd *lfd, uint32_t revents)
 	(void)revents;
 	for (;;) {
 		r = recv(p->fd, w->buf, sizeof(w->buf), MSG_DONTWAIT);
+		if (r >= (ssize_t)sizeof(struct wmsg))
+			workers_from_child(w, p->idx, w->buf, (size_t)r);
 		if (r > 0)
 			continue;
 		if (r == -1 && errno == EINTR)
@@ -402,6 +451,10 @@ workers_ask_status(struct workers *w, unsigned i, bool flows, uint8_t **buf,
 		if (r < (ssize_t)sizeof(*rh))
 			break;		/* ended (the loop reaps it) */
 		rh = (struct wmsg *)w->buf;
+		if (rh->type == W_HEALTH) {	/* the news goes on */
+			workers_from_child(w, i, w->buf, (size_t)r);
+			continue;
+		}
 		if (rh->type != W_STATUS_PART || rh->seq != h.seq)
 			continue;	/* an old answer */
 		n = (size_t)r - sizeof(*rh);
@@ -513,6 +566,10 @@ workers_take(struct workers *w, const uint8_t *rec, size_t len)
 		    (b = memchr(a, '\0', n)) == NULL || b + 1 >= a + n)
 			break;
 		w->ops.select(w->ops.arg, a, b + 1);
+		break;
+	case W_HEALTH:
+		if (n > 0 && w->ops.health != NULL)
+			w->ops.health(w->ops.arg, h->slot, rec + sizeof(*h), n);
 		break;
 	case W_PTB6:
 		if (n != W_PTB6_QUOTE)

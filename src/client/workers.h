@@ -18,13 +18,18 @@
  * worker's socket before the app can send its first packet to the
  * address), and a worker that finds an address without a name reads its
  * socket before deciding (workers_poll).  Reload, drain, stop and select
- * travel the same way; a status snapshot comes back in chunks.
+ * travel the same way; a status snapshot comes back in chunks.  Health
+ * news (group.h: the evidence a flow recorded on a group's member) goes
+ * from any worker to all: the others send theirs to worker 0, which
+ * takes it in and passes it on, since workers have sockets only to
+ * worker 0.
  *
  * A worker that dies while the client is not draining stops the client
  * (exit 1): its queue and its flows are gone, and a supervisor restarts
  * the whole.  A worker whose main process dies drains and ends.
  * Messages to a worker that does not read for WORKERS_SEND_MS are
- * dropped and counted, never queued without bound.
+ * dropped and counted, never queued without bound; health news is never
+ * waited for (a full socket drops it at once, counted).
  */
 #ifndef TUNSPLIT_WORKERS_H
 #define TUNSPLIT_WORKERS_H
@@ -56,6 +61,10 @@ struct workers_ops {
 	void	(*stop)(void *arg);			/* later */
 	/* The snapshot (status_pack) to send back: 0, or -1. later */
 	int	(*status)(void *arg, bool flows, uint8_t **buf, size_t *len);
+	/* In every worker: health news (len bytes, untrusted) from worker
+	 * from, another than this one. */
+	void	(*health)(void *arg, unsigned from, const uint8_t *news,
+		    size_t len);
 	/* In worker 0: worker i ended (waitpid status, -1 unknown). */
 	void	(*ended)(void *arg, unsigned i, int wstatus);
 	void	*arg;
@@ -90,6 +99,8 @@ void workers_send_select(struct workers *w, const char *group,
 void workers_send_ptb6(struct workers *w, const uint8_t *quote, size_t qlen,
     unsigned mtu);
 void workers_send_reload(struct workers *w);
+/* Any worker: health news (group.h) to every other. */
+void workers_send_health(struct workers *w, const void *news, size_t len);
 void workers_send_drain(struct workers *w);
 void workers_send_stop(struct workers *w);
 /*
