@@ -1,7 +1,8 @@
 /*
  * Outbound groups: the health state machine on a fake clock, which
  * member a new flow takes (failover, select, balance, nested groups),
- * fail closed, and check's errors for bad groups.
+ * fail closed, check's errors for bad groups, and health news between
+ * the client's workers.
  */
 #include "config.h"
 
@@ -586,6 +587,126 @@ test_dump_weights(void **state)
 	conf_unref(c2);
 }
 
+/* What one worker's set told (group_news_hook). */
+static struct group_news news[16];
+static size_t nnews;
+
+static void
+told(void *arg, const struct group_news *n)
+{
+	(void)arg;
+	assert_true(nnews < sizeof(news) / sizeof(news[0]));
+	news[nnews++] = *n;
+}
+
+/* Every news told so far taken into obs (as from worker 1): how many
+ * were applied. */
+static int
+take_all(const struct outbounds *obs)
+{
+	size_t i;
+	int n = 0;
+
+	for (i = 0; i < nnews; i++)
+		if (group_news_take(obs, &news[i], sizeof(news[i]), 1) == 0)
+			n++;
+	nnews = 0;
+	return n;
+}
+
+/* Two workers' copies of the same outbounds: what a flow records on a
+ * group's member in one reaches the other's (down, trial, up again,
+ * the first-byte average); a lone outbound's and a renamed server's
+ * do not. */
+static void
+test_news(void **state)
+{
+	struct outbounds *w0 = obs_load(CONF), *w1 = obs_load(CONF);
+	struct outbounds *moved;
+	struct health *h0 = &by(w0, "a")->stats->health;
+	struct health *h1 = &by(w1, "a")->stats->health;
+	struct health_event ev = { .kind = HEALTH_EV_TRIAL };
+	char *yaml;
+	int i;
+
+	(void)state;
+	nnews = 0;
+	group_news_hook(told, NULL);
+	for (i = 0; i < HEALTH_DOWN_AFTER; i++)
+		outbound_fail(by(w0, "a"), "connect timeout");
+	assert_int_equal(h0->state, HEALTH_DOWN);
+	assert_int_equal(h1->state, HEALTH_UP);
+	assert_int_equal(take_all(w1), HEALTH_DOWN_AFTER);
+	assert_int_equal(h1->state, HEALTH_DOWN);
+	assert_string_equal(h1->why, "connect timeout");
+	assert_int_equal(h1->backoff_ms, h0->backoff_ms);
+	/* Applied news is not told again. */
+	assert_int_equal(nnews, 0);
+	/* A trial elsewhere: no flow here tries it meanwhile. */
+	assert_false(health_apply(h1, h1->retry_ms, &ev));
+	assert_int_equal(h1->state, HEALTH_TRIAL);
+	assert_false(health_usable(h1, h1->retry_ms - 1));
+	/* Its answer, with its first-byte time: up, and measured. */
+	outbound_answer(by(w0, "a"), 5000);
+	assert_int_equal(h0->state, HEALTH_UP);
+	assert_int_equal(take_all(w1), 1);
+	assert_int_equal(h1->state, HEALTH_UP);
+	assert_int_equal(h1->first_byte.recent, 5000);
+	/* Answers while up are samples there too (fastest's cost). */
+	outbound_answer(by(w0, "a"), 7000);
+	assert_int_equal(take_all(w1), 1);
+	assert_int_equal(h1->first_byte.n, 1);
+	assert_int_equal(h1->first_byte.recent, h0->first_byte.recent);
+	/* Refused: down at once, there too. */
+	outbound_refused(by(w0, "b"), "refused: no tunsplit status");
+	assert_int_equal(take_all(w1), 1);
+	assert_int_equal(by(w1, "b")->stats->health.state, HEALTH_DOWN);
+	/* A worker that reloaded to a config where a is another server. */
+	yaml = strdup(CONF);
+	assert_non_null(yaml);
+	memcpy(strstr(yaml, "127.0.0.1:443"), "127.0.0.9", 9);
+	moved = obs_load(yaml);
+	free(yaml);
+	outbound_fail(by(w0, "a"), "x");
+	assert_int_equal(nnews, 1);
+	assert_int_equal(group_news_take(moved, &news[0], sizeof(news[0]), 1),
+	    -1);
+	assert_int_equal(by(moved, "a")->stats->health.fails, 0);
+	/* Malformed news, or a name not there. */
+	assert_int_equal(group_news_take(w1, &news[0], sizeof(news[0]) - 1,
+	    1), -1);
+	strcpy(news[0].name, "zz");
+	assert_int_equal(take_all(w1), 0);
+	group_news_hook(NULL, NULL);
+	outbound_fail(by(w0, "a"), "x");
+	assert_int_equal(nnews, 0);
+	outbounds_free(moved);
+	outbounds_free(w0);
+	outbounds_free(w1);
+}
+
+/* A member of no group tells nothing: its health decides no pick. */
+static void
+test_news_lone(void **state)
+{
+	struct outbounds *obs = obs_load("client:\n  outbounds:\n"
+	    OB("a", "127.0.0.1:443") OB("b", "127.0.0.2:443")
+	    "    - name: fo\n      type: failover\n      members: [a]\n"
+	    "  final: fo\n");
+
+	(void)state;
+	nnews = 0;
+	group_news_hook(told, NULL);
+	outbound_fail(by(obs, "b"), "x");
+	assert_int_equal(nnews, 0);
+	outbound_fail(by(obs, "a"), "x");
+	assert_int_equal(nnews, 1);
+	assert_int_equal(news[0].ev.kind, HEALTH_EV_FAIL);
+	assert_string_equal(news[0].name, "a");
+	group_news_hook(NULL, NULL);
+	outbounds_free(obs);
+}
+
 int
 main(void)
 {
@@ -601,6 +722,8 @@ main(void)
 		cmocka_unit_test(test_dump),
 		cmocka_unit_test(test_dump_weights),
 		cmocka_unit_test(test_check),
+		cmocka_unit_test(test_news),
+		cmocka_unit_test(test_news_lone),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
