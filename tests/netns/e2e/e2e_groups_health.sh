@@ -39,6 +39,11 @@
 # Every connection the target saw came from the server's address: the
 # server namespace does not forward.
 #
+# The client runs two workers (TS_CLIENT_WORKERS=N: N), the flows spread
+# over them by port: fastest's costs, a's slowness and c's refusal are
+# the evidence of all workers' flows (group.h), so both move together.
+# Strategy flow's round robin and the warm pools stay each worker's own.
+#
 # TS_CELL=balance (bench/groups_fastest.sh --cell balance) runs instead a
 # throughput cell: both links limited to TS_LINK_RATE Mbit/s (40), then
 # TS_REPS (3) times, interleaved, a round of TS_PAR (8) parallel
@@ -59,6 +64,7 @@ T_ADDR4B=10.77.2.3
 T_ADDR4C=10.77.2.4
 T_ADDR4D=10.77.2.5
 FEW=${TS_FEW:-5}
+W=${TS_CLIENT_WORKERS:-2}
 # What A's link becomes (linkem --ctl options; bench/groups_fastest.sh
 # runs other cells).
 DEGRADE=${TS_DEGRADE:---delay 60 --loss 3}
@@ -112,10 +118,7 @@ control: $TS_TMP/client.sock
 metrics: 9354
 tun: {name: $TS_TUN, mtu: 9000, address: [198.18.0.1/15, "fdfe:dcba:9876::1/64"]}
 client:
-  # One worker: each judges health and sizes its pools from its own
-  # flows, and these counts and timings are one worker's (the workers:
-  # e2e_client_workers.sh).
-  workers: 1
+  workers: $W
   connect_timeout: 5s
   outbounds:
     - {name: a, server: "$TS_S_ADDR4:$TS_SERVER_PORT", sni: $TS_SNI, ca: $TS_TMP/ca.pem, key: "$TS_KEY", pool: 4}
@@ -190,6 +193,21 @@ all_ok() {	# all_ok OUT COUNT
 }
 status() {
 	ip netns exec "$NS_C" "$TUNSPLIT" status -s "$TS_TMP/client.sock" "$@"
+}
+# each_worker WHAT PATTERN: until every worker has logged PATTERN (10 s;
+# worker 0's lines have no "worker N: " tag).
+each_worker() {
+	local i k tag
+	for k in $(seq 0 $((W - 1))); do
+		tag=
+		[ "$k" -eq 0 ] || tag="worker $k: "
+		for i in $(seq 100); do
+			grep -qE "^[-0-9]+ [0-9:.]+ [a-z]+: $tag$2" \
+			    "$TS_TMP/client.log" && break
+			[ "$i" -lt 100 ] || ts_fail "$1: not in worker $k"
+			sleep 0.1
+		done
+	done
 }
 # pool OUTBOUND FIELD: its warm pool's counter (status --json).
 pool() {
@@ -277,9 +295,11 @@ wa=$(flows_on server "$T_ADDR4B")
 wb=$(flows_on server-b "$T_ADDR4B")
 ts_log "balance w (a weight 3, b 1, strategy flow): $wa flows on A, $wb on B"
 [ $((wa + wb)) -eq 40 ] || ts_fail "balance: $wa + $wb flows, not 40"
-# (round robin: any 4 flows in a row split 3:1)
-[ "$wa" -eq 30 ] && [ "$wb" -eq 10 ] ||
-    ts_fail "balance: weights 3:1 gave $wa:$wb, not 30:10"
+# (round robin: any 4 flows in a row split 3:1; each worker counts its
+# own, and a worker's k flows give a at least 3k/4 and less than one
+# more: 30 flows on A, plus at most one per worker past the first)
+[ "$wa" -ge 30 ] && [ "$wa" -le $((30 + W - 1)) ] ||
+    ts_fail "balance: weights 3:1 gave $wa:$wb, not 30:10 (give or take $((W - 1)))"
 
 # ---- 2. fastest, then A's link degrades ------------------------------------
 stream "$TS_T_ADDR4" 400 fast.log 0.1 &
@@ -298,11 +318,12 @@ grep -q "group fast: fastest is now b" "$TS_TMP/client.log" &&
     ts_fail "fastest chose b with A faster: $(grep 'group fast' "$TS_TMP/client.log")"
 on_b=$(flows_on server-b "$TS_T_ADDR4")
 [ "$on_b" -le 2 ] || ts_fail "fastest: $on_b flows on B while A was faster"
-# b on standby: its own pool holds the floor (1), warm for a failover.
+# b on standby: its own pool holds the floor (1), warm for a failover
+# (a pool in each worker: status adds them up).
 pt=$(pool b target)
 po=$(pool b opened)
-[ "$pt" -eq 1 ] && [ "$po" -ge 1 ] ||
-    ts_fail "standby b's pool: target $pt (want the floor, 1), opened $po"
+[ "$pt" -eq "$W" ] && [ "$po" -ge "$W" ] ||
+    ts_fail "standby b's pool: target $pt (want the floor, 1, in each of $W workers), opened $po"
 echo "$DEGRADE" >"$TS_TMP/la.ctl"
 kill -HUP "$(cat "$TS_TMP/linkem-la.pid")"
 ts_wait_log "$TS_TMP/linkem-la.log" "reloaded" 20 || ts_fail "linkem LA reload"
@@ -313,23 +334,22 @@ ts_wait_log "$TS_TMP/client.log" "group fast: fastest is now b" 150 ||
     ts_fail "fastest did not move to b: $(grep 'group fast' "$TS_TMP/client.log")"
 t_sw=$(date +%s.%N)
 a_after=$(($(flows_on server "$TS_T_ADDR4") - a_before))
-sleep 2
-b_now=$(flows_on server-b "$TS_T_ADDR4")
-sleep 1
-[ "$(flows_on server-b "$TS_T_ADDR4")" -gt "$b_now" ] ||
-    ts_fail "fastest: no new flows on B after the switch"
+each_worker "fastest moved to b" "group fast: fastest is now b"
 # failover slow [a, b]: a's own baseline judges it degraded, and the
 # flows go to b (only for the default change: a milder one may stay
-# within the bar, HEALTH_SLOW_* in src/client/health.h).
+# within the bar, HEALTH_SLOW_* in src/client/health.h).  Status at
+# once: a trial after the backoff (1 s, then 2 s) may find it
+# acceptable again, the baseline having moved towards the new delay.
 if [ -z "${TS_DEGRADE:-}" ]; then
 	ts_wait_log "$TS_TMP/client.log" "outbound a: degraded (slow: first byte" 200 ||
 	    ts_fail "a not marked degraded: $(grep 'outbound a' "$TS_TMP/client.log")"
+	st2=$(status) || ts_fail "status"
+	each_worker "a degraded" "outbound a: degraded \(slow: first byte"
 	t_dg=$(date +%s.%N)
 	b_now=$(flows_on server-b "$T_ADDR4C")
 	sleep 1
 	[ "$(flows_on server-b "$T_ADDR4C")" -gt "$b_now" ] ||
 	    ts_fail "failover: no flows on B with a degraded"
-	st2=$(status) || ts_fail "status"
 	# (or on a trial of one flow, after its backoff: the same why)
 	grep -qE "^  (degraded|trial) for [0-9]+ s \(slow: first byte [0-9]+ ms, its baseline [0-9]+ ms\)" \
 	    <<<"$st2" || ts_fail "status does not show a degraded and why: $st2"
@@ -337,6 +357,11 @@ if [ -z "${TS_DEGRADE:-}" ]; then
 	    sed 's/.*outbound a/outbound a/'), $(awk -v a="$t_deg" \
 	    -v b="$t_dg" 'BEGIN { printf "%.1f", b - a }') s after the change"
 fi
+sleep 2
+b_now=$(flows_on server-b "$TS_T_ADDR4")
+sleep 1
+[ "$(flows_on server-b "$TS_T_ADDR4")" -gt "$b_now" ] ||
+    ts_fail "fastest: no new flows on B after the switch"
 st=$(status) || ts_fail "status"
 touch "$TS_TMP/fast.log.stop" "$TS_TMP/slow.log.stop"
 wait "$sp"
@@ -392,6 +417,11 @@ wait_flows server-b "\[$TS_T_ADDR6\]" $((b1 + 5 - fails)) ||
     ts_fail "refused: $(($(flows_on server-b "\[$TS_T_ADDR6\]") - b1)) of $((5 - fails)) flows on B"
 [ "$fails" -eq 1 ] || grep -q "outbound c: .* before any byte moved: tried once more on b" \
     "$TS_TMP/client.log" || ts_fail "the refused flow was not tried on b"
+# One refusal took c down in every worker: no other flow met it.
+met=$(($(grep -c "outbound c: .* before any byte moved: tried once more on b" \
+    "$TS_TMP/client.log") + fails))
+[ "$met" -eq 1 ] || ts_fail "refused: $met flows met C's refusal, not 1"
+each_worker "c down as refused" "outbound c: down \(refused"
 [ "$(flows_on server-c "\[$TS_T_ADDR6\]")" -eq 5 ] ||
     ts_fail "refused: a flow went through C without our key"
 st=$(status) || ts_fail "status"
