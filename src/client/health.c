@@ -169,8 +169,8 @@ health_retrans(struct health *h, uint64_t now, uint32_t segs, uint32_t rtx)
 	return true;
 }
 
-bool
-health_apply(struct health *h, uint64_t now, const struct health_event *ev)
+static bool
+health_apply_ev(struct health *h, uint64_t now, const struct health_event *ev)
 {
 	switch (ev->kind) {
 	case HEALTH_EV_TRIAL:
@@ -192,6 +192,17 @@ health_apply(struct health *h, uint64_t now, const struct health_event *ev)
 		return false;
 	}
 	return false;
+}
+
+bool
+health_apply(struct health *h, uint64_t now, const struct health_event *ev)
+{
+	uint64_t downs = h->downs;
+	bool r;
+
+	r = health_apply_ev(h, now, ev);
+	h->downs = downs;	/* counted where the evidence was */
+	return r;
 }
 
 bool

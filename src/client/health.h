@@ -98,7 +98,9 @@ struct health_event {
 
 /* As health_fail() and the rest would for the same event; TRIAL takes
  * a down member to trial (its backoff over or not) and EXPLORE marks
- * its first-byte time measured now.  True when the state changed. */
+ * its first-byte time measured now.  downs counts only the downs of
+ * this worker's own evidence, so that the workers' sum (status) counts
+ * each once.  True when the state changed. */
 bool health_apply(struct health *h, uint64_t now,
     const struct health_event *ev);
 /* Whether a group may take it when none of its members is usable. */

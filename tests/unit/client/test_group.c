@@ -640,6 +640,9 @@ test_news(void **state)
 	assert_int_equal(h1->state, HEALTH_DOWN);
 	assert_string_equal(h1->why, "connect timeout");
 	assert_int_equal(h1->backoff_ms, h0->backoff_ms);
+	/* Counted where the evidence was: the workers' sum is one. */
+	assert_int_equal(h0->downs, 1);
+	assert_int_equal(h1->downs, 0);
 	/* Applied news is not told again. */
 	assert_int_equal(nnews, 0);
 	/* A trial elsewhere: no flow here tries it meanwhile. */
