@@ -46,10 +46,11 @@
  *   outbounds, when both list the same names in the same order (else
  *     into's): name, protocol, server, final, and health (state, down_ms,
  *     why, first-byte and retransmit evidence, degraded, group, members,
- *     active_member, balance: each worker judges from its own flows;
- *     worker 0's is shown)                               into
+ *     active_member, balance: a group's members are judged from every
+ *     worker's flows (group.h); worker 0's is shown)     into
  *     opened, failed, bytes, handshake, pool counters,
- *     downs (times it went down, in any worker)          sum
+ *     downs (each counted by the worker whose flows
+ *     took it down)                                      sum
  *     active, pool gauges, dialling, dial_waiting        sum
  *     pool_size                                          sum (as above)
  *   workers, worker_total[], worker_active[]              into's (or, with
