@@ -392,9 +392,8 @@ group_news_id(const struct outbound *ob)
 	return group_fnv(h, co->username, strlen(co->username));
 }
 
-/* Whether leaf ob is a member of a group: the rest decide no pick. */
-static bool
-group_in_one(const struct outbound *ob)
+bool
+group_is_member(const struct outbound *ob)
 {
 	const struct conf *c = ob->conf;
 	size_t i, j;
@@ -413,7 +412,7 @@ group_tell(const struct outbound *ob, enum health_ev kind, uint32_t a,
 	struct group_news n;
 
 	if (group_news_fn == NULL || (kind == HEALTH_EV_RETRANS &&
-	    a < HEALTH_RTX_MIN_SEGS) || !group_in_one(ob))
+	    a < HEALTH_RTX_MIN_SEGS) || !group_is_member(ob))
 		return;
 	memset(&n, 0, sizeof(n));
 	n.ev.kind = (uint8_t)kind;

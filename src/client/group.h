@@ -44,6 +44,10 @@ struct outbounds;
 struct rule_query;
 
 bool outbound_is_group(const struct outbound *ob);
+/* Whether ob is a member of some group of its generation: only then do
+ * its new flows go elsewhere while it is down, and is its health news
+ * for the other workers; a lone outbound's new flows still try it. */
+bool group_is_member(const struct outbound *ob);
 /* A new flow to q on ob at now: ob itself, or its member as above.
  * skip: a member not to take (the one a flow just failed on), or NULL. */
 struct outbound *group_pick(struct outbound *ob, const struct rule_query *q,

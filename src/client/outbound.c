@@ -183,21 +183,6 @@ outbound_close(struct outbound *ob, bool failed, uint64_t up, uint64_t down)
 	ob->stats->bytes_down += down;
 }
 
-/* Whether ob is a group's member: only then do its new flows go
- * elsewhere while it is down (group.c); a lone outbound's still try it. */
-static bool
-outbound_in_group(const struct outbound *ob)
-{
-	const struct conf	*c = ob->conf;
-	size_t			 i, j;
-
-	for (i = 0; i < c->client.noutbounds; i++)
-		for (j = 0; j < c->client.outbounds[i].nmembers; j++)
-			if (c->client.outbounds[i].members[j] == ob->index)
-				return true;
-	return false;
-}
-
 void
 outbound_fail(struct outbound *ob, const char *why)
 {
@@ -211,7 +196,7 @@ outbound_fail(struct outbound *ob, const char *why)
 	if (trial)
 		log_warnx("outbound %s: still down (%s); the next try in %u ms",
 		    ob->co->name, why, h->backoff_ms);
-	else if (!outbound_in_group(ob))
+	else if (!group_is_member(ob))
 		log_warnx("outbound %s: down (%s, %u flows in a row); it is "
 		    "in no group, so new flows still try it", ob->co->name,
 		    why, h->fails);
@@ -232,7 +217,7 @@ outbound_log_change(struct outbound *ob, uint64_t since, bool was_up)
 		    ob->co->name, (unsigned long long)(group_now() - since));
 	else if (was_up)
 		log_warnx("outbound %s: %s (%s); %s", ob->co->name,
-		    health_name(h), h->why, outbound_in_group(ob) ?
+		    health_name(h), h->why, group_is_member(ob) ?
 		    "new flows go to its group's next member" :
 		    "it is in no group, so new flows still try it");
 	else
