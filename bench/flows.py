@@ -7,7 +7,8 @@
   flows.py open ADDR PORT STEPS WAIT PIDS [AFTER]
       open connections one after another, one byte written on each, up to
       each count in STEPS ("1000,10000"); at each step wait WAIT seconds and
-      read the RSS of PIDS ("client=123,server=456", 0 = none); with AFTER,
+      read the RSS of PIDS ("client=123,server=456", 0 = none; a PID's
+      children of its name added, a client's workers); with AFTER,
       then read their peak RSS (VmHWM), close every connection and read
       the RSS again 3 s later and AFTER s later (memory that comes back
       after a burst); one JSON line at the end, progress on stderr
@@ -18,6 +19,7 @@ Connections only ever go to ADDR, an address of the bench's own namespaces.
 """
 
 import json
+import os
 import resource
 import selectors
 import socket
@@ -34,9 +36,7 @@ def nofile_max():
     return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
-def rss_kib(pid, field="VmRSS:"):
-    if not pid:
-        return None
+def status_kib(pid, field):
     try:
         with open("/proc/%d/status" % pid) as f:
             for line in f:
@@ -45,6 +45,32 @@ def rss_kib(pid, field="VmRSS:"):
     except OSError:
         return None
     return None
+
+
+def stat_of(pid):
+    """(command name, ppid) of pid, or None once it is gone."""
+    try:
+        with open("/proc/%s/stat" % pid) as f:
+            s = f.read()
+    except OSError:
+        return None
+    name = s[s.index("(") + 1:s.rindex(")")]
+    return name, int(s[s.rindex(")") + 2:].split()[1])
+
+
+def rss_kib(pid, field="VmRSS:"):
+    """FIELD of pid's /proc status in KiB, its children of the same name
+    added: a tunsplit client with workers: N is N processes."""
+    if not pid:
+        return None
+    me = stat_of(pid)
+    total = status_kib(pid, field)
+    if me is None or total is None:
+        return None
+    for p in os.listdir("/proc"):
+        if p.isdigit() and stat_of(p) == (me[0], pid):
+            total += status_kib(int(p), field) or 0
+    return total
 
 
 def hold(addr, port):

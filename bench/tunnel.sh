@@ -20,7 +20,7 @@ sleep 0.5
 
 . "$(dirname "$0")/cpu.sh"
 cpu() { cpu_ticks "$1"; }	# clock ticks, the client's workers' too
-rss() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
+rss() { ts_rss_kb "$1"; }	# KiB, the client's workers' too
 iperf() {	# host port dir -> "Gbit/s bytes"
 	ip netns exec "$NS_C" iperf3 -c "$1" -p "$2" -t "$T" $3 -J |
 	    "$TS_PY" -c 'import json, sys
