@@ -42,6 +42,8 @@
 #define TS_MSS_DEF4	536	/* RFC 9293 3.7.1: no MSS option */
 #define TS_MSS_DEF6	1220
 #define TS_IOV_MAX	64
+/* IPv4 or IPv6 header and a TCP header with options, at their longest. */
+#define TS_CUT_HDR_MAX	120
 #define TS_BACKLOG	255	/* SYN_RCVD pcbs per port (u8 in lwIP) */
 #define TS_RX_SLACK	8	/* zeroed bytes after each input packet */
 #define TS_TW_MAX	64	/* pcbs kept in TIME_WAIT (ts_timewait_trim) */
@@ -97,6 +99,7 @@ static struct ts_pmtu {
 }			 ts_pmtu[TS_PMTU_N];
 static unsigned		 ts_pmtu_n;
 static void		 ts_pmtu_clamp(struct tcp_pcb *, unsigned);
+static unsigned		 ts_mss_follow(struct tcp_pcb *);
 static u8_t		 ts_ext_id;
 static bool		 ts_syn_seen;
 static uint16_t		 ts_syn_mss;
@@ -186,6 +189,102 @@ ts_vnet_tx(struct pbuf *p, uint8_t vh[VNET_HDR_LEN], bool *lin)
 	vnet_hdr_put(&h, vh);
 }
 
+static uint16_t
+ts_sum_add(uint16_t a, uint16_t b)
+{
+	uint32_t s = (uint32_t)a + b;
+
+	return (uint16_t)((s & 0xffff) + (s >> 16));
+}
+
+static void
+ts_put16(uint8_t *p, unsigned v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+/*
+ * Without offloads, the TCP segment in ts_tx (len bytes) leaves in pieces
+ * of at most mss bytes, each with its own headers and checksums, as the
+ * kernel would cut it with them.  For segments queued before a Packet Too
+ * Big shrank their flow (ts_pmtu_clamp): lwIP never re-cuts a segment it
+ * has queued, so each retransmission of one would be too big again and
+ * the flow would stall for good.  Returns false, having written nothing,
+ * when the packet is not one to cut.
+ */
+static bool
+ts_write_cut(size_t len, unsigned mss)
+{
+	uint8_t h[TS_CUT_HDR_MAX], ph[40];
+	struct iovec iov[2];
+	size_t l3, thl, hl, off, n, phl;
+	uint32_t seq;
+	uint16_t sum;
+	bool v6 = ts_tx[0] >> 4 == 6;
+	ssize_t w;
+
+	if (v6 && len >= 40 && ts_tx[6] == IP_PROTO_TCP)
+		l3 = 40;
+	else if (!v6 && len >= 20 && ts_tx[9] == IP_PROTO_TCP &&
+	    (be16(ts_tx + 6) & 0x3fff) == 0)
+		l3 = (size_t)(ts_tx[0] & 15) * 4;
+	else
+		return false;
+	if (l3 < 20 || l3 + 20 > len)
+		return false;
+	thl = (size_t)(ts_tx[l3 + 12] >> 4) * 4;
+	hl = l3 + thl;
+	if (thl < 20 || hl > sizeof(h) || hl > len || len - hl <= mss)
+		return false;
+	for (off = hl; off < len; off += n) {
+		n = len - off < mss ? len - off : mss;
+		memcpy(h, ts_tx, hl);
+		if (v6) {
+			ts_put16(h + 4, (unsigned)(thl + n));
+			memcpy(ph, h + 8, 32);
+			phl = 40;
+			memset(ph + 32, 0, 8);
+			ts_put16(ph + 34, (unsigned)(thl + n));
+			ph[39] = IP_PROTO_TCP;
+		} else {
+			ts_put16(h + 2, (unsigned)(hl + n));
+			ts_put16(h + 10, 0);
+			sum = (uint16_t)~tsnetif_chksum(h, (int)l3);
+			memcpy(h + 10, &sum, 2);	/* in the data's order */
+			memcpy(ph, h + 12, 8);
+			phl = 12;
+			ph[8] = 0;
+			ph[9] = IP_PROTO_TCP;
+			ts_put16(ph + 10, (unsigned)(thl + n));
+		}
+		seq = be32(ts_tx + l3 + 4) + (uint32_t)(off - hl);
+		ts_put16(h + l3 + 4, seq >> 16);
+		ts_put16(h + l3 + 6, seq & 0xffff);
+		if (off + n < len)	/* FIN and PSH end the last piece */
+			h[l3 + 13] &= (uint8_t)~(TCP_FIN | TCP_PSH);
+		ts_put16(h + l3 + 16, 0);
+		sum = ts_sum_add(tsnetif_chksum(ph, (int)phl),
+		    tsnetif_chksum(h + l3, (int)thl));
+		sum = ts_sum_add(sum, tsnetif_chksum(ts_tx + off, (int)n));
+		sum = (uint16_t)~sum;
+		memcpy(h + l3 + 16, &sum, 2);	/* in the data's order */
+		iov[0] = (struct iovec){ h, hl };
+		iov[1] = (struct iovec){ ts_tx + off, n };
+		do
+			w = writev(ts_fd, iov, 2);
+		while (w < 0 && errno == EINTR);
+		if (w < 0) {
+			if (ts_stats.tx_errors++ == 0)
+				log_warn("tun write");
+			continue;	/* lost, as any: retransmitted */
+		}
+		ts_stats.tx_packets++;
+		ts_stats.tx_bytes += (uint64_t)w;
+	}
+	return true;
+}
+
 static err_t
 ts_write_pbuf(struct pbuf *p)
 {
@@ -200,6 +299,13 @@ ts_write_pbuf(struct pbuf *p)
 		ts_vnet_tx(p, vh, &lin);
 		iov[cnt].iov_base = vh;
 		iov[cnt++].iov_len = sizeof(vh);
+	} else if (ts_tx_mss != 0 && p->tot_len > ts_tx_mss + 40u) {
+		pbuf_copy_partial(p, ts_tx, p->tot_len, 0);
+		lin = true;
+		if (ts_write_cut(p->tot_len, ts_tx_mss)) {
+			ts_tx_mss = 0;
+			return ERR_OK;
+		}
 	}
 	ts_tx_mss = 0;
 	first = cnt;
@@ -653,17 +759,63 @@ tsnetif_pmtu6(const uint8_t *addr)
 	return 0;
 }
 
-/* pcb's segments shrink to fit mtu: lwIP's MSS, and with offloads the
- * size the kernel cuts at (which covers what is queued already). */
+/*
+ * Whether lwIP's MSS for pcb may shrink to mss now: only when no segment
+ * it holds is larger.  tcp_write fills its last unsent segment up to the
+ * MSS and takes what is left as unsigned; and after a timeout the
+ * congestion window is one MSS, which a larger segment never fits, so
+ * lwIP would send nothing again.
+ */
+static bool
+ts_queue_fits(const struct tcp_pcb *pcb, unsigned mss)
+{
+	const struct tcp_seg *q[2] = { pcb->unsent, pcb->unacked }, *seg;
+	int i;
+
+	for (i = 0; i < 2; i++)
+		for (seg = q[i]; seg != NULL; seg = seg->next)
+			if (seg->len + (unsigned)LWIP_TCP_OPT_LENGTH(
+			    seg->flags) > mss)
+				return false;
+	return true;
+}
+
+/* Without offloads: the size ts_pmtu_clamp set for pcb's segments (0:
+ * none), which lwIP's MSS takes once its queue fits it. */
+static unsigned
+ts_mss_follow(struct tcp_pcb *pcb)
+{
+	unsigned mss = (unsigned)(uintptr_t)tcp_ext_arg_get(pcb, ts_ext_id);
+
+	if (mss != 0 && mss < pcb->mss && ts_queue_fits(pcb, mss))
+		pcb->mss = (u16_t)mss;
+	return mss;
+}
+
+/*
+ * pcb's segments shrink to fit mtu.  With offloads: the size the kernel
+ * cuts at, which covers what is queued already.  Without: lwIP's MSS for
+ * new segments once no segment it holds is larger (ts_queue_fits: at
+ * once, or as they leave in ts_mss_follow), and until then the size each
+ * larger one is cut at on its way out (ts_write_cut); kept in the ext
+ * arg.
+ */
 static void
 ts_pmtu_clamp(struct tcp_pcb *pcb, unsigned mtu)
 {
 	uintptr_t mss = mtu - 60, cur;
 
-	if (mss < pcb->mss && !ts_vnet)
-		pcb->mss = (u16_t)mss;
 	cur = (uintptr_t)tcp_ext_arg_get(pcb, ts_ext_id);
-	if (ts_vnet && cur != 0 && mss < cur)
+	if (!ts_vnet) {
+		if (mss >= pcb->mss)
+			return;
+		if (cur == 0 || mss < cur)
+			tcp_ext_arg_set(pcb, ts_ext_id, (void *)mss);
+		if (ts_queue_fits(pcb, (unsigned)mss))
+			pcb->mss = (u16_t)mss;
+		return;
+	}
+	if (cur != 0 && mss < cur)
 		tcp_ext_arg_set(pcb, ts_ext_id, (void *)mss);
 }
 
@@ -714,12 +866,18 @@ tsnetif_tcp_out_hook(struct pbuf *p, struct tcp_hdr *hdr,
 
 	(void)p;
 	ts_tx_mss = 0;
-	if (!ts_vnet && pcb != NULL && (TCPH_FLAGS(hdr) & TCP_SYN) &&
-	    IP_IS_V6_VAL(pcb->remote_ip) && (mss = tsnetif_pmtu6(
-	    (const uint8_t *)ip_2_ip6(&pcb->remote_ip)->addr)) != 0)
-		ts_pmtu_clamp((struct tcp_pcb *)(uintptr_t)pcb, mss);
-	if (!ts_vnet || pcb == NULL)
+	if (pcb == NULL)
 		return opts;
+	if (!ts_vnet) {
+		if ((TCPH_FLAGS(hdr) & TCP_SYN) &&
+		    IP_IS_V6_VAL(pcb->remote_ip) && (mss = tsnetif_pmtu6(
+		    (const uint8_t *)ip_2_ip6(&pcb->remote_ip)->addr)) != 0)
+			ts_pmtu_clamp((struct tcp_pcb *)(uintptr_t)pcb, mss);
+		if (pcb->state != LISTEN)	/* as a segment leaves */
+			ts_tx_mss = (uint16_t)ts_mss_follow(
+			    (struct tcp_pcb *)(uintptr_t)pcb);
+		return opts;
+	}
 	if (TCPH_FLAGS(hdr) & TCP_SYN) {
 		/* lwIP announces what the netif's 64 KiB allow; the app
 		 * must hear what the TUN's MTU does. */
@@ -954,10 +1112,12 @@ ts_seg_size(const struct tcp_pcb *pcb)
 }
 
 size_t
-tsnetif_tcp_room(const struct tcp_pcb *pcb)
+tsnetif_tcp_room(struct tcp_pcb *pcb)
 {
 	size_t room = tcp_sndbuf(pcb), queued = tcp_sndqueuelen(pcb), most;
 
+	if (!ts_vnet)
+		(void)ts_mss_follow(pcb);	/* before the write */
 	if (queued + TSNETIF_QUEUE_SPARE + 2 > TCP_SND_QUEUELEN)
 		return 0;
 	most = (TCP_SND_QUEUELEN - TSNETIF_QUEUE_SPARE - queued - 1) *

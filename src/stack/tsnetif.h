@@ -91,9 +91,10 @@ int  tsnetif_output_raw(const uint8_t *pkt, size_t len);
  * packets: a router between us and the app cannot forward packets that
  * big to it, and IPv6 routers do not fragment.  Remembered for its
  * destination (tsnetif_pmtu6, at least 1280, 10 minutes); every TCP flow
- * to it, and every new one, sends segments that fit: lwIP's MSS without
- * offloads, with them the size the kernel cuts at (which covers what is
- * queued already and its retransmissions).
+ * to it, and every new one, sends segments that fit, those queued
+ * already and their retransmissions too: with offloads the kernel cuts
+ * them at that size; without, the netif does until lwIP's MSS, which
+ * shrinks once nothing larger is queued, makes them fit.
  */
 void tsnetif_ptb6(const uint8_t *quote, size_t qlen, unsigned mtu);
 /* The path MTU learnt to addr (16 bytes), 0 when none. */
@@ -107,9 +108,11 @@ unsigned tsnetif_pmtu6(const uint8_t *addr);
  * slots stay free for lwIP's own splits and the FIN.  Sized from the
  * compile-time TCP_MSS instead (64 KiB), a 16 KiB write at MSS 1460 took
  * 12 slots where 1 was counted, the queue filled and writes failed.
+ * Called before each write: a smaller MSS a Packet Too Big asked for
+ * takes effect here once lwIP's queue fits it (tsnetif_ptb6).
  */
 #define TSNETIF_QUEUE_SPARE	8
-size_t tsnetif_tcp_room(const struct tcp_pcb *pcb);
+size_t tsnetif_tcp_room(struct tcp_pcb *pcb);
 
 /*
  * ACKs for the app, one per flow and pass.  From a recv callback, defer

@@ -702,6 +702,121 @@ test_ptb6_shrinks_segments(void **state)
 	assert_int_equal(tsnetif_pmtu6(app), 1280);
 }
 
+/* Checks an output IPv6 TCP packet's checksum. */
+static void
+check_tcp6_sum(const uint8_t *p, size_t n)
+{
+	uint8_t pseudo[40] = { 0 };
+
+	memcpy(pseudo, p + 8, 32);
+	put32(pseudo + 32, (uint32_t)(n - 40));
+	pseudo[39] = 6;
+	assert_int_equal(sum_fold(sum_add(sum_add(0, pseudo, 40), p + 40,
+	    n - 40)), 0xffff);
+}
+
+/*
+ * The same without offloads, where lwIP's MSS is what shrinks.  Segments
+ * lwIP queued before the Packet Too Big (in flight, or waiting) keep
+ * their size in lwIP, which never re-cuts one: each retransmission of
+ * one was too big again -- or, after the timeout had set the congestion
+ * window to one (new) MSS, was never sent at all, as it no longer fit
+ * the window -- and the flow stalled for good (e2e_matrix: a LAN host's
+ * first IPv6 download behind a hop of MTU 1400, offloads off: 0 bytes).
+ * Nor may tcp_write, appending to a waiting segment larger than a shrunk
+ * MSS, take the difference as room: 16-bit arithmetic made that 64 KiB.
+ * first bytes are written before the Packet Too Big (4000: all of it in
+ * flight; 20000: some waiting), the rest after; nothing is acknowledged
+ * until the retransmission timer fires.  Every packet out must fit 1400
+ * and carry a right checksum, and the stream arrive whole.
+ */
+static void
+ptb6_cut_case(size_t first)
+{
+	static const uint8_t app[16] = { 0xfd, 0x88, [15] = 2 };
+	static const uint8_t dst[16] = { 0xfd, 0x77, 0, 2, [15] = 2 };
+	static uint8_t pkt[128], data[40000], got[40000], out[65536];
+	uint32_t iss, seq, acked = 0;
+	size_t len, sent = 0;
+	ssize_t n;
+	int i, round;
+
+	for (i = 0; i < (int)sizeof(data); i++)
+		data[i] = (uint8_t)(i * 7 + i / 251);
+	mk_tcp6(pkt, app, dst, 40000, 8080, 1000, 0x02);
+	put16(pkt + 4, 24);
+	pkt[52] = 6 << 4;
+	memcpy(pkt + 60, "\x02\x04\x05\xa0", 4);	/* MSS 1440 */
+	tsnetif_input(pkt, 64);
+	n = out_read(out, sizeof(out));
+	assert_true(n >= 60);
+	iss = get32(out + 44);
+	mk_tcp6(pkt, app, dst, 40000, 8080, 1001, 0x10);
+	put32(pkt + 48, iss + 1);
+	tsnetif_input(pkt, 60);
+	assert_non_null(accepted);
+	tcp_nagle_disable(accepted);
+	assert_int_equal(tcp_write(accepted, data, (u16_t)first,
+	    TCP_WRITE_FLAG_COPY), ERR_OK);
+	assert_int_equal(tcp_output(accepted), ERR_OK);
+	while ((n = out_read(out, sizeof(out))) > 0) {
+		assert_true(n <= 1500);		/* as the app announced */
+		sent += (size_t)n - 60;
+	}
+	assert_true(sent >= 2 * 1440);
+	assert_true(first == 4000 ? sent == first : sent < first);
+	/* The router quotes one of them. */
+	mk_tcp6(pkt, dst, app, 8080, 40000, iss + 1, 0x10);
+	tsnetif_ptb6(pkt, 60, 1400);
+	assert_int_equal(tsnetif_pmtu6(app), 1400);
+	assert_int_equal(tcp_write(accepted, data + first,
+	    (u16_t)(sizeof(data) - first), TCP_WRITE_FLAG_COPY), ERR_OK);
+	/* None of it arrived: the timer sends it again, in pieces. */
+	for (round = 0; round < 40 && (n = out_read(out, sizeof(out))) == 0;
+	    round++)
+		tcp_slowtmr();
+	assert_true(n > 0);
+	for (round = 0; round < 200 && acked < sizeof(data); round++) {
+		for (; n > 0; n = out_read(out, sizeof(out))) {
+			assert_true(n <= 1400);
+			check_tcp6_sum(out, (size_t)n);
+			len = (size_t)n - 40 - (size_t)(out[52] >> 4) * 4;
+			seq = get32(out + 44) - (iss + 1);
+			assert_true(seq + len <= sizeof(data));
+			memcpy(got + seq, out + n - (ssize_t)len, len);
+			if (seq <= acked && seq + len > acked)
+				acked = seq + (uint32_t)len;
+		}
+		mk_tcp6(pkt, app, dst, 40000, 8080, 1001, 0x10);
+		put32(pkt + 48, iss + 1 + acked);
+		tsnetif_input(pkt, 60);
+		assert_int_equal(tcp_output(accepted), ERR_OK);
+		n = out_read(out, sizeof(out));
+	}
+	assert_int_equal(acked, sizeof(data));
+	assert_memory_equal(got, data, sizeof(data));
+	/* Once nothing larger is queued, lwIP cuts new segments itself,
+	 * from the next write on. */
+	assert_true(tsnetif_tcp_room(accepted) > 0);
+	assert_int_equal(accepted->mss, 1400 - 60);
+	tcp_abort(accepted);
+	accepted = NULL;
+}
+
+static void
+test_ptb6_cuts_queued_segments(void **state)
+{
+	(void)state;
+	ptb6_cut_case(4000);
+}
+
+static void
+test_ptb6_cuts_waiting_segments(void **state)
+{
+	(void)state;
+	ptb6_cut_case(20000);
+}
+
 /*
  * A FIN must stay at the end of the data.  lwIP's persist timer, when the
  * app's window is open but smaller than the first unsent segment, cuts
@@ -798,6 +913,10 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_other_handler_gets_udp, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_offload_gso_v4, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ptb6_shrinks_segments,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ptb6_cuts_queued_segments,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ptb6_cuts_waiting_segments,
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_persist_split_keeps_fin_last,
 		    setup, teardown),
