@@ -37,7 +37,11 @@
 # (fragmented at MTU 1500 and on the LAN link) from both places, byte
 # for byte; and one send of 12,032 bytes with UDP_SEGMENT 1200 (a QUIC
 # stack's GSO: one super-packet in the TUN with its offloads, forwarded
-# as such from the LAN host), all 11 datagrams echoed as sent.  block
+# as such from the LAN host), all 11 datagrams echoed as sent.  Before
+# those, alone in each pass, the LAN host's IPv6 download at MSS 1460
+# (port 9000, native) meets the smaller hop with its own segments: lwIP
+# has queued more of the too-big size when the Packet Too Big comes, and
+# every byte must still arrive.  block
 # must refuse TCP at once and UDP with ICMP.  Every failing case is
 # named; the test fails at the end with the list.  And where half-close
 # works, the target answers and closes first while an upload of 200 to
@@ -145,6 +149,7 @@ EOF
 		for ob in "${OBS[@]}"; do
 			printf '    - {port: %s, outbound: %s}\n' "${PORT[$ob]}" "$ob"
 		done
+		printf '    - {port: %s, outbound: native}\n' "$TS_TARGET_PORT"
 	} >"$TS_TMP/client.yaml"
 	umask 022
 	"$TUNSPLIT" check -c "$TS_TMP/client.yaml" >"$TS_TMP/check.log" 2>&1 ||
@@ -191,6 +196,17 @@ run_pass() {
 	grep -q "mtu $mtu, offloads $off" "$TS_TMP/client.log" ||
 	    ts_fail "pass $n: the TUN is not at MTU $mtu, offloads $off: $(grep -m1 'mtu ' "$TS_TMP/client.log")"
 	t0=$(date +%s.%N)
+	# First and alone, before any UDP echo can teach it: the LAN host's
+	# IPv6 download at MSS 1460 meets the smaller hop with its own
+	# segments, lwIP having queued more of that size when the Packet
+	# Too Big comes (a stall for good while queued segments kept their
+	# size without offloads).
+	name=p$n-native-lan-v6-first
+	CASES=$((CASES + 1))
+	in_ns lan "$TS_PY" -u "$TS_TOOLS" recv --host "$TS_T_ADDR6" \
+	    --port "$TS_TARGET_PORT" --bytes "$BULK" --seed "$n" --mss 1460 \
+	    --timeout 20 >"$TS_TMP/jobs/$name.log" 2>&1 ||
+	    FAILS+=("$name (mtu $mtu, offloads $off): $(tail -n 1 "$TS_TMP/jobs/$name.log")")
 	JOBS=() JOB_NAMES=() EARLY=()
 	for ob in "${OBS[@]}"; do
 		k=$((k + 1))
