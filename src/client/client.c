@@ -479,6 +479,14 @@ client_news_told(void *arg, const struct group_news *n)
 }
 
 static void
+client_news_take(void *arg)
+{
+	struct client *cl = arg;
+
+	workers_poll_news(cl->wk);
+}
+
+static void
 client_w_health(void *arg, unsigned from, const uint8_t *news, size_t len)
 {
 	struct client *cl = arg;
@@ -588,7 +596,7 @@ client_workers_start(struct client *cl)
 	    main ? NULL : client_names_news);
 	if (main)
 		flow_udp_on_ptb6(cl->udp, client_ptb6_seen, cl);
-	group_news_hook(client_news_told, cl);
+	group_news_hook(client_news_told, client_news_take, cl);
 	return workers_start(cl->wk, cl->loop, &ops);
 }
 
@@ -748,7 +756,7 @@ client_run(const struct conf *c)
 	}
 	/* Worker 0 waits for the others' ends (they were told to stop),
 	 * then lets go of every queue. */
-	group_news_hook(NULL, NULL);
+	group_news_hook(NULL, NULL, NULL);
 	workers_end(cl->wk, 2000);
 	for (i = 0; i < WORKERS_MAX; i++)
 		if (cl->tun_fds[i] >= 0)

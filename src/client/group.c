@@ -66,6 +66,7 @@ struct group_ask {
 
 static struct outbound *group_pick_pass(struct outbound *ob,
     const struct group_ask *a);
+static void group_news_poll(void);
 
 /* A member's leaf that may take a flow now, or NULL.  soft: a degraded
  * one too (the second pass, when no member is up). */
@@ -300,7 +301,11 @@ group_pick_flow(struct outbound *ob, const struct rule_query *q,
 {
 	struct group_ask a = { q, now, NULL, false,
 	    q != NULL && q->network == RULES_NET_TCP };
-	struct outbound *r = group_pick_ask(ob, &a);
+	struct outbound *r;
+
+	if (a.commit && outbound_is_group(ob))
+		group_news_poll();
+	r = group_pick_ask(ob, &a);
 
 	if (a.commit)
 		group_standby(ob, r);
@@ -355,13 +360,23 @@ _Static_assert(sizeof(((struct group_news *)0)->name) == CONF_OB_NAME_MAX + 1,
     "a member's name");
 
 static void	(*group_news_fn)(void *, const struct group_news *);
+static void	(*group_news_take_fn)(void *);
 static void	*group_news_arg;
 
 void
-group_news_hook(void (*fn)(void *arg, const struct group_news *n), void *arg)
+group_news_hook(void (*tell)(void *arg, const struct group_news *n),
+    void (*take)(void *arg), void *arg)
 {
-	group_news_fn = fn;
+	group_news_fn = tell;
+	group_news_take_fn = take;
 	group_news_arg = arg;
+}
+
+static void
+group_news_poll(void)
+{
+	if (group_news_take_fn != NULL)
+		group_news_take_fn(group_news_arg);
 }
 
 /* FNV-1a of n bytes at p into h. */

@@ -102,9 +102,12 @@ struct group_news {
 	char			 name[33];	/* CONF_OB_NAME_MAX + 1 */
 };
 
-/* fn: NULL (one worker) tells no one. */
-void group_news_hook(void (*fn)(void *arg, const struct group_news *n),
-    void *arg);
+/* tell: NULL (one worker) tells no one.  take: called before a new TCP
+ * flow's pick in a group (group_pick_flow), to take in the news other
+ * workers have sent so far, so that a flow the app opens after another
+ * one's failure is judged with it; or NULL. */
+void group_news_hook(void (*tell)(void *arg, const struct group_news *n),
+    void (*take)(void *arg), void *arg);
 /* Evidence about leaf ob, already applied to its own health: told. */
 void group_tell(const struct outbound *ob, enum health_ev kind, uint32_t a,
     uint32_t b, const char *why);

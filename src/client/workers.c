@@ -636,6 +636,46 @@ workers_poll(struct workers *w)
 	}
 }
 
+void
+workers_poll_news(struct workers *w)
+{
+	struct wmsg	h;
+	unsigned	i;
+	ssize_t		r;
+
+	if (w == NULL)
+		return;
+	if (w->self != 0) {
+		/* Only as far as the first record that is no news: the rest
+		 * (a fake-IP slot taken over, say) may change what the
+		 * caller holds, and keeps its order. */
+		while (w->peer[0].fd >= 0) {
+			r = recv(w->peer[0].fd, &h, sizeof(h),
+			    MSG_PEEK | MSG_DONTWAIT);
+			if (r == -1 && errno == EINTR)
+				continue;
+			if (r != (ssize_t)sizeof(h) || h.type != W_HEALTH ||
+			    (r = recv(w->peer[0].fd, w->buf, sizeof(w->buf),
+			    MSG_DONTWAIT)) < (ssize_t)sizeof(h))
+				return;
+			workers_take(w, w->buf, (size_t)r);
+		}
+		return;
+	}
+	for (i = 1; i < w->n; i++) {
+		while (w->peer[i].fd >= 0) {
+			r = recv(w->peer[i].fd, w->buf, sizeof(w->buf),
+			    MSG_DONTWAIT);
+			if (r == -1 && errno == EINTR)
+				continue;
+			if (r <= 0)
+				break;		/* none, or its end: the loop's */
+			if (r >= (ssize_t)sizeof(struct wmsg))
+				workers_from_child(w, i, w->buf, (size_t)r);
+		}
+	}
+}
+
 static void
 workers_on_parent(struct loop_fd *lfd, uint32_t revents)
 {

@@ -115,6 +115,10 @@ int  workers_ask_status(struct workers *w, unsigned i, bool flows,
  * select at once; the rest is left for the loop).  True if anything
  * was taken in. */
 bool workers_poll(struct workers *w);
+/* Any worker: takes in the health news sent to it so far (in worker 0
+ * from each other worker's socket, passing it on; elsewhere up to the
+ * first message that is no news).  The rest is left for the loop. */
+void workers_poll_news(struct workers *w);
 
 /* At the end, in each process: worker 0 tells the others to stop and
  * waits up to wait_ms for them (then kills them); the others just let

@@ -631,7 +631,7 @@ test_news(void **state)
 
 	(void)state;
 	nnews = 0;
-	group_news_hook(told, NULL);
+	group_news_hook(told, NULL, NULL);
 	for (i = 0; i < HEALTH_DOWN_AFTER; i++)
 		outbound_fail(by(w0, "a"), "connect timeout");
 	assert_int_equal(h0->state, HEALTH_DOWN);
@@ -680,7 +680,7 @@ test_news(void **state)
 	    1), -1);
 	strcpy(news[0].name, "zz");
 	assert_int_equal(take_all(w1), 0);
-	group_news_hook(NULL, NULL);
+	group_news_hook(NULL, NULL, NULL);
 	outbound_fail(by(w0, "a"), "x");
 	assert_int_equal(nnews, 0);
 	outbounds_free(moved);
@@ -699,14 +699,14 @@ test_news_lone(void **state)
 
 	(void)state;
 	nnews = 0;
-	group_news_hook(told, NULL);
+	group_news_hook(told, NULL, NULL);
 	outbound_fail(by(obs, "b"), "x");
 	assert_int_equal(nnews, 0);
 	outbound_fail(by(obs, "a"), "x");
 	assert_int_equal(nnews, 1);
 	assert_int_equal(news[0].ev.kind, HEALTH_EV_FAIL);
 	assert_string_equal(news[0].name, "a");
-	group_news_hook(NULL, NULL);
+	group_news_hook(NULL, NULL, NULL);
 	outbounds_free(obs);
 }
 
