@@ -40,6 +40,13 @@
 #define FLOW_ROOM_MIN	1024	/* smaller lwIP room: wait for the app's acks */
 #define FLOW_RETRY_MS	20	/* lwIP out of memory: try again after */
 
+_Static_assert(FLOW_UP_ROOM >= OUTER_HEADROOM,
+    "the upload's gather has the outer's headroom");
+_Static_assert(FLOW_UP_MAX == OUTER_WRITE_CHUNKS * OUTER_CHUNK_MAX,
+    "the upload's gather is one outer_write of full chunks");
+_Static_assert(FLOW_STAGE > OUTER_CHUNK_MAX,
+    "a pbuf written as it is makes more than one chunk (in place)");
+
 
 const char *
 flow_dst(const struct flow *f, char *buf, size_t len)
@@ -498,44 +505,67 @@ flow_header_waits(struct flow *f)
 	return true;
 }
 
+/* Whether p's payload has OUTER_HEADROOM bytes of its own in front of
+ * it (the headers lwIP took off, bytes already consumed): not a pbuf
+ * made to its size (flow_replay_requeue) or one that points elsewhere. */
+static bool
+flow_pbuf_room(struct pbuf *p)
+{
+	if (pbuf_add_header(p, OUTER_HEADROOM) != 0)
+		return false;
+	(void)pbuf_remove_header(p, OUTER_HEADROOM);
+	return true;
+}
+
 /*
  * The next bytes to write: straight from the queue's first pbuf when it
  * holds a record's worth or more (with the TUN's offloads one pbuf is up
- * to 64 KiB of the app's data), else gathered into the staging buffer.
- * A blocked write is repeated with the same bytes (retry_len), which the
- * same choice finds again: the head of the queue has not moved.
+ * to 64 KiB of the app's data), else gathered into env->up (up to four
+ * full records, sent together).  *room: the bytes have OUTER_HEADROOM
+ * bytes of ours in front, so their records are sealed around them
+ * (outer_write_inplace) instead of a copy of them.  A blocked write is
+ * repeated with the same bytes (retry_len), which the same choice finds
+ * again: the head of the queue has not moved.
  */
-static const uint8_t *
-flow_next_up(struct flow *f, size_t *n)
+static uint8_t *
+flow_next_up(struct flow *f, size_t *n, bool *room)
 {
+	uint8_t *up = f->env->up_mem + FLOW_UP_ROOM;
 	size_t want = f->retry_len ? f->retry_len : FLOW_STAGE;
 
 	if (f->hdr_off == f->hdr_len && f->inq != NULL && f->inq->len >= want) {
 		*n = f->retry_len ? f->retry_len : f->inq->len;
+		*room = flow_pbuf_room(f->inq);
 		return f->inq->payload;
 	}
-	*n = flow_gather(f, f->env->stage, want);
-	return f->env->stage;
+	*n = flow_gather(f, up, f->retry_len ? f->retry_len : FLOW_UP_MAX);
+	*room = true;
+	return up;
 }
 
 static int
 flow_pump_up(struct flow *f)
 {
-	const uint8_t *data;
+	uint8_t *data;
 	size_t n, sent = 0;
 	ssize_t w;
+	bool room, last;
 	int rc = 0;
 
 	f->write_blocked = false;
 	if (flow_header_waits(f))
 		return 0;
 	while (f->hdr_off < f->hdr_len || f->inq_len > 0) {
-		data = flow_next_up(f, &n);
+		data = flow_next_up(f, &n, &room);
 		/* The app's last bytes: the end marker with them. */
-		w = f->app_fin && !f->out_shut &&
-		    n == f->hdr_len - f->hdr_off + f->inq_len ?
-		    outer_write_last(f->out, data, n) :
-		    outer_write(f->out, data, n);
+		last = f->app_fin && !f->out_shut &&
+		    n == f->hdr_len - f->hdr_off + f->inq_len;
+		if (room)
+			w = outer_write_inplace(f->out, data, n, last);
+		else if (last)
+			w = outer_write_last(f->out, data, n);
+		else
+			w = outer_write(f->out, data, n);
 		if (w < 0) {
 			if (errno != EAGAIN)
 				rc = -1;

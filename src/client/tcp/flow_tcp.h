@@ -37,6 +37,8 @@ struct flow_udp;
 struct outbounds;
 
 #define FLOW_STAGE	16384	/* one TLS record */
+#define FLOW_UP_ROOM	8	/* bytes in front of env->up (flow_tcp.c) */
+#define FLOW_UP_MAX	65528	/* the upload's gather: four full chunks */
 
 LIST_HEAD(flow_list, flow);
 SLIST_HEAD(flow_work_list, flow);
@@ -85,6 +87,10 @@ struct flow_env {
 	unsigned		 share;
 	unsigned		 id_back;	/* share - 1 - worker index */
 	uint8_t			 stage[FLOW_STAGE];
+	/* The upload's bytes gathered from small pbufs, with FLOW_UP_ROOM
+	 * bytes in front of them (up_mem's first), which its write may
+	 * change (outer_write_inplace): FLOW_UP_MAX at most. */
+	uint8_t			 up_mem[FLOW_UP_ROOM + FLOW_UP_MAX];
 };
 
 /* Whether max_flows leaves room for one more flow (of all workers'). */
