@@ -86,7 +86,7 @@ cell() { # BIN MTU DIR(up|down) ROUND
  c0=$(ticks $cp); s0=$(ticks $sp); su0=$(uticks $sp)
  local pp=""
  if [ -n "${PERF:-}" ]; then
-   perf record -g -o $PERF/c-$(basename $1)-$2-$3.data -p $cp -- sleep $((T)) >/dev/null 2>&1 & pp="$pp $!"
+   perf record ${PERFG:--g} -o $PERF/c-$(basename $1)-$2-$3.data -p $cp -- sleep $((T)) >/dev/null 2>&1 & pp="$pp $!"
    perf record ${PERFG:--g} -o $PERF/s-$(basename $1)-$2-$3.data -p $sp -- sleep $((T)) >/dev/null 2>&1 & pp="$pp $!"
  fi
  local sp1="" sp2=""
