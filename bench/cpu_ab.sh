@@ -6,8 +6,9 @@
 # offloads on, server workers 0) is started with that binary, then a
 # single-flow iperf3 of SECONDS runs up and down (DIRS="up down"), and
 # the daemons' utime + stime (/proc/PID/stat, their workers' too) over
-# the bytes iperf3 received is printed per cell, with the server's user
-# time alone and the 1-minute load; medians (min-max) per binary and cell.
+# the bytes iperf3 received is printed per cell, with the server's and
+# the client's user time alone and the 1-minute load; medians (min-max)
+# per binary and cell.
 # PERF=DIR also records each daemon with perf (PERFG: its call-graph
 # option, default -g); STRACE=DIR counts their system calls.  As root;
 # holds the testbed lock.  doc/PERFORMANCE.md cites its runs.
@@ -83,7 +84,7 @@ cell() { # BIN MTU DIR(up|down) ROUND
  [ $3 = down ] && rflag=-R
  cp=$(cat $W/c.pid); sp=$(cat $W/s.pid)
  # the daemon pids are ip-netns-exec'd: exec replaces, so pid is the daemon
- c0=$(ticks $cp); s0=$(ticks $sp); su0=$(uticks $sp)
+ c0=$(ticks $cp); s0=$(ticks $sp); su0=$(uticks $sp); cu0=$(uticks $cp)
  local pp=""
  if [ -n "${PERF:-}" ]; then
    perf record ${PERFG:--g} -o $PERF/c-$(basename $1)-$2-$3.data -p $cp -- sleep $((T)) >/dev/null 2>&1 & pp="$pp $!"
@@ -96,14 +97,14 @@ cell() { # BIN MTU DIR(up|down) ROUND
    sleep 0.3
  fi
  ip netns exec $NS_C iperf3 -c $TARGET -J -t $T $rflag >$W/iperf.json 2>/dev/null
- c1=$(ticks $cp); s1=$(ticks $sp); su1=$(uticks $sp)
+ c1=$(ticks $cp); s1=$(ticks $sp); su1=$(uticks $sp); cu1=$(uticks $cp)
  [ -n "$sp1" ] && { kill -INT $sp1 $sp2; wait $sp1 $sp2; }
  [ -n "$pp" ] && wait $pp
  bytes=$(python3 -c "import json;d=json.load(open('$W/iperf.json'));e=d['end'];print(e['sum_received']['bytes'])")
- awk -v r=$4 -v b=$(basename $1) -v m=$2 -v d=$3 -v by=$bytes -v c=$((c1-c0)) -v s=$((s1-s0)) -v su=$((su1-su0)) -v t=$T -v k=$CLK -v l="$(cut -d' ' -f1 /proc/loadavg)" \
-  'BEGIN{g=by/1073741824; printf "%s %s %s %s %.0f %.3f %.3f load %s user %.3f\n", r,b,m,d, by*8/t/1e6, c/k/g, s/k/g, l, su/k/g}'
+ awk -v r=$4 -v b=$(basename $1) -v m=$2 -v d=$3 -v by=$bytes -v c=$((c1-c0)) -v s=$((s1-s0)) -v su=$((su1-su0)) -v cu=$((cu1-cu0)) -v t=$T -v k=$CLK -v l="$(cut -d' ' -f1 /proc/loadavg)" \
+  'BEGIN{g=by/1073741824; printf "%s %s %s %s %.0f %.3f %.3f load %s user %.3f cuser %.3f\n", r,b,m,d, by*8/t/1e6, c/k/g, s/k/g, l, su/k/g, cu/k/g}'
 }
-echo "round bin mtu dir Mbit/s client_s/GiB server_s/GiB load L user server_user_s/GiB"
+echo "round bin mtu dir Mbit/s client_s/GiB server_s/GiB load L user server_user_s/GiB cuser client_user_s/GiB"
 for r in $(seq 1 $R); do
  for m in $MTUS; do
   for b in $BINS; do
@@ -115,7 +116,7 @@ for r in $(seq 1 $R); do
 done
 python3 - "$OUT" <<'PY'
 import sys, statistics, collections
-d = collections.defaultdict(lambda: [[], [], [], []])
+d = collections.defaultdict(lambda: [[], [], [], [], []])
 for l in open(sys.argv[1]):
     p = l.split()
     if len(p) < 11:
@@ -123,11 +124,14 @@ for l in open(sys.argv[1]):
     v = d[(p[1], p[2], p[3])]
     for i, f in enumerate((p[4], p[5], p[6], p[10])):
         v[i].append(float(f))
+    if len(p) >= 13:
+        v[4].append(float(p[12]))
 def m(a, fmt):
     return (fmt + " (" + fmt + "-" + fmt + ")") % (statistics.median(a), min(a), max(a))
-print("bin mtu dir n Mbit/s client_s/GiB server_s/GiB server_user_s/GiB (medians, min-max)")
+print("bin mtu dir n Mbit/s client_s/GiB server_s/GiB server_user_s/GiB client_user_s/GiB (medians, min-max)")
 for k in sorted(d, key=lambda k: (k[1], k[2])):
     v = d[k]
     print(k[0], k[1], k[2], len(v[0]), m(v[0], "%.0f"), m(v[1], "%.2f"),
-        m(v[2], "%.2f"), m(v[3], "%.3f"))
+        m(v[2], "%.2f"), m(v[3], "%.3f"),
+        m(v[4], "%.3f") if v[4] else "-")
 PY
