@@ -3,8 +3,9 @@
  *
  * A message is one SOCK_SEQPACKET record: a struct wmsg, then its
  * payload (a name, a DNS reply, "group\0member\0", a chunk of a
- * status snapshot, or health news).  Records keep their bounds, so nothing is parsed
- * across two of them; a record of the wrong size is dropped.
+ * status snapshot, or health news).  Records keep their bounds, so
+ * nothing is parsed across two of them; a record of the wrong size is
+ * dropped.
  */
 #include "config.h"
 
