@@ -154,8 +154,9 @@ outer_init_once(void)
 {
 	BIO_METHOD	*m;
 
-	m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK |
-	    BIO_TYPE_DESCRIPTOR, "tunsplit socket");
+	outer_bio_type = BIO_get_new_index() | BIO_TYPE_SOURCE_SINK |
+	    BIO_TYPE_DESCRIPTOR;
+	m = BIO_meth_new(outer_bio_type, "tunsplit socket");
 	if (m == NULL || BIO_meth_set_write(m, outer_bio_write) != 1 ||
 	    BIO_meth_set_read(m, outer_bio_read) != 1 ||
 	    BIO_meth_set_ctrl(m, outer_bio_ctrl) != 1) {
@@ -350,11 +351,12 @@ outer_new(SSL_CTX *ctx, int fd, bool client, const char *sni)
 		goto fail;
 	if ((bio = BIO_new(outer_bio_meth)) == NULL)
 		goto fail;
+	/* The BIO's data is how callbacks find the stream (outer_of_ssl):
+	 * the SSL's own app data would cost every stream an ex-data
+	 * stack, two allocations. */
 	BIO_set_data(bio, o);
 	BIO_set_init(bio, 1);
 	SSL_set_bio(o->ssl, bio, bio);		/* the SSL owns it now */
-	if (SSL_set_app_data(o->ssl, o) != 1)
-		goto fail;
 	if ((pad = outer_ctx_get_pad(ctx)) != NULL) {
 		/* A server stream pads only once its peer is trusted: until
 		 * then it may be a cover site's answer, and nginx never

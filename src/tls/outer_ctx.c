@@ -158,10 +158,21 @@ outer_cache_remove(struct outer_cache *c, size_t i)
 	c->n--;
 }
 
+int	outer_bio_type;
+
+struct outer *
+outer_of_ssl(const SSL *ssl)
+{
+	BIO	*b = SSL_get_rbio(ssl);
+
+	return b != NULL && outer_bio_type != 0 &&
+	    BIO_method_type(b) == outer_bio_type ? BIO_get_data(b) : NULL;
+}
+
 static int
 outer_on_new_session(SSL *ssl, SSL_SESSION *sess)
 {
-	struct outer		*o = SSL_get_app_data(ssl);
+	struct outer		*o = outer_of_ssl(ssl);
 	struct outer_cache	*c;
 	char			*host;
 
@@ -467,7 +478,7 @@ outer_on_verify(X509_STORE_CTX *xs, void *arg)
 	    CRYPTO_memcmp(got, pin->sha256, sizeof(got)) != 0) {
 		ssl = X509_STORE_CTX_get_ex_data(xs,
 		    SSL_get_ex_data_X509_STORE_CTX_idx());
-		o = ssl != NULL ? SSL_get_app_data(ssl) : NULL;
+		o = ssl != NULL ? outer_of_ssl(ssl) : NULL;
 		log_warnx("outer: public key of %s does not match "
 		    "pin_sha256", o != NULL && o->sni != NULL ? o->sni :
 		    "server");

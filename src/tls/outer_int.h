@@ -37,6 +37,12 @@ struct outer {
 	int		 wq_ret;	/* the batch's last SSL_write_ex */
 };
 
+/* The stream an SSL of outer_new belongs to, or NULL (another SSL of
+ * the same context: tlsmem's).  Its BIO, of type outer_bio_type (set
+ * once by outer.c, 0 before), holds the stream. */
+extern int outer_bio_type;
+struct outer *outer_of_ssl(const SSL *ssl);
+
 /* The unframed stream, which outer_read/outer_write/outer_shutdown_write
  * are unless flow framing is on (outer.c). */
 ssize_t outer_io_read(struct outer *o, void *buf, size_t len);
