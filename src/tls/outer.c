@@ -442,6 +442,23 @@ outer_error(struct outer *o, int ret, uint32_t *want, const char *what)
 	}
 }
 
+/*
+ * The name the certificate was checked against is done with once the
+ * handshake is over (TLS 1.3 never verifies the server again): its copy
+ * in the verification parameters, a stack and a string, goes for the
+ * rest of the stream's life.  Nothing reads it after the handshake
+ * (SSL_get0_peername is not used); SNI and the ticket cache have their
+ * own copies.
+ */
+static void
+outer_drop_peer_name(struct outer *o)
+{
+	X509_VERIFY_PARAM	*vp = SSL_get0_param(o->ssl);
+
+	(void)X509_VERIFY_PARAM_set1_host(vp, NULL, 0);
+	(void)X509_VERIFY_PARAM_set1_ip(vp, NULL, 0);
+}
+
 int
 outer_handshake(struct outer *o)
 {
@@ -464,6 +481,8 @@ outer_handshake(struct outer *o)
 		}
 		o->hs_done = true;
 		o->want_hs = 0;
+		if (o->client)
+			outer_drop_peer_name(o);
 		return 1;
 	}
 	if (outer_error(o, r, &o->want_hs, "handshake") == 0) {
