@@ -92,6 +92,10 @@ static void
 flow_handshake_done(struct flow *f)
 {
 	flow_ungate(f);		/* the next dial may start */
+	/* What the handshake freed (its message buffers, the chain it
+	 * verified, the key exchange) goes back to the kernel once a burst
+	 * of dials is over, as after a burst of closes. */
+	loop_trim_hint(f->env->loop);
 	stats_hist_add(&f->env->stats.handshake, stats_now_us() - f->dial_us);
 	stats_hist_add(&f->obr->stats->handshake, stats_now_us() - f->dial_us);
 	if (f->ob->handshake != NULL)	/* a server or proxy answered */

@@ -687,6 +687,11 @@ sess_handshake(struct sess *s)
 		stats_hist_add(&s->env->stats.handshake,
 		    (loop_now(s->env->loop) - s->start_ms) * 1000);
 		s->state = SESS_HEADER;
+		/* What the handshake freed (its message buffers, the
+		 * certificate's signature) goes back to the kernel once a
+		 * burst of them is over, as after a burst of closes: an idle
+		 * session keeps only its own state. */
+		loop_trim_hint(s->env->loop);
 		/* The header may already sit decrypted inside TLS, which
 		 * produces no further fd event: read now. */
 		sess_read_header(s);
