@@ -237,3 +237,24 @@ cidr_fmt(const struct cidr *c, char *out, size_t outlen)
 	snprintf(out, outlen, "%s/%u", ip, c->prefix);
 	return out;
 }
+
+void
+addr_pack(struct addr_ip *p, const struct addr *a)
+{
+	memset(p, 0, sizeof(*p));
+	if ((a->u.sa.sa_family == AF_INET || a->u.sa.sa_family == AF_INET6) &&
+	    a->len <= sizeof(p->u)) {
+		memcpy(&p->u, &a->u, a->len);
+		p->len = a->len;
+	}
+}
+
+/* Returns a, filled from p. */
+const struct addr *
+addr_unpack(const struct addr_ip *p, struct addr *a)
+{
+	memset(a, 0, sizeof(*a));
+	memcpy(&a->u, &p->u, p->len);
+	a->len = p->len;
+	return a;
+}

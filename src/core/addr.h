@@ -18,6 +18,18 @@ struct addr {
 	socklen_t len;
 };
 
+/* An IPv4 or IPv6 address with its port, as kept per flow: 32 bytes
+ * where struct addr takes 136 (its sockaddr_storage).  addr_pack
+ * stores a (len 0 for any other family), addr_unpack gives it back. */
+struct addr_ip {
+	union {
+		struct sockaddr		sa;
+		struct sockaddr_in	sin;
+		struct sockaddr_in6	sin6;
+	} u;
+	socklen_t len;
+};
+
 struct cidr {
 	int	 family;	/* AF_INET or AF_INET6 */
 	uint8_t	 bytes[16];
@@ -37,6 +49,8 @@ const void *addr_ip(const struct addr *a, size_t *len);	/* 4 or 16 bytes */
 /* "1.2.3.4:80" / "[::1]:443" into out (ADDR_STRLEN). */
 const char *addr_fmt(const struct addr *a, char *out, size_t outlen);
 bool addr_eq(const struct addr *a, const struct addr *b);
+void addr_pack(struct addr_ip *p, const struct addr *a);
+const struct addr *addr_unpack(const struct addr_ip *p, struct addr *a);
 
 /* "10.0.0.0/8", "fd00::/8", or a bare address (full length).  0 or -1. */
 int  cidr_parse(struct cidr *c, const char *s);

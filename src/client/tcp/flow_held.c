@@ -90,6 +90,7 @@ flow_held_grow(struct flow_held *h)
 {
 	struct flow_held_chain	*nb;
 	struct flow		*f;
+	struct addr		 d, a;
 	size_t			 n = h->nbucket * 2, i;
 
 	if (n > FLOW_HELD_MAX || (nb = calloc(n, sizeof(*nb))) == NULL)
@@ -97,8 +98,9 @@ flow_held_grow(struct flow_held *h)
 	for (i = 0; i < h->nbucket; i++)
 		while ((f = LIST_FIRST(&h->bucket[i])) != NULL) {
 			LIST_REMOVE(f, held_entry);
-			LIST_INSERT_HEAD(&nb[flow_held_slot(h, n, &f->dst,
-			    &f->app)], f, held_entry);
+			LIST_INSERT_HEAD(&nb[flow_held_slot(h, n,
+			    addr_unpack(&f->dst, &d), addr_unpack(&f->app,
+			    &a))], f, held_entry);
 		}
 	free(h->bucket);
 	h->bucket = nb;
@@ -111,12 +113,14 @@ flow_held_find(const struct flow_env *env, const struct addr *dst,
 {
 	const struct flow_held	*h = env->held;
 	struct flow		*f;
+	struct addr		 d, a;
 
 	if (h == NULL || h->n == 0)
 		return NULL;
 	LIST_FOREACH(f, &h->bucket[flow_held_slot(h, h->nbucket, dst, app)],
 	    held_entry)
-		if (addr_eq(&f->dst, dst) && addr_eq(&f->app, app))
+		if (addr_eq(addr_unpack(&f->dst, &d), dst) &&
+		    addr_eq(addr_unpack(&f->app, &a), app))
 			return f;
 	return NULL;
 }
@@ -126,14 +130,16 @@ flow_held_add(struct flow *f)
 {
 	struct flow_env		*env = f->env;
 	struct flow_held	*h;
+	struct addr		 d, a;
 
 	if (env->held == NULL && (env->held = flow_held_new()) == NULL)
 		return -1;
 	h = env->held;
 	if (h->n >= h->nbucket)
 		flow_held_grow(h);
-	LIST_INSERT_HEAD(&h->bucket[flow_held_slot(h, h->nbucket, &f->dst,
-	    &f->app)], f, held_entry);
+	LIST_INSERT_HEAD(&h->bucket[flow_held_slot(h, h->nbucket,
+	    addr_unpack(&f->dst, &d), addr_unpack(&f->app, &a))], f,
+	    held_entry);
 	h->n++;
 	f->held = true;
 	return 0;

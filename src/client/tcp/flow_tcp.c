@@ -51,7 +51,9 @@ _Static_assert(FLOW_STAGE > OUTER_CHUNK_MAX,
 const char *
 flow_dst(const struct flow *f, char *buf, size_t len)
 {
-	return addr_fmt(&f->dst, buf, len);
+	struct addr	 dst;
+
+	return addr_fmt(addr_unpack(&f->dst, &dst), buf, len);
 }
 
 const char *
@@ -1075,7 +1077,7 @@ flow_alloc(struct flow_env *env, const struct addr *dst)
 	    env->id_back;
 	f->mw.fn = flow_on_memory;
 	f->fd = -1;
-	f->dst = *dst;
+	addr_pack(&f->dst, dst);
 	/* The flow's generation of the configuration, for its whole life
 	 * (a reload makes a new one for new flows). */
 	f->conf = conf_ref(env->conf);
@@ -1164,10 +1166,11 @@ flow_tcp_foreach(struct flow_env *env,
 	};
 	struct flow_info	 fi;
 	struct flow		*f;
+	struct addr		 dst;
 
 	LIST_FOREACH(f, &env->all, entry) {
 		fi.id = f->id;
-		fi.dst = &f->dst;
+		fi.dst = addr_unpack(&f->dst, &dst);
 		fi.state = f->phase == FLOW_HANDSHAKE ?
 		    f->ob->handshake_state : phases[f->phase];
 		fi.start_ms = f->start_ms;

@@ -85,10 +85,11 @@ struct flow {
 	struct outbound	*obr;			/* its outbound (a ref), NULL
 						 * until client_route chose */
 	int		 rule;			/* that chose it, -1: final */
-	bool		 has_group;		/* the route answered a group: */
-	size_t		 group;			/* its index in env->obs */
+	bool		 has_group;		/* the route answered a group */
 	bool		 retried;		/* once, on the next member */
 	bool		 failed;		/* flow_fail: counted */
+	size_t		 group;			/* has_group: its index in
+						 * env->obs */
 	struct tcp_pcb	*pcb;			/* NULL once lwIP freed it */
 	struct outer	*out;			/* NULL while dialling off the
 						 * loop */
@@ -98,8 +99,8 @@ struct flow {
 	 * fd yet, FLOW_CONNECT, its connect_timeout running). */
 	bool		 gated;
 	bool		 gate_wait;
-	struct dialgate_waiter gw;
 	int		 fd;
+	struct dialgate_waiter gw;
 	struct loop_fd	 lfd;
 	struct loop_timer timer;
 	struct loop_timer early;		/* header waits for first bytes */
@@ -127,8 +128,8 @@ struct flow {
 	bool		 held;
 	uint8_t		*syn;
 	size_t		 syn_len;
-	struct addr	 app;			/* the app's end, to match the pcb */
-	struct addr	 dst;
+	struct addr_ip	 app;			/* the app's end, to match the pcb */
+	struct addr_ip	 dst;
 	char		*domain;		/* sniffed or fake-IP name, or
 						 * NULL (flow_set_domain): most
 						 * flows have none, and 254

@@ -377,14 +377,16 @@ flow_errno_final(int e)
 static bool
 flow_route(struct flow *f)
 {
+	struct addr dst, app;
 	struct rule_query q;
 	struct rule_hit why;
 	struct outbound *ob;
 
-	rules_query_flow(&q, f->by_name ? NULL : &f->dst,
-	    f->app.len != 0 ? &f->app : NULL, RULES_NET_TCP, flow_domain(f));
+	rules_query_flow(&q, f->by_name ? NULL : addr_unpack(&f->dst, &dst),
+	    f->app.len != 0 ? addr_unpack(&f->app, &app) : NULL, RULES_NET_TCP,
+	    flow_domain(f));
 	if (f->by_name)
-		q.port = addr_port(&f->dst);
+		q.port = addr_port(addr_unpack(&f->dst, &dst));
 	ob = client_route(f->env->obs, &q, &why);
 	f->has_group = why.outbound >= 0 &&
 	    (size_t)why.outbound < f->env->obs->n &&
@@ -453,7 +455,7 @@ flow_new(struct flow_env *env, const struct addr *dst, const struct addr *app)
 
 	if ((f = flow_alloc(env, dst)) == NULL)
 		return NULL;
-	f->app = *app;
+	addr_pack(&f->app, app);
 	if (!flow_route(f)) {
 		flow_discard(f);
 		errno = ECONNREFUSED;
@@ -593,7 +595,7 @@ flow_tcp_accept(void *arg, struct tcp_pcb *pcb, err_t err)
 	}
 	if (sniff) {
 		f->phase = FLOW_SNIFF;
-		f->app = app;
+		addr_pack(&f->app, &app);
 	}
 	flow_attach_pcb(f, pcb);
 	if (flow_register(env, f) < 0)
@@ -673,6 +675,7 @@ flow_retry(struct flow *f, const char *reason)
 {
 	struct flow_env *env = f->env;
 	struct outbound *nob;
+	struct addr dst, app;
 	struct rule_query q;
 	const char *was;
 
@@ -686,7 +689,8 @@ flow_retry(struct flow *f, const char *reason)
 	    f->phase == FLOW_SNIFF || env->obs->conf != f->conf ||
 	    f->group >= env->obs->n)
 		return -1;
-	rules_query_flow(&q, &f->dst, f->app.len != 0 ? &f->app : NULL,
+	rules_query_flow(&q, addr_unpack(&f->dst, &dst), f->app.len != 0 ?
+	    addr_unpack(&f->app, &app) : NULL,
 	    RULES_NET_TCP, f->domain);
 	nob = group_pick(env->obs->v[f->group], &q, group_now(), f->obr);
 	if (outbound_is_group(nob))
@@ -729,7 +733,7 @@ flow_tcp_dial(struct flow *f)
 		if (flow_errno_final(e)) {
 			log_info("flow %llu to %s: %s: %s",
 			    (unsigned long long)f->id,
-			    addr_fmt(&f->dst, a, sizeof(a)), f->ob->peer,
+			    flow_dst(f, a, sizeof(a)), f->ob->peer,
 			    strerror(e));
 			flow_fail(f, "refused");
 		} else {

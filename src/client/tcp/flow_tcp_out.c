@@ -46,7 +46,7 @@
 void
 flow_target(const struct flow *f, struct addr *dst)
 {
-	*dst = f->dst;
+	addr_unpack(&f->dst, dst);
 	(void)flow_udp_dns_pin(f->conf, dst);
 }
 
@@ -59,7 +59,7 @@ flow_target_dest(const struct flow *f, struct proto_dest *pd)
 		memset(pd, 0, sizeof(*pd));
 		pd->atyp = PROTO_ATYP_DOMAIN;
 		snprintf(pd->domain, sizeof(pd->domain), "%s", flow_domain(f));
-		pd->port = addr_port(&f->dst);
+		pd->port = addr_port(addr_unpack(&f->dst, &dst));
 		return;
 	}
 	flow_target(f, &dst);
@@ -77,16 +77,18 @@ flow_fake_name(struct flow *f)
 {
 	static uint64_t last_log;
 	struct flow_env *env = f->env;
+	struct addr dst;
 	const char *name;
 	const void *ip;
 	char a[ADDR_STRLEN];
 	uint64_t now;
 	size_t len;
 
-	ip = addr_ip(&f->dst, &len);
-	if (!fakeip_contains(env->fakeip, addr_family(&f->dst), ip))
+	addr_unpack(&f->dst, &dst);
+	ip = addr_ip(&dst, &len);
+	if (!fakeip_contains(env->fakeip, addr_family(&dst), ip))
 		return 0;
-	name = fakeip_name(env->fakeip, addr_family(&f->dst), ip);
+	name = fakeip_name(env->fakeip, addr_family(&dst), ip);
 	if (name != NULL && f->ob != flow_outbound(CONF_PROTO_DIRECT)) {
 		if (flow_set_domain(f, name) == -1)
 			return -1;
@@ -98,7 +100,7 @@ flow_fake_name(struct flow *f)
 	if (last_log == 0 || now - last_log >= FLOW_FAKE_LOG_MS) {
 		last_log = now;
 		log_info("flow to %s: %s: refused (further ones only counted)",
-		    addr_fmt(&f->dst, a, sizeof(a)), name == NULL ?
+		    addr_fmt(&dst, a, sizeof(a)), name == NULL ?
 		    "a fake address with no name (evicted, or not issued)" :
 		    "protocol direct cannot send a flow to a name");
 	}

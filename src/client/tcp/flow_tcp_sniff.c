@@ -115,6 +115,7 @@ flow_sniff_work(struct flow *f)
 	uint64_t	 age = loop_now(env->loop) - f->start_ms;
 	const char	*kind = NULL;
 	char		 name[SNIFF_NAME_MAX + 1], dst[ADDR_STRLEN];
+	struct addr	 to;
 	enum sniff_res	 r;
 	size_t		 n;
 
@@ -124,7 +125,7 @@ flow_sniff_work(struct flow *f)
 		return;
 	}
 	n = flow_sniff_gather(f, env->stage, sizeof(env->stage));
-	if (flow_sniff_dns(env, &f->dst)) {
+	if (flow_sniff_dns(env, addr_unpack(&f->dst, &to))) {
 		r = flow_sniff_dns_name(f->conf, env->stage, n, name,
 		    sizeof(name));
 		kind = "dns";

@@ -85,10 +85,29 @@ held_port(const struct addr *a, uint16_t port)
 	return b;
 }
 
+/* A flow's addresses as struct addr (it keeps them packed), each in
+ * its own buffer: good until the next call of the same one. */
+static const struct addr *
+fdst(const struct flow *f)
+{
+	static struct addr	 a;
+
+	return addr_unpack(&f->dst, &a);
+}
+
+static const struct addr *
+fapp(const struct flow *f)
+{
+	static struct addr	 a;
+
+	return addr_unpack(&f->app, &a);
+}
+
 static struct fixture *
 held_fill(size_t n)
 {
 	struct fixture	*fx;
+	struct addr	 ud, ua;
 	size_t		 i;
 
 	assert_non_null(fx = calloc(1, sizeof(*fx)));
@@ -99,7 +118,9 @@ held_fill(size_t n)
 		assert_non_null(fx->f[i] = calloc(1, sizeof(struct flow)));
 		fx->f[i]->env = fx->env;
 		fx->f[i]->id = i;
-		held_tuple(i, &fx->f[i]->dst, &fx->f[i]->app);
+		held_tuple(i, &ud, &ua);
+		addr_pack(&fx->f[i]->dst, &ud);
+		addr_pack(&fx->f[i]->app, &ua);
 		assert_int_equal(flow_held_add(fx->f[i]), 0);
 		assert_true(fx->f[i]->held);
 	}
@@ -117,8 +138,8 @@ held_free(struct fixture *fx)
 		flow_held_del(fx->f[i]);	/* not held: nothing */
 	}
 	for (i = 0; i < fx->n; i++)
-		assert_null(flow_held_find(fx->env, &fx->f[i]->dst,
-		    &fx->f[i]->app));
+		assert_null(flow_held_find(fx->env, fdst(fx->f[i]),
+		    fapp(fx->f[i])));
 	flow_held_free(fx->env);
 	assert_null(fx->env->held);
 	flow_held_free(fx->env);		/* again: nothing */
@@ -152,8 +173,8 @@ test_many_found(void **state)
 	(void)state;
 	fx = held_fill(HELD_N);
 	for (i = 0; i < fx->n; i++)
-		assert_ptr_equal(flow_held_find(fx->env, &fx->f[i]->dst,
-		    &fx->f[i]->app), fx->f[i]);
+		assert_ptr_equal(flow_held_find(fx->env, fdst(fx->f[i]),
+		    fapp(fx->f[i])), fx->f[i]);
 	held_free(fx);
 }
 
@@ -168,8 +189,8 @@ test_near_misses(void **state)
 	fx = held_fill(3 * 500);
 	for (i = 0; i < fx->n; i++) {
 		/* Both ends swapped. */
-		assert_null(flow_held_find(fx->env, &fx->f[i]->app,
-		    &fx->f[i]->dst));
+		assert_null(flow_held_find(fx->env, fapp(fx->f[i]),
+		    fdst(fx->f[i])));
 		/* Another app port, another target port. */
 		held_tuple(i, &dst, &app);
 		other = held_port(&app, 9);
@@ -201,14 +222,14 @@ test_remove_some(void **state)
 	for (i = 0; i < fx->n; i += 2)
 		flow_held_del(fx->f[i]);
 	for (i = 0; i < fx->n; i++)
-		assert_ptr_equal(flow_held_find(fx->env, &fx->f[i]->dst,
-		    &fx->f[i]->app), i % 2 == 0 ? NULL : fx->f[i]);
+		assert_ptr_equal(flow_held_find(fx->env, fdst(fx->f[i]),
+		    fapp(fx->f[i])), i % 2 == 0 ? NULL : fx->f[i]);
 	/* Added again (an app's new connection on a reused port). */
 	for (i = 0; i < fx->n; i += 2)
 		assert_int_equal(flow_held_add(fx->f[i]), 0);
 	for (i = 0; i < fx->n; i++)
-		assert_ptr_equal(flow_held_find(fx->env, &fx->f[i]->dst,
-		    &fx->f[i]->app), fx->f[i]);
+		assert_ptr_equal(flow_held_find(fx->env, fdst(fx->f[i]),
+		    fapp(fx->f[i])), fx->f[i]);
 	held_free(fx);
 }
 
@@ -226,11 +247,13 @@ static struct flow *
 walk_find(struct flow **all, size_t n, const struct addr *dst,
     const struct addr *app)
 {
-	size_t	 i;
+	struct addr	 d, a;
+	size_t		 i;
 
 	for (i = 0; i < n; i++)
-		if (all[i]->held && addr_eq(&all[i]->dst, dst) &&
-		    addr_eq(&all[i]->app, app))
+		if (all[i]->held &&
+		    addr_eq(addr_unpack(&all[i]->dst, &d), dst) &&
+		    addr_eq(addr_unpack(&all[i]->app, &a), app))
 			return all[i];
 	return NULL;
 }
@@ -246,13 +269,13 @@ test_cheaper_than_walk(void **state)
 	fx = held_fill(HELD_WALK_N);
 	t0 = cpu_ms();
 	for (i = 0; i < fx->n; i++)
-		assert_ptr_equal(flow_held_find(fx->env, &fx->f[i]->dst,
-		    &fx->f[i]->app), fx->f[i]);
+		assert_ptr_equal(flow_held_find(fx->env, fdst(fx->f[i]),
+		    fapp(fx->f[i])), fx->f[i]);
 	hash_ms = cpu_ms() - t0;
 	t0 = cpu_ms();
 	for (i = 0; i < fx->n; i++)
-		assert_ptr_equal(walk_find(fx->f, fx->n, &fx->f[i]->dst,
-		    &fx->f[i]->app), fx->f[i]);
+		assert_ptr_equal(walk_find(fx->f, fx->n, fdst(fx->f[i]),
+		    fapp(fx->f[i])), fx->f[i]);
 	walk_ms = cpu_ms() - t0;
 	printf("# %d held flows, each found: table %.2f ms, walk %.2f ms "
 	    "(CPU)\n", HELD_WALK_N, hash_ms, walk_ms);
