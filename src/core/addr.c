@@ -258,3 +258,11 @@ addr_unpack(const struct addr_ip *p, struct addr *a)
 	a->len = p->len;
 	return a;
 }
+
+const char *
+addr_ip_fmt(const struct addr_ip *p, char *out, size_t outlen)
+{
+	struct addr	 a;
+
+	return addr_fmt(addr_unpack(p, &a), out, outlen);
+}

@@ -51,6 +51,8 @@ const char *addr_fmt(const struct addr *a, char *out, size_t outlen);
 bool addr_eq(const struct addr *a, const struct addr *b);
 void addr_pack(struct addr_ip *p, const struct addr *a);
 const struct addr *addr_unpack(const struct addr_ip *p, struct addr *a);
+/* addr_fmt of p. */
+const char *addr_ip_fmt(const struct addr_ip *p, char *out, size_t outlen);
 
 /* "10.0.0.0/8", "fd00::/8", or a bare address (full length).  0 or -1. */
 int  cidr_parse(struct cidr *c, const char *s);

@@ -85,15 +85,15 @@ sess_log_summary(const struct sess *s, const char *reason)
 	else if (strcmp(reason, SESS_UNUSED) == 0 ||
 	    strcmp(reason, SESS_BETWEEN) == 0)
 		lvl = LOG_LVL_DEBUG;	/* one per warm connection retired */
-	addr_fmt(&s->peer, peer, sizeof(peer));
+	addr_ip_fmt(&s->peer, peer, sizeof(peer));
 	if (s->fallback)
 		snprintf(target, sizeof(target), "cover site");
 	else if (s->name != NULL)
 		snprintf(target, sizeof(target), "%s:%u%s%s", s->name,
 		    s->name_port, s->has_target ? " via " : "",
-		    s->has_target ? addr_fmt(&s->target, a, sizeof(a)) : "");
+		    s->has_target ? addr_ip_fmt(&s->target, a, sizeof(a)) : "");
 	else if (s->has_target)
-		addr_fmt(&s->target, target, sizeof(target));
+		addr_ip_fmt(&s->target, target, sizeof(target));
 	log_at(lvl, "sess %llu: closed: %s -> %s user %s: up %llu down %llu "
 	    "bytes, %llu ms: %s%s%s%s", s->id, peer, target,
 	    s->has_user ? s->user : "-",
@@ -264,7 +264,7 @@ sess_reject(struct sess *s, const char *reason)
 	s->rejected = true;
 	sess_preauth_end(s);
 	stats_reason_add(&env->stats.rejects, reason);
-	addr_fmt(&s->peer, peer, sizeof(peer));
+	addr_ip_fmt(&s->peer, peer, sizeof(peer));
 	if (!cover_enabled(env->cover)) {
 		log_info("sess %llu: rejected %s: %s", s->id, peer, reason);
 		sess_close(s, reason, 0);
@@ -284,7 +284,7 @@ sess_reuse_error(struct sess *s, const char *reason)
 
 	s->env->stats.reuse_errors++;
 	log_info("sess %llu: %s: reused connection: %s: closed", s->id,
-	    addr_fmt(&s->peer, peer, sizeof(peer)), reason);
+	    addr_ip_fmt(&s->peer, peer, sizeof(peer)), reason);
 	sess_close(s, reason, SESS_RST_OUTER | SESS_RST_TARGET);
 }
 
@@ -302,7 +302,7 @@ sess_silent(struct sess *s)
 	s->rejected = true;
 	stats_reason_add(&s->env->stats.rejects, "header timeout");
 	log_info("sess %llu: rejected %s: header timeout: closed", s->id,
-	    addr_fmt(&s->peer, peer, sizeof(peer)));
+	    addr_ip_fmt(&s->peer, peer, sizeof(peer)));
 	(void)outer_shutdown_write(s->outer);	/* best effort */
 	sess_close(s, "header timeout", 0);
 }
@@ -573,7 +573,7 @@ sess_cover_admit(struct sess *s)
 		limit_refuse(&ls->st, LIMIT_COVER_SOURCE,
 		    loop_now(s->env->loop), "cover relays",
 		    "source %s: max_cover_per_source %u reached",
-		    addr_fmt(&s->peer, peer, sizeof(peer)),
+		    addr_ip_fmt(&s->peer, peer, sizeof(peer)),
 		    c->server.max_cover_per_source);
 		sess_close(s, "limit: max_cover_per_source", 0);
 		return false;
@@ -687,7 +687,7 @@ sess_handshake(struct sess *s)
 		stats_hist_add(&s->env->stats.handshake,
 		    (loop_now(s->env->loop) - s->start_ms) * 1000);
 		s->state = SESS_HEADER;
-		/* What the handshake freed (its message buffers, the
+		/* What the handshake freed (its message buffer, the
 		 * certificate's signature) goes back to the kernel once a
 		 * burst of them is over, as after a burst of closes: an idle
 		 * session keeps only its own state. */
@@ -1032,7 +1032,7 @@ sess_new(struct sess_env *env, int fd, const struct addr *peer,
 	s->lim_idx = SIZE_MAX;
 	s->lim_wait.fn = sess_on_memory;
 	s->id = env->id_first + env->next_id++ * env->id_step;
-	s->peer = *peer;
+	addr_pack(&s->peer, peer);
 	s->target_fd = -1;
 	s->start_ms = s->last_io_ms = loop_now(env->loop);
 	buf_init(&s->hdr, PROTO_REQ_MAX);
@@ -1129,11 +1129,13 @@ sess_foreach(struct sess_env *e,
 	};
 	struct sess_info	 si;
 	struct sess		*s;
+	struct addr		 peer, target;
 
 	LIST_FOREACH(s, &e->live, entry) {
 		si.id = s->id;
-		si.peer = &s->peer;
-		si.target = s->has_target ? &s->target : NULL;
+		si.peer = addr_unpack(&s->peer, &peer);
+		si.target = s->has_target ? addr_unpack(&s->target, &target) :
+		    NULL;
 		si.user = s->has_user ? s->user : NULL;
 		si.state = s->answer_only ? "answer" : s->fallback ? "cover" :
 		    states[s->state];

@@ -42,7 +42,7 @@ sess_dial_failed(struct sess *s, int err, const char *reason)
 	sess_drop_target(s, false);
 	if (s->idial < s->ndial) {
 		log_debug("sess %llu: %s: %s: %s, trying the next address",
-		    s->id, s->name, addr_fmt(&s->target, a, sizeof(a)),
+		    s->id, s->name, addr_ip_fmt(&s->target, a, sizeof(a)),
 		    strerror(err));
 		sess_dial_next(s);
 		return;
@@ -67,7 +67,10 @@ sess_dial_timeout(struct sess *s)
 static void
 sess_dial_next(struct sess *s)
 {
-	resolve_ip_to_addr(&s->dial[s->idial++], s->name_port, &s->target);
+	struct addr	 to;
+
+	resolve_ip_to_addr(&s->dial[s->idial++], s->name_port, &to);
+	addr_pack(&s->target, &to);
 	s->has_target = true;
 	sess_dial(s);
 }
@@ -77,9 +80,11 @@ sess_dial(struct sess *s)
 {
 	const struct conf	*c = s->conf;
 	struct loop		*l = s->env->loop;
+	struct addr		 to;
 	int			 fd, err;
 
-	fd = sock_connect(&s->target, c->server.congestion, c->server.mark);
+	fd = sock_connect(addr_unpack(&s->target, &to), c->server.congestion,
+	    c->server.mark);
 	if (fd == -1) {
 		sess_dial_failed(s, errno, "connect failed");
 		return;
@@ -191,7 +196,8 @@ sess_resolve(struct sess *s, const struct proto_dest *dest)
 void
 sess_dial_dest(struct sess *s, const struct proto_dest *dest)
 {
-	char	 target[ADDR_STRLEN];
+	struct addr	 to;
+	char		 target[ADDR_STRLEN];
 
 	if (dest->atyp == PROTO_ATYP_DOMAIN) {
 		sess_resolve(s, dest);
@@ -202,13 +208,13 @@ sess_dial_dest(struct sess *s, const struct proto_dest *dest)
 		    "unsupported address type", 0);
 		return;
 	}
-	addr_from_raw(&s->target, dest->atyp == PROTO_ATYP_IPV4 ? AF_INET :
+	addr_from_raw(&to, dest->atyp == PROTO_ATYP_IPV4 ? AF_INET :
 	    AF_INET6, dest->ip, dest->port);
+	addr_pack(&s->target, &to);
 	s->has_target = true;
 	log_debug("sess %llu: user %s -> %s", s->id, s->user,
-	    addr_fmt(&s->target, target, sizeof(target)));
-	if (!egress_allowed_user(s->conf, s->egress,
-	    &s->target)) {
+	    addr_fmt(&to, target, sizeof(target)));
+	if (!egress_allowed_user(s->conf, s->egress, &to)) {
 		sess_answer(s, PROTO_ERR_DENIED, "egress denied", 0);
 		return;
 	}

@@ -82,8 +82,8 @@ struct sess {
 	uint8_t			 offer_left;	/* offer bytes still to write */
 	struct sess_dgram	*dg;		/* SESS_DGRAM; freed by sess_reap */
 
-	struct addr		 peer;
-	struct addr		 target;
+	struct addr_ip		 peer;
+	struct addr_ip		 target;
 	bool			 has_target;
 	bool			 fallback;	/* target is the cover site */
 	bool			 peeked;	/* first byte looked at */

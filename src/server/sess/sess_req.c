@@ -134,11 +134,13 @@ static void
 sess_start_dgram(struct sess *s, const struct proto_req *req)
 {
 	struct sess_dgram_cfg	 dc;
+	struct addr		 to;
 
 	if (req->dest.atyp == PROTO_ATYP_IPV4 ||
 	    req->dest.atyp == PROTO_ATYP_IPV6) {
-		addr_from_raw(&s->target, req->dest.atyp == PROTO_ATYP_IPV4 ?
+		addr_from_raw(&to, req->dest.atyp == PROTO_ATYP_IPV4 ?
 		    AF_INET : AF_INET6, req->dest.ip, req->dest.port);
+		addr_pack(&s->target, &to);
 		s->has_target = true;
 	}
 	memset(&dc, 0, sizeof(dc));
