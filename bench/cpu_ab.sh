@@ -19,12 +19,13 @@ R=$1 T=$2 MTUS=$3; shift 3
 BINS="$*"
 HERE=$(cd "$(dirname "$0")" && pwd)
 W=${TMPDIR:-/tmp}/tsb-cpu_ab; mkdir -p $W
-OUT=$W/cells.txt; : >$OUT
+OUT=$W/cells.txt
 NS_C=tsb-client NS_S=tsb-server
 TARGET=10.201.2.2 SERVER=10.201.1.2
 CLK=$(getconf CLK_TCK)
 exec 9>"${TSB_LOCK:-/run/tsb.lock}"
 flock -w 900 9 || { echo "cpu_ab: testbed lock busy" >&2; exit 1; }
+: >$OUT	# not before: a run waiting for the lock emptied the running one's
 export TSB_LOCK_HELD=1
 $HERE/testbed.sh up --veth >/dev/null 2>&1 || { echo "cpu_ab: testbed up failed" >&2; exit 1; }
 trap '$HERE/testbed.sh down >/dev/null 2>&1; stopall' EXIT
