@@ -683,6 +683,13 @@ outer_batch_begin(struct outer *o)
 		return -1;
 	o->wq_batch = true;
 	o->wq_ret = 1;
+	/* RELEASE_BUFFERS frees OpenSSL's write buffer after each record
+	 * and allocates it again for the next (17 KiB): the batch's records
+	 * share one, freed at its end. */
+	o->wq_release = outer_free_buffers_ok &&
+	    (SSL_get_mode(o->ssl) & SSL_MODE_RELEASE_BUFFERS) != 0;
+	if (o->wq_release)
+		SSL_clear_mode(o->ssl, SSL_MODE_RELEASE_BUFFERS);
 	ERR_clear_error();	/* a record written leaves the queue empty */
 	return 0;
 }
@@ -703,6 +710,13 @@ ssize_t
 outer_batch_end(struct outer *o, size_t plain)
 {
 	o->wq_batch = false;
+	if (o->wq_release) {
+		SSL_set_mode(o->ssl, SSL_MODE_RELEASE_BUFFERS);
+		/* Refuses while a record is half read or half written: then
+		 * the mode frees it once that is done. */
+		(void)SSL_free_buffers(o->ssl);
+		o->wq_release = false;
+	}
 	if (plain == 0) {
 		if (outer_error(o, o->wq_ret, &o->want_wr, "write") == 0)
 			errno = EPIPE;

@@ -35,6 +35,7 @@ struct outer {
 	size_t		 wq_plain;	/* the caller's bytes they hold */
 	bool		 wq_batch;	/* the BIO appends to wq */
 	int		 wq_ret;	/* the batch's last SSL_write_ex */
+	bool		 wq_release;	/* RELEASE_BUFFERS back at its end */
 };
 
 /* The stream an SSL of outer_new belongs to, or NULL (another SSL of
