@@ -419,6 +419,10 @@ sess_connected(struct sess *s)
 				    (s->can_reuse ? PROTO_STATUS_REUSE : 0);
 	unsigned		 ms = c->server.idle_timeout_ms;
 
+	free(s->dial);		/* the name's other addresses: not needed */
+	s->dial = NULL;
+	s->ndial = s->idial = 0;
+
 	/* to_outer is still empty: the status byte goes out first.  When
 	 * the client sent its first bytes with the header (connect_mode
 	 * fast, where nothing waits for the status alone), it waits for the
@@ -740,6 +744,8 @@ sess_flow_done(struct sess *s)
 	s->egress = NULL;
 	free(s->name);
 	s->name = NULL;
+	free(s->dial);
+	s->dial = NULL;
 	s->has_target = s->framed = s->early_framed = s->can_reuse = false;
 	s->ndial = s->idial = 0;
 	s->err = 0;
@@ -1112,6 +1118,7 @@ sess_reap(void *arg)
 		conf_egress_unref(s->egress);
 		conf_unref(s->conf);
 		free(s->name);
+		free(s->dial);
 		free(s);
 	}
 	loop_trim_hint(e->loop);

@@ -130,6 +130,12 @@ sess_resolved(struct sess *s, const struct resolve_result *res)
 		return;
 	}
 	s->ndial = s->idial = 0;
+	free(s->dial);
+	if ((s->dial = calloc(res->n > 0 ? res->n : 1,
+	    sizeof(*s->dial))) == NULL) {
+		sess_close(s, SESS_OOM, 0);
+		return;
+	}
 	for (i = 0; i < res->n; i++) {
 		resolve_ip_to_addr(&res->ip[i], s->name_port, &a);
 		if (i == 0)

@@ -100,7 +100,9 @@ struct sess {
 	uint16_t		 name_port;
 	struct resolve_query	*rq;
 	uint8_t			 ndial, idial;
-	struct resolve_ip	 dial[RESOLVE_MAX_ADDRS];
+	/* Allocated while dialing a name only (most sessions carry an
+	 * address and would keep 160 bytes idle); ndial of them. */
+	struct resolve_ip	*dial;
 	uint64_t		 dial_deadline_ms;
 
 	uint64_t		 start_ms;
