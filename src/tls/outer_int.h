@@ -22,19 +22,20 @@ struct outer {
 	bool		 eof;		/* recv() returned 0 */
 	bool		 ticket_more;	/* server: one more ticket asked */
 	uint32_t	 want_hs, want_rd, want_wr, want_shut;
-	char		*sni;		/* client: name to verify; cache key */
 	unsigned	 pad_left;	/* records still to pad */
+	char		*sni;		/* client: name to verify; cache key */
 	unsigned	 pad_max;
 	unsigned	 pad_records;	/* server: pad_left once trusted */
-	struct outer_frame *fr;		/* flow framing (outer_frame.c) */
 	unsigned	 flows;		/* framed flows begun on it */
+	int		 wq_ret;	/* the batch's last SSL_write_ex */
+	struct outer_frame *fr;		/* flow framing (outer_frame.c) */
 	uint64_t	 born_ms;	/* CLOCK_MONOTONIC at outer_new */
-	/* Records of one outer_write, sent together (outer_io_write). */
+	/* Records of one outer_write, sent together (outer_io_write);
+	 * wq_ret above. */
 	uint8_t		*wq;
 	size_t		 wq_len, wq_off;
 	size_t		 wq_plain;	/* the caller's bytes they hold */
 	bool		 wq_batch;	/* the BIO appends to wq */
-	int		 wq_ret;	/* the batch's last SSL_write_ex */
 	bool		 wq_release;	/* RELEASE_BUFFERS back at its end */
 };
 
