@@ -21,7 +21,9 @@
  *    snapshot's blob is freed at once, and the sum is rendered (text,
  *    JSON, Prometheus) and packed only after;
  *  - the sum stays within its bounds (STATUS_WORKERS_MAX workers, the
- *    flow cap) and packs into bytes that unpack and pack back the same.
+ *    flow cap) and packs into bytes that unpack and pack back the same;
+ *    so does the sum with its own copy added in, again and again (added
+ *    snapshots that already count workers, up to the most there are).
  */
 #include "config.h"
 
@@ -46,6 +48,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 } while (0)
 
 #define FZ_SNAPSHOTS_MAX	8	/* worker 0 and seven more */
+#define FZ_REMERGES		6	/* the sum added into itself */
 
 static FILE	*fz_null;
 
@@ -125,27 +128,42 @@ fz_empty(struct status *st)
 	st->version = "fuzz";
 }
 
-/* The merged snapshot: bounded, and it survives the wire. */
+/*
+ * The merged snapshot: bounded, and it survives the wire.  Then, as
+ * snapshots that already count workers (a worker may send any count
+ * status_unpack takes), its own copy from the wire is added into it, so
+ * the counts double until STATUS_WORKERS_MAX holds them.
+ */
 static void
-fz_check_sum(const struct status *st, size_t flows_before, size_t cap)
+fz_check_sum(struct status *st, struct status_merge_mem *mem,
+    size_t flows_before, size_t cap)
 {
 	struct status		 back;
 	struct status_blob	*blob;
 	uint8_t			*buf, *again;
 	size_t			 len, alen;
+	unsigned		 round;
 
-	FZ_CHECK(st->workers <= STATUS_WORKERS_MAX);
-	FZ_CHECK(st->nflows <= (flows_before > cap ? flows_before : cap));
-	status_write_text(st, fz_null);
-	status_write_json(st, fz_null);
-	status_write_prometheus(st, fz_null);
-	FZ_CHECK(status_pack(st, &buf, &len) == 0);
-	FZ_CHECK(status_unpack(buf, len, &back, &blob) == 0);
-	FZ_CHECK(status_pack(&back, &again, &alen) == 0);
-	FZ_CHECK(alen == len && memcmp(again, buf, len) == 0);
-	free(again);
-	status_blob_free(blob);
-	free(buf);
+	for (round = 0; ; round++) {
+		FZ_CHECK(st->workers <= STATUS_WORKERS_MAX);
+		FZ_CHECK(st->nflows <= (flows_before > cap ?
+		    flows_before : cap));
+		status_write_text(st, fz_null);
+		status_write_json(st, fz_null);
+		status_write_prometheus(st, fz_null);
+		FZ_CHECK(status_pack(st, &buf, &len) == 0);
+		FZ_CHECK(status_unpack(buf, len, &back, &blob) == 0);
+		FZ_CHECK(status_pack(&back, &again, &alen) == 0);
+		FZ_CHECK(alen == len && memcmp(again, buf, len) == 0);
+		free(again);
+		free(buf);
+		if (round == FZ_REMERGES || st->workers == STATUS_WORKERS_MAX) {
+			status_blob_free(blob);
+			return;
+		}
+		FZ_CHECK(status_merge(st, &back, mem) == 0);
+		status_blob_free(blob);
+	}
 }
 
 int
@@ -183,7 +201,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		status_blob_free(add_blob);
 		memset(&add, 0xa5, sizeof(add));
 	}
-	fz_check_sum(&into, flows_before, cap);
+	fz_check_sum(&into, &mem, flows_before, cap);
 	status_merge_mem_free(&mem);
 	status_blob_free(into_blob);
 	return 0;
