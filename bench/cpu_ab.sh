@@ -14,7 +14,7 @@
 # holds the testbed lock.  doc/PERFORMANCE.md cites its runs.
 #   bench/cpu_ab.sh 6 10 9000 /tmp/tunsplit.main build/tunsplit
 set -u
-[ $# -ge 4 ] || { sed -n '2,14p' "$0" >&2; exit 2; }
+[ $# -ge 4 ] || { sed -n '2,/^set/{/^#/p}' "$0" >&2; exit 2; }
 R=$1 T=$2 MTUS=$3; shift 3
 BINS="$*"
 HERE=$(cd "$(dirname "$0")" && pwd)
