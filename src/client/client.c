@@ -132,14 +132,23 @@ client_stop_accepting(void *arg)
 	workers_send_drain(cl->wk);
 }
 
-/* Live flows, and in worker 0 the other workers still running: the
- * drain waits for them too. */
+/*
+ * What the drain waits for.  Worker 0: the flows of every worker (their
+ * shared count).  Another: its own, and worker 0 while it is there --
+ * such a worker ends when worker 0 ends the client (workers_end), so
+ * that until then a new flow the kernel steers to its queue is refused
+ * like worker 0's, not left unanswered.
+ */
 static size_t
 client_live(void *arg)
 {
 	struct client *cl = arg;
 
-	return cl->env.nflows + workers_running(cl->wk);
+	if (cl->wk == NULL)
+		return cl->env.nflows;
+	if (workers_self(cl->wk) != 0)
+		return cl->env.nflows + workers_led(cl->wk);
+	return atomic_load(cl->all_flows);
 }
 
 /* Worker 0's snapshot: every other worker's added in (status.h). */

@@ -70,7 +70,6 @@ struct workers {
 	/* Worker 0: peer[i] is worker i (peer[0] unused); the others:
 	 * peer[0] is worker 0. */
 	struct peer	 peer[WORKERS_MAX];
-	unsigned	 running;	/* worker 0: children with a socket */
 	struct loop	*loop;
 	struct workers_ops ops;
 	uint32_t	 seq;
@@ -166,7 +165,6 @@ workers_become(struct workers *w, unsigned i, int *fds, int *child_end,
 		w->peer[j].pid = 0;
 	}
 	w->self = i;
-	w->running = 0;
 	w->peer[0].fd = child_end[i];
 	child_end[i] = -1;
 }
@@ -213,7 +211,6 @@ workers_fork(struct workers **wp, int *fds, unsigned n)
 			return (int)i;
 		}
 		w->peer[i].pid = pid;
-		w->running++;
 	}
 	/* Worker 0 keeps every queue's fd, unread: a queue whose last fd
 	 * closes is detached and the last one takes its index, which would
@@ -387,7 +384,6 @@ workers_reap(struct workers *w, unsigned i)
 
 	loop_fd_del(w->loop, &p->lfd);
 	close_fd(&p->fd);
-	w->running--;
 	for (k = 0; k < 100 && p->pid > 0; k++) {
 		if ((r = waitpid(p->pid, &st, WNOHANG)) != 0)
 			break;
@@ -719,9 +715,9 @@ workers_count(const struct workers *w)
 }
 
 unsigned
-workers_running(const struct workers *w)
+workers_led(const struct workers *w)
 {
-	return w != NULL && w->self == 0 ? w->running : 0;
+	return w != NULL && w->self != 0 && w->peer[0].fd >= 0;
 }
 
 uint64_t

@@ -86,8 +86,8 @@ int  workers_start(struct workers *w, struct loop *l,
     const struct workers_ops *ops);
 unsigned workers_self(const struct workers *w);
 unsigned workers_count(const struct workers *w);
-/* Worker 0: the other workers still running. */
-unsigned workers_running(const struct workers *w);
+/* Another worker: 1 while worker 0 is there, else 0 (worker 0: 0). */
+unsigned workers_led(const struct workers *w);
 /* Messages worker 0 could not deliver (a worker not reading). */
 uint64_t workers_dropped(const struct workers *w);
 

@@ -15,7 +15,9 @@
 #  2. the status adds the workers up: 24 flows, both workers listed, the
 #     flow list of held flows has both workers' ids;
 #  3. SIGHUP: worker 0 reloads and tells worker 1, which reloads too;
-#  4. SIGTERM: both drain and end, the client exits 0;
+#  4. SIGTERM: both drain -- a download held open ends whole, new
+#     connections are refused at once on either queue, worker 1 runs on
+#     until worker 0 ends -- and end, the client exits 0;
 #  5. a worker killed: the client says so and exits 1 (its queue's
 #     flows are gone; a supervisor restarts the whole);
 #  6. steering refused (TUNSPLIT_TUN_NO_STEER): one worker, said in the
@@ -135,14 +137,37 @@ ts_wait_log "$log" "worker 1: reloaded " ||
 by_name 1 "after the reload"
 ts_log "SIGHUP: both workers reloaded"
 
-# ---- 4. SIGTERM: both end, status 0 ---------------------------------------------
+# ---- 4. SIGTERM: both drain, then end, status 0 --------------------------------
+# A download held open across it (on either worker); meanwhile new
+# connections, spread over both queues by their ports, are refused at
+# once by whichever worker the kernel steers them to -- worker 1 too,
+# which has no flow left but runs on until worker 0 ends the client.
+a=$(dig_c +short n1.test A)
+case $a in 198.19.*) ;; *) ts_fail "drain: n1.test A: '$a'" ;; esac
+ts_bg "$NS_C" app-drain timeout 60 "$TS_PY" -u "$TS_TOOLS" recv --host "$a" \
+    --port "$TS_TARGET_PORT" --bytes 4m --rate 1m --seed 41 \
+    --progress "$TS_TMP/drain.progress"
+drain=$TS_LAST_PID
+for i in $(seq 50); do
+	[ -s "$TS_TMP/drain.progress" ] && break
+	sleep 0.1
+done
+[ -s "$TS_TMP/drain.progress" ] || ts_fail "drain: the download did not start"
 kill -TERM "$TS_CLIENT_PID"
+ts_wait_log "$log" "draining" || ts_fail "drain: not logged"
+for i in 1 2 3 4 5 6 7 8; do
+	ts_app refused --host "$a" --port "$TS_TARGET_PORT" --within 2 \
+	    >>"$TS_TMP/refused.log" 2>&1 ||
+	    ts_fail "drain: new connection $i: $(tail -n 1 "$TS_TMP/refused.log")"
+done
+ts_alive "$child" || ts_fail "worker 1 ended before the client did"
+wait "$drain" || ts_fail "drain: the download: $(tail -n 1 "$TS_TMP/app-drain.log")"
 gone "$TS_CLIENT_PID" && gone "$child" ||
-    ts_fail "the client or worker 1 still runs 10 s after SIGTERM"
+    ts_fail "the client or worker 1 still runs 10 s after its last flow"
 wait "$TS_CLIENT_PID"
 rc=$?
 [ "$rc" -eq 0 ] || ts_fail "the client exited $rc after SIGTERM"
-ts_log "SIGTERM: both workers ended, exit 0"
+ts_log "SIGTERM: download intact, 8 new connections refused, both workers ended, exit 0"
 
 # ---- 5. a worker killed: the client stops, exit 1 ---------------------------------
 restart
