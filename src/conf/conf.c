@@ -300,7 +300,7 @@ conf_new(void)
 	snprintf(c->client.congestion, sizeof(c->client.congestion), "bbr");
 	c->client.max_flows = 4096;
 	c->client.dial_threads = 1;
-	c->client.workers = 1;
+	c->client.workers = 0;	/* one per online CPU */
 	c->client.connect_timeout_ms = 10000;
 	c->client.idle_timeout_ms = 300000;
 	c->client.sniff_timeout_ms = 50;
