@@ -84,6 +84,15 @@ sleep 1
 c1=$(ts_rss_kb "$TS_CLIENT_PID") s1=$(srv_sum ts_rss_kb)
 cfd1=$(ts_fd_count "$TS_CLIENT_PID") sfd1=$(srv_sum ts_fd_count)
 ts_log "holding $opened flows: client RSS $(ts_mb "$c1") MiB ($cfd1 fds), server $(ts_mb "$s1") MiB ($sfd1 fds)"
+# TS_SOAK_SETTLE=S (seconds): the per-flow figures again S s later, once
+# the periodic trim (every 10 s) has run: what an idle flow costs when
+# nothing else is going on.  Not set in CI (the bounds below are not on
+# it).
+if [ -n "${TS_SOAK_SETTLE:-}" ]; then
+	sleep "$TS_SOAK_SETTLE"
+	c1s=$(ts_rss_kb "$TS_CLIENT_PID") s1s=$(srv_sum ts_rss_kb)
+	ts_log "settled ${TS_SOAK_SETTLE} s later: client $(( (c1s - c0) * 1024 / flows )) B/flow, server $(( (s1s - s0) * 1024 / flows )) B/flow"
+fi
 touch "$release"
 wait "$app"
 rc=$?
