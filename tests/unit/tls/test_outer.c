@@ -1379,7 +1379,12 @@ test_idle_memory(void **state)
 	    "client ticket cache %zu bytes\n",
 	    (after_hs - before) / N, cli / N, (idle - before - cli) / N,
 	    heap_live - before);
-	assert_true((idle - before) / N < 36 * 1024);
+	/* 32.1 KiB a pair, what freeing the client's stream gives back
+	 * 12.1 KiB (2026-12-02, OpenSSL 3.0; requested sizes, so a
+	 * sanitizer's allocator counts the same): margins a library update
+	 * stays within and unreleased record buffers (17 KiB) do not. */
+	assert_true((idle - before) / N < 34 * 1024);
+	assert_true(cli / N < 13 * 1024);
 	/* Only the bounded ticket cache outlives the streams (64 tickets,
 	 * ~3.3 KiB each here: every one came from a full handshake and
 	 * holds its own parsed certificate)... */
