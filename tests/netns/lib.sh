@@ -687,6 +687,13 @@ ts_app() {
 	    "$TS_PY" -u "$TS_TOOLS" "$@"
 }
 
+# ts_log_sum SED FILE: the numbers the sed -n script SED prints from
+# FILE's lines, added up (0 if none).  A client logs its counters when it
+# stops once per worker process, so a count is their sum.
+ts_log_sum() {
+	sed -n "$1" "$2" | awk '{ n += $1 } END { print n + 0 }'
+}
+
 # ts_wait_log FILE PATTERN [TENTHS]: true once a line of FILE matches
 # PATTERN (grep), within TENTHS tenths of a second (50 unless given).
 ts_wait_log() {

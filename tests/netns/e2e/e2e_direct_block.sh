@@ -161,8 +161,8 @@ ts_alive "$TS_CLIENT_PID" || ts_fail "the client died"
 kill -TERM "$TS_CLIENT_PID"
 wait "$TS_CLIENT_PID" 2>/dev/null
 # One exit line per worker process: their sum.
-n=$(sed -n 's/.*client stopped: .*, \([0-9][0-9]*\) blocked,.*/\1/p' \
-    "$TS_TMP/client.log" | awk '{ n += $1 } END { print n + 0 }')
+n=$(ts_log_sum 's/.*client stopped: .*, \([0-9][0-9]*\) blocked,.*/\1/p' \
+    "$TS_TMP/client.log")
 [ "$n" -eq 3 ] ||
     ts_fail "block: the exit lines count $n blocked flows, not 3"
 ts_pass "direct (marked; v4+v6, 8 MiB each way, 12 concurrent, half-close, refused; faithful) and block (SYN reset, counted)"

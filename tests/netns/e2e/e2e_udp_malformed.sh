@@ -34,11 +34,12 @@ ts_log "during the injection: $(tail -n 1 "$TS_TMP/stream4.log") (IPv4)," \
 ts_check_alive
 kill -TERM "$TS_CLIENT_PID"
 wait "$TS_CLIENT_PID"
-line=$(grep "udp: packets in:" "$TS_TMP/client.log" | tail -n 1)
+# One line per worker process: their sums.
+line=$(grep "udp: packets in:" "$TS_TMP/client.log")
 [ -n "$line" ] || ts_fail "no counters in the client log"
-mal=$(sed 's/.*in: \([0-9]*\) malformed.*/\1/' <<<"$line")
-bad=$(sed 's/.*, \([0-9]*\) bad checksum.*/\1/' <<<"$line")
-inv=$(sed 's/.*, \([0-9]*\) invalid.*/\1/' <<<"$line")
+mal=$(ts_log_sum 's/.*udp: packets in: \([0-9]*\) malformed.*/\1/p' "$TS_TMP/client.log")
+bad=$(ts_log_sum 's/.*udp: packets in: .*, \([0-9]*\) bad checksum.*/\1/p' "$TS_TMP/client.log")
+inv=$(ts_log_sum 's/.*udp: packets in: .*, \([0-9]*\) invalid.*/\1/p' "$TS_TMP/client.log")
 [ "$mal" -eq $((7 * ROUNDS)) ] && [ "$bad" -eq $((4 * ROUNDS)) ] &&
     [ "$inv" -eq $((1 * ROUNDS)) ] ||
     ts_fail "counters: $line (expected $((7 * ROUNDS)) malformed," \
