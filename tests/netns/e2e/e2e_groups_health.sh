@@ -191,6 +191,12 @@ all_ok() {	# all_ok OUT COUNT
 	[ "$ok" -eq "$2" ] ||
 	    ts_fail "$1: $ok of $2 flows ok: $(grep -v ' ok ' "$TS_TMP/$1" | head -n 3)"
 }
+# metrics FILE: the client's metrics page into FILE.
+metrics() {
+	ip netns exec "$NS_C" "$TS_PY" -c 'import urllib.request, sys
+sys.stdout.write(urllib.request.urlopen("http://127.0.0.1:9354/metrics",
+    timeout=5).read().decode())' >"$1" || ts_fail "metrics"
+}
 status() {
 	ip netns exec "$NS_C" "$TUNSPLIT" status -s "$TS_TMP/client.sock" "$@"
 }
@@ -353,6 +359,9 @@ if [ -z "${TS_DEGRADE:-}" ]; then
 	# (or on a trial of one flow, after its backoff: the same why)
 	grep -qE "^  (degraded|trial) for [0-9]+ s \(slow: first byte [0-9]+ ms, its baseline [0-9]+ ms\)" \
 	    <<<"$st2" || ts_fail "status does not show a degraded and why: $st2"
+	metrics "$TS_TMP/c-degraded.prom"
+	grep -qxE 'tunsplit_outbound_degraded\{outbound="a"\} 1' \
+	    "$TS_TMP/c-degraded.prom" || ts_fail "metrics do not show a degraded"
 	ts_log "failover: $(grep -m1 'outbound a: degraded' "$TS_TMP/client.log" |
 	    sed 's/.*outbound a/outbound a/'), $(awk -v a="$t_deg" \
 	    -v b="$t_dg" 'BEGIN { printf "%.1f", b - a }') s after the change"
@@ -377,16 +386,11 @@ grep "group fast" "$TS_TMP/client.log" | sed 's/^/  /'
     ts_fail "fastest: $a_after flows reached A after it degraded (> $FEW)"
 grep -A2 "^outbound a " <<<"$st" | grep -q "first byte" ||
     ts_fail "status lacks a's first-byte time: $st"
-ip netns exec "$NS_C" "$TS_PY" -c 'import urllib.request, sys
-sys.stdout.write(urllib.request.urlopen("http://127.0.0.1:9354/metrics",
-    timeout=5).read().decode())' >"$TS_TMP/c.prom" || ts_fail "metrics"
+metrics "$TS_TMP/c.prom"
 grep -qE '^tunsplit_outbound_first_byte_seconds\{outbound="a",avg="recent"\} 0\.[0-9]+$' \
     "$TS_TMP/c.prom" || ts_fail "metrics lack a's first-byte time"
 grep -qxE 'tunsplit_outbound_degraded\{outbound="b"\} 0' "$TS_TMP/c.prom" ||
     ts_fail "metrics lack b's degraded gauge"
-[ -n "${TS_DEGRADE:-}" ] ||
-    grep -qxE 'tunsplit_outbound_degraded\{outbound="a"\} 1' "$TS_TMP/c.prom" ||
-    ts_fail "metrics do not show a degraded"
 grep -qxF 'tunsplit_group_active{group="fast",member="b"} 1' "$TS_TMP/c.prom" ||
     ts_fail "metrics do not show b active in fast"
 pool_b=$(pool b taken)
