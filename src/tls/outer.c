@@ -49,6 +49,15 @@
 #define OUTER_WQ_CAP	(OUTER_WQ_RECS * OUTER_REC_WIRE)
 
 static void outer_wq_free(struct outer *);
+static int outer_wq_flush(struct outer *);
+static int outer_bio_seal(BIO *, struct outer *, const char *, int);
+static size_t outer_pad_len(struct outer *, int, size_t);
+
+/* OpenSSL 3.0's internal BIO controls of kernel TLS (bio.h lists them
+ * in a comment; BIO_CTRL_GET_KTLS_SEND is public): outer_seal.c. */
+#define OUTER_BIO_SET_KTLS		72
+#define OUTER_BIO_SET_KTLS_CTRL_MSG	74
+#define OUTER_BIO_CLEAR_KTLS_CTRL_MSG	75
 
 static pthread_once_t	 outer_once = PTHREAD_ONCE_INIT;
 static BIO_METHOD	*outer_bio_meth;
@@ -69,6 +78,8 @@ outer_bio_write(BIO *b, const char *buf, int len)
 	ssize_t		 n;
 
 	BIO_clear_retry_flags(b);
+	if (o->seal != NULL)
+		return outer_bio_seal(b, o, buf, len);
 	/* Records of a batch, and anything OpenSSL writes while one is
 	 * still queued (it must not overtake it), go to the queue. */
 	if (o->wq_batch || o->wq_len > 0) {
@@ -106,7 +117,6 @@ outer_bio_ctrl(BIO *b, int cmd, long num, void *ptr)
 {
 	struct outer	*o = BIO_get_data(b);
 
-	(void)num;
 	switch (cmd) {
 	case BIO_CTRL_FLUSH:
 		return 1;
@@ -116,6 +126,16 @@ outer_bio_ctrl(BIO *b, int cmd, long num, void *ptr)
 		if (ptr != NULL)
 			*(int *)ptr = o->fd;
 		return o->fd;
+	case OUTER_BIO_SET_KTLS:	/* num: the write side's (non-zero) */
+		return num != 0 && o->seal_want ? outer_seal_start(o, ptr) : 0;
+	case BIO_CTRL_GET_KTLS_SEND:
+		return o->seal != NULL;
+	case OUTER_BIO_SET_KTLS_CTRL_MSG:	/* the next record's type */
+		outer_seal_type(o, (uint8_t)num);
+		return 0;
+	case OUTER_BIO_CLEAR_KTLS_CTRL_MSG:
+		outer_seal_type(o, 0);
+		return 0;
 	default:
 		return 0;
 	}
@@ -191,17 +211,22 @@ outer_init(void)
  * like a 500-byte request.  OpenSSL caps the padding at the record limit.
  */
 static size_t
-outer_on_pad(SSL *ssl, int type, size_t len, void *arg)
+outer_pad_len(struct outer *o, int type, size_t len)
 {
-	struct outer	*o = arg;
 	size_t		 floor = o->pad_max / 2;
 
-	(void)ssl;
 	if (type != SSL3_RT_APPLICATION_DATA || o->pad_left == 0)
 		return 0;
 	o->pad_left--;
 	return (len < floor ? floor - len : 0) + 1 +
 	    randombytes_uniform(o->pad_max);
+}
+
+static size_t
+outer_on_pad(SSL *ssl, int type, size_t len, void *arg)
+{
+	(void)ssl;
+	return outer_pad_len(arg, type, len);
 }
 
 /* ---- streams ---------------------------------------------------------- */
@@ -364,6 +389,14 @@ outer_new(SSL_CTX *ctx, int fd, bool client, const char *sni)
 		o->pad_records = pad->records;
 		o->pad_left = client ? pad->records : 0;
 		o->pad_max = pad->max;
+	}
+	/* A server stream seals its records itself (outer_seal.c) where
+	 * OpenSSL hands it the key, which it does not with a padding
+	 * callback set: a stream left without pads in outer_trust(). */
+	if (!client && outer_seal_supported()) {
+		SSL_set_options(o->ssl, SSL_OP_ENABLE_KTLS);
+		o->seal_want = true;
+	} else if (pad != NULL) {
 		SSL_set_record_padding_callback(o->ssl, outer_on_pad);
 		SSL_set_record_padding_callback_arg(o->ssl, o);
 	}
@@ -524,6 +557,11 @@ outer_trust(struct outer *o)
 	if (o == NULL || o->ssl == NULL || o->client)
 		return;
 	o->pad_left = o->pad_records;
+	if (o->seal_want && o->seal == NULL && o->pad_max > 0) {
+		/* Not sealed by us (a cipher we do not seal): OpenSSL pads. */
+		SSL_set_record_padding_callback(o->ssl, outer_on_pad);
+		SSL_set_record_padding_callback_arg(o->ssl, o);
+	}
 	SSL_clear_options(o->ssl, SSL_OP_IGNORE_UNEXPECTED_EOF);
 	/* OpenSSL sends two tickets after a full handshake but one after a
 	 * resumed one, and the client uses each once: resumptions alone
@@ -611,6 +649,7 @@ outer_io_read(struct outer *o, void *buf, size_t len)
 		 * a partial record is buffered. */
 		(void)SSL_free_buffers(o->ssl);
 		outer_wq_free(o);
+		outer_seal_idle(o);
 		errno = EAGAIN;
 	}
 	return rc;
@@ -663,7 +702,13 @@ outer_wq_flush(struct outer *o)
 		o->wq_off += (size_t)n;
 	}
 	o->wq_len = o->wq_off = 0;
+	o->wq_ctl = false;
 	o->want_wr = 0;
+	if (o->wq_cap < OUTER_WQ_CAP) {	/* a sealed record's, alone */
+		free(o->wq);
+		o->wq = NULL;
+		o->wq_cap = 0;
+	}
 	return 0;
 }
 
@@ -674,19 +719,90 @@ outer_wq_free(struct outer *o)
 		return;
 	free(o->wq);
 	o->wq = NULL;
+	o->wq_cap = 0;
+}
+
+/* Room for need more bytes in the queue (a sealed record, which may be
+ * longer than OUTER_REC_WIRE with a ticket in front of it). */
+static int
+outer_wq_room(struct outer *o, size_t need)
+{
+	uint8_t	*p;
+
+	if (o->wq_cap - o->wq_len >= need)
+		return 0;
+	if ((p = realloc(o->wq, o->wq_len + need)) == NULL)
+		return -1;
+	o->wq = p;
+	o->wq_cap = o->wq_len + need;
+	return 0;
+}
+
+/*
+ * A record OpenSSL hands over on a sealed stream: len bytes of its
+ * plaintext (the caller's own for application data), sealed into the
+ * queue -- all of it or, on failure, none (never a retry of
+ * application data: OpenSSL would repeat it from the caller's buffer,
+ * which may have moved since).  A batch's records stay queued for its
+ * end; any other (OpenSSL's tickets and alerts, a write of a record)
+ * is sent at once, its rest queued for the next write (wq_ctl).
+ */
+static int
+outer_bio_seal(BIO *b, struct outer *o, const char *buf, int len)
+{
+	size_t	 pad = 0, n = (size_t)len, off = 0, k;
+	ssize_t	 w;
+	uint8_t	 type;
+
+	if (!o->wq_batch && o->wq_len > 0) {
+		BIO_set_retry_write(b);	/* OpenSSL's own, after the queue */
+		return -1;
+	}
+	type = outer_seal_next(o);
+	do {	/* a record each (OpenSSL 3.0 hands over one at a time) */
+		k = n - off < OUTER_REC_PLAIN ? n - off : OUTER_REC_PLAIN;
+		pad = 0;
+		if (type == SSL3_RT_APPLICATION_DATA && k < OUTER_REC_PLAIN) {
+			pad = outer_pad_len(o, type, k + 1);
+			if (pad > OUTER_REC_PLAIN - k)
+				pad = OUTER_REC_PLAIN - k;
+		}
+		if (outer_wq_room(o, outer_seal_size(k, pad)) == -1 ||
+		    (w = outer_seal_record(o, type, buf + off, k, pad,
+		    o->wq + o->wq_len)) < 0)
+			return -1;
+		o->wq_len += (size_t)w;
+		off += k;
+	} while (off < n);
+	if (o->wq_batch)
+		return len;
+	o->wq_ctl = true;
+	if (outer_wq_flush(o) == -1 && errno != EAGAIN)
+		return -1;
+	return len;
 }
 
 int
-outer_batch_begin(struct outer *o)
+outer_batch_begin(struct outer *o, size_t len)
 {
-	if (o->wq == NULL && (o->wq = malloc(OUTER_WQ_CAP)) == NULL)
-		return -1;
+	size_t	cap = OUTER_WQ_CAP;
+
+	/* Sealed: a queue for the records len makes, freed once sent if
+	 * that is fewer than a full batch (a short answer's). */
+	if (o->seal != NULL && len < OUTER_WQ_RECS * OUTER_REC_PLAIN)
+		cap = (len / OUTER_REC_PLAIN + 1) * OUTER_REC_WIRE;
+	if (o->wq == NULL) {
+		if ((o->wq = malloc(cap)) == NULL)
+			return -1;
+		o->wq_cap = cap;
+	}
 	o->wq_batch = true;
+	o->wq_ctl = false;	/* the caller's bytes from here on */
 	o->wq_ret = 1;
 	/* RELEASE_BUFFERS frees OpenSSL's write buffer after each record
 	 * and allocates it again for the next (17 KiB): the batch's records
-	 * share one, freed at its end. */
-	o->wq_release = outer_free_buffers_ok &&
+	 * share one, freed at its end.  Sealed, OpenSSL has none. */
+	o->wq_release = o->seal == NULL && outer_free_buffers_ok &&
 	    (SSL_get_mode(o->ssl) & SSL_MODE_RELEASE_BUFFERS) != 0;
 	if (o->wq_release)
 		SSL_clear_mode(o->ssl, SSL_MODE_RELEASE_BUFFERS);
@@ -699,7 +815,7 @@ outer_batch_rec(struct outer *o, const void *p, size_t len)
 {
 	size_t	n;
 
-	if (OUTER_WQ_CAP - o->wq_len < OUTER_REC_WIRE)
+	if (o->wq_len + OUTER_REC_WIRE > OUTER_WQ_CAP)
 		return 0;
 	if ((o->wq_ret = SSL_write_ex(o->ssl, p, len, &n)) != 1)
 		return -1;
@@ -742,7 +858,7 @@ outer_write_batch(struct outer *o, const void *buf, size_t len)
 	size_t	done = 0;
 	ssize_t	n;
 
-	if (outer_batch_begin(o) == -1)
+	if (outer_batch_begin(o, len) == -1)
 		return -2;
 	while (done < len && (n = outer_batch_rec(o, p + done,
 	    len - done)) > 0)
@@ -758,9 +874,12 @@ outer_io_write(struct outer *o, const void *buf, size_t len)
 	int	r;
 
 	if (o->wq_len > 0) {		/* the repeat of a blocked batch */
+		bool ctl = o->wq_ctl;	/* or a record of OpenSSL's */
+
 		if (outer_wq_flush(o) == -1)
 			return -1;
-		return (ssize_t)o->wq_plain;
+		if (!ctl)
+			return (ssize_t)o->wq_plain;
 	}
 	if (o->shut_sent) {
 		errno = EPIPE;
@@ -770,9 +889,16 @@ outer_io_write(struct outer *o, const void *buf, size_t len)
 		return 0;
 	if (o->ssl == NULL)
 		return outer_plain_write(o, buf, len);
-	if (len > OUTER_REC_PLAIN && o->hs_done &&
+	/* Sealed, every write is a batch: a record we sealed is sent or
+	 * queued as the caller's (repeated on EAGAIN), never left behind
+	 * a write that returned. */
+	if ((o->seal != NULL || (len > OUTER_REC_PLAIN && o->hs_done)) &&
 	    (w = outer_write_batch(o, buf, len)) != -2)
 		return w;
+	if (o->seal != NULL) {
+		errno = ENOMEM;
+		return -1;
+	}
 	ERR_clear_error();
 	r = SSL_write_ex(o->ssl, buf, len, &n);
 	if (!o->hs_done && SSL_is_init_finished(o->ssl)) {
@@ -855,6 +981,10 @@ outer_shutdown_write(struct outer *o)
 		o->shut_sent = true;
 		o->want_shut = 0;
 	}
+	if (o->wq_len > 0 && outer_wq_flush(o) == -1) {	/* sealed */
+		o->want_shut = o->want_wr;
+		return -1;
+	}
 	if (shutdown(o->fd, SHUT_WR) == -1 && errno != ENOTCONN)
 		return -1;
 	o->wr_closed = true;
@@ -880,6 +1010,7 @@ outer_release(struct outer *o, bool rst)
 		outer_cache_settle(SSL_get_SSL_CTX(o->ssl));
 	SSL_free(o->ssl);
 	free(o->wq);
+	outer_seal_free(o);
 	outer_frame_free(o);
 	if (rst)
 		sock_close_rst(o->fd);	/* the peer sees an RST, not a FIN */

@@ -305,7 +305,7 @@ outer_frame_write(struct outer *o, const void *buf, size_t len, bool last)
 			return -1;
 		return (ssize_t)fr->stage_data;
 	}
-	if (o->wq_len > 0)		/* the repeat of one in place */
+	if (o->wq_len > 0 && !o->wq_ctl)	/* the repeat of one in place */
 		return outer_io_write(o, buf, len);
 	if (fr->end_out) {
 		errno = EPIPE;
@@ -372,7 +372,7 @@ outer_frame_write_inplace(struct outer *o, uint8_t *buf, size_t len,
 	if (fr->stage != NULL || o->wq_len > 0 || last ||
 	    len <= OUTER_CHUNK_MAX || fr->raw_out > 0 || fr->end_out ||
 	    o->ssl == NULL || !o->hs_done || o->shut_sent ||
-	    outer_batch_begin(o) == -1)
+	    outer_batch_begin(o, len) == -1)
 		return outer_frame_write(o, buf, len, last);
 	for (i = 0; i < FRAME_CHUNKS && done < len; i++) {
 		k = len - done < OUTER_CHUNK_MAX ? len - done : OUTER_CHUNK_MAX;

@@ -37,6 +37,10 @@ struct outer {
 	size_t		 wq_plain;	/* the caller's bytes they hold */
 	bool		 wq_batch;	/* the BIO appends to wq */
 	bool		 wq_release;	/* RELEASE_BUFFERS back at its end */
+	bool		 wq_ctl;	/* wq: OpenSSL's own, no caller's */
+	bool		 seal_want;	/* SSL_OP_ENABLE_KTLS was set */
+	size_t		 wq_cap;	/* wq's size (sealed records: more) */
+	struct outer_seal *seal;	/* records sealed by us (or NULL) */
 };
 
 /* The stream an SSL of outer_new belongs to, or NULL (another SSL of
@@ -49,14 +53,15 @@ struct outer *outer_of_ssl(const SSL *ssl);
  * are unless flow framing is on (outer.c). */
 ssize_t outer_io_read(struct outer *o, void *buf, size_t len);
 ssize_t outer_io_write(struct outer *o, const void *buf, size_t len);
-/* A batch of records sent with one call: outer_batch_begin (-1: no
- * memory for the queue), then outer_batch_rec for each (one SSL_write of
+/* A batch of records sent with one call: outer_batch_begin (len: the
+ * caller's bytes, which size a sealed stream's queue; -1: no memory for
+ * the queue), then outer_batch_rec for each (one SSL_write of
  * up to a record's plaintext: the bytes taken, 0 when the queue has no
  * room for another record, -1 when it failed), then outer_batch_end with
  * the caller's bytes they stand for: that count once all left, or -1
  * (EAGAIN: outer_io_write's repeat sends the rest and returns it; with
  * none, the last record's failure). */
-int  outer_batch_begin(struct outer *o);
+int  outer_batch_begin(struct outer *o, size_t len);
 ssize_t outer_batch_rec(struct outer *o, const void *p, size_t len);
 ssize_t outer_batch_end(struct outer *o, size_t plain);
 /* outer_frame.c: the same calls on a framed flow; outer_frame_free at
@@ -70,6 +75,17 @@ int  outer_frame_shutdown(struct outer *o);
 size_t outer_frame_pending(const struct outer *o);
 void outer_frame_free(struct outer *o);
 uint64_t outer_now_ms(void);
+/* outer_seal.c: a server stream's records sealed from the caller's
+ * bytes (where OpenSSL hands the key to the BIO). */
+bool outer_seal_supported(void);
+int  outer_seal_start(struct outer *o, const void *crypto_info);
+void outer_seal_type(struct outer *o, uint8_t type);
+uint8_t outer_seal_next(struct outer *o);
+void outer_seal_idle(struct outer *o);
+void outer_seal_free(struct outer *o);
+size_t outer_seal_size(size_t len, size_t pad);
+ssize_t outer_seal_record(struct outer *o, uint8_t type, const void *p,
+    size_t len, size_t pad, uint8_t *out);
 
 /* Record padding of a context's streams (outer_ctx_padding). */
 struct outer_pad {
