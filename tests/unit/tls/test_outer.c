@@ -34,6 +34,7 @@
 
 #include "core/log.h"
 #include "tls/outer.h"
+#include "tls/outer_int.h"
 
 #define SNI		"tunsplit.test"
 #define BULK		(4u << 20)
@@ -1396,6 +1397,52 @@ test_idle_memory(void **state)
 }
 
 /*
+ * A server stream seals its records itself where OpenSSL 3.0/3.1 hands
+ * it the write key (outer_seal.c): the client reads them as it would
+ * OpenSSL's -- bulk both ways, half-closes with close_notify, small
+ * writes -- and a KeyUpdate the client asks for fails the server's next
+ * write rather than letting it write with a key the client lacks.
+ */
+static void
+test_sealed_server(void **state)
+{
+	struct ctxs	*x = *state;
+	struct pair	 p;
+	struct xfer	 a, b;
+	char		 buf[64];
+	int		 i;
+
+	if (!outer_seal_supported())
+		skip();
+	pair_connect(&p, x->c, x->s, false);
+	assert_non_null(p.s->seal);
+	assert_null(p.c->seal);
+	for (i = 0; i < 3; i++) {
+		write_all(p.s, "small", 5);
+		assert_int_equal(read_wait(p.c, buf, sizeof(buf)), 5);
+		assert_memory_equal(buf, "small", 5);
+	}
+	xfer_init(&a, BULK / 4, 7);
+	xfer_init(&b, BULK, 8);
+	pair_transfer(&p, &a, &b, true);
+	xfer_free(&a);
+	xfer_free(&b);
+	pair_free(&p);
+
+	pair_connect(&p, x->c, x->s, false);
+	assert_non_null(p.s->seal);
+	write_all(p.s, "before", 6);
+	assert_int_equal(read_wait(p.c, buf, sizeof(buf)), 6);
+	assert_int_equal(SSL_key_update(p.c->ssl, SSL_KEY_UPDATE_REQUESTED),
+	    1);
+	write_all(p.c, "ku", 2);
+	assert_int_equal(read_wait(p.s, buf, sizeof(buf)), 2);
+	assert_int_equal(outer_write(p.s, "after", 5), -1);
+	assert_true(errno != EAGAIN);
+	pair_free(&p);
+}
+
+/*
  * No context: plain TCP behind the same interface (the socks5 and direct
  * outbounds).  Bulk both ways with and without half-closes, the
  * half-close contract, a FIN as the end of the stream, abort as RST,
@@ -1968,6 +2015,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_tls12_refused,
 		    setup_ctxs, teardown_ctxs),
 		cmocka_unit_test_setup_teardown(test_idle_memory,
+		    setup_ctxs, teardown_ctxs),
+		cmocka_unit_test_setup_teardown(test_sealed_server,
 		    setup_ctxs, teardown_ctxs),
 		cmocka_unit_test(test_plain),
 		cmocka_unit_test_setup_teardown(test_frame_tls,
