@@ -745,6 +745,9 @@ outer_ctx_server(const char *cert_file, const char *key_file)
 	SSL_CTX_set_mode(ctx, SSL_MODE_NO_AUTO_CHAIN);
 	SSL_CTX_set_alpn_select_cb(ctx, outer_on_alpn, NULL);
 	SSL_CTX_set_tlsext_servername_callback(ctx, outer_on_servername);
+	/* The secret a sealed stream follows a KeyUpdate with (outer_seal.c). */
+	if (outer_seal_supported())
+		SSL_CTX_set_keylog_callback(ctx, outer_seal_keylog);
 	if (outer_ctx_sessions(ctx) == -1)
 		goto fail;
 	return ctx;

@@ -78,6 +78,9 @@ uint64_t outer_now_ms(void);
 /* outer_seal.c: a server stream's records sealed from the caller's
  * bytes (where OpenSSL hands the key to the BIO). */
 bool outer_seal_supported(void);
+void outer_seal_keylog(const SSL *ssl, const char *line);
+/* Whether a sealed stream can follow a KeyUpdate (it has the secret). */
+bool outer_seal_follows(const struct outer *o);
 int  outer_seal_start(struct outer *o, const void *crypto_info);
 void outer_seal_type(struct outer *o, uint8_t type);
 uint8_t outer_seal_next(struct outer *o);

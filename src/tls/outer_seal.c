@@ -21,8 +21,17 @@
  *
  * Only where OpenSSL 3.0 or 3.1's record layer does exactly this (the
  * BIO controls outer.c answers are the library's internal ones), for
- * AES-GCM in TLS 1.3, and never for a KeyUpdate (OpenSSL would change
- * the key without telling the BIO: the write fails instead).
+ * AES-GCM in TLS 1.3.
+ *
+ * A KeyUpdate (ours, or the answer a peer's update_requested asks for)
+ * changes the write key, and OpenSSL does not tell the BIO.  So the BIO
+ * keeps the application traffic secret too, which OpenSSL's key log
+ * callback hands over just before the key (outer_seal_keylog), checks
+ * it against the key, and derives each next key itself (RFC 8446
+ * 7.2): the KeyUpdate record leaves under the old key, the records
+ * after it under the new one, from sequence 0.  A stream whose secret
+ * did not come fails at a KeyUpdate instead of answering it: a server
+ * that drops the connection when asked would differ from nginx.
  */
 #include "config.h"
 
@@ -32,8 +41,10 @@
 
 #include <linux/tls.h>
 
+#include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/kdf.h>
 
 #include <sodium.h>
 
@@ -43,6 +54,7 @@
 #define SEAL_TAG	16
 #define SEAL_HDR	5
 #define SEAL_KEY_MAX	32
+#define SEAL_SECRET_MAX	48		/* SHA-384's */
 
 struct outer_seal {
 	const EVP_CIPHER *cipher;
@@ -52,7 +64,18 @@ struct outer_seal {
 	uint64_t	 seq;
 	uint8_t		 type;		/* the next record's, 0: data */
 	bool		 dead;		/* refused a KeyUpdate */
+	const EVP_MD	*md;		/* the suite's hash */
+	uint8_t		 secret[SEAL_SECRET_MAX];	/* traffic secret */
+	size_t		 secret_len;	/* 0: unknown, no KeyUpdate */
 };
+
+/* The server application traffic secret the key log just gave, for the
+ * key that BIO_CTRL_SET_KTLS brings next in the same OpenSSL call. */
+static _Thread_local struct {
+	const SSL	*ssl;
+	uint8_t		 secret[SEAL_SECRET_MAX];
+	size_t		 len;
+} seal_pending;
 
 bool
 outer_seal_supported(void)
@@ -61,6 +84,144 @@ outer_seal_supported(void)
 
 	/* The 3.0 and 3.1 record layer (rewritten in 3.2). */
 	return v >> 28 == 3 && ((v >> 20) & 0xff) <= 1;
+}
+
+/* SSL_CTX_set_keylog_callback: OpenSSL 3.0 logs a secret as it derives
+ * it, the server application traffic secret just before it hands the
+ * key derived from it to the BIO.  Nothing else is kept or logged. */
+void
+outer_seal_keylog(const SSL *ssl, const char *line)
+{
+	static const char label[] = "SERVER_TRAFFIC_SECRET_0 ";
+	const char	*hex;
+	size_t		 n;
+
+	if (strncmp(line, label, sizeof(label) - 1) != 0 ||
+	    (hex = strrchr(line, ' ')) == NULL)
+		return;
+	sodium_memzero(&seal_pending, sizeof(seal_pending));
+	if (sodium_hex2bin(seal_pending.secret, sizeof(seal_pending.secret),
+	    hex + 1, strlen(hex + 1), NULL, &n, NULL) != 0 ||
+	    (n != 32 && n != 48)) {
+		sodium_memzero(&seal_pending, sizeof(seal_pending));
+		return;
+	}
+	seal_pending.ssl = ssl;
+	seal_pending.len = n;
+}
+
+/* HKDF-Expand-Label(secret, label, "", len) of TLS 1.3 (RFC 8446 7.1)
+ * into out.  0 or -1. */
+static int
+seal_expand(const EVP_MD *md, const uint8_t *secret, size_t slen,
+    const char *label, uint8_t *out, size_t len)
+{
+	uint8_t		 info[2 + 1 + 6 + 12 + 1];
+	size_t		 llen = strlen(label), n = 0;
+	int		 mode = EVP_KDF_HKDF_MODE_EXPAND_ONLY, rc = -1;
+	OSSL_PARAM	 params[5];
+	EVP_KDF		*kdf;
+	EVP_KDF_CTX	*kctx = NULL;
+
+	if (llen > 12)
+		return -1;
+	info[n++] = (uint8_t)(len >> 8);
+	info[n++] = (uint8_t)len;
+	info[n++] = (uint8_t)(6 + llen);
+	memcpy(info + n, "tls13 ", 6);
+	n += 6;
+	memcpy(info + n, label, llen);
+	n += llen;
+	info[n++] = 0;			/* the context: empty */
+	params[0] = OSSL_PARAM_construct_int(OSSL_KDF_PARAM_MODE, &mode);
+	params[1] = OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST,
+	    (char *)(uintptr_t)EVP_MD_get0_name(md), 0);
+	params[2] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY,
+	    (void *)(uintptr_t)secret, slen);
+	params[3] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO,
+	    info, n);
+	params[4] = OSSL_PARAM_construct_end();
+	if ((kdf = EVP_KDF_fetch(NULL, "HKDF", NULL)) != NULL &&
+	    (kctx = EVP_KDF_CTX_new(kdf)) != NULL &&
+	    EVP_KDF_derive(kctx, out, len, params) == 1)
+		rc = 0;
+	EVP_KDF_CTX_free(kctx);
+	EVP_KDF_free(kdf);
+	return rc;
+}
+
+/* The write key and IV of secret (for s's suite) into key and iv. */
+static int
+seal_keys(const struct outer_seal *s, const uint8_t *secret, uint8_t *key,
+    uint8_t iv[12])
+{
+	return seal_expand(s->md, secret, s->secret_len, "key", key,
+	    (size_t)EVP_CIPHER_get_key_length(s->cipher)) == -1 ||
+	    seal_expand(s->md, secret, s->secret_len, "iv", iv, 12) == -1 ?
+	    -1 : 0;
+}
+
+/* The pending secret, if it is the one s's key came from: taken. */
+static void
+seal_take_secret(struct outer_seal *s, const SSL *ssl)
+{
+	uint8_t	key[SEAL_KEY_MAX], iv[12];
+	size_t	klen = (size_t)EVP_CIPHER_get_key_length(s->cipher);
+
+	if (seal_pending.ssl == ssl &&
+	    seal_pending.len == (size_t)EVP_MD_get_size(s->md)) {
+		memcpy(s->secret, seal_pending.secret, seal_pending.len);
+		s->secret_len = seal_pending.len;
+		if (seal_keys(s, s->secret, key, iv) == -1 ||
+		    sodium_memcmp(key, s->key, klen) != 0 ||
+		    sodium_memcmp(iv, s->iv, 12) != 0) {
+			sodium_memzero(s->secret, sizeof(s->secret));
+			s->secret_len = 0;
+		}
+		sodium_memzero(key, sizeof(key));
+		sodium_memzero(iv, sizeof(iv));
+	}
+	sodium_memzero(&seal_pending, sizeof(seal_pending));
+}
+
+/* After a KeyUpdate left: the next secret, key and IV, sequence 0. */
+static int
+seal_update(struct outer_seal *s)
+{
+	uint8_t	next[SEAL_SECRET_MAX], key[SEAL_KEY_MAX], iv[12];
+	size_t	klen = (size_t)EVP_CIPHER_get_key_length(s->cipher);
+	int	rc = -1;
+
+	if (s->secret_len > 0 && seal_expand(s->md, s->secret,
+	    s->secret_len, "traffic upd", next, s->secret_len) == 0 &&
+	    seal_keys(s, next, key, iv) == 0) {
+		memcpy(s->secret, next, s->secret_len);
+		memcpy(s->key, key, klen);
+		memcpy(s->iv, iv, sizeof(iv));
+		s->seq = 0;
+		EVP_CIPHER_CTX_free(s->ctx);	/* keyed anew when next used */
+		s->ctx = NULL;
+		rc = 0;
+	}
+	sodium_memzero(next, sizeof(next));
+	sodium_memzero(key, sizeof(key));
+	sodium_memzero(iv, sizeof(iv));
+	return rc;
+}
+
+/* Whether the handshake messages p..len hold a KeyUpdate (type 24). */
+static bool
+seal_key_update(const uint8_t *p, size_t len)
+{
+	size_t	off = 0;
+
+	while (off + 4 <= len) {
+		if (p[off] == 24)
+			return true;
+		off += 4 + ((size_t)p[off + 1] << 16 | (size_t)p[off + 2] << 8 |
+		    p[off + 3]);
+	}
+	return false;
 }
 
 /* BIO_CTRL_SET_KTLS: crypto_info is OpenSSL's tls_crypto_info_all,
@@ -83,11 +244,13 @@ outer_seal_start(struct outer *o, const void *crypto_info)
 	switch (ci->cipher_type) {
 	case TLS_CIPHER_AES_GCM_128:
 		s->cipher = EVP_aes_128_gcm();
+		s->md = EVP_sha256();
 		salt = g128->salt, iv = g128->iv, key = g128->key;
 		seq = g128->rec_seq, keylen = sizeof(g128->key);
 		break;
 	case TLS_CIPHER_AES_GCM_256:
 		s->cipher = EVP_aes_256_gcm();
+		s->md = EVP_sha384();
 		salt = g256->salt, iv = g256->iv, key = g256->key;
 		seq = g256->rec_seq, keylen = sizeof(g256->key);
 		break;
@@ -100,8 +263,15 @@ outer_seal_start(struct outer *o, const void *crypto_info)
 	memcpy(s->key, key, keylen);
 	for (i = 0; i < 8; i++)
 		s->seq = s->seq << 8 | seq[i];
+	seal_take_secret(s, o->ssl);
 	o->seal = s;
 	return 1;
+}
+
+bool
+outer_seal_follows(const struct outer *o)
+{
+	return o->seal != NULL && o->seal->secret_len > 0;
 }
 
 void
@@ -164,13 +334,13 @@ outer_seal_record(struct outer *o, uint8_t type, const void *p, size_t len,
 	uint8_t	 nonce[12];
 	size_t	 n = len + 1 + pad + SEAL_TAG, k;
 	int	 outl, i;
+	bool	 update = type == 22 && seal_key_update(p, len);
 
-	/* Handshake type 24: KeyUpdate, after which OpenSSL would write
-	 * with a key it does not hand over. */
-	if (s->dead || (type == 22 && len > 0 && *(const uint8_t *)p == 24)) {
+	/* A KeyUpdate without the secret to follow it: the stream fails. */
+	if (s->dead || (update && s->secret_len == 0)) {
 		if (!s->dead)
-			log_warnx("outer fd %d: KeyUpdate on a sealed stream: "
-			    "closing it", o->fd);
+			log_warnx("outer fd %d: KeyUpdate on a sealed stream "
+			    "without its secret: closing it", o->fd);
 		s->dead = true;
 		errno = EPROTO;
 		return -1;
@@ -208,6 +378,10 @@ outer_seal_record(struct outer *o, uint8_t type, const void *p, size_t len,
 	    out) != 1)
 		goto fail;
 	s->seq++;
+	if (update && seal_update(s) == -1) {
+		s->dead = true;		/* this record leaves; no more after */
+		log_warnx("outer fd %d: KeyUpdate: no next key", o->fd);
+	}
 	return (ssize_t)(SEAL_HDR + n);
 fail:
 	errno = EPROTO;

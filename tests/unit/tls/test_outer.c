@@ -1410,7 +1410,7 @@ test_sealed_server(void **state)
 	struct pair	 p;
 	struct xfer	 a, b;
 	char		 buf[64];
-	int		 i;
+	int		 i, k, crc, src;
 
 	if (!outer_seal_supported())
 		skip();
@@ -1429,17 +1429,46 @@ test_sealed_server(void **state)
 	xfer_free(&b);
 	pair_free(&p);
 
-	pair_connect(&p, x->c, x->s, false);
-	assert_non_null(p.s->seal);
-	write_all(p.s, "before", 6);
-	assert_int_equal(read_wait(p.c, buf, sizeof(buf)), 6);
-	assert_int_equal(SSL_key_update(p.c->ssl, SSL_KEY_UPDATE_REQUESTED),
-	    1);
-	write_all(p.c, "ku", 2);
-	assert_int_equal(read_wait(p.s, buf, sizeof(buf)), 2);
-	assert_int_equal(outer_write(p.s, "after", 5), -1);
-	assert_true(errno != EAGAIN);
-	pair_free(&p);
+	/* KeyUpdates: the client's, asking for ours (twice: the second
+	 * key derives from the first), then one of our own; each time the
+	 * client reads what follows with the key it expects, and so do
+	 * bulk transfers after them.  With AES-256-GCM (the server's
+	 * choice) and AES-128-GCM (a client offering only that). */
+	for (i = 0; i < 2; i++) {
+		pair_new(&p, x->c, x->s, SNI, false);
+		if (i == 1)
+			assert_int_equal(SSL_set_ciphersuites(p.c->ssl,
+			    "TLS_AES_128_GCM_SHA256"), 1);
+		pair_handshake(&p, &crc, &src);
+		assert_int_equal(crc, 1);
+		assert_int_equal(src, 1);
+		assert_string_equal(SSL_get_cipher_name(p.s->ssl), i == 0 ?
+		    "TLS_AES_256_GCM_SHA384" : "TLS_AES_128_GCM_SHA256");
+		assert_non_null(p.s->seal);
+		assert_true(outer_seal_follows(p.s));
+		write_all(p.s, "before", 6);
+		assert_int_equal(read_wait(p.c, buf, sizeof(buf)), 6);
+		for (k = 0; k < 3; k++) {
+			if (k < 2)
+				assert_int_equal(SSL_key_update(p.c->ssl,
+				    SSL_KEY_UPDATE_REQUESTED), 1);
+			else
+				assert_int_equal(SSL_key_update(p.s->ssl,
+				    SSL_KEY_UPDATE_NOT_REQUESTED), 1);
+			write_all(p.c, "ku", 2);
+			assert_int_equal(read_wait(p.s, buf, sizeof(buf)), 2);
+			assert_memory_equal(buf, "ku", 2);
+			write_all(p.s, "after", 5);
+			assert_int_equal(read_wait(p.c, buf, sizeof(buf)), 5);
+			assert_memory_equal(buf, "after", 5);
+		}
+		xfer_init(&a, BULK / 8, 9);
+		xfer_init(&b, BULK / 2, 10);
+		pair_transfer(&p, &a, &b, false);
+		xfer_free(&a);
+		xfer_free(&b);
+		pair_free(&p);
+	}
 }
 
 /*
