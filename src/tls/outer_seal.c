@@ -41,13 +41,12 @@
 
 #include <linux/tls.h>
 
-#include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/kdf.h>
 
 #include <sodium.h>
 
+#include "core/hkdf.h"
 #include "core/log.h"
 #include "tls/outer_int.h"
 
@@ -110,54 +109,16 @@ outer_seal_keylog(const SSL *ssl, const char *line)
 	seal_pending.len = n;
 }
 
-/* HKDF-Expand-Label(secret, label, "", len) of TLS 1.3 (RFC 8446 7.1)
- * into out.  0 or -1. */
-static int
-seal_expand(const EVP_MD *md, const uint8_t *secret, size_t slen,
-    const char *label, uint8_t *out, size_t len)
-{
-	uint8_t		 info[2 + 1 + 6 + 12 + 1];
-	size_t		 llen = strlen(label), n = 0;
-	int		 mode = EVP_KDF_HKDF_MODE_EXPAND_ONLY, rc = -1;
-	OSSL_PARAM	 params[5];
-	EVP_KDF		*kdf;
-	EVP_KDF_CTX	*kctx = NULL;
-
-	if (llen > 12)
-		return -1;
-	info[n++] = (uint8_t)(len >> 8);
-	info[n++] = (uint8_t)len;
-	info[n++] = (uint8_t)(6 + llen);
-	memcpy(info + n, "tls13 ", 6);
-	n += 6;
-	memcpy(info + n, label, llen);
-	n += llen;
-	info[n++] = 0;			/* the context: empty */
-	params[0] = OSSL_PARAM_construct_int(OSSL_KDF_PARAM_MODE, &mode);
-	params[1] = OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST,
-	    (char *)(uintptr_t)EVP_MD_get0_name(md), 0);
-	params[2] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY,
-	    (void *)(uintptr_t)secret, slen);
-	params[3] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO,
-	    info, n);
-	params[4] = OSSL_PARAM_construct_end();
-	if ((kdf = EVP_KDF_fetch(NULL, "HKDF", NULL)) != NULL &&
-	    (kctx = EVP_KDF_CTX_new(kdf)) != NULL &&
-	    EVP_KDF_derive(kctx, out, len, params) == 1)
-		rc = 0;
-	EVP_KDF_CTX_free(kctx);
-	EVP_KDF_free(kdf);
-	return rc;
-}
-
 /* The write key and IV of secret (for s's suite) into key and iv. */
 static int
 seal_keys(const struct outer_seal *s, const uint8_t *secret, uint8_t *key,
     uint8_t iv[12])
 {
-	return seal_expand(s->md, secret, s->secret_len, "key", key,
+	const char	*md = EVP_MD_get0_name(s->md);
+
+	return hkdf_expand_label(md, secret, s->secret_len, "key", key,
 	    (size_t)EVP_CIPHER_get_key_length(s->cipher)) == -1 ||
-	    seal_expand(s->md, secret, s->secret_len, "iv", iv, 12) == -1 ?
+	    hkdf_expand_label(md, secret, s->secret_len, "iv", iv, 12) == -1 ?
 	    -1 : 0;
 }
 
@@ -192,8 +153,8 @@ seal_update(struct outer_seal *s)
 	size_t	klen = (size_t)EVP_CIPHER_get_key_length(s->cipher);
 	int	rc = -1;
 
-	if (s->secret_len > 0 && seal_expand(s->md, s->secret,
-	    s->secret_len, "traffic upd", next, s->secret_len) == 0 &&
+	if (s->secret_len > 0 && hkdf_expand_label(EVP_MD_get0_name(s->md),
+	    s->secret, s->secret_len, "traffic upd", next, s->secret_len) == 0 &&
 	    seal_keys(s, next, key, iv) == 0) {
 		memcpy(s->secret, next, s->secret_len);
 		memcpy(s->key, key, klen);

@@ -10,13 +10,12 @@
 
 #include "wire/sniff.h"
 
+#include "core/hkdf.h"
+
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/core_names.h>
 #include <openssl/evp.h>
-#include <openssl/kdf.h>
-#include <openssl/params.h>
 
 /* Hello bytes kept: Chrome's with an ML-KEM share is ~1.9 KB. */
 #define SNIFF_QUIC_CRYPTO_MAX	8192
@@ -38,61 +37,6 @@ struct sniff_quic {
 
 /* ---- keys ---------------------------------------------------------------- */
 
-static int
-sniff_hkdf(int mode, const uint8_t *key, size_t keylen, const uint8_t *salt,
-    size_t saltlen, const uint8_t *info, size_t infolen, uint8_t *out,
-    size_t outlen)
-{
-	OSSL_PARAM	 params[6], *pp = params;
-	EVP_KDF		*kdf;
-	EVP_KDF_CTX	*kctx = NULL;
-	int		 rc = -1;
-
-	if ((kdf = EVP_KDF_fetch(NULL, "HKDF", NULL)) == NULL)
-		return -1;
-	if ((kctx = EVP_KDF_CTX_new(kdf)) == NULL)
-		goto fail;
-	*pp++ = OSSL_PARAM_construct_int(OSSL_KDF_PARAM_MODE, &mode);
-	*pp++ = OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST,
-	    (char *)(uintptr_t)"SHA256", 0);
-	*pp++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY,
-	    (void *)(uintptr_t)key, keylen);
-	if (salt != NULL)
-		*pp++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT,
-		    (void *)(uintptr_t)salt, saltlen);
-	if (info != NULL)
-		*pp++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO,
-		    (void *)(uintptr_t)info, infolen);
-	*pp = OSSL_PARAM_construct_end();
-	if (EVP_KDF_derive(kctx, out, outlen, params) == 1)
-		rc = 0;
-fail:
-	EVP_KDF_CTX_free(kctx);
-	EVP_KDF_free(kdf);
-	return rc;
-}
-
-/* HKDF-Expand-Label of RFC 8446 7.1, empty context. */
-static int
-sniff_expand_label(const uint8_t secret[32], const char *label, uint8_t *out,
-    size_t outlen)
-{
-	uint8_t	info[2 + 1 + 255 + 1];
-	size_t	l = strlen(label), n = 0;
-
-	if (6 + l > 255)
-		return -1;
-	info[n++] = (uint8_t)(outlen >> 8);
-	info[n++] = (uint8_t)outlen;
-	info[n++] = (uint8_t)(6 + l);
-	memcpy(info + n, "tls13 ", 6);
-	memcpy(info + n + 6, label, l);
-	n += 6 + l;
-	info[n++] = 0;
-	return sniff_hkdf(EVP_KDF_HKDF_MODE_EXPAND_ONLY, secret, 32, NULL, 0,
-	    info, n, out, outlen);
-}
-
 int
 sniff_quic_keys(uint32_t version, const uint8_t *dcid, size_t dcidlen,
     uint8_t key[16], uint8_t iv[12], uint8_t hp[16])
@@ -111,16 +55,16 @@ sniff_quic_keys(uint32_t version, const uint8_t *dcid, size_t dcidlen,
 	if (version != SNIFF_QUIC_V1 && !v2)
 		return -1;
 	/* HKDF-Extract with an empty DCID needs a non-NULL key. */
-	if (sniff_hkdf(EVP_KDF_HKDF_MODE_EXTRACT_ONLY, dcidlen ? dcid :
-	    (const uint8_t *)"", dcidlen, v2 ? salt_v2 : salt_v1, 20, NULL, 0,
-	    initial, sizeof(initial)) != 0 ||
-	    sniff_expand_label(initial, "client in", client, 32) != 0 ||
-	    sniff_expand_label(client, v2 ? "quicv2 key" : "quic key", key,
-	    16) != 0 ||
-	    sniff_expand_label(client, v2 ? "quicv2 iv" : "quic iv", iv,
-	    12) != 0 ||
-	    sniff_expand_label(client, v2 ? "quicv2 hp" : "quic hp", hp,
-	    16) != 0)
+	if (hkdf_extract("SHA256", v2 ? salt_v2 : salt_v1, 20, dcidlen ?
+	    dcid : (const uint8_t *)"", dcidlen, initial, sizeof(initial)) != 0 ||
+	    hkdf_expand_label("SHA256", initial, 32, "client in", client,
+	    32) != 0 ||
+	    hkdf_expand_label("SHA256", client, 32, v2 ? "quicv2 key" :
+	    "quic key", key, 16) != 0 ||
+	    hkdf_expand_label("SHA256", client, 32, v2 ? "quicv2 iv" :
+	    "quic iv", iv, 12) != 0 ||
+	    hkdf_expand_label("SHA256", client, 32, v2 ? "quicv2 hp" :
+	    "quic hp", hp, 16) != 0)
 		goto fail;
 	rc = 0;
 fail:
