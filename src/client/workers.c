@@ -248,18 +248,27 @@ workers_drop(struct workers *w, unsigned i)
 	    "dropped (%llu so far)", i, (unsigned long long)w->dropped);
 }
 
+/* Worker 0: h and data to every other worker but skip (0: none), each
+ * waited for at most wait_ms, else dropped and counted. */
 static void
-workers_bcast(struct workers *w, const struct wmsg *h, const void *data,
-    size_t len)
+workers_bcast_but(struct workers *w, const struct wmsg *h, const void *data,
+    size_t len, unsigned skip, unsigned wait_ms)
 {
 	unsigned i;
 
 	if (w == NULL || w->self != 0)
 		return;
 	for (i = 1; i < w->n; i++)
-		if (w->peer[i].fd >= 0 && msg_send(w->peer[i].fd, h, data,
-		    len, WORKERS_SEND_MS) == -1)
+		if (i != skip && w->peer[i].fd >= 0 && msg_send(w->peer[i].fd,
+		    h, data, len, wait_ms) == -1)
 			workers_drop(w, i);
+}
+
+static void
+workers_bcast(struct workers *w, const struct wmsg *h, const void *data,
+    size_t len)
+{
+	workers_bcast_but(w, h, data, len, 0, WORKERS_SEND_MS);
 }
 
 void
@@ -338,7 +347,6 @@ void
 workers_send_health(struct workers *w, const void *news, size_t len)
 {
 	struct wmsg	h = { .type = W_HEALTH };
-	unsigned	i;
 
 	if (w == NULL)
 		return;
@@ -348,10 +356,7 @@ workers_send_health(struct workers *w, const void *news, size_t len)
 			workers_drop(w, 0);
 		return;
 	}
-	for (i = 1; i < w->n; i++)
-		if (w->peer[i].fd >= 0 &&
-		    msg_send(w->peer[i].fd, &h, news, len, 0) == -1)
-			workers_drop(w, i);
+	workers_bcast_but(w, &h, news, len, 0, 0);
 }
 
 /* Worker 0: a record from worker i that is no status part. */
@@ -360,7 +365,6 @@ workers_from_child(struct workers *w, unsigned i, const uint8_t *rec,
     size_t len)
 {
 	struct wmsg	h;
-	unsigned	j;
 
 	memcpy(&h, rec, sizeof(h));
 	if (h.type != W_HEALTH || len == sizeof(h))
@@ -368,10 +372,7 @@ workers_from_child(struct workers *w, unsigned i, const uint8_t *rec,
 	h.slot = i;		/* where it came from, whatever it says */
 	if (w->ops.health != NULL)
 		w->ops.health(w->ops.arg, i, rec + sizeof(h), len - sizeof(h));
-	for (j = 1; j < w->n; j++)
-		if (j != i && w->peer[j].fd >= 0 && msg_send(w->peer[j].fd,
-		    &h, rec + sizeof(h), len - sizeof(h), 0) == -1)
-			workers_drop(w, j);
+	workers_bcast_but(w, &h, rec + sizeof(h), len - sizeof(h), i, 0);
 }
 
 /* Worker i's socket ended: it has exited, or is about to. */
