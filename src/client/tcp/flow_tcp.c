@@ -47,13 +47,10 @@ _Static_assert(FLOW_UP_MAX == OUTER_WRITE_CHUNKS * OUTER_CHUNK_MAX,
 _Static_assert(FLOW_STAGE > OUTER_CHUNK_MAX,
     "a pbuf written as it is makes more than one chunk (in place)");
 
-
 const char *
 flow_dst(const struct flow *f, char *buf, size_t len)
 {
-	struct addr	 dst;
-
-	return addr_fmt(addr_unpack(&f->dst, &dst), buf, len);
+	return addr_ip_fmt(&f->dst, buf, len);
 }
 
 const char *
